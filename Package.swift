@@ -1,0 +1,64 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// One package, Swift 6 language mode, nothing outside the toolchain.
+// C libraries come from Debian through system-library targets (see Docs/architecture.md).
+let package = Package(
+    name: "LiveVisits",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "livevisits", targets: ["livevisits"]),
+        .executable(name: "livevisits-bench", targets: ["livevisits-bench"]),
+    ],
+    targets: [
+        // C libraries (module map + shim each).
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(name: "CNGHTTP2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
+
+        // Process plumbing shared by every service: clock, logger, metrics, service group.
+        .target(name: "Runtime"),
+
+        // The pure domain: events, state machine, fold, rules, push plans, aps bodies. No I/O.
+        .target(name: "VisitDomain"),
+
+        // Adapters.
+        .target(name: "Postgres", dependencies: ["CLibPQ", "Runtime"]),
+        .target(name: "EventStore", dependencies: ["Postgres", "Runtime"]),
+        .target(name: "VisitProjections", dependencies: ["VisitDomain", "EventStore", "Postgres", "Runtime"]),
+        .target(name: "APNs", dependencies: ["COpenSSL", "CCurl", "Runtime"]),
+        .target(name: "Outbox", dependencies: ["VisitDomain", "EventStore", "Postgres", "APNs", "Runtime"]),
+        .target(name: "APNsSimulator", dependencies: ["CNGHTTP2", "COpenSSL", "Runtime"]),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Runtime"]),
+        .target(
+            name: "HTTPAPI",
+            dependencies: ["HTTPServer", "VisitDomain", "VisitProjections", "EventStore", "Postgres", "Outbox", "Runtime"]
+        ),
+
+        // Executables: the product and its benchmarks. They only wire things together.
+        .executableTarget(
+            name: "livevisits",
+            dependencies: [
+                "Runtime", "VisitDomain", "Postgres", "EventStore", "VisitProjections", "APNs", "Outbox",
+                "APNsSimulator", "HTTPServer", "HTTPAPI",
+            ]
+        ),
+        .executableTarget(
+            name: "livevisits-bench",
+            dependencies: ["Runtime", "VisitDomain", "Postgres", "EventStore", "VisitProjections", "APNs", "Outbox", "APNsSimulator", "HTTPAPI"]
+        ),
+
+        // Tests mirror the targets; TestSupport finds the project's PostgreSQL and makes scratch databases.
+        .target(name: "TestSupport", dependencies: ["Postgres", "Runtime"], path: "Tests/TestSupport"),
+        .testTarget(name: "VisitDomainTests", dependencies: ["VisitDomain"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "Postgres", "TestSupport"]),
+        .testTarget(name: "VisitProjectionsTests", dependencies: ["VisitProjections", "VisitDomain", "EventStore", "TestSupport"]),
+        .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "TestSupport"]),
+        .testTarget(name: "OutboxTests", dependencies: ["Outbox", "APNs", "APNsSimulator", "VisitProjections", "TestSupport"]),
+        .testTarget(name: "HTTPAPITests", dependencies: ["HTTPAPI", "HTTPServer", "TestSupport"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["TestSupport"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

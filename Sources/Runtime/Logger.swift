@@ -1,0 +1,86 @@
+import Foundation
+import Synchronization
+
+/// One structured line per event worth reading: `ts level label message key=value …`.
+/// Metadata keys are dotted (`visit.id`, `outbox.delivery_id`). Never log a token, key or push body:
+/// use `Logger.fingerprint(_:)` when a secret must be named.
+public struct Logger: Sendable {
+    public enum Level: Int, Sendable, Comparable, CustomStringConvertible {
+        case debug = 0, info, warning, error
+        public static func < (a: Level, b: Level) -> Bool { a.rawValue < b.rawValue }
+        public var description: String {
+            switch self {
+            case .debug: "debug"
+            case .info: "info"
+            case .warning: "warning"
+            case .error: "error"
+            }
+        }
+    }
+
+    public let label: String
+    public var metadata: [String: String]
+
+    public init(label: String, metadata: [String: String] = [:]) {
+        self.label = label
+        self.metadata = metadata
+    }
+
+    /// Minimum level written, from `LIVEVISITS_LOG_LEVEL` (debug|info|warning|error), default info.
+    public static let minimumLevel: Mutex<Level> = Mutex(Logger.levelFromEnvironment())
+
+    private static func levelFromEnvironment() -> Level {
+        switch ProcessInfo.processInfo.environment["LIVEVISITS_LOG_LEVEL"]?.lowercased() {
+        case "debug": .debug
+        case "warning": .warning
+        case "error": .error
+        case "off", "none": .init(rawValue: 99) ?? .error
+        default: .info
+        }
+    }
+
+    private static let output = Mutex(())
+
+    public func log(_ level: Level, _ message: String, _ extra: [String: String] = [:]) {
+        guard level >= Logger.minimumLevel.withLock({ $0 }) else { return }
+        var line = "\(Logger.timestamp()) \(level) \(label) \(message)"
+        let merged = metadata.merging(extra) { _, new in new }
+        for key in merged.keys.sorted() {
+            line += " \(key)=\(Logger.quoteIfNeeded(merged[key]!))"
+        }
+        line += "\n"
+        Logger.output.withLock { _ in
+            FileHandle.standardError.write(Data(line.utf8))
+        }
+    }
+
+    public func debug(_ m: String, _ md: [String: String] = [:]) { log(.debug, m, md) }
+    public func info(_ m: String, _ md: [String: String] = [:]) { log(.info, m, md) }
+    public func warning(_ m: String, _ md: [String: String] = [:]) { log(.warning, m, md) }
+    public func error(_ m: String, _ md: [String: String] = [:]) { log(.error, m, md) }
+
+    /// A short, stable, non-reversible name for a secret (first 8 hex digits of FNV-1a 64).
+    public static func fingerprint(_ secret: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in secret.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        return String(String(hash, radix: 16).prefix(8))
+    }
+
+    private static func timestamp() -> String {
+        let now = Date().timeIntervalSince1970
+        return String(format: "%.3f", now)
+    }
+
+    private static func quoteIfNeeded(_ value: String) -> String {
+        if value.isEmpty || value.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" || $0.isNewline }) {
+            let escaped = value.replacingOccurrences(of: "\\", with: "\\\\")
+                .replacingOccurrences(of: "\"", with: "\\\"")
+                .replacingOccurrences(of: "\n", with: "\\n")
+            return "\"\(escaped)\""
+        }
+        return value
+    }
+}
