@@ -18,7 +18,8 @@ enum TestVisit {
             VisitScheduled(
                 customerId: "c-7",
                 attributes: ServiceVisitAttributes(
-                    visitId: visitId, customerFirstName: "Alex", serviceAddress: "12 Elm Row", jobSummary: "Boiler check"),
+                    visitId: visitId, customerFirstName: "Alex", serviceAddress: "12 Elm Row",
+                    jobSummary: "Boiler check"),
                 technician: technician, arrivalWindow: window, kilometresAway: kilometres))
     }
 
@@ -86,6 +87,7 @@ enum TestVisit {
 
     /// The repository's top level (for `Projections/rules.json`).
     static var repositoryRoot: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
     }
 }

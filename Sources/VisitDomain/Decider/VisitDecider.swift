@@ -42,13 +42,16 @@ public enum VisitDecider {
     ///
     /// - Throws: `.inconsistentHistory` for an event before `scheduled`, a second `scheduled`,
     ///   or a version that is not the next one.
-    public static func evolve(_ state: VisitState?, _ recorded: RecordedVisitEvent) throws(StoredEventError) -> VisitState {
+    public static func evolve(_ state: VisitState?, _ recorded: RecordedVisitEvent) throws(StoredEventError)
+        -> VisitState
+    {
         let at = recorded.recordedAt
         guard var state else {
             guard case .scheduled(let scheduled) = recorded.event, recorded.version == 1 else {
                 throw StoredEventError(
                     code: .inconsistentHistory, eventType: recorded.event.eventType,
-                    message: "a visit's history must start with scheduled at version 1 (got version \(recorded.version))")
+                    message:
+                        "a visit's history must start with scheduled at version 1 (got version \(recorded.version))")
             }
             return VisitState(
                 attributes: scheduled.attributes, customerId: scheduled.customerId, technician: scheduled.technician,

@@ -21,7 +21,8 @@ public enum VisitEventRequest {
             let known = VisitEventType.allCases.filter { $0 != .scheduled }.map(\.rawValue).joined(separator: ", ")
             throw VisitInputError(
                 code: .unknownEventType, field: "type",
-                message: "type: unknown event type (expected one of \(known); visits are scheduled with POST /v1/visits)")
+                message:
+                    "type: unknown event type (expected one of \(known); visits are scheduled with POST /v1/visits)")
         }
         do throws(FieldProblem) {
             let movement: Set<String> = ["type", "kilometresAway", "arrivalWindow"]

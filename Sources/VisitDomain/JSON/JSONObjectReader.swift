@@ -47,7 +47,8 @@ struct JSONObjectReader {
     }
 
     func wrongType(_ key: String, expected: String, got value: JSONValue) -> FieldProblem {
-        FieldProblem(kind: .wrongType, path: fieldPath(key), reason: "expected \(expected), got \(value.typeDescription)")
+        FieldProblem(
+            kind: .wrongType, path: fieldPath(key), reason: "expected \(expected), got \(value.typeDescription)")
     }
 
     func invalid(_ key: String, _ reason: String) -> FieldProblem {

@@ -39,7 +39,8 @@ extension ProjectionRules {
 
     static func parse(document: JSONObjectReader) throws(FieldProblem) -> ProjectionRules {
         try document.rejectUnknown(allowed: [
-            "comment", "schemaVersion", "statuses", "priorities", "startEndExpirationSeconds", "start", "maximumPushBytes",
+            "comment", "schemaVersion", "statuses", "priorities", "startEndExpirationSeconds", "start",
+            "maximumPushBytes",
         ])
         let schemaVersion = try document.integer("schemaVersion")
         guard schemaVersion == 1 else { throw document.invalid("schemaVersion", "only version 1 is known") }
@@ -88,7 +89,8 @@ extension ProjectionRules {
         if let alertObject = try object.optionalObject("alert") {
             try alertObject.rejectUnknown(allowed: ["title", "body", "sound"])
             alert = AlertContent(
-                title: try alertObject.string("title", maxBytes: 512), body: try alertObject.string("body", maxBytes: 1024),
+                title: try alertObject.string("title", maxBytes: 512),
+                body: try alertObject.string("body", maxBytes: 1024),
                 sound: try alertObject.optionalString("sound", maxBytes: 256))
         }
         var rule = StatusRule(relevance: relevance, alert: alert)

@@ -54,7 +54,8 @@ public struct ProjectionRules: Sendable, Hashable {
         .enRoute: StatusRule(relevance: 80, staleAfterSeconds: 120),
         .nearby: StatusRule(
             relevance: 100,
-            alert: AlertContent(title: "Service visit", body: "Your technician is a few minutes away.", sound: "default"),
+            alert: AlertContent(
+                title: "Service visit", body: "Your technician is a few minutes away.", sound: "default"),
             staleAfterSeconds: 120),
         .onSite: StatusRule(
             relevance: 80,

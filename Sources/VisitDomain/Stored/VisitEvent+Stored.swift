@@ -44,7 +44,9 @@ extension VisitEvent {
     /// - Parameters:
     ///   - eventType: the stored `eventType` (the contract's name).
     ///   - data: the stored JSON.
-    public static func decodeStored(eventType: String, data: some Collection<UInt8>) throws(StoredEventError) -> VisitEvent {
+    public static func decodeStored(eventType: String, data: some Collection<UInt8>) throws(StoredEventError)
+        -> VisitEvent
+    {
         let json: JSONValue
         do {
             json = try JSONValue.parse(data)
@@ -55,7 +57,9 @@ extension VisitEvent {
     }
 
     /// Reads a stored event from borrowed bytes (no copy; the replay path).
-    public static func decodeStored(eventType: String, buffer: UnsafeBufferPointer<UInt8>) throws(StoredEventError) -> VisitEvent {
+    public static func decodeStored(eventType: String, buffer: UnsafeBufferPointer<UInt8>) throws(StoredEventError)
+        -> VisitEvent
+    {
         let json: JSONValue
         do {
             json = try JSONValue.parse(buffer: buffer)
@@ -139,7 +143,8 @@ extension JSONObjectReader {
     }
 
     func storedUpdate() throws(FieldProblem) -> ArrivalUpdate {
-        ArrivalUpdate(kilometresAway: try optionalDouble("kilometresAway"), arrivalWindow: try storedWindow("arrivalWindow"))
+        ArrivalUpdate(
+            kilometresAway: try optionalDouble("kilometresAway"), arrivalWindow: try storedWindow("arrivalWindow"))
     }
 }
 

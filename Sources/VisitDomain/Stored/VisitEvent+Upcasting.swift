@@ -12,7 +12,8 @@ extension VisitEvent {
             switch (type, version) {
             case (.scheduled, 1): json = try scheduledV1toV2(json)
             default:
-                throw FieldProblem(kind: .invalidValue, path: "schemaVersion", reason: "no upcaster from version \(version)")
+                throw FieldProblem(
+                    kind: .invalidValue, path: "schemaVersion", reason: "no upcaster from version \(version)")
             }
             version += 1
         }
@@ -28,17 +29,23 @@ extension VisitEvent {
             JSONMember("schemaVersion", .number(2)),
             try copy("visitId"),
             try copy("customerId"),
-            JSONMember("attributes", .object([
-                try copy("customerFirstName"), try copy("serviceAddress"), try copy("jobSummary"),
-            ])),
-            JSONMember("technician", .object([
-                try copy("technicianId", as: "id"), try copy("technicianName", as: "name"),
-                try copy("avatarSymbol"), try copy("vanDescription"),
-            ])),
-            JSONMember("arrivalWindow", .object([
-                JSONMember("start", .number(Double(try v1.integer("arrivalStart")))),
-                JSONMember("end", .number(Double(try v1.integer("arrivalEnd")))),
-            ])),
+            JSONMember(
+                "attributes",
+                .object([
+                    try copy("customerFirstName"), try copy("serviceAddress"), try copy("jobSummary"),
+                ])),
+            JSONMember(
+                "technician",
+                .object([
+                    try copy("technicianId", as: "id"), try copy("technicianName", as: "name"),
+                    try copy("avatarSymbol"), try copy("vanDescription"),
+                ])),
+            JSONMember(
+                "arrivalWindow",
+                .object([
+                    JSONMember("start", .number(Double(try v1.integer("arrivalStart")))),
+                    JSONMember("end", .number(Double(try v1.integer("arrivalEnd")))),
+                ])),
             JSONMember("kilometresAway", .number(try v1.optionalDouble("kilometresAway") ?? 0)),
         ])
     }

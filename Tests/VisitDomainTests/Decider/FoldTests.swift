@@ -20,8 +20,9 @@ import Testing
         let twice = try TestVisit.fold(Self.wholeVisit)
         #expect(once == twice)
         let rules = ProjectionRules.contractDefault
-        #expect(VisitView(state: once, rules: rules).json(liveActivities: 1).serialized()
-            == VisitView(state: twice, rules: rules).json(liveActivities: 1).serialized())
+        #expect(
+            VisitView(state: once, rules: rules).json(liveActivities: 1).serialized()
+                == VisitView(state: twice, rules: rules).json(liveActivities: 1).serialized())
         // Every prefix too: the same state and the same bodies each time.
         for count in 1...Self.wholeVisit.count {
             let a = try TestVisit.fold(Array(Self.wholeVisit.prefix(count)))

@@ -59,7 +59,10 @@ import Testing
     }
 
     @Test func technicianMayPostExactlyTheContractsList() {
-        #expect(VisitEventType.postableByTechnician == [.enRoute, .nearby, .onSite, .finishing, .completed, .failed, .progress])
+        #expect(
+            VisitEventType.postableByTechnician == [
+                .enRoute, .nearby, .onSite, .finishing, .completed, .failed, .progress,
+            ])
         #expect(!VisitEventType.cancelled.technicianMayPost)
         #expect(!VisitEventType.reassigned.technicianMayPost)
         #expect(!VisitEventType.scheduled.technicianMayPost)

@@ -31,8 +31,9 @@ import Testing
         Case(#"{"type":"nearby""#, .malformedJSON, nil, "truncated"),
         Case(#"{"type":"nearby"} x"#, .malformedJSON, nil, "trailing garbage"),
         Case(String(repeating: "[", count: 100_000), .malformedJSON, nil, "nesting bomb"),
-        Case(bytes: Array(#"{"type":"failed","reason":""#.utf8) + [0xFF, 0xFE] + Array(#""}"#.utf8),
-             .malformedJSON, nil, "invalid UTF-8"),
+        Case(
+            bytes: Array(#"{"type":"failed","reason":""#.utf8) + [0xFF, 0xFE] + Array(#""}"#.utf8),
+            .malformedJSON, nil, "invalid UTF-8"),
         Case(#"{"type":"failed","reason":"\ud800"}"#, .malformedJSON, nil, "lone surrogate"),
         Case("[1,2]", .invalidBody, nil, "array body"),
         Case(#""nearby""#, .invalidBody, nil, "string body"),
@@ -48,16 +49,21 @@ import Testing
         Case(#"{"type":"nearby","kilometresAway":-0.5}"#, .invalidValue, "kilometresAway", "negative distance"),
         Case(#"{"type":"nearby","kilometresAway":1e400}"#, .invalidValue, "kilometresAway", "infinite distance"),
         Case(#"{"type":"nearby","kilometresAway":50000}"#, .invalidValue, "kilometresAway", "beyond the Earth"),
-        Case(#"{"type":"progress","arrivalWindow":{"start":200,"end":100}}"#, .invalidValue, "arrivalWindow.end",
-             "window end before start"),
-        Case(#"{"type":"progress","arrivalWindow":{"start":"100","end":200}}"#, .wrongType, "arrivalWindow.start",
-             "window start as a string"),
-        Case(#"{"type":"progress","arrivalWindow":{"start":100.5,"end":200}}"#, .invalidValue, "arrivalWindow.start",
-             "fractional epoch"),
-        Case(#"{"type":"progress","arrivalWindow":{"start":-5,"end":200}}"#, .invalidValue, "arrivalWindow.start",
-             "negative epoch"),
-        Case(#"{"type":"progress","arrivalWindow":{"start":100}}"#, .missingField, "arrivalWindow.end",
-             "window without end"),
+        Case(
+            #"{"type":"progress","arrivalWindow":{"start":200,"end":100}}"#, .invalidValue, "arrivalWindow.end",
+            "window end before start"),
+        Case(
+            #"{"type":"progress","arrivalWindow":{"start":"100","end":200}}"#, .wrongType, "arrivalWindow.start",
+            "window start as a string"),
+        Case(
+            #"{"type":"progress","arrivalWindow":{"start":100.5,"end":200}}"#, .invalidValue, "arrivalWindow.start",
+            "fractional epoch"),
+        Case(
+            #"{"type":"progress","arrivalWindow":{"start":-5,"end":200}}"#, .invalidValue, "arrivalWindow.start",
+            "negative epoch"),
+        Case(
+            #"{"type":"progress","arrivalWindow":{"start":100}}"#, .missingField, "arrivalWindow.end",
+            "window without end"),
         Case(#"{"type":"progress","arrivalWindow":[100,200]}"#, .wrongType, "arrivalWindow", "window as an array"),
         Case(#"{"type":"progress"}"#, .missingField, "kilometresAway", "progress without a change"),
         Case(#"{"type":"nearby","kilometersAway":1}"#, .unknownField, "kilometersAway", "misspelt field"),
@@ -65,14 +71,17 @@ import Testing
         Case(#"{"type":"failed","reason":""}"#, .invalidValue, "reason", "empty reason"),
         Case(#"{"type":"failed","reason":"  \n "}"#, .invalidValue, "reason", "blank reason"),
         Case(#"{"type":"failed","reason":"a\u0000b"}"#, .invalidValue, "reason", "NUL in reason"),
-        Case(#"{"type":"failed","reason":"\#(String(repeating: "x", count: 1025))"}"#, .invalidValue, "reason",
-             "over-long reason"),
+        Case(
+            #"{"type":"failed","reason":"\#(String(repeating: "x", count: 1025))"}"#, .invalidValue, "reason",
+            "over-long reason"),
         Case(#"{"type":"cancelled","reason":42}"#, .wrongType, "reason", "numeric reason"),
         Case(#"{"type":"reassigned"}"#, .missingField, "technician", "reassigned without technician"),
-        Case(#"{"type":"reassigned","technician":{"id":"t-1","name":"","avatarSymbol":"a","vanDescription":"v"}}"#,
-             .invalidValue, "technician.name", "empty technician name"),
-        Case(#"{"type":"reassigned","technician":{"id":"t-1","name":"Kim","avatarSymbol":"a"}}"#,
-             .missingField, "technician.vanDescription", "technician without van"),
+        Case(
+            #"{"type":"reassigned","technician":{"id":"t-1","name":"","avatarSymbol":"a","vanDescription":"v"}}"#,
+            .invalidValue, "technician.name", "empty technician name"),
+        Case(
+            #"{"type":"reassigned","technician":{"id":"t-1","name":"Kim","avatarSymbol":"a"}}"#,
+            .missingField, "technician.vanDescription", "technician without van"),
         Case(#"{"type":"reassigned","technician":"Kim"}"#, .wrongType, "technician", "technician as a string"),
     ]
 
@@ -107,15 +116,18 @@ import Testing
         Case(bytes: schedule("customerId", .number(7)), .wrongType, "customerId", "numeric customer"),
         Case(bytes: schedule("attributes", nil), .missingField, "attributes", "no attributes"),
         Case(bytes: schedule("attributes.jobSummary", nil), .missingField, "attributes.jobSummary", "no summary"),
-        Case(bytes: schedule("attributes.customerFirstName", .string("")), .invalidValue,
-             "attributes.customerFirstName", "empty first name"),
-        Case(bytes: schedule("attributes.serviceAddress", .string(String(repeating: "é", count: 600))),
-             .invalidValue, "attributes.serviceAddress", "address over 1024 bytes"),
+        Case(
+            bytes: schedule("attributes.customerFirstName", .string("")), .invalidValue,
+            "attributes.customerFirstName", "empty first name"),
+        Case(
+            bytes: schedule("attributes.serviceAddress", .string(String(repeating: "é", count: 600))),
+            .invalidValue, "attributes.serviceAddress", "address over 1024 bytes"),
         Case(bytes: schedule("technician.name", .string("")), .invalidValue, "technician.name", "empty technician"),
         Case(bytes: schedule("technician", .string("Sam")), .wrongType, "technician", "technician as a string"),
         Case(bytes: schedule("arrivalWindow", nil), .missingField, "arrivalWindow", "no window"),
-        Case(bytes: schedule("arrivalWindow.end", .number(1_790_000_000)), .invalidValue, "arrivalWindow.end",
-             "window end before start"),
+        Case(
+            bytes: schedule("arrivalWindow.end", .number(1_790_000_000)), .invalidValue, "arrivalWindow.end",
+            "window end before start"),
         Case(bytes: schedule("kilometresAway", .string("14.0")), .wrongType, "kilometresAway", "distance string"),
         Case(bytes: schedule("kilometresAway", .number(-1)), .invalidValue, "kilometresAway", "negative distance"),
         Case(bytes: schedule("visitId", .string("v/1001")), .invalidValue, "visitId", "slash in visit id"),
@@ -146,15 +158,23 @@ import Testing
         let noDistance = try ScheduleVisitRequest.parse(Self.schedule("kilometresAway", nil)) { "x" }
         #expect(noDistance.kilometresAway == 0)
 
-        let nearby = try VisitEventRequest.parse(Array(
-            #"{"type": "nearby", "kilometresAway": 1.2, "arrivalWindow": {"start": 1790000300, "end": 1790000900}}"#.utf8))
-        #expect(nearby == .nearby(ArrivalUpdate(kilometresAway: 1.2, arrivalWindow: ArrivalWindow(start: 1_790_000_300, end: 1_790_000_900))))
+        let nearby = try VisitEventRequest.parse(
+            Array(
+                #"{"type": "nearby", "kilometresAway": 1.2, "arrivalWindow": {"start": 1790000300, "end": 1790000900}}"#
+                    .utf8))
+        #expect(
+            nearby
+                == .nearby(
+                    ArrivalUpdate(
+                        kilometresAway: 1.2, arrivalWindow: ArrivalWindow(start: 1_790_000_300, end: 1_790_000_900))))
         #expect(try VisitEventRequest.parse(Array(#"{"type":"onSite","kilometresAway":0.1}"#.utf8)) == .onSite)
         #expect(try VisitEventRequest.parse(Array(#"{"type":"cancelled"}"#.utf8)) == .cancelled(reason: nil))
-        #expect(try VisitEventRequest.parse(Array(#"{"type":"failed","reason":"Van \"7\" broke"}"#.utf8))
-            == .failed(reason: "Van \"7\" broke"))
-        #expect(try VisitEventRequest.parse(Array(#"{"type":"progress","kilometresAway":0}"#.utf8))
-            == .progress(ArrivalUpdate(kilometresAway: 0)))
+        #expect(
+            try VisitEventRequest.parse(Array(#"{"type":"failed","reason":"Van \"7\" broke"}"#.utf8))
+                == .failed(reason: "Van \"7\" broke"))
+        #expect(
+            try VisitEventRequest.parse(Array(#"{"type":"progress","kilometresAway":0}"#.utf8))
+                == .progress(ArrivalUpdate(kilometresAway: 0)))
         #expect(try VisitEventRequest.parse(Data(#"{"type":"enRoute","kilometresAway":null}"#.utf8)) == .enRoute(.none))
     }
 

@@ -28,13 +28,19 @@ import Testing
     }
 
     @Test func refusesWhatIsNotJSON() {
-        let bad = ["", " ", "{", "[1,]", "{\"a\" 1}", "01", "1.", ".5", "-", "tru", "\"\t\"", "{'a':1}", "nul", "[1]]", "1e"]
+        let bad = [
+            "", " ", "{", "[1,]", "{\"a\" 1}", "01", "1.", ".5", "-", "tru", "\"\t\"", "{'a':1}", "nul", "[1]]", "1e",
+        ]
         for text in bad {
             #expect(throws: JSONParseError.self, "\(text)") { try JSONValue.parse(Array(text.utf8)) }
         }
-        let deep = String(repeating: "[", count: JSONValue.maximumDepth + 1) + String(repeating: "]", count: JSONValue.maximumDepth + 1)
+        let deep =
+            String(repeating: "[", count: JSONValue.maximumDepth + 1)
+            + String(repeating: "]", count: JSONValue.maximumDepth + 1)
         #expect(throws: JSONParseError.self) { try JSONValue.parse(Array(deep.utf8)) }
-        let fine = String(repeating: "[", count: JSONValue.maximumDepth) + String(repeating: "]", count: JSONValue.maximumDepth)
+        let fine =
+            String(repeating: "[", count: JSONValue.maximumDepth)
+            + String(repeating: "]", count: JSONValue.maximumDepth)
         #expect(throws: Never.self) { try JSONValue.parse(Array(fine.utf8)) }
     }
 

@@ -84,10 +84,11 @@ import Testing
                 let object = try #require(try JSONSerialization.jsonObject(with: Data(plan.body)) as? [String: Any])
                 let aps = try #require(object["aps"] as? [String: Any])
                 let content = try #require(aps["content-state"] as? [String: Any])
-                #expect(Set(content.keys) == [
-                    "technicianName", "avatarSymbol", "vanDescription", "arrivalStartEpoch", "arrivalEndEpoch",
-                    "status", "kilometresAway",
-                ])
+                #expect(
+                    Set(content.keys) == [
+                        "technicianName", "avatarSymbol", "vanDescription", "arrivalStartEpoch", "arrivalEndEpoch",
+                        "status", "kilometresAway",
+                    ])
                 #expect(content["kilometresAway"] is NSNumber)
                 #expect(content["status"] is String)
             }

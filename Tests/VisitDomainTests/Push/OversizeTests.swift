@@ -14,7 +14,8 @@ import Testing
         let body = #"{"type":"failed","reason":"\#(String(repeating: #"\u0001"#, count: 1000))"}"#
         let event = try VisitEventRequest.parse(Array(body.utf8))
         do {
-            _ = try VisitDecider.accept(event, given: state, recordedAt: state.lastRecordedAt + 1, rules: .contractDefault)
+            _ = try VisitDecider.accept(
+                event, given: state, recordedAt: state.lastRecordedAt + 1, rules: .contractDefault)
             Issue.record("an end push over 4 KB was accepted")
         } catch {
             #expect(error.code == .pushTooLarge)
@@ -42,17 +43,21 @@ import Testing
             payload.attributes.serviceAddress = String(repeating: "\"", count: 1000)
             scheduled = .scheduled(payload)
         }
-        let state = try VisitDecider.accept(scheduled, given: nil, recordedAt: TestVisit.t0, rules: .contractDefault).state
+        let state = try VisitDecider.accept(scheduled, given: nil, recordedAt: TestVisit.t0, rules: .contractDefault)
+            .state
         let heavyTechnician = Technician(
             id: "t-9", name: String(repeating: "\"", count: 256), avatarSymbol: "person",
             vanDescription: String(repeating: "\"", count: 1000))
         let update = PushPlanner.update(
-            try VisitDecider.evolve(state, RecordedVisitEvent(.reassigned(heavyTechnician, .none), version: 2, recordedAt: TestVisit.t0 + 1)),
+            try VisitDecider.evolve(
+                state, RecordedVisitEvent(.reassigned(heavyTechnician, .none), version: 2, recordedAt: TestVisit.t0 + 1)
+            ),
             rules: .contractDefault, alert: nil, isCatchUp: false)
         #expect(update.bodySize <= 4096)
         do {
             _ = try VisitDecider.accept(
-                .reassigned(heavyTechnician, .none), given: state, recordedAt: TestVisit.t0 + 1, rules: .contractDefault)
+                .reassigned(heavyTechnician, .none), given: state, recordedAt: TestVisit.t0 + 1, rules: .contractDefault
+            )
             Issue.record("accepted a reassignment whose start would be over 4 KB")
         } catch {
             #expect(error.code == .pushTooLarge)

@@ -20,10 +20,11 @@ import Testing
     }
 
     @Test func eventTypesAreTheContractsNames() {
-        #expect(VisitEventType.allCases.map(\.rawValue) == [
-            "scheduled", "enRoute", "nearby", "onSite", "finishing", "completed", "cancelled", "failed", "progress",
-            "reassigned",
-        ])
+        #expect(
+            VisitEventType.allCases.map(\.rawValue) == [
+                "scheduled", "enRoute", "nearby", "onSite", "finishing", "completed", "cancelled", "failed", "progress",
+                "reassigned",
+            ])
     }
 
     @Test func scheduledVersion1IsUpcast() throws {
