@@ -59,3 +59,17 @@ import Testing
         }
     }
 }
+
+@Suite struct SnapshotTests {
+    @Test(arguments: VisitStatus.allCases) func snapshotRoundTrips(_ status: VisitStatus) throws {
+        let state = try #require(try TestVisit.accepted(TestVisit.path(to: status)).last).state
+        let restored = try VisitState(snapshot: state.snapshotJSON().serialized())
+        #expect(restored == state)
+    }
+
+    @Test func corruptSnapshotsAreTypedErrors() {
+        for text in ["{", "[]", #"{"schemaVersion":1}"#, #"{"schemaVersion":9}"#] {
+            #expect(throws: StoredEventError.self) { try VisitState(snapshot: Array(text.utf8)) }
+        }
+    }
+}
