@@ -1,13 +1,3 @@
-/// A field the reader refuses, before it is turned into the caller's typed error.
-struct FieldProblem: Error {
-    enum Kind { case missing, wrongType, invalidValue, unknownField }
-    var kind: Kind
-    var path: String
-    var reason: String
-
-    var message: String { "\(path): \(reason)" }
-}
-
 /// Typed, path-aware access to the members of one JSON object. `null` counts as absent.
 struct JSONObjectReader {
     let members: [JSONMember]
@@ -35,7 +25,8 @@ struct JSONObjectReader {
 
     func rejectUnknown(allowed: Set<String>) throws(FieldProblem) {
         for member in members where !allowed.contains(member.key) {
-            throw FieldProblem(kind: .unknownField, path: fieldPath(member.key), reason: "unknown field")
+            throw FieldProblem(
+                kind: .unknownField, path: fieldPath(FieldProblem.displayKey(member.key)), reason: "unknown field")
         }
     }
 

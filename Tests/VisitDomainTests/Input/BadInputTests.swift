@@ -178,6 +178,17 @@ import Testing
         #expect(try VisitEventRequest.parse(Data(#"{"type":"enRoute","kilometresAway":null}"#.utf8)) == .enRoute(.none))
     }
 
+    @Test func longUnknownKeysAreCutShortInMessages() {
+        let key = String(repeating: "k", count: 5000)
+        do {
+            _ = try VisitEventRequest.parse(Array(#"{"type":"nearby","\#(key)":1}"#.utf8))
+            Issue.record("accepted an unknown key")
+        } catch {
+            #expect(error.code == .unknownField)
+            #expect(error.message.utf8.count < 100)
+        }
+    }
+
     /// Messages name fields (keys the client sent) but never repeat a value, which may be private.
     @Test func messagesNeverEchoValues() {
         let secret = "SECRET-VALUE-123"
