@@ -29,18 +29,22 @@ import Testing
     @Test func decodeAndFoldThroughput() throws {
         let log = Self.log(visits: 2_000)
         let count = log.reduce(0) { $0 + $1.count }
-        var states: [VisitState] = []
-        states.reserveCapacity(log.count)
         let clock = ContinuousClock()
-        let elapsed = try clock.measure {
-            for history in log { states.append(try #require(try VisitDecider.replay(history))) }
+        var best = Duration.seconds(1_000)
+        for _ in 0..<3 {
+            var states: [VisitState] = []
+            states.reserveCapacity(log.count)
+            let elapsed = try clock.measure {
+                for history in log { states.append(try #require(try VisitDecider.replay(history))) }
+            }
+            #expect(states.count == log.count)
+            #expect(states.allSatisfy { $0.status == .completed && $0.version == 10 })
+            best = min(best, elapsed)
         }
-        #expect(states.count == log.count)
-        #expect(states.allSatisfy { $0.status == .completed && $0.version == 10 })
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = Double(best.components.seconds) + Double(best.components.attoseconds) / 1e18
         print(
             "VisitDomain replay: \(count) stored events decoded + folded in "
                 + String(format: "%.3f", seconds) + " s = " + String(format: "%.0f", Double(count) / seconds)
-                + " events/s")
+                + " events/s (best of 3)")
     }
 }
