@@ -28,7 +28,8 @@ public enum VisitEventRequest {
             let movement: Set<String> = ["type", "kilometresAway", "arrivalWindow"]
             switch type {
             case .scheduled:
-                preconditionFailure("excluded above")
+                throw FieldProblem(
+                    kind: .invalidValue, path: "type", reason: "visits are scheduled with POST /v1/visits")
             case .enRoute, .nearby, .onSite, .finishing, .completed, .progress:
                 try object.rejectUnknown(allowed: movement)
                 let update = try object.arrivalUpdate()
