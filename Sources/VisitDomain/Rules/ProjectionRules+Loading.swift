@@ -4,6 +4,22 @@ extension ProjectionRules {
     /// The rules file's name inside the projections directory.
     public static let fileName = "rules.json"
 
+    /// The environment variable naming the projections directory.
+    public static let directoryVariable = "LIVEVISITS_PROJECTIONS_DIR"
+
+    /// The projections directory: `$LIVEVISITS_PROJECTIONS_DIR`, default `./Projections`.
+    public static func directory(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
+        let path = environment[directoryVariable].flatMap { $0.isEmpty ? nil : $0 } ?? "./Projections"
+        return URL(fileURLWithPath: path, isDirectory: true)
+    }
+
+    /// Reads `rules.json` from the directory the environment names (contract §3).
+    public static func load(environment: [String: String] = ProcessInfo.processInfo.environment)
+        throws(ProjectionRulesError) -> ProjectionRules
+    {
+        try load(directory: directory(environment: environment))
+    }
+
     /// Reads `rules.json` from a projections directory (`$LIVEVISITS_PROJECTIONS_DIR`,
     /// default `./Projections`).
     public static func load(directory: URL) throws(ProjectionRulesError) -> ProjectionRules {

@@ -10,6 +10,15 @@ import Testing
         #expect(rules == .contractDefault)
     }
 
+    @Test func theEnvironmentNamesTheDirectory() throws {
+        let directory = TestVisit.repositoryRoot.appendingPathComponent("Projections").path
+        #expect(try ProjectionRules.load(environment: ["LIVEVISITS_PROJECTIONS_DIR": directory]) == .contractDefault)
+        #expect(ProjectionRules.directory(environment: [:]).path.hasSuffix("/Projections"))
+        #expect(throws: ProjectionRulesError.self) {
+            try ProjectionRules.load(environment: ["LIVEVISITS_PROJECTIONS_DIR": "/nonexistent"])
+        }
+    }
+
     static let shipped: JSONValue = {
         let url = TestVisit.repositoryRoot.appendingPathComponent("Projections/rules.json")
         return try! JSONValue.parse(Data(contentsOf: url))
