@@ -44,7 +44,7 @@ CREATE TABLE device_preferences (
 -- Live Activities switched off, visit ended before its start went out).
 CREATE TABLE deliveries (
     id                     bigint  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    apns_id                uuid    NOT NULL UNIQUE,
+    apns_id                uuid    NOT NULL,
     target                 text    NOT NULL,
     visit_id               text    NOT NULL,
     customer_id            text    NOT NULL,
@@ -75,12 +75,16 @@ CREATE TABLE deliveries (
     superseded_by          bigint
 );
 
-CREATE INDEX deliveries_due ON deliveries (next_attempt_at) WHERE state = 'pending';
-CREATE INDEX deliveries_leased ON deliveries (lease_expires_at) WHERE state = 'sending';
+-- Few, mostly partial indexes: a delivery changes state two or three times and every index on a changed
+-- row is written again, so rows that reached a final state sit only in the primary key (and, for starts
+-- and ends, in the one index that keeps "nothing after an end, one start per device" cheap).
+CREATE INDEX deliveries_due ON deliveries (next_attempt_at, id) WHERE state = 'pending';
+CREATE INDEX deliveries_leased ON deliveries (lease_token) WHERE state = 'sending';
+CREATE INDEX deliveries_lease_expiry ON deliveries (lease_expires_at) WHERE state = 'sending';
 CREATE INDEX deliveries_open_by_target ON deliveries (target, aps_timestamp) WHERE state IN ('pending', 'sending');
-CREATE INDEX deliveries_by_target_kind ON deliveries (target, kind);
-CREATE INDEX deliveries_by_visit ON deliveries (visit_id);
-CREATE INDEX deliveries_by_state ON deliveries (state, id);
+CREATE INDEX deliveries_open_by_device ON deliveries (customer_id, device_id) WHERE state = 'pending';
+CREATE INDEX deliveries_starts_and_ends ON deliveries (target) WHERE kind IN ('start', 'end');
+CREATE INDEX deliveries_pending_starts ON deliveries (visit_id) WHERE kind = 'start' AND state = 'pending';
 
 -- Every attempt: when, what APNs said (or why there was no answer), how long it took.
 CREATE TABLE delivery_attempts (

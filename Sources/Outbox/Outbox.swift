@@ -146,18 +146,19 @@ public final class Outbox: Sendable {
         let dueParam = bind(due)
         query.sql += """
             fresh AS (
+                -- Scalar subqueries: each runs per target on its index whatever the statistics say.
                 SELECT t.* FROM targets t
-                WHERE NOT EXISTS (
+                WHERE NOT (SELECT EXISTS (
                         SELECT 1 FROM deliveries d
-                        WHERE d.target = t.target AND d.state IN ('pending', 'sending', 'sent')
-                          AND (d.kind = 'end' OR (d.kind = 'start' AND \(kindParam)::text = 'start')))
-                  AND NOT EXISTS (
+                        WHERE d.target = t.target AND d.kind IN ('start', 'end') AND d.state IN ('pending', 'sending', 'sent')
+                          AND (d.kind = 'end' OR (d.kind = 'start' AND \(kindParam)::text = 'start'))))
+                  AND NOT (SELECT EXISTS (
                         SELECT 1 FROM deliveries d
                         WHERE d.target = t.target AND d.state IN ('pending', 'sending')
-                          AND d.aps_timestamp > \(tsParam)::bigint)
-                  AND NOT EXISTS (
+                          AND d.aps_timestamp > \(tsParam)::bigint))
+                  AND NOT (SELECT EXISTS (
                         SELECT 1 FROM delivery_targets x
-                        WHERE x.target = t.target AND x.last_sent_timestamp > \(tsParam)::bigint)
+                        WHERE x.target = t.target AND x.last_sent_timestamp > \(tsParam)::bigint))
             ),
             inserted AS (
                 INSERT INTO deliveries (apns_id, target, visit_id, customer_id, activity_id, device_id, kind, priority,
@@ -174,7 +175,8 @@ public final class Outbox: Sendable {
                 UPDATE deliveries d
                 SET state = 'superseded', superseded_by = i.id, finished_at = \(nowParam)::float8
                 FROM inserted i
-                WHERE d.target = i.target AND d.state = 'pending' AND d.kind = 'update'
+                WHERE d.target = ANY (ARRAY(SELECT target FROM inserted)) AND d.target = i.target
+                  AND d.state = 'pending' AND d.kind = 'update'
                 RETURNING d.id
             ),
             cancelled AS (

@@ -133,10 +133,12 @@ public struct OutboxStore: Sendable {
             WITH candidates AS (
                 SELECT d.id FROM deliveries d
                 WHERE d.state = 'pending' AND d.next_attempt_at <= \(now)
-                  AND NOT EXISTS (
+                  -- A scalar subquery, so it runs per row along the due index (an anti-join would read the
+                  -- whole backlog on every claim).
+                  AND NOT (SELECT EXISTS (
                       SELECT 1 FROM deliveries o
-                      WHERE o.target = d.target AND o.id <> d.id
-                        AND (o.state = 'sending' OR (o.state = 'pending' AND o.aps_timestamp > d.aps_timestamp)))
+                      WHERE o.target = d.target AND o.id <> d.id AND o.state IN ('sending', 'pending')
+                        AND (o.state = 'sending' OR o.aps_timestamp > d.aps_timestamp)))
                 ORDER BY d.next_attempt_at, d.id
                 LIMIT \(limit)
                 FOR UPDATE SKIP LOCKED
@@ -151,21 +153,24 @@ public struct OutboxStore: Sendable {
             SELECT c.id, c.apns_id::text AS apns_id, c.target, c.visit_id, c.customer_id, c.activity_id, c.device_id,
                    c.kind, c.priority, c.aps_timestamp, c.body, c.stale_date, c.expires_after_sending, c.event_recorded_at,
                    c.created_at, c.attempts, c.outcome_unknown_since,
-                   COALESCE(la.push_token, st.push_token) AS push_token,
-                   COALESCE(la.environment, st.environment) AS environment,
-                   COALESCE(la.registered_at_ms, st.registered_at_ms) AS registered_at_ms,
-                   (la.retired_at_ms IS NOT NULL OR st.retired_at_ms IS NOT NULL) AS retired,
-                   COALESCE(p.live_activities_enabled, true) AS enabled,
-                   t.last_sent_timestamp,
-                   (c.outcome_unknown_since IS NOT NULL AND EXISTS (
+                   tok.push_token, tok.environment, tok.registered_at_ms, tok.retired_at_ms IS NOT NULL AS retired,
+                   COALESCE((SELECT p.live_activities_enabled FROM device_preferences p
+                             WHERE p.customer_id = c.customer_id AND p.device_id = c.device_id), true) AS enabled,
+                   (SELECT t.last_sent_timestamp FROM delivery_targets t WHERE t.target = c.target) AS last_sent_timestamp,
+                   (c.outcome_unknown_since IS NOT NULL AND (SELECT EXISTS (
                         SELECT 1 FROM live_activities r
                         WHERE r.visit_id = c.visit_id AND r.retired_at_ms IS NULL
-                          AND r.registered_at_ms >= (c.outcome_unknown_since * 1000)::bigint)) AS registered_since
+                          AND r.registered_at_ms >= (c.outcome_unknown_since * 1000)::bigint))) AS registered_since
             FROM claimed c
-            LEFT JOIN live_activities la ON c.kind <> 'start' AND la.visit_id = c.visit_id AND la.activity_id = c.activity_id
-            LEFT JOIN push_to_start_tokens st ON c.kind = 'start' AND st.customer_id = c.customer_id AND st.device_id = c.device_id
-            LEFT JOIN device_preferences p ON p.customer_id = c.customer_id AND p.device_id = c.device_id
-            LEFT JOIN delivery_targets t ON t.target = c.target
+            -- LATERAL with LIMIT: one index probe per claimed row, never a join over every token.
+            LEFT JOIN LATERAL (
+                SELECT la.push_token, la.environment, la.registered_at_ms, la.retired_at_ms FROM live_activities la
+                WHERE c.kind <> 'start' AND la.visit_id = c.visit_id AND la.activity_id = c.activity_id
+                UNION ALL
+                SELECT st.push_token, st.environment, st.registered_at_ms, st.retired_at_ms FROM push_to_start_tokens st
+                WHERE c.kind = 'start' AND st.customer_id = c.customer_id AND st.device_id = c.device_id
+                LIMIT 1
+            ) tok ON true
             ORDER BY c.id
             """)
         return try rows.rows.map { row in
@@ -218,7 +223,7 @@ public struct OutboxStore: Sendable {
                     finished_at = CASE WHEN i.state = 'pending' THEN NULL ELSE \(now)::float8 END,
                     lease_token = NULL, lease_expires_at = NULL
                 FROM input i
-                WHERE d.id = i.id AND d.lease_token = \(lease)::uuid AND d.state = 'sending'
+                WHERE d.id = ANY (\(ids)::bigint[]) AND d.id = i.id AND d.lease_token = \(lease)::uuid AND d.state = 'sending'
                 RETURNING d.id, d.target, d.aps_timestamp, d.state
             ),
             recorded AS (
