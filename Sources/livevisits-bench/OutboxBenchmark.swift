@@ -1,0 +1,292 @@
+import EventStore
+import Foundation
+import Outbox
+import Postgres
+import Runtime
+import Synchronization
+
+/// The outbox benchmark: appends N visit events, each with its push intent in the same transaction (as the
+/// command handler does), while one `OutboxWorker` delivers them, and prints pushes/s and the delay from
+/// append to APNs acknowledgement (p50, p99).
+///
+/// Two phases on a scratch database (created and dropped on `LIVEVISITS_DATABASE_URL`'s server):
+/// - saturated: N events appended as fast as 8 writers can; figures are sustained pushes/s;
+/// - paced: N/4 events at `--rate` per second (default 500), below saturation; figures are the delays.
+///
+/// Entry: `try await OutboxBenchmark.main(arguments:)` from `livevisits-bench outbox [--count N] [--rate R]`.
+/// `sender` is the APNs client aimed at the simulator (`LIVEVISITS_APNS_URL`); without one, a loopback
+/// sender answers 200 after `--latency` seconds (default 0.002), which measures the outbox alone.
+enum OutboxBenchmark {
+    struct Options {
+        var count = 20_000
+        var rate = 500.0
+        var latency = 0.002
+        var writers = 8
+        /// Appends without enqueueing (and no worker): the event store's own rate, for comparison.
+        var appendOnly = false
+        /// Appends and enqueues, with no worker running: the cost of the outbox on the append path.
+        var enqueueOnly = false
+    }
+
+    static func main(arguments: [String], sender: (any PushSender)? = nil, senderName: String = "loopback") async throws {
+        var options = Options()
+        var i = 0
+        while i < arguments.count {
+            let value = i + 1 < arguments.count ? arguments[i + 1] : ""
+            switch arguments[i] {
+            case "--count": options.count = Int(value) ?? options.count; i += 1
+            case "--rate": options.rate = Double(value) ?? options.rate; i += 1
+            case "--latency": options.latency = Double(value) ?? options.latency; i += 1
+            case "--writers": options.writers = Int(value) ?? options.writers; i += 1
+            case "--append-only": options.appendOnly = true
+            case "--enqueue-only": options.enqueueOnly = true
+            default: break
+            }
+            i += 1
+        }
+        guard let serverURL = ProcessInfo.processInfo.environment["LIVEVISITS_DATABASE_URL"], !serverURL.isEmpty else {
+            throw BenchmarkError(message: "LIVEVISITS_DATABASE_URL is required")
+        }
+        let acks = AckLog()
+        let inner = sender ?? LoopbackSender(latency: options.latency)
+        let name = senderName
+        let recording = AckRecordingSender(inner: inner, log: acks)
+        try await withScratchDatabase(serverURL: serverURL) { url in
+            print("outbox benchmark: sender=\(sender == nil ? "loopback (latency \(options.latency) s)" : name), one worker")
+            if options.appendOnly {
+                try await appendOnly(count: options.count, writers: options.writers, url: url)
+                return
+            }
+            if options.enqueueOnly {
+                try await phase("enqueue only", count: options.count, rate: nil, writers: options.writers, url: url, sender: nil, acks: acks)
+                return
+            }
+            try await phase("saturated", count: options.count, rate: nil, writers: options.writers, url: url, sender: recording, acks: acks)
+            try await phase("paced", count: max(1, options.count / 4), rate: options.rate, writers: options.writers, url: url,
+                            sender: recording, acks: acks)
+        }
+    }
+
+    /// Registers one Live Activity per visit, then appends one event per visit (each → one update push).
+    private static func phase(
+        _ label: String, count: Int, rate: Double?, writers: Int, url: String, sender: AckRecordingSender?, acks: AckLog
+    ) async throws {
+        let pool = PostgresPool(configuration: PostgresConfiguration(url: url, size: writers + 4))
+        defer { Task { await pool.close() } }
+        let prefix = "\(label)-\(UUID().uuidString.prefix(6))"
+        let registry = TokenRegistry()
+        try await pool.withTransaction { connection in
+            for v in 0..<count {
+                try registry.registerLiveActivity(
+                    visitId: "\(prefix)-\(v)", activityId: "a", pushToken: token(prefix, v), environment: .sandbox,
+                    on: connection)
+            }
+        }
+        acks.reset()
+        var configuration = OutboxConfiguration()
+        configuration.pollIntervalSeconds = 0.5
+        let outbox = Outbox(pool: pool)
+        let services = Task {
+            guard let sender else { return }
+            let worker = OutboxWorker(pool: pool, sender: sender, configuration: configuration)
+            let listener = worker.listener(url: url)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await listener.run() }
+                group.addTask { try await worker.run() }
+                try await group.waitForAll()
+            }
+        }
+        try await Task.sleep(nanoseconds: 300_000_000)  // LISTEN established
+
+        let started = Date().timeIntervalSince1970
+        let limits = EventStoreLimits()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for writer in 0..<writers {
+                group.addTask {
+                    for v in stride(from: writer, to: count, by: writers) {
+                        if let rate {
+                            let due = started + Double(v) / rate
+                            let wait = due - Date().timeIntervalSince1970
+                            if wait > 0 { try await Task.sleep(nanoseconds: UInt64(wait * 1e9)) }
+                        }
+                        let visit = "\(prefix)-\(v)"
+                        let recordedAt = Date().timeIntervalSince1970
+                        let ts = Int64(recordedAt) + 1
+                        acks.expect(token: token(prefix, v), timestamp: ts, recordedAt: recordedAt)
+                        try await pool.withTransaction { connection in
+                            try EventStore.append(
+                                AppendRequest(
+                                    streamName: "visit-\(visit)",
+                                    events: [NewEvent(type: "nearby", data: "{\"kilometresAway\":1.2}")],
+                                    recordedAt: recordedAt),
+                                on: connection, limits: limits)
+                            try outbox.enqueue([intent(visit: visit, timestamp: ts, recordedAt: recordedAt)], on: connection)
+                        }
+                        outbox.committed()
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let appended = Date().timeIntervalSince1970
+        if sender == nil {
+            print(String(format: "%@: %d events appended with their intents in %.2f s = %.0f events/s", label, count,
+                appended - started, Double(count) / (appended - started)))
+            services.cancel()
+            return
+        }
+        while acks.count < count {
+            try await Task.sleep(nanoseconds: 10_000_000)
+            if Date().timeIntervalSince1970 - appended > 120 { break }
+        }
+        services.cancel()
+        _ = await services.result
+        let delays = acks.delays().sorted()
+        let span = (acks.lastAck ?? appended) - started
+        func percentile(_ p: Double) -> Double {
+            delays.isEmpty ? .nan : delays[min(delays.count - 1, Int((Double(delays.count) * p).rounded(.down)))]
+        }
+        print(String(
+            format: "%@: %d events appended in %.2f s (%.0f/s); %d pushes acknowledged in %.2f s = %.0f pushes/s; append→ack p50 %.1f ms, p99 %.1f ms, max %.1f ms",
+            label, count, appended - started, Double(count) / (appended - started), delays.count, span,
+            Double(delays.count) / span, percentile(0.5) * 1000, percentile(0.99) * 1000, (delays.last ?? .nan) * 1000))
+    }
+
+    private static func appendOnly(count: Int, writers: Int, url: String) async throws {
+        let pool = PostgresPool(configuration: PostgresConfiguration(url: url, size: writers))
+        defer { Task { await pool.close() } }
+        let started = Date().timeIntervalSince1970
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for writer in 0..<writers {
+                group.addTask {
+                    for v in stride(from: writer, to: count, by: writers) {
+                        _ = try await pool.withTransaction { connection in
+                            try EventStore.append(
+                                AppendRequest(
+                                    streamName: "visit-append-\(v)", events: [NewEvent(type: "nearby", data: "{\"kilometresAway\":1.2}")],
+                                    recordedAt: Date().timeIntervalSince1970),
+                                on: connection)
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let elapsed = Date().timeIntervalSince1970 - started
+        print(String(format: "append only: %d events in %.2f s = %.0f events/s", count, elapsed, Double(count) / elapsed))
+    }
+
+    private static func intent(visit: String, timestamp: Int64, recordedAt: Double) -> PushIntent {
+        let body = """
+            {"aps":{"timestamp":\(timestamp),"event":"update","content-state":{"technicianName":"Sam",\
+            "avatarSymbol":"person.crop.circle","vanDescription":"White van, blue stripe","arrivalStartEpoch":\(timestamp + 300),\
+            "arrivalEndEpoch":\(timestamp + 900),"status":"nearby","kilometresAway":1.2},"stale-date":\(timestamp + 120),\
+            "relevance-score":100}}
+            """
+        return PushIntent(
+            visitId: visit, customerId: "c-bench", kind: .update, audience: .liveActivities, priority: 5,
+            apsTimestamp: timestamp, body: Array(body.utf8), staleDate: timestamp + 120, visitVersion: 2,
+            eventRecordedAt: recordedAt)
+    }
+
+    private static func token(_ prefix: String, _ v: Int) -> String {
+        let hex = String(UInt64(truncatingIfNeeded: v), radix: 16) + String(UInt64(truncatingIfNeeded: prefix.hashValue), radix: 16)
+        return String((hex + String(repeating: "0", count: 64)).prefix(64))
+    }
+
+    private static func withScratchDatabase(serverURL: String, _ body: (String) async throws -> Void) async throws {
+        let name = "lvbench_outbox_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(10).lowercased())"
+        let admin = PostgresPool(url: serverURL, size: 1)
+        try await admin.withConnection { try $0.execute(script: "CREATE DATABASE \"\(name)\"") }
+        let url = scratchURL(serverURL, database: name)
+        do {
+            let pool = PostgresPool(url: url, size: 1)
+            try await Migrator(directory: URL(fileURLWithPath: "Migrations")).migrate(pool: pool)
+            await pool.close()
+            try await body(url)
+        } catch {
+            try? await admin.withConnection { try $0.execute(script: "DROP DATABASE IF EXISTS \"\(name)\" WITH (FORCE)") }
+            await admin.close()
+            throw error
+        }
+        try? await admin.withConnection { try $0.execute(script: "DROP DATABASE IF EXISTS \"\(name)\" WITH (FORCE)") }
+        await admin.close()
+    }
+
+    private static func scratchURL(_ base: String, database: String) -> String {
+        if base.hasPrefix("postgres://") || base.hasPrefix("postgresql://"), var components = URLComponents(string: base) {
+            components.path = "/" + database
+            return components.string ?? base
+        }
+        return base + " dbname=\(database)"
+    }
+
+    struct BenchmarkError: Error, CustomStringConvertible {
+        let message: String
+        var description: String { message }
+    }
+}
+
+/// Remembers when each (token, aps.timestamp) was appended and when APNs acknowledged it.
+private final class AckLog: Sendable {
+    private struct State {
+        var expected: [String: Double] = [:]
+        var delays: [Double] = []
+        var lastAck: Double?
+    }
+    private let state = Mutex(State())
+
+    func reset() { state.withLock { $0 = State() } }
+
+    func expect(token: String, timestamp: Int64, recordedAt: Double) {
+        state.withLock { $0.expected["\(token)/\(timestamp)"] = recordedAt }
+    }
+
+    func acknowledged(token: String, timestamp: Int64, at now: Double) {
+        state.withLock { s in
+            guard let recorded = s.expected.removeValue(forKey: "\(token)/\(timestamp)") else { return }
+            s.delays.append(now - recorded)
+            s.lastAck = now
+        }
+    }
+
+    var count: Int { state.withLock { $0.delays.count } }
+    var lastAck: Double? { state.withLock { $0.lastAck } }
+    func delays() -> [Double] { state.withLock { $0.delays } }
+}
+
+/// Wraps the real sender and notes each acknowledgement.
+private struct AckRecordingSender: PushSender {
+    let inner: any PushSender
+    let log: AckLog
+
+    func send(_ request: PushRequest) async -> PushOutcome {
+        let outcome = await inner.send(request)
+        if case .accepted = outcome, let ts = Self.timestamp(request.body) {
+            log.acknowledged(token: request.deviceToken, timestamp: ts, at: Date().timeIntervalSince1970)
+        }
+        return outcome
+    }
+
+    /// The digits after `"timestamp":` (the bodies here are the benchmark's own).
+    static func timestamp(_ body: [UInt8]) -> Int64? {
+        let key = Array("\"timestamp\":".utf8)
+        guard let start = body.firstRange(of: key)?.upperBound else { return nil }
+        var value: Int64 = 0
+        var index = start
+        while index < body.count, body[index] >= 48, body[index] <= 57 {
+            value = value * 10 + Int64(body[index] - 48)
+            index += 1
+        }
+        return value
+    }
+}
+
+/// Answers 200 after a fixed latency, without a network: the outbox's own cost.
+private struct LoopbackSender: PushSender {
+    let latency: Double
+    func send(_ request: PushRequest) async -> PushOutcome {
+        if latency > 0 { try? await Task.sleep(nanoseconds: UInt64(latency * 1e9)) }
+        return .accepted(latency: latency)
+    }
+}
