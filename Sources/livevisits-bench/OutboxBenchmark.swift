@@ -64,12 +64,15 @@ enum OutboxBenchmark {
             try await phase("saturated", count: options.count, rate: nil, writers: options.writers, url: url, sender: recording, acks: acks)
             try await phase("paced", count: max(1, options.count / 4), rate: options.rate, writers: options.writers, url: url,
                             sender: recording, acks: acks)
+            try await phase("backlog", count: options.count, rate: nil, writers: options.writers, url: url, sender: recording,
+                            acks: acks, startWorkerAfterAppends: true)
         }
     }
 
     /// Registers one Live Activity per visit, then appends one event per visit (each → one update push).
     private static func phase(
-        _ label: String, count: Int, rate: Double?, writers: Int, url: String, sender: AckRecordingSender?, acks: AckLog
+        _ label: String, count: Int, rate: Double?, writers: Int, url: String, sender: AckRecordingSender?, acks: AckLog,
+        startWorkerAfterAppends: Bool = false
     ) async throws {
         let pool = PostgresPool(configuration: PostgresConfiguration(url: url, size: writers + 4))
         defer { Task { await pool.close() } }
@@ -86,8 +89,10 @@ enum OutboxBenchmark {
         var configuration = OutboxConfiguration()
         configuration.pollIntervalSeconds = 0.5
         let outbox = Outbox(pool: pool)
+        let gate = WakeUp()
         let services = Task {
             guard let sender else { return }
+            if startWorkerAfterAppends { _ = await gate.wait(upTo: 3600) }
             let worker = OutboxWorker(pool: pool, sender: sender, configuration: configuration)
             let listener = worker.listener(url: url)
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -128,7 +133,23 @@ enum OutboxBenchmark {
             }
             try await group.waitForAll()
         }
-        let appended = Date().timeIntervalSince1970
+        var appended = Date().timeIntervalSince1970
+        if startWorkerAfterAppends {
+            print(String(format: "%@: %d events appended with their intents in %.2f s (%.0f/s), worker stopped", label, count,
+                appended - started, Double(count) / (appended - started)))
+            gate.signal()
+            appended = Date().timeIntervalSince1970
+            let drainStart = appended
+            while acks.count < count && Date().timeIntervalSince1970 - drainStart < 300 {
+                try await Task.sleep(nanoseconds: 10_000_000)
+            }
+            let span = (acks.lastAck ?? drainStart) - drainStart
+            services.cancel()
+            _ = await services.result
+            print(String(format: "%@: one worker drained %d pushes in %.2f s = %.0f pushes/s", label, acks.count, span,
+                Double(acks.count) / span))
+            return
+        }
         if sender == nil {
             print(String(format: "%@: %d events appended with their intents in %.2f s = %.0f events/s", label, count,
                 appended - started, Double(count) / (appended - started)))
