@@ -55,6 +55,7 @@ let package = Package(
         .testTarget(name: "VisitDomainTests", dependencies: ["VisitDomain"], resources: [.copy("Fixtures")]),
         .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "Postgres", "TestSupport"]),
         .testTarget(name: "VisitProjectionsTests", dependencies: ["VisitProjections", "VisitDomain", "EventStore", "TestSupport"]),
+        .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "COpenSSL", "Runtime"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "TestSupport"]),
         .testTarget(name: "OutboxTests", dependencies: ["Outbox", "APNs", "APNsSimulator", "VisitProjections", "TestSupport"]),
         .testTarget(name: "HTTPAPITests", dependencies: ["HTTPAPI", "HTTPServer", "TestSupport"]),

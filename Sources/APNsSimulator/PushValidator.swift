@@ -1,0 +1,150 @@
+/// A complete HTTP/2 request as the connection assembled it.
+struct ReceivedRequest: Sendable {
+    var connectionID: Int
+    var streamID: Int32
+    var method: String = ""
+    var path: String = ""
+    /// Regular headers (not pseudo-headers), lowercase names, in order.
+    var headers: [(name: String, value: String)] = []
+    /// The body, kept up to `bodyLimit` bytes.
+    var body: [UInt8] = []
+    /// The body's full size in bytes, even when longer than what was kept.
+    var bodySize: Int = 0
+    var receivedAt: Double = 0
+
+    static let bodyLimit = 64 * 1024
+
+    func header(_ name: String) -> String? { headers.last(where: { $0.name == name })?.value }
+    func headerCount(_ name: String) -> Int { headers.reduce(0) { $0 + ($1.name == name ? 1 : 0) } }
+
+    /// The token of a `/3/device/<token>` path (possibly empty), or nil for another path.
+    var deviceToken: String? {
+        let prefix = "/3/device/"
+        guard path.hasPrefix(prefix) else { return nil }
+        let rest = path.dropFirst(prefix.count)
+        return String(rest.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
+    }
+}
+
+/// The validator's answer for one push.
+struct PushVerdict: Sendable, Equatable {
+    var status: Int
+    var reason: String?
+    var providerToken: ProviderTokenSummary?
+    var json: JSONValue?
+
+    static func accept(_ token: ProviderTokenSummary?, _ json: JSONValue?) -> PushVerdict {
+        PushVerdict(status: 200, reason: nil, providerToken: token, json: json)
+    }
+}
+
+/// Checks one `/3/device/…` request the way APNs does, in roughly APNs's order: method, path and
+/// token, provider token, headers, then the payload and its Live Activity `aps` fields.
+/// Pure apart from the verifier's cache: the same request at the same time gets the same verdict.
+struct PushValidator: Sendable {
+    let verifier: ProviderTokenVerifier
+    let expectedTopic: String?
+    let maximumPayloadSize: Int
+
+    func validate(_ request: ReceivedRequest, now: Double) -> PushVerdict {
+        var tokenSummary: ProviderTokenSummary?
+        let json = request.body.isEmpty ? nil : JSONValue.parse(request.body)
+        func refuse(_ status: Int, _ reason: String) -> PushVerdict {
+            PushVerdict(status: status, reason: reason, providerToken: tokenSummary, json: json)
+        }
+
+        guard request.method == "POST" else { return refuse(405, APNsReason.methodNotAllowed) }
+        guard let token = request.deviceToken else { return refuse(404, APNsReason.badPath) }
+        guard !token.isEmpty else { return refuse(400, APNsReason.missingDeviceToken) }
+        guard PushValidator.isDeviceToken(token) else { return refuse(400, APNsReason.badDeviceToken) }
+
+        for name in ["apns-topic", "apns-push-type", "apns-priority", "apns-expiration", "apns-id", "authorization"]
+        where request.headerCount(name) > 1 {
+            return refuse(400, APNsReason.duplicateHeaders)
+        }
+
+        switch verifier.verify(authorization: request.header("authorization"), now: now) {
+        case .missing: return refuse(403, APNsReason.missingProviderToken)
+        case .invalid(let summary):
+            tokenSummary = summary
+            return refuse(403, APNsReason.invalidProviderToken)
+        case .expired(let summary):
+            tokenSummary = summary
+            return refuse(403, APNsReason.expiredProviderToken)
+        case .valid(let summary):
+            tokenSummary = summary
+        }
+
+        guard let topic = request.header("apns-topic"), !topic.isEmpty else { return refuse(400, APNsReason.missingTopic) }
+        guard topic.hasSuffix(APNsSimulator.topicSuffix), topic.count > APNsSimulator.topicSuffix.count else {
+            return refuse(400, APNsReason.badTopic)
+        }
+        if let expectedTopic, topic != expectedTopic { return refuse(400, APNsReason.deviceTokenNotForTopic) }
+        guard request.header("apns-push-type") == "liveactivity" else { return refuse(400, APNsReason.invalidPushType) }
+        if let priority = request.header("apns-priority"), priority != "5", priority != "10" {
+            return refuse(400, APNsReason.badPriority)
+        }
+        if let expiration = request.header("apns-expiration"),
+            expiration.isEmpty || expiration.count > 12 || !expiration.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 })
+        {
+            return refuse(400, APNsReason.badExpirationDate)
+        }
+        if let id = request.header("apns-id"), !PushValidator.isUUID(id) { return refuse(400, APNsReason.badMessageId) }
+        if let collapse = request.header("apns-collapse-id"), collapse.utf8.count > 64 {
+            return refuse(400, APNsReason.badCollapseId)
+        }
+
+        guard request.bodySize > 0 else { return refuse(400, APNsReason.payloadEmpty) }
+        guard request.bodySize <= maximumPayloadSize else { return refuse(413, APNsReason.payloadTooLarge) }
+        guard let json, json.isObject else { return refuse(400, APNsReason.badPayload) }
+        guard PushValidator.isLiveActivityPayload(json) else { return refuse(400, APNsReason.badPayload) }
+        return .accept(tokenSummary, json)
+    }
+
+    /// Hex, even length, 8 to 100 bytes (APNs tokens are 32 bytes today; Live Activity tokens may be longer).
+    static func isDeviceToken(_ token: String) -> Bool {
+        let count = token.utf8.count
+        return count >= 16 && count <= 200 && count % 2 == 0
+            && token.utf8.allSatisfy { JSONValue.isHexDigit($0) }
+    }
+
+    /// `8-4-4-4-12` hex digits, any case.
+    static func isUUID(_ text: String) -> Bool {
+        let groups = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard groups.map(\.utf8.count) == [8, 4, 4, 4, 12] else { return false }
+        return groups.allSatisfy { $0.utf8.allSatisfy { JSONValue.isHexDigit($0) } }
+    }
+
+    /// The Live Activity rules: `aps.timestamp` an integer, `aps.event` start|update|end,
+    /// `aps.content-state` an object; `start` also needs `attributes-type` (string), `attributes`
+    /// (object) and `alert`; optional dates and scores must be numbers.
+    static func isLiveActivityPayload(_ json: JSONValue) -> Bool {
+        guard let aps = json["aps"], aps.isObject else { return false }
+        guard let timestamp = aps["timestamp"]?.integerValue, timestamp >= 0 else { return false }
+        guard let event = aps["event"]?.stringValue, ["start", "update", "end"].contains(event) else { return false }
+        guard aps["content-state"]?.isObject == true else { return false }
+        for key in ["stale-date", "dismissal-date"] where aps[key] != nil {
+            guard aps[key]?.integerValue != nil else { return false }
+        }
+        if let score = aps["relevance-score"], score.doubleValue == nil { return false }
+        if let alert = aps["alert"] {
+            switch alert {
+            case .string: break
+            case .object: break
+            default: return false
+            }
+        }
+        if event == "start" {
+            guard aps["attributes-type"]?.stringValue?.isEmpty == false, aps["attributes"]?.isObject == true,
+                aps["alert"] != nil
+            else { return false }
+        }
+        return true
+    }
+}
+
+extension JSONValue {
+    static func isHexDigit(_ byte: UInt8) -> Bool {
+        (byte >= 48 && byte <= 57) || (byte >= 65 && byte <= 70) || (byte >= 97 && byte <= 102)
+    }
+}

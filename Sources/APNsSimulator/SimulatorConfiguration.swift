@@ -1,0 +1,77 @@
+import Foundation
+import Runtime
+
+/// A key the simulator trusts for provider tokens (JWT): the ES256 public key of one `.p8` key,
+/// optionally bound to the team id (`iss`) and key id (`kid`) a token must carry to use it.
+public struct ProviderKey: Sendable {
+    /// The team id (`iss`) this key belongs to; `nil` accepts any.
+    public var teamID: String?
+    /// The key id (`kid`); `nil` accepts any.
+    public var keyID: String?
+    /// PEM text of the P-256 public key (a PEM private key is accepted too: its public half is used).
+    public var publicKeyPEM: String
+
+    public init(teamID: String? = nil, keyID: String? = nil, publicKeyPEM: String) {
+        self.teamID = teamID
+        self.keyID = keyID
+        self.publicKeyPEM = publicKeyPEM
+    }
+
+    /// Reads the PEM from a file.
+    public static func load(file: String, teamID: String? = nil, keyID: String? = nil) throws(SimulatorError) -> ProviderKey {
+        guard let data = FileManager.default.contents(atPath: file), let pem = String(data: data, encoding: .utf8) else {
+            throw SimulatorError(.publicKey, "cannot read the public key file \(file)")
+        }
+        return ProviderKey(teamID: teamID, keyID: keyID, publicKeyPEM: pem)
+    }
+}
+
+/// Where the simulator's TLS identity comes from.
+public enum SimulatorTLSIdentity: Sendable {
+    /// Reuse `ca.pem`, `server.pem` and `server-key.pem` from `directory` when all three exist,
+    /// otherwise generate a fresh CA and a server certificate for 127.0.0.1/localhost there
+    /// (`nil`: a new temporary directory).
+    case generate(directory: String?)
+    /// Existing PEM files: the server's certificate chain, its private key, and the CA a client should trust.
+    case files(certificateChain: String, privateKey: String, caFile: String)
+}
+
+/// How an `APNsSimulator` listens and what it accepts.
+public struct SimulatorConfiguration: Sendable {
+    /// Address to bind (loopback by default).
+    public var host: String = "127.0.0.1"
+    /// Port to bind; 0 picks a free one (read it from `start()`'s endpoint).
+    public var port: UInt16 = 0
+    /// TLS certificate source.
+    public var tls: SimulatorTLSIdentity = .generate(directory: nil)
+    /// Keys that may sign provider tokens. Empty: any well-formed ES256 JWT is accepted unverified
+    /// (its age is still checked).
+    public var providerKeys: [ProviderKey] = []
+    /// The app's bundle id, or the full topic `<bundle>.push-type.liveactivity`; when set, any
+    /// other topic answers 400 `DeviceTokenNotForTopic`.
+    public var bundleID: String?
+    /// Clock for receive times and provider-token age.
+    public var clock: any WallClock = SystemClock()
+    /// A provider token older than this (seconds) answers 403 `ExpiredProviderToken`.
+    public var providerTokenLifetime: Double = 3600
+    /// How far in the future (seconds) an `iat` may be before the token is refused as invalid.
+    public var providerTokenFutureTolerance: Double = 2
+    /// Largest accepted payload in bytes (APNs: 4096); larger answers 413 `PayloadTooLarge`.
+    public var maximumPayloadSize: Int = 4096
+    /// HTTP/2 `SETTINGS_MAX_CONCURRENT_STREAMS` announced to clients.
+    public var maximumConcurrentStreams: UInt32 = 1000
+    /// How many deliveries are kept (oldest dropped first).
+    public var maximumRecordedDeliveries: Int = 200_000
+    /// Called on a simulator thread for every recorded request (the demo prints `summaryLine`).
+    public var onDelivery: (@Sendable (SimulatedDelivery) -> Void)?
+    /// Where the simulator logs (never a token or JWT).
+    public var logger: Logger = Logger(label: "apns-sim")
+
+    public init() {}
+
+    /// The topic every push must carry, when a bundle id is configured.
+    var expectedTopic: String? {
+        guard let bundleID, !bundleID.isEmpty else { return nil }
+        return bundleID.hasSuffix(APNsSimulator.topicSuffix) ? bundleID : bundleID + APNsSimulator.topicSuffix
+    }
+}

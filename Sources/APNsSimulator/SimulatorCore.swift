@@ -1,0 +1,190 @@
+import Foundation
+import Runtime
+import Synchronization
+
+/// What a connection should do with a complete request.
+struct ResponsePlan: Sendable {
+    enum Action: Sendable, Equatable {
+        /// Answer with status, extra headers and body.
+        case answer(status: Int, headers: [(String, String)], body: [UInt8])
+        /// Drop the connection without answering.
+        case drop(FaultSettings.DropMode)
+
+        static func == (a: Action, b: Action) -> Bool {
+            switch (a, b) {
+            case let (.answer(s1, h1, b1), .answer(s2, h2, b2)):
+                s1 == s2 && b1 == b2 && h1.count == h2.count && zip(h1, h2).allSatisfy { $0 == $1 }
+            case let (.drop(m1), .drop(m2)): m1 == m2
+            default: false
+            }
+        }
+    }
+    var action: Action
+    /// Seconds to wait before acting.
+    var delay: Double
+    /// The record to store once the answer is written (or abandoned); nil for control requests.
+    var record: SimulatedDelivery?
+}
+
+/// Counters the tests and the demo read.
+public struct SimulatorStatistics: Sendable, Equatable {
+    /// TLS connections accepted so far.
+    public var connectionsAccepted: Int
+    /// Connections open now.
+    public var connectionsOpen: Int
+    /// The most requests one connection had open at once (proves multiplexing).
+    public var maximumConcurrentStreams: Int
+    /// Push requests recorded since start (not cleared by `reset`).
+    public var requestsTotal: Int
+}
+
+/// The simulator's decisions and records: validation, faults and the delivery log, guarded by one
+/// `Mutex`. Connection threads call in; nothing here blocks or does I/O (apart from `onDelivery`,
+/// called after the lock is released).
+final class SimulatorCore: Sendable {
+    private struct State {
+        var deliveries: [SimulatedDelivery] = []
+        var nextSequence = 1
+        var plan = FaultPlan()
+        var connectionsAccepted = 0
+        var connectionsOpen = 0
+        var maximumConcurrentStreams = 0
+        var requestsTotal = 0
+    }
+
+    let configuration: SimulatorConfiguration
+    private let validator: PushValidator
+    private let state = Mutex(State())
+
+    init(configuration: SimulatorConfiguration) throws(SimulatorError) {
+        self.configuration = configuration
+        let verifier = try ProviderTokenVerifier(
+            keys: configuration.providerKeys, lifetime: configuration.providerTokenLifetime,
+            futureTolerance: configuration.providerTokenFutureTolerance)
+        validator = PushValidator(
+            verifier: verifier, expectedTopic: configuration.expectedTopic,
+            maximumPayloadSize: configuration.maximumPayloadSize)
+    }
+
+    var verifiesSignatures: Bool { !validator.verifier.acceptsAnySignature }
+
+    // MARK: Requests
+
+    /// Decides the answer to one complete request.
+    func plan(for request: ReceivedRequest) -> ResponsePlan {
+        if request.path.hasPrefix("/_sim/") { return controlPlan(for: request) }
+        let now = request.receivedAt
+        let tokenID = request.header("authorization").map { Logger.fingerprint($0) + String($0.utf8.count) }
+        let decided = state.withLock { s -> (FaultPlan.Decision, Int) in
+            s.requestsTotal += 1
+            defer { s.nextSequence += 1 }
+            return (s.plan.decide(providerTokenID: tokenID), s.nextSequence)
+        }
+        let decision = decided.0
+        let sequence = decided.1
+        var verdict: PushVerdict
+        if let failure = decision.failure {
+            // An injected failure still reports what the token said.
+            verdict = validator.validate(request, now: now)
+            verdict.status = failure.status
+            verdict.reason = failure.reason
+        } else {
+            verdict = validator.validate(request, now: now)
+        }
+        let apnsID = request.header("apns-id").flatMap { PushValidator.isUUID($0) ? $0.lowercased() : nil }
+            ?? UUID().uuidString.lowercased()
+        var unregisteredAt: Int64?
+        if verdict.status == 200, let token = request.deviceToken,
+            let at = state.withLock({ $0.plan.unregisteredTimestamp(token: token) })
+        {
+            verdict.status = 410
+            verdict.reason = APNsReason.unregistered
+            unregisteredAt = at
+        }
+        if decision.failure?.status == 410 { unregisteredAt = Int64(now * 1000) }
+        let record = SimulatedDelivery(
+            sequence: sequence, receivedAt: now, connectionID: request.connectionID, streamID: request.streamID,
+            method: request.method, path: request.path, deviceToken: request.deviceToken,
+            headers: request.headers.filter { $0.name != "authorization" },
+            providerToken: verdict.providerToken,
+            payload: String(decoding: request.body, as: UTF8.self), payloadSize: request.bodySize,
+            json: verdict.json, status: verdict.status, reason: verdict.reason, apnsID: apnsID,
+            unregisteredTimestamp: unregisteredAt, answered: false)
+        if let mode = decision.drop {
+            var dropped = record
+            dropped.status = 0
+            dropped.reason = APNsReason.connectionDropped
+            return ResponsePlan(action: .drop(mode), delay: 0, record: dropped)
+        }
+        var headers: [(String, String)] = [("apns-id", apnsID)]
+        var body: [UInt8] = []
+        if let reason = verdict.reason {
+            headers.append(("content-type", "application/json"))
+            var text = "{\"reason\":"
+            JSONValue.writeString(reason, to: &text)
+            if let at = unregisteredAt { text += ",\"timestamp\":\(at)" }
+            text += "}"
+            body = Array(text.utf8)
+        }
+        return ResponsePlan(
+            action: .answer(status: verdict.status, headers: headers, body: body), delay: decision.latency,
+            record: record)
+    }
+
+    /// Stores a record once its fate is known.
+    func store(_ record: SimulatedDelivery) {
+        let limit = max(1, configuration.maximumRecordedDeliveries)
+        state.withLock { s in
+            s.deliveries.append(record)
+            if s.deliveries.count > limit { s.deliveries.removeFirst(max(s.deliveries.count - limit, limit / 10)) }
+        }
+        configuration.onDelivery?(record)
+        configuration.logger.debug(
+            "push recorded",
+            [
+                "apns.status": String(record.status), "apns.reason": record.reason ?? "-",
+                "apns.token": record.deviceToken.map(Logger.fingerprint) ?? "-", "apns.id": record.apnsID,
+            ])
+    }
+
+    // MARK: Faults, records, counters
+
+    func apply(_ faults: FaultSettings) {
+        let nowMilliseconds = Int64(configuration.clock.now() * 1000)
+        state.withLock { $0.plan.apply(faults, nowMilliseconds: nowMilliseconds) }
+    }
+
+    func deliveries() -> [SimulatedDelivery] {
+        state.withLock { s in s.deliveries.sorted { $0.sequence < $1.sequence } }
+    }
+
+    func reset() {
+        state.withLock { s in
+            s.deliveries.removeAll()
+            s.plan = FaultPlan()
+            s.maximumConcurrentStreams = 0
+        }
+    }
+
+    func connectionOpened() -> Int {
+        state.withLock { s in
+            s.connectionsAccepted += 1
+            s.connectionsOpen += 1
+            return s.connectionsAccepted
+        }
+    }
+
+    func connectionClosed() { state.withLock { $0.connectionsOpen -= 1 } }
+
+    func observeConcurrentStreams(_ count: Int) {
+        state.withLock { s in s.maximumConcurrentStreams = max(s.maximumConcurrentStreams, count) }
+    }
+
+    func statistics() -> SimulatorStatistics {
+        state.withLock { s in
+            SimulatorStatistics(
+                connectionsAccepted: s.connectionsAccepted, connectionsOpen: s.connectionsOpen,
+                maximumConcurrentStreams: s.maximumConcurrentStreams, requestsTotal: s.requestsTotal)
+        }
+    }
+}
