@@ -37,6 +37,8 @@ public struct SimulatedDelivery: Sendable, Equatable {
     public var unregisteredTimestamp: Int64?
     /// True when the answer was written to the connection.
     public var answered: Bool
+    /// When the answer was handed to HTTP/2 (or abandoned), clock seconds since 1970.
+    public var answeredAt: Double?
 
     public static func == (a: SimulatedDelivery, b: SimulatedDelivery) -> Bool {
         a.sequence == b.sequence && a.receivedAt == b.receivedAt && a.connectionID == b.connectionID
@@ -45,6 +47,7 @@ public struct SimulatedDelivery: Sendable, Equatable {
             && a.providerToken == b.providerToken && a.payload == b.payload && a.payloadSize == b.payloadSize
             && a.json == b.json && a.status == b.status && a.reason == b.reason && a.apnsID == b.apnsID
             && a.unregisteredTimestamp == b.unregisteredTimestamp && a.answered == b.answered
+            && a.answeredAt == b.answeredAt
     }
 
     /// The last value of header `name` (lowercase).

@@ -93,7 +93,9 @@ extension SimulatorCore {
         out += ",\"apnsId\":"
         JSONValue.writeString(d.apnsID, to: &out)
         if let t = d.unregisteredTimestamp { out += ",\"timestamp\":\(t)" }
-        out += ",\"answered\":\(d.answered)}"
+        out += ",\"answered\":\(d.answered)"
+        if let t = d.answeredAt { out += ",\"answeredAt\":\(t)" }
+        out += "}"
         return out
     }
 }

@@ -132,7 +132,9 @@ final class SimulatorCore: Sendable {
     }
 
     /// Stores a record once its fate is known.
-    func store(_ record: SimulatedDelivery) {
+    func store(_ finished: SimulatedDelivery) {
+        var record = finished
+        record.answeredAt = configuration.clock.now()
         let limit = max(1, configuration.maximumRecordedDeliveries)
         state.withLock { s in
             s.deliveries.append(record)
