@@ -10,12 +10,12 @@ struct ProcessResult: Sendable {
 /// Runs command-line tools (curl, openssl) without blocking Swift's cooperative pool: output goes
 /// to temporary files and the exit is awaited through `terminationHandler`.
 enum ProcessRunner {
-    static func run(_ tool: String, _ arguments: [String], stdin: String? = nil) async throws -> ProcessResult {
+    static func run(_ tool: String, _ arguments: [String], stdin: String? = nil, stdinFile: String? = nil) async throws -> ProcessResult {
         let dir = TestFiles.scratch()
         let out = dir + "/stdout"
         let err = dir + "/stderr"
-        FileManager.default.createFile(atPath: out, contents: nil)
-        FileManager.default.createFile(atPath: err, contents: nil)
+        _ = FileManager.default.createFile(atPath: out, contents: nil)
+        _ = FileManager.default.createFile(atPath: err, contents: nil)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = [tool] + arguments
@@ -23,8 +23,10 @@ enum ProcessRunner {
         process.standardError = FileHandle(forWritingAtPath: err)
         if let stdin {
             let input = dir + "/stdin"
-            FileManager.default.createFile(atPath: input, contents: Data(stdin.utf8))
+            _ = FileManager.default.createFile(atPath: input, contents: Data(stdin.utf8))
             process.standardInput = FileHandle(forReadingAtPath: input)
+        } else if let stdinFile {
+            process.standardInput = FileHandle(forReadingAtPath: stdinFile)
         } else {
             process.standardInput = FileHandle.nullDevice
         }
@@ -54,7 +56,7 @@ enum TestFiles {
 
     static func write(_ text: String, in dir: String, name: String) -> String {
         let path = dir + "/" + name
-        FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
+        _ = FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
         return path
     }
 }
