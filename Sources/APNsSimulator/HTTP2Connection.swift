@@ -37,6 +37,8 @@ final class HTTP2Connection: @unchecked Sendable {  // all mutable state is conf
     private var lastAnswered: Int32 = 0
     private var closeAfterFlush = false
     private var closeNow = false
+    /// Reused for every TLS read.
+    private let readBuffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 32 * 1024)
 
     init(id: Int, fd: Int32, core: SimulatorCore, tls: TLSContext) throws(SimulatorError) {
         guard let pipeFDs = WakePipe.make() else {
@@ -49,6 +51,8 @@ final class HTTP2Connection: @unchecked Sendable {  // all mutable state is conf
         wakeRead = pipeFDs.0
         wakeWrite = pipeFDs.1
     }
+
+    deinit { readBuffer.deallocate() }
 
     /// Asks the loop to end (from any thread).
     func stop() {
@@ -115,12 +119,12 @@ final class HTTP2Connection: @unchecked Sendable {  // all mutable state is conf
     private func readAvailable() -> Bool {
         guard let ssl, let session else { return false }
         sslWantsWrite = false
-        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        let buffer = readBuffer
         while true {
-            let n = buffer.withUnsafeMutableBytes { SSL_read(ssl, $0.baseAddress, Int32($0.count)) }
+            let n = SSL_read(ssl, buffer.baseAddress, Int32(buffer.count))
             if n > 0 {
                 if closeAfterFlush { continue }  // after GOAWAY: read and ignore
-                let consumed = buffer.withUnsafeBufferPointer { nghttp2_session_mem_recv(session, $0.baseAddress, Int(n)) }
+                let consumed = nghttp2_session_mem_recv(session, buffer.baseAddress, Int(n))
                 if consumed < 0 { return false }
                 decideCompleted()
                 if closeNow || closeAfterFlush { return true }

@@ -142,7 +142,12 @@ private struct JSONParser {
     }
 
     mutating func skipWhitespace() {
-        while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x09, 0x0A, 0x0D: index += 1
+            default: return
+            }
+        }
     }
 
     mutating func parseValue() -> JSONValue? {
@@ -230,6 +235,20 @@ private struct JSONParser {
 
     mutating func parseString() -> String? {
         index += 1  // opening quote
+        // Fast path: no escapes before the closing quote (the common case for push payloads).
+        var end = index
+        while end < bytes.count {
+            let byte = bytes[end]
+            if byte == UInt8(ascii: "\"") {
+                guard let s = bytes.withUnsafeBufferPointer({
+                    String(validating: UnsafeBufferPointer(rebasing: $0[index..<end]), as: UTF8.self)
+                }) else { return nil }
+                index = end + 1
+                return s
+            }
+            if byte == UInt8(ascii: "\\") || byte < 0x20 { break }
+            end += 1
+        }
         var scalars = String.UnicodeScalarView()
         var raw: [UInt8] = []
         func flush(_ raw: inout [UInt8], into scalars: inout String.UnicodeScalarView) -> Bool {

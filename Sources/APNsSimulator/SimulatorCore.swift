@@ -141,6 +141,7 @@ final class SimulatorCore: Sendable {
             if s.deliveries.count > limit { s.deliveries.removeFirst(max(s.deliveries.count - limit, limit / 10)) }
         }
         configuration.onDelivery?(record)
+        guard Logger.minimumLevel.withLock({ $0 }) <= .debug else { return }
         configuration.logger.debug(
             "push recorded",
             [
