@@ -76,7 +76,8 @@ final class ProviderTokenVerifier: @unchecked Sendable {  // keys: immutable aft
         guard let authorization, !authorization.isEmpty else { return .missing }
         let parts = authorization.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { return .invalid(nil) }
-        let jwt = String(parts[1]).trimmingCharacters(in: .whitespaces)
+        // HTTP/2 field values carry no outer whitespace (nghttp2 enforces RFC 9113), only inner runs.
+        let jwt = String(parts[1].drop(while: { $0 == " " || $0 == "\t" }))
         let parsed: Parsed
         if let hit = cache.withLock({ $0[jwt] }) {
             parsed = hit

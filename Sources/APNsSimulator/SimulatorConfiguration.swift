@@ -61,7 +61,7 @@ public struct SimulatorConfiguration: Sendable {
     /// HTTP/2 `SETTINGS_MAX_CONCURRENT_STREAMS` announced to clients.
     public var maximumConcurrentStreams: UInt32 = 1000
     /// How many deliveries are kept (oldest dropped first).
-    public var maximumRecordedDeliveries: Int = 200_000
+    public var maximumRecordedDeliveries: Int = 50_000
     /// Called on a simulator thread for every recorded request (the demo prints `summaryLine`).
     public var onDelivery: (@Sendable (SimulatedDelivery) -> Void)?
     /// Where the simulator logs (never a token or JWT).

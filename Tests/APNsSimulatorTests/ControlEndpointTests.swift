@@ -107,3 +107,19 @@ struct ControlEndpointTests {
         #expect(verify.status == 0, "\(verify.stdout) \(verify.stderr)")
     }
 }
+
+@Suite("Lifecycle")
+struct LifecycleTests {
+    @Test("as a Service, run() serves until its task is cancelled, then the port is closed")
+    func runsAsService() async throws {
+        let h = try await SimulatorHarness.start()
+        let task = Task { try await h.simulator.run() }
+        #expect(try await h.push().status == 200)
+        task.cancel()
+        try await task.value
+        let refused = try await h.push()
+        #expect(refused.status == 0)
+        #expect(refused.curlExit != 0)
+        await #expect(throws: SimulatorError.self) { _ = try await h.simulator.start() }
+    }
+}
