@@ -1,4 +1,5 @@
 import APNsSimulator
+import Runtime
 import Foundation
 import Testing
 
@@ -121,5 +122,59 @@ struct LifecycleTests {
         #expect(refused.status == 0)
         #expect(refused.curlExit != 0)
         await #expect(throws: SimulatorError.self) { _ = try await h.simulator.start() }
+    }
+}
+
+@Suite("livevisits apns-sim")
+struct CommandTests {
+    @Test("runCommand serves on the given port with the given key until SIGTERM")
+    func runCommandUntilSigterm() async throws {
+        _ = SignalWatcher.shared  // SIGTERM is now delivered to the watcher, not fatal
+        let key = try await TestSigningKey.make()
+        let dir = TestFiles.scratch()
+        let pub = TestFiles.write(key.publicKeyPEM, in: dir, name: "pub.pem")
+        let port = try CommandTests.freePort()
+        let task = Task {
+            try await APNsSimulator.runCommand(arguments: [
+                "--port", String(port), "--cert-dir", dir, "--public-key", pub, "--team-id", key.teamID, "--key-id",
+                key.keyID, "--topic", SimulatorHarness.bundleID, "--quiet",
+            ])
+        }
+        let ca = dir + "/ca.pem"
+        var up = false
+        for _ in 0..<100 where !up {
+            let probe = try await ProcessRunner.run(
+                "curl", ["-sS", "--http2", "--cacert", ca, "https://127.0.0.1:\(port)/_sim/stats"])
+            up = probe.status == 0
+            if !up { try await Task.sleep(nanoseconds: 100_000_000) }
+        }
+        #expect(up)
+        let jwt = try await key.jwt(issuedAt: Int64(Date().timeIntervalSince1970))
+        let push = try await ProcessRunner.run(
+            "curl",
+            ["-sS", "--http2", "--cacert", ca, "-H", "apns-push-type: liveactivity", "-H",
+             "apns-topic: \(SimulatorHarness.topic)", "-H", "authorization: bearer \(jwt)", "--data-binary",
+             SimulatorHarness.updateBody(), "-o", "/dev/null", "-w", "%{http_code}",
+             "https://127.0.0.1:\(port)/3/device/\(SimulatorHarness.token())"])
+        #expect(push.stdout == "200", "\(push.stderr)")
+        kill(getpid(), SIGTERM)
+        try await task.value
+    }
+
+    static func freePort() throws -> UInt16 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0 else { throw TestFailure("bind failed") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return UInt16(bigEndian: addr.sin_port)
     }
 }
