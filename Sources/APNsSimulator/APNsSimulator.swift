@@ -6,16 +6,6 @@ import Synchronization
 import Glibc
 #endif
 
-/// Where a running simulator can be reached.
-public struct SimulatorEndpoint: Sendable, Equatable {
-    /// `https://127.0.0.1:PORT` — the base URL for `LIVEVISITS_APNS_URL`.
-    public var url: String
-    /// The bound port.
-    public var port: UInt16
-    /// The CA certificate (PEM) a client must trust — for `LIVEVISITS_APNS_CA_FILE` or curl `--cacert`.
-    public var caFile: String
-}
-
 /// A local APNs: HTTP/2 over TLS (ALPN `h2`, nghttp2 + OpenSSL) on loopback, validating pushes as
 /// Apple does, recording every request, and injecting faults on demand.
 ///
@@ -167,24 +157,3 @@ public final class APNsSimulator: Service {
     public func clearFaults() { inject(FaultSettings(clear: true)) }
 }
 
-/// Waits until the current task is cancelled.
-enum SimulatorCancellation {
-    static func wait() async {
-        let gate = Mutex<CheckedContinuation<Void, Never>?>(nil)
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let resumeNow = gate.withLock { slot -> Bool in
-                    if Task.isCancelled { return true }
-                    slot = continuation
-                    return false
-                }
-                if resumeNow { continuation.resume() }
-            }
-        } onCancel: {
-            gate.withLock { slot in
-                slot?.resume()
-                slot = nil
-            }
-        }
-    }
-}

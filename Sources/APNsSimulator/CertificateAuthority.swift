@@ -1,13 +1,5 @@
 import COpenSSL
 import Foundation
-
-/// The PEM files the simulator serves TLS with.
-struct TLSFiles: Sendable, Equatable {
-    var certificateChain: String
-    var privateKey: String
-    var caFile: String
-}
-
 /// Makes a throw-away certificate authority and a server certificate it signs, for 127.0.0.1 and
 /// localhost, with OpenSSL: a client trusts the simulator by adding `ca.pem` (curl `--cacert`,
 /// `LIVEVISITS_APNS_CA_FILE`). Keys are EC P-256; everything lives in one directory.

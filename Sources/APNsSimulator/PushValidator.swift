@@ -1,43 +1,3 @@
-/// A complete HTTP/2 request as the connection assembled it.
-struct ReceivedRequest: Sendable {
-    var connectionID: Int
-    var streamID: Int32
-    var method: String = ""
-    var path: String = ""
-    /// Regular headers (not pseudo-headers), lowercase names, in order.
-    var headers: [(name: String, value: String)] = []
-    /// The body, kept up to `bodyLimit` bytes.
-    var body: [UInt8] = []
-    /// The body's full size in bytes, even when longer than what was kept.
-    var bodySize: Int = 0
-    var receivedAt: Double = 0
-
-    static let bodyLimit = 64 * 1024
-
-    func header(_ name: String) -> String? { headers.last(where: { $0.name == name })?.value }
-    func headerCount(_ name: String) -> Int { headers.reduce(0) { $0 + ($1.name == name ? 1 : 0) } }
-
-    /// The token of a `/3/device/<token>` path (possibly empty), or nil for another path.
-    var deviceToken: String? {
-        let prefix = "/3/device/"
-        guard path.hasPrefix(prefix) else { return nil }
-        let rest = path.dropFirst(prefix.count)
-        return String(rest.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
-    }
-}
-
-/// The validator's answer for one push.
-struct PushVerdict: Sendable, Equatable {
-    var status: Int
-    var reason: String?
-    var providerToken: ProviderTokenSummary?
-    var json: JSONValue?
-
-    static func accept(_ token: ProviderTokenSummary?, _ json: JSONValue?) -> PushVerdict {
-        PushVerdict(status: 200, reason: nil, providerToken: token, json: json)
-    }
-}
-
 /// Checks one `/3/device/…` request the way APNs does, in roughly APNs's order: method, path and
 /// token, provider token, headers, then the payload and its Live Activity `aps` fields.
 /// Pure apart from the verifier's cache: the same request at the same time gets the same verdict.
@@ -105,14 +65,14 @@ struct PushValidator: Sendable {
     static func isDeviceToken(_ token: String) -> Bool {
         let count = token.utf8.count
         return count >= 16 && count <= 200 && count % 2 == 0
-            && token.utf8.allSatisfy { JSONValue.isHexDigit($0) }
+            && token.utf8.allSatisfy { PushValidator.isHexDigit($0) }
     }
 
     /// `8-4-4-4-12` hex digits, any case.
     static func isUUID(_ text: String) -> Bool {
         let groups = text.split(separator: "-", omittingEmptySubsequences: false)
         guard groups.map(\.utf8.count) == [8, 4, 4, 4, 12] else { return false }
-        return groups.allSatisfy { $0.utf8.allSatisfy { JSONValue.isHexDigit($0) } }
+        return groups.allSatisfy { $0.utf8.allSatisfy { PushValidator.isHexDigit($0) } }
     }
 
     /// The Live Activity rules: `aps.timestamp` an integer, `aps.event` start|update|end,
@@ -141,9 +101,7 @@ struct PushValidator: Sendable {
         }
         return true
     }
-}
 
-extension JSONValue {
     static func isHexDigit(_ byte: UInt8) -> Bool {
         (byte >= 48 && byte <= 57) || (byte >= 65 && byte <= 70) || (byte >= 97 && byte <= 102)
     }
