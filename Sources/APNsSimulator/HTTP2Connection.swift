@@ -391,8 +391,16 @@ final class HTTP2Connection: @unchecked Sendable {  // all mutable state is conf
     }
 
     private func cleanUp() {
-        for entry in delayed { abandon(entry.plan, reason: APNsReason.streamClosed) }
+        let reason = closeNow || closeAfterFlush ? APNsReason.connectionDropped : APNsReason.streamClosed
+        for entry in delayed { abandon(entry.plan, reason: reason) }
         delayed.removeAll()
+        // Complete requests that arrived with the one that dropped the connection.
+        for streamID in completed where !path(of: streamID).hasPrefix("/_sim/") {
+            guard var request = requests[streamID] else { continue }
+            request.receivedAt = core.configuration.clock.now()
+            core.recordUnanswered(request, reason: reason)
+        }
+        completed.removeAll()
         if let session { nghttp2_session_del(session) }
         session = nil
         if let ssl {
@@ -405,6 +413,8 @@ final class HTTP2Connection: @unchecked Sendable {  // all mutable state is conf
         close(wakeRead)
         close(wakeWrite)
     }
+
+    private func path(of streamID: Int32) -> String { requests[streamID]?.path ?? "" }
 
     static func monotonicNanoseconds() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 }

@@ -95,6 +95,24 @@ final class SimulatorCore: Sendable {
             record: record)
     }
 
+    /// Records a complete request that will never be decided (its connection went away first),
+    /// without consuming any fault.
+    func recordUnanswered(_ request: ReceivedRequest, reason: String) {
+        let sequence = state.withLock { s -> Int in
+            s.requestsTotal += 1
+            defer { s.nextSequence += 1 }
+            return s.nextSequence
+        }
+        store(
+            SimulatedDelivery(
+                sequence: sequence, receivedAt: request.receivedAt, connectionID: request.connectionID,
+                streamID: request.streamID, method: request.method, path: request.path, deviceToken: request.deviceToken,
+                headers: request.headers.filter { $0.name != "authorization" }, providerToken: nil,
+                payload: String(decoding: request.body, as: UTF8.self), payloadSize: request.bodySize,
+                json: JSONValue.parse(request.body), status: 0, reason: reason,
+                apnsID: request.header("apns-id") ?? "", unregisteredTimestamp: nil, answered: false))
+    }
+
     /// Stores a record once its fate is known.
     func store(_ finished: SimulatedDelivery) {
         var record = finished
