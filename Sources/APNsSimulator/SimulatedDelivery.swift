@@ -40,6 +40,34 @@ public struct SimulatedDelivery: Sendable, Equatable {
     /// When the answer was handed to HTTP/2 (or abandoned), clock seconds since 1970.
     public var answeredAt: Double?
 
+    /// Builds a record by hand (the simulator makes them; tests of printers may too).
+    public init(
+        sequence: Int, receivedAt: Double, connectionID: Int = 0, streamID: Int32 = 0, method: String = "POST",
+        path: String, deviceToken: String?, headers: [(name: String, value: String)] = [],
+        providerToken: ProviderTokenSummary? = nil, payload: String, payloadSize: Int? = nil, json: JSONValue? = nil,
+        status: Int, reason: String? = nil, apnsID: String, unregisteredTimestamp: Int64? = nil, answered: Bool = true,
+        answeredAt: Double? = nil
+    ) {
+        self.sequence = sequence
+        self.receivedAt = receivedAt
+        self.connectionID = connectionID
+        self.streamID = streamID
+        self.method = method
+        self.path = path
+        self.deviceToken = deviceToken
+        self.headers = headers
+        self.providerToken = providerToken
+        self.payload = payload
+        self.payloadSize = payloadSize ?? payload.utf8.count
+        self.json = json ?? JSONValue.parse(payload)
+        self.status = status
+        self.reason = reason
+        self.apnsID = apnsID
+        self.unregisteredTimestamp = unregisteredTimestamp
+        self.answered = answered
+        self.answeredAt = answeredAt
+    }
+
     public static func == (a: SimulatedDelivery, b: SimulatedDelivery) -> Bool {
         a.sequence == b.sequence && a.receivedAt == b.receivedAt && a.connectionID == b.connectionID
             && a.streamID == b.streamID && a.method == b.method && a.path == b.path && a.deviceToken == b.deviceToken

@@ -70,6 +70,17 @@ struct ControlEndpointTests {
         #expect(lines.allSatisfy { !$0.contains(SimulatorHarness.token()) && !$0.contains(h.jwt) })
     }
 
+    @Test("a hand-built record prints the same way; an error line shows status and reason")
+    func summaryOfHandBuiltRecord() {
+        let failed = SimulatedDelivery(
+            sequence: 1, receivedAt: 3600 * 5 + 61.5, path: "/3/device/ab", deviceToken: "ab",
+            headers: [("apns-priority", "5")], payload: SimulatorHarness.startBody(), status: 410, reason: "Unregistered",
+            apnsID: "x")
+        #expect(failed.summaryLine.hasPrefix("05:01:01.500 410 Unregistered start p5 token="))
+        #expect(failed.summaryLine.contains("alert=\"Visit booked\""))
+        #expect(failed.summaryLine.contains("kilometresAway=14.0"))
+    }
+
     @Test("command-line flags parse, with environment defaults; bad flags are usage errors")
     func commandFlags() throws {
         let options = try SimulatorCommandOptions.parse(
@@ -118,6 +129,7 @@ struct LifecycleTests {
         #expect(try await h.push().status == 200)
         task.cancel()
         try await task.value
+        #expect(h.simulator.statistics().connectionsOpen == 0)
         let refused = try await h.push()
         #expect(refused.status == 0)
         #expect(refused.curlExit != 0)

@@ -128,14 +128,20 @@ struct FaultInjectionTests {
         h.simulator.addLatency(seconds: 1)
         h.simulator.dropConnection(afterRequests: 2, mode: .close)
         let run = try await h.pushMany(tokens: (1...5).map { SimulatorHarness.token($0) }, parallel: true)
-        #expect(run.statuses == [0, 0, 0, 0, 0], "\(run.result.stderr)")
+        // The two delayed answers and the request that triggered the drop all fail; curl may send
+        // a late transfer on a fresh connection, which is answered normally.
+        #expect(run.statuses.filter { $0 == 0 }.count >= 3, "\(run.statuses) \(run.result.stderr)")
+        #expect(run.statuses.allSatisfy { $0 == 0 || $0 == 200 })
         let recorded = h.simulator.deliveries()
-        #expect(recorded.count >= 3)
-        #expect(recorded.allSatisfy { $0.status == 0 && !$0.answered && $0.reason == "ConnectionDropped" })
+        let first = try #require(recorded.first)
+        let onDropped = recorded.filter { $0.connectionID == first.connectionID }
+        #expect(onDropped.count >= 3)
+        #expect(onDropped.allSatisfy { $0.status == 0 && !$0.answered && $0.reason == "ConnectionDropped" })
+        #expect(recorded.filter { $0.connectionID != first.connectionID }.allSatisfy { $0.status == 200 })
         h.simulator.clearFaults()
         let after = try await h.push()
         #expect(after.status == 200)
-        #expect(h.simulator.deliveries().last?.connectionID != recorded.first?.connectionID)
+        #expect(h.simulator.deliveries().last?.connectionID != first.connectionID)
     }
 
     @Test("clearFaults and reset remove faults; reset also forgets deliveries")
