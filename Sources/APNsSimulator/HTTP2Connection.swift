@@ -52,7 +52,13 @@ final class HTTP2Connection: @unchecked Sendable {  // all mutable state is conf
         wakeWrite = pipeFDs.1
     }
 
-    deinit { readBuffer.deallocate() }
+    /// The wake-up pipe lives as long as the object, so a late `stop()` never writes to a
+    /// descriptor number that has been closed and reused.
+    deinit {
+        readBuffer.deallocate()
+        close(wakeRead)
+        close(wakeWrite)
+    }
 
     /// Asks the loop to end (from any thread).
     func stop() {
@@ -410,8 +416,6 @@ final class HTTP2Connection: @unchecked Sendable {  // all mutable state is conf
         ssl = nil
         ERR_clear_error()
         close(fd)
-        close(wakeRead)
-        close(wakeWrite)
     }
 
     private func path(of streamID: Int32) -> String { requests[streamID]?.path ?? "" }

@@ -77,7 +77,11 @@ final class SimulatorServer: Sendable {
             let ready = poll(&fds, 2, 1000)
             if ready <= 0 || fds[0].revents & Int16(POLLIN) == 0 { continue }
             let client = accept(listenFD, nil, nil)
-            guard client >= 0 else { continue }
+            guard client >= 0 else {
+                // Out of descriptors: back off instead of spinning on a listener that stays readable.
+                if errno == EMFILE || errno == ENFILE { usleep(10_000) }
+                continue
+            }
             WakePipe.configure(client, nonBlocking: true)
             var one: Int32 = 1
             setsockopt(client, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
