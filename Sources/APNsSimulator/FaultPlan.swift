@@ -68,7 +68,7 @@ struct FaultPlan: Sendable {
             return decision
         }
         if let id = providerTokenID, expiredProviderTokens.contains(id) {
-            decision.failure = FaultSettings.Failure(status: 403, reason: APNsReason.expiredProviderToken)
+            decision.failure = FaultSettings.Failure(status: 403, reason: SimulatorReason.expiredProviderToken)
             return decision
         }
         if let f = fraction, Double(random.next() >> 11) / Double(1 << 53) < f.fraction {

@@ -271,7 +271,7 @@ final class HTTP2Connection: @unchecked Sendable {  // all mutable state is conf
         me.bodies.removeValue(forKey: streamID)
         if let index = me.delayed.firstIndex(where: { $0.streamID == streamID }) {
             let entry = me.delayed.remove(at: index)
-            me.abandon(entry.plan, reason: APNsReason.streamClosed)
+            me.abandon(entry.plan, reason: SimulatorReason.streamClosed)
         }
         return 0
     }
@@ -334,7 +334,7 @@ final class HTTP2Connection: @unchecked Sendable {  // all mutable state is conf
                 record.answered = false
                 core.store(record)
             }
-            for entry in delayed { abandon(entry.plan, reason: APNsReason.connectionDropped) }
+            for entry in delayed { abandon(entry.plan, reason: SimulatorReason.connectionDropped) }
             delayed.removeAll()
             switch mode {
             case .close:
@@ -355,7 +355,7 @@ final class HTTP2Connection: @unchecked Sendable {  // all mutable state is conf
             }
             if var record = plan.record {
                 record.answered = result == 0
-                if result != 0 { record.reason = record.reason ?? APNsReason.streamClosed }
+                if result != 0 { record.reason = record.reason ?? SimulatorReason.streamClosed }
                 core.store(record)
             }
             lastAnswered = max(lastAnswered, streamID)
@@ -397,7 +397,7 @@ final class HTTP2Connection: @unchecked Sendable {  // all mutable state is conf
     }
 
     private func cleanUp() {
-        let reason = closeNow || closeAfterFlush ? APNsReason.connectionDropped : APNsReason.streamClosed
+        let reason = closeNow || closeAfterFlush ? SimulatorReason.connectionDropped : SimulatorReason.streamClosed
         for entry in delayed { abandon(entry.plan, reason: reason) }
         delayed.removeAll()
         // Complete requests that arrived with the one that dropped the connection.

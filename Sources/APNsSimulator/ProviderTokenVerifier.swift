@@ -83,8 +83,8 @@ final class ProviderTokenVerifier: @unchecked Sendable {  // keys: immutable aft
             let headerBytes = ProviderTokenVerifier.base64URLDecode(segments[0]),
             let claimBytes = ProviderTokenVerifier.base64URLDecode(segments[1]),
             let signature = ProviderTokenVerifier.base64URLDecode(segments[2]),
-            let header = JSONValue.parse(headerBytes), header.isObject,
-            let claims = JSONValue.parse(claimBytes), claims.isObject
+            let header = ReceivedJSON.parse(headerBytes), header.isObject,
+            let claims = ReceivedJSON.parse(claimBytes), claims.isObject
         else { return nil }
         let summary = ProviderTokenSummary(
             algorithm: header["alg"]?.stringValue,

@@ -8,56 +8,56 @@ struct PushValidator: Sendable {
 
     func validate(_ request: ReceivedRequest, now: Double) -> PushVerdict {
         var tokenSummary: ProviderTokenSummary?
-        let json = request.body.isEmpty ? nil : JSONValue.parse(request.body)
+        let json = request.body.isEmpty ? nil : ReceivedJSON.parse(request.body)
         func refuse(_ status: Int, _ reason: String) -> PushVerdict {
             PushVerdict(status: status, reason: reason, providerToken: tokenSummary, json: json)
         }
 
-        guard request.method == "POST" else { return refuse(405, APNsReason.methodNotAllowed) }
-        guard let token = request.deviceToken else { return refuse(404, APNsReason.badPath) }
-        guard !token.isEmpty else { return refuse(400, APNsReason.missingDeviceToken) }
-        guard PushValidator.isDeviceToken(token) else { return refuse(400, APNsReason.badDeviceToken) }
+        guard request.method == "POST" else { return refuse(405, SimulatorReason.methodNotAllowed) }
+        guard let token = request.deviceToken else { return refuse(404, SimulatorReason.badPath) }
+        guard !token.isEmpty else { return refuse(400, SimulatorReason.missingDeviceToken) }
+        guard PushValidator.isDeviceToken(token) else { return refuse(400, SimulatorReason.badDeviceToken) }
 
         for name in ["apns-topic", "apns-push-type", "apns-priority", "apns-expiration", "apns-id", "authorization"]
         where request.headerCount(name) > 1 {
-            return refuse(400, APNsReason.duplicateHeaders)
+            return refuse(400, SimulatorReason.duplicateHeaders)
         }
 
         switch verifier.verify(authorization: request.header("authorization"), now: now) {
-        case .missing: return refuse(403, APNsReason.missingProviderToken)
+        case .missing: return refuse(403, SimulatorReason.missingProviderToken)
         case .invalid(let summary):
             tokenSummary = summary
-            return refuse(403, APNsReason.invalidProviderToken)
+            return refuse(403, SimulatorReason.invalidProviderToken)
         case .expired(let summary):
             tokenSummary = summary
-            return refuse(403, APNsReason.expiredProviderToken)
+            return refuse(403, SimulatorReason.expiredProviderToken)
         case .valid(let summary):
             tokenSummary = summary
         }
 
-        guard let topic = request.header("apns-topic"), !topic.isEmpty else { return refuse(400, APNsReason.missingTopic) }
+        guard let topic = request.header("apns-topic"), !topic.isEmpty else { return refuse(400, SimulatorReason.missingTopic) }
         guard topic.hasSuffix(APNsSimulator.topicSuffix), topic.count > APNsSimulator.topicSuffix.count else {
-            return refuse(400, APNsReason.badTopic)
+            return refuse(400, SimulatorReason.badTopic)
         }
-        if let expectedTopic, topic != expectedTopic { return refuse(400, APNsReason.deviceTokenNotForTopic) }
-        guard request.header("apns-push-type") == "liveactivity" else { return refuse(400, APNsReason.invalidPushType) }
+        if let expectedTopic, topic != expectedTopic { return refuse(400, SimulatorReason.deviceTokenNotForTopic) }
+        guard request.header("apns-push-type") == "liveactivity" else { return refuse(400, SimulatorReason.invalidPushType) }
         if let priority = request.header("apns-priority"), priority != "5", priority != "10" {
-            return refuse(400, APNsReason.badPriority)
+            return refuse(400, SimulatorReason.badPriority)
         }
         if let expiration = request.header("apns-expiration"),
             expiration.isEmpty || expiration.count > 12 || !expiration.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 })
         {
-            return refuse(400, APNsReason.badExpirationDate)
+            return refuse(400, SimulatorReason.badExpirationDate)
         }
-        if let id = request.header("apns-id"), !PushValidator.isUUID(id) { return refuse(400, APNsReason.badMessageId) }
+        if let id = request.header("apns-id"), !PushValidator.isUUID(id) { return refuse(400, SimulatorReason.badMessageId) }
         if let collapse = request.header("apns-collapse-id"), collapse.utf8.count > 64 {
-            return refuse(400, APNsReason.badCollapseId)
+            return refuse(400, SimulatorReason.badCollapseId)
         }
 
-        guard request.bodySize > 0 else { return refuse(400, APNsReason.payloadEmpty) }
-        guard request.bodySize <= maximumPayloadSize else { return refuse(413, APNsReason.payloadTooLarge) }
-        guard let json, json.isObject else { return refuse(400, APNsReason.badPayload) }
-        guard PushValidator.isLiveActivityPayload(json) else { return refuse(400, APNsReason.badPayload) }
+        guard request.bodySize > 0 else { return refuse(400, SimulatorReason.payloadEmpty) }
+        guard request.bodySize <= maximumPayloadSize else { return refuse(413, SimulatorReason.payloadTooLarge) }
+        guard let json, json.isObject else { return refuse(400, SimulatorReason.badPayload) }
+        guard PushValidator.isLiveActivityPayload(json) else { return refuse(400, SimulatorReason.badPayload) }
         return .accept(tokenSummary, json)
     }
 
@@ -78,7 +78,7 @@ struct PushValidator: Sendable {
     /// The Live Activity rules: `aps.timestamp` an integer, `aps.event` start|update|end,
     /// `aps.content-state` an object; `start` also needs `attributes-type` (string), `attributes`
     /// (object) and `alert`; optional dates and scores must be numbers.
-    static func isLiveActivityPayload(_ json: JSONValue) -> Bool {
+    static func isLiveActivityPayload(_ json: ReceivedJSON) -> Bool {
         guard let aps = json["aps"], aps.isObject else { return false }
         guard let timestamp = aps["timestamp"]?.integerValue, timestamp >= 0 else { return false }
         guard let event = aps["event"]?.stringValue, ["start", "update", "end"].contains(event) else { return false }

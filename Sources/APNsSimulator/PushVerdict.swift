@@ -3,9 +3,9 @@ struct PushVerdict: Sendable, Equatable {
     var status: Int
     var reason: String?
     var providerToken: ProviderTokenSummary?
-    var json: JSONValue?
+    var json: ReceivedJSON?
 
-    static func accept(_ token: ProviderTokenSummary?, _ json: JSONValue?) -> PushVerdict {
+    static func accept(_ token: ProviderTokenSummary?, _ json: ReceivedJSON?) -> PushVerdict {
         PushVerdict(status: 200, reason: nil, providerToken: token, json: json)
     }
 }

@@ -26,12 +26,12 @@ extension SimulatedDelivery {
     }
 
     /// `{key=value …}` for an object, values kept short.
-    static func compact(_ value: JSONValue) -> String {
+    static func compact(_ value: ReceivedJSON) -> String {
         guard case .object(let members) = value else { return scalarText(value) }
         return "{" + members.map { "\($0.key)=" + scalarText($0.value) }.joined(separator: " ") + "}"
     }
 
-    static func scalarText(_ value: JSONValue) -> String {
+    static func scalarText(_ value: ReceivedJSON) -> String {
         switch value {
         case .string(let s): quoted(s)
         case .number(let n): n

@@ -26,7 +26,7 @@ public struct SimulatedDelivery: Sendable, Equatable {
     /// The body's size in bytes.
     public var payloadSize: Int
     /// The body parsed as JSON, when it is.
-    public var json: JSONValue?
+    public var json: ReceivedJSON?
     /// HTTP status answered (0 when the connection was dropped instead).
     public var status: Int
     /// APNs reason answered (`nil` on success), or `ConnectionDropped` / `StreamClosed` when no answer went out.
@@ -44,7 +44,7 @@ public struct SimulatedDelivery: Sendable, Equatable {
     public init(
         sequence: Int, receivedAt: Double, connectionID: Int = 0, streamID: Int32 = 0, method: String = "POST",
         path: String, deviceToken: String?, headers: [(name: String, value: String)] = [],
-        providerToken: ProviderTokenSummary? = nil, payload: String, payloadSize: Int? = nil, json: JSONValue? = nil,
+        providerToken: ProviderTokenSummary? = nil, payload: String, payloadSize: Int? = nil, json: ReceivedJSON? = nil,
         status: Int, reason: String? = nil, apnsID: String, unregisteredTimestamp: Int64? = nil, answered: Bool = true,
         answeredAt: Double? = nil
     ) {
@@ -59,7 +59,7 @@ public struct SimulatedDelivery: Sendable, Equatable {
         self.providerToken = providerToken
         self.payload = payload
         self.payloadSize = payloadSize ?? payload.utf8.count
-        self.json = json ?? JSONValue.parse(payload)
+        self.json = json ?? ReceivedJSON.parse(payload)
         self.status = status
         self.reason = reason
         self.apnsID = apnsID
@@ -84,7 +84,7 @@ public struct SimulatedDelivery: Sendable, Equatable {
     }
 
     /// The `aps` dictionary of the body, when present.
-    public var aps: JSONValue? { json?["aps"] }
+    public var aps: ReceivedJSON? { json?["aps"] }
 
     /// True when the push was accepted (200).
     public var accepted: Bool { status == 200 }

@@ -61,37 +61,37 @@ extension SimulatorCore {
     static func encode(_ d: SimulatedDelivery) -> String {
         var out = "{\"sequence\":\(d.sequence),\"receivedAt\":\(d.receivedAt),\"connectionId\":\(d.connectionID)"
         out += ",\"streamId\":\(d.streamID),\"method\":"
-        JSONValue.writeString(d.method, to: &out)
+        ReceivedJSON.writeString(d.method, to: &out)
         out += ",\"path\":"
-        JSONValue.writeString(d.path, to: &out)
+        ReceivedJSON.writeString(d.path, to: &out)
         out += ",\"token\":"
-        if let t = d.deviceToken { JSONValue.writeString(t, to: &out) } else { out += "null" }
+        if let t = d.deviceToken { ReceivedJSON.writeString(t, to: &out) } else { out += "null" }
         out += ",\"headers\":{"
         var seen = Set<String>()
         var first = true
         for (name, _) in d.headers.reversed() where seen.insert(name).inserted {
             if !first { out += "," }
             first = false
-            JSONValue.writeString(name, to: &out)
+            ReceivedJSON.writeString(name, to: &out)
             out += ":"
-            JSONValue.writeString(d.header(name) ?? "", to: &out)
+            ReceivedJSON.writeString(d.header(name) ?? "", to: &out)
         }
         out += "},\"providerToken\":"
         if let p = d.providerToken {
-            var members: [(key: String, value: JSONValue)] = []
+            var members: [(key: String, value: ReceivedJSON)] = []
             if let v = p.algorithm { members.append(("alg", .string(v))) }
             if let v = p.keyID { members.append(("kid", .string(v))) }
             if let v = p.issuer { members.append(("iss", .string(v))) }
             if let v = p.issuedAt { members.append(("iat", .number(String(v)))) }
-            out += JSONValue.object(members).encoded()
+            out += ReceivedJSON.object(members).encoded()
         } else {
             out += "null"
         }
         out += ",\"payloadSize\":\(d.payloadSize),\"body\":" + (d.json?.encoded() ?? "null")
         out += ",\"status\":\(d.status),\"reason\":"
-        if let r = d.reason { JSONValue.writeString(r, to: &out) } else { out += "null" }
+        if let r = d.reason { ReceivedJSON.writeString(r, to: &out) } else { out += "null" }
         out += ",\"apnsId\":"
-        JSONValue.writeString(d.apnsID, to: &out)
+        ReceivedJSON.writeString(d.apnsID, to: &out)
         if let t = d.unregisteredTimestamp { out += ",\"timestamp\":\(t)" }
         out += ",\"answered\":\(d.answered)"
         if let t = d.answeredAt { out += ",\"answeredAt\":\(t)" }

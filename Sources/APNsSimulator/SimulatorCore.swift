@@ -62,7 +62,7 @@ final class SimulatorCore: Sendable {
             let at = state.withLock({ $0.plan.unregisteredTimestamp(token: token) })
         {
             verdict.status = 410
-            verdict.reason = APNsReason.unregistered
+            verdict.reason = SimulatorReason.unregistered
             unregisteredAt = at
         }
         if decision.failure?.status == 410 { unregisteredAt = Int64(now * 1000) }
@@ -77,7 +77,7 @@ final class SimulatorCore: Sendable {
         if let mode = decision.drop {
             var dropped = record
             dropped.status = 0
-            dropped.reason = APNsReason.connectionDropped
+            dropped.reason = SimulatorReason.connectionDropped
             return ResponsePlan(action: .drop(mode), delay: 0, record: dropped)
         }
         var headers: [(String, String)] = [("apns-id", apnsID)]
@@ -85,7 +85,7 @@ final class SimulatorCore: Sendable {
         if let reason = verdict.reason {
             headers.append(("content-type", "application/json"))
             var text = "{\"reason\":"
-            JSONValue.writeString(reason, to: &text)
+            ReceivedJSON.writeString(reason, to: &text)
             if let at = unregisteredAt { text += ",\"timestamp\":\(at)" }
             text += "}"
             body = Array(text.utf8)
@@ -109,7 +109,7 @@ final class SimulatorCore: Sendable {
                 streamID: request.streamID, method: request.method, path: request.path, deviceToken: request.deviceToken,
                 headers: request.headers.filter { $0.name != "authorization" }, providerToken: nil,
                 payload: String(decoding: request.body, as: UTF8.self), payloadSize: request.bodySize,
-                json: JSONValue.parse(request.body), status: 0, reason: reason,
+                json: ReceivedJSON.parse(request.body), status: 0, reason: reason,
                 apnsID: request.header("apns-id") ?? "", unregisteredTimestamp: nil, answered: false))
     }
 

@@ -86,14 +86,14 @@ struct RobustnessTests {
             let length = Int.random(in: 0...64, using: &random)
             let alphabet = Array("{}[]\",:0123456789.eE+-truefalsn \\u".utf8)
             let bytes = (0..<length).map { _ in alphabet.randomElement(using: &random)! }
-            _ = JSONValue.parse(bytes)
+            _ = ReceivedJSON.parse(bytes)
         }
-        #expect(JSONValue.parse(String(repeating: "[", count: 100_000)) == nil)
-        #expect(JSONValue.parse("{\"a\":[1,2.50,{\"b\":null}],\"c\":\"\\u00e9\\n\"}")?.encoded() == "{\"a\":[1,2.50,{\"b\":null}],\"c\":\"é\\n\"}")
-        #expect(JSONValue.parse("{\"a\":1} x") == nil)
-        #expect(JSONValue.parse("01") == nil)
-        #expect(JSONValue.parse("\"\\ud83d\\ude00\"") == .string("😀"))
-        #expect(JSONValue.parse("14.0")?.integerValue == 14)
-        #expect(JSONValue.parse("14.5")?.integerValue == nil)
+        #expect(ReceivedJSON.parse(String(repeating: "[", count: 100_000)) == nil)
+        #expect(ReceivedJSON.parse("{\"a\":[1,2.50,{\"b\":null}],\"c\":\"\\u00e9\\n\"}")?.encoded() == "{\"a\":[1,2.50,{\"b\":null}],\"c\":\"é\\n\"}")
+        #expect(ReceivedJSON.parse("{\"a\":1} x") == nil)
+        #expect(ReceivedJSON.parse("01") == nil)
+        #expect(ReceivedJSON.parse("\"\\ud83d\\ude00\"") == .string("😀"))
+        #expect(ReceivedJSON.parse("14.0")?.integerValue == 14)
+        #expect(ReceivedJSON.parse("14.5")?.integerValue == nil)
     }
 }

@@ -1,7 +1,7 @@
 /// The `reason` strings the simulator answers with: Apple's documented values, plus `BadPayload`
 /// for a Live Activity body the device would drop (Apple accepts those and the phone discards them;
 /// the simulator refuses them so that tests notice).
-public enum APNsReason {
+public enum SimulatorReason {
     public static let badCollapseId = "BadCollapseId"
     public static let badDeviceToken = "BadDeviceToken"
     public static let badExpirationDate = "BadExpirationDate"

@@ -3,17 +3,17 @@
 /// Numbers keep their literal text, so a recorded body re-encodes exactly as the client sent it
 /// (`14.0` stays `14.0`) and the validator can tell an integer literal from a fractional one.
 /// The parser is total: any byte sequence yields a value or `nil`, never a crash.
-public enum JSONValue: Sendable, Equatable, Hashable {
+public enum ReceivedJSON: Sendable, Equatable, Hashable {
     case null
     case bool(Bool)
     /// The number's literal text, as it appeared in the document.
     case number(String)
     case string(String)
-    case array([JSONValue])
+    case array([ReceivedJSON])
     /// Members in document order (duplicates kept; lookups take the last, as most decoders do).
-    case object([(key: String, value: JSONValue)])
+    case object([(key: String, value: ReceivedJSON)])
 
-    public static func == (a: JSONValue, b: JSONValue) -> Bool {
+    public static func == (a: ReceivedJSON, b: ReceivedJSON) -> Bool {
         switch (a, b) {
         case (.null, .null): return true
         case let (.bool(x), .bool(y)): return x == y
@@ -31,7 +31,7 @@ public enum JSONValue: Sendable, Equatable, Hashable {
     }
 
     /// The member named `key` of an object (the last one if repeated), else `nil`.
-    public subscript(key: String) -> JSONValue? {
+    public subscript(key: String) -> ReceivedJSON? {
         guard case .object(let members) = self else { return nil }
         return members.last(where: { $0.key == key })?.value
     }
@@ -74,7 +74,7 @@ public enum JSONValue: Sendable, Equatable, Hashable {
         case .null: out += "null"
         case .bool(let b): out += b ? "true" : "false"
         case .number(let text): out += text
-        case .string(let s): JSONValue.writeString(s, to: &out)
+        case .string(let s): ReceivedJSON.writeString(s, to: &out)
         case .array(let items):
             out += "["
             for (i, item) in items.enumerated() {
@@ -86,7 +86,7 @@ public enum JSONValue: Sendable, Equatable, Hashable {
             out += "{"
             for (i, member) in members.enumerated() {
                 if i > 0 { out += "," }
-                JSONValue.writeString(member.key, to: &out)
+                ReceivedJSON.writeString(member.key, to: &out)
                 out += ":"
                 member.value.write(to: &out)
             }
@@ -116,13 +116,13 @@ public enum JSONValue: Sendable, Equatable, Hashable {
     }
 
     /// Parses one JSON document (RFC 8259) from `bytes`; `nil` when it is not exactly one valid document.
-    public static func parse<Bytes: Collection>(_ bytes: Bytes) -> JSONValue? where Bytes.Element == UInt8 {
+    public static func parse<Bytes: Collection>(_ bytes: Bytes) -> ReceivedJSON? where Bytes.Element == UInt8 {
         var parser = JSONParser(bytes: Array(bytes))
         return parser.parseDocument()
     }
 
     /// Parses one JSON document from a string.
-    public static func parse(_ text: String) -> JSONValue? { parse(Array(text.utf8)) }
+    public static func parse(_ text: String) -> ReceivedJSON? { parse(Array(text.utf8)) }
 }
 
 /// A small recursive-descent parser with a depth limit, so hostile input cannot exhaust the stack.
@@ -134,7 +134,7 @@ private struct JSONParser {
 
     init(bytes: [UInt8]) { self.bytes = bytes }
 
-    mutating func parseDocument() -> JSONValue? {
+    mutating func parseDocument() -> ReceivedJSON? {
         skipWhitespace()
         guard let value = parseValue() else { return nil }
         skipWhitespace()
@@ -150,12 +150,12 @@ private struct JSONParser {
         }
     }
 
-    mutating func parseValue() -> JSONValue? {
+    mutating func parseValue() -> ReceivedJSON? {
         guard index < bytes.count else { return nil }
         switch bytes[index] {
         case UInt8(ascii: "{"): return parseObject()
         case UInt8(ascii: "["): return parseArray()
-        case UInt8(ascii: "\""): return parseString().map(JSONValue.string)
+        case UInt8(ascii: "\""): return parseString().map(ReceivedJSON.string)
         case UInt8(ascii: "t"): return literal("true", .bool(true))
         case UInt8(ascii: "f"): return literal("false", .bool(false))
         case UInt8(ascii: "n"): return literal("null", .null)
@@ -163,19 +163,19 @@ private struct JSONParser {
         }
     }
 
-    mutating func literal(_ word: String, _ value: JSONValue) -> JSONValue? {
+    mutating func literal(_ word: String, _ value: ReceivedJSON) -> ReceivedJSON? {
         let w = Array(word.utf8)
         guard index + w.count <= bytes.count, Array(bytes[index..<index + w.count]) == w else { return nil }
         index += w.count
         return value
     }
 
-    mutating func parseObject() -> JSONValue? {
+    mutating func parseObject() -> ReceivedJSON? {
         depth += 1
         defer { depth -= 1 }
         guard depth <= JSONParser.maximumDepth else { return nil }
         index += 1
-        var members: [(key: String, value: JSONValue)] = []
+        var members: [(key: String, value: ReceivedJSON)] = []
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
@@ -204,12 +204,12 @@ private struct JSONParser {
         }
     }
 
-    mutating func parseArray() -> JSONValue? {
+    mutating func parseArray() -> ReceivedJSON? {
         depth += 1
         defer { depth -= 1 }
         guard depth <= JSONParser.maximumDepth else { return nil }
         index += 1
-        var items: [JSONValue] = []
+        var items: [ReceivedJSON] = []
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
             index += 1
@@ -321,7 +321,7 @@ private struct JSONParser {
         }
     }
 
-    mutating func parseNumber() -> JSONValue? {
+    mutating func parseNumber() -> ReceivedJSON? {
         let start = index
         func isDigit(_ b: UInt8) -> Bool { b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9") }
         if index < bytes.count, bytes[index] == UInt8(ascii: "-") { index += 1 }
