@@ -68,6 +68,7 @@ let package = Package(
         ),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "TestSupport"]),
         .testTarget(name: "OutboxTests", dependencies: ["Outbox", "APNs", "APNsSimulator", "VisitProjections", "TestSupport"]),
+        .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "Runtime"]),
         .testTarget(name: "HTTPAPITests", dependencies: ["HTTPAPI", "HTTPServer", "TestSupport"]),
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport"]),
     ],
