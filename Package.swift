@@ -57,6 +57,7 @@ let package = Package(
         .testTarget(name: "VisitProjectionsTests", dependencies: ["VisitProjections", "VisitDomain", "EventStore", "TestSupport"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "TestSupport"]),
         .testTarget(name: "OutboxTests", dependencies: ["Outbox", "APNs", "APNsSimulator", "VisitProjections", "TestSupport"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "Runtime"]),
         .testTarget(name: "HTTPAPITests", dependencies: ["HTTPAPI", "HTTPServer", "TestSupport"]),
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport"]),
     ],
