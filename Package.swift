@@ -50,6 +50,9 @@ let package = Package(
             dependencies: ["Runtime", "VisitDomain", "Postgres", "EventStore", "VisitProjections", "APNs", "Outbox", "APNsSimulator", "HTTPAPI"]
         ),
 
+        // wrk against the HTTPServer target alone (a trivial JSON route): the HTTP layer's own cost.
+        .executableTarget(name: "http-server-bench", dependencies: ["HTTPServer", "Runtime"]),
+
         // Tests mirror the targets; TestSupport finds the project's PostgreSQL and makes scratch databases.
         .target(name: "TestSupport", dependencies: ["Postgres", "Runtime"], path: "Tests/TestSupport"),
         .testTarget(name: "VisitDomainTests", dependencies: ["VisitDomain"], resources: [.copy("Fixtures")]),

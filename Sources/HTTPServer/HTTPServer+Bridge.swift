@@ -90,7 +90,7 @@ extension HTTPServer {
 
         if let declared = headerValue(connection, "Content-Length") {
             // MHD has already refused a malformed Content-Length with 400.
-            if let length = Int(declared.trimmingCharacters(in: .whitespaces)), length <= configuration.maxBodyBytes {
+            if let length = Int(declared), length <= configuration.maxBodyBytes {
                 request.body.reserveCapacity(length)
             } else {
                 request.overflowed = true
@@ -188,18 +188,13 @@ extension HTTPServer {
         let status = request.status.map(String.init) ?? "none"
         var fields = [
             "http.method": method, "http.route": route, "http.status": status,
-            "http.duration_ms": String(format: "%.3f", seconds * 1000), "http.request_id": request.requestID,
+            "http.duration_ms": HTTPServer.milliseconds(seconds), "http.request_id": request.requestID,
         ]
         if termination != .REQUEST_TERMINATED_COMPLETED_OK {
             fields["http.outcome"] = HTTPServer.outcome(termination)
         }
         logger.info("request", fields)
-        metrics.increment(
-            "livevisits_http_requests_total", help: "HTTP requests answered, by route template, method and status.",
-            labels: ["route": route, "method": method, "status": status])
-        metrics.observe(
-            "livevisits_http_request_seconds", help: "Time from request headers to the response sent, by route template.",
-            labels: ["route": route], value: seconds)
+        requestMetrics.record(route: route, method: method, status: status, seconds: seconds)
     }
 
     private func tooLarge() -> HTTPResponse {
@@ -281,6 +276,13 @@ extension HTTPServer {
         default:
             return nil
         }
+    }
+
+    /// `0.123` style milliseconds with three decimals, without `String(format:)`'s cost.
+    static func milliseconds(_ seconds: Double) -> String {
+        let micros = Int((seconds * 1_000_000).rounded())
+        let fraction = String(micros % 1000)
+        return "\(micros / 1000).\(String(repeating: "0", count: 3 - fraction.count))\(fraction)"
     }
 
     /// A NUL-terminated buffer filled by C, as a String.

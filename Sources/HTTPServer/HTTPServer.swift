@@ -32,7 +32,7 @@ public final class HTTPServer: Service, Sendable {
     let handler: HTTPHandler
     let clock: any WallClock
     let logger: Logger
-    let metrics: Metrics
+    let requestMetrics: HTTPRequestMetrics
     let registry = RequestRegistry()
     let socket: ListeningSocket
 
@@ -43,7 +43,8 @@ public final class HTTPServer: Service, Sendable {
     ///
     /// - Parameters:
     ///   - clock: decides when a handler is overdue and when the shutdown grace period ends.
-    ///   - metrics: receives `livevisits_http_requests_total` and `livevisits_http_request_seconds`.
+    ///   - metrics: the registry whose `render()` includes `livevisits_http_requests_total` and
+    ///     `livevisits_http_request_seconds` (registered once per server, as a collector).
     /// - Throws: `HTTPServerError` (`invalidConfiguration`, `bindFailed`, …).
     public init(
         configuration: HTTPServerConfiguration,
@@ -56,7 +57,7 @@ public final class HTTPServer: Service, Sendable {
         self.configuration = configuration
         self.clock = clock
         self.logger = logger
-        self.metrics = metrics
+        self.requestMetrics = HTTPRequestMetrics(registry: metrics)
         self.handler = handler
         self.socket = try ListeningSocket(binding: configuration.listenAddress, backlog: 1024)
     }
@@ -66,6 +67,12 @@ public final class HTTPServer: Service, Sendable {
 
     /// Requests received and not yet completed (in a handler, uploading, or being sent).
     public var activeRequests: Int { registry.counts.active }
+
+    /// Requests finished so far for one `livevisits_http_requests_total` series
+    /// (`route` is the template or `unmatched`, `status` the code sent or `none`).
+    public func requestCount(route: String, method: String, status: String) -> UInt64 {
+        requestMetrics.count(route: route, method: method, status: status)
+    }
 
     /// Serves until the calling task is cancelled, then shuts down gracefully and returns.
     ///

@@ -27,6 +27,28 @@ import Testing
         try await running.stop()
     }
 
+    @Test func expectContinueIsAnsweredBeforeTheBody() async throws {
+        let running = try startServer(.test { $0.maxBodyBytes = 100 }, handler: echoRouter().handler)
+        defer { running.task.cancel() }
+        let port = running.port
+        let (interim, final, refused) = try await offPool { () -> (Int, RawClient.Response, RawClient.Response) in
+            let client = try RawClient(port: port)
+            try client.send("POST /v1/visits/a/events HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
+            let interim = try client.readResponse().status
+            try client.send("12345")
+            let final = try client.readResponse()
+            // Too large: refused at once, no 100 Continue, so the client never sends the body.
+            let other = try RawClient(port: port)
+            try other.send("POST /v1/visits/a/events HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 500\r\n\r\n")
+            return (interim, final, try other.readResponse())
+        }
+        #expect(interim == 100)
+        #expect(final.status == 200)
+        #expect(try decodeEcho(final).body == "12345")
+        #expect(refused.status == 413)
+        try await running.stop()
+    }
+
     @Test func defaultLimitIs64KiB() async throws {
         let running = try startServer(handler: echoRouter().handler)
         defer { running.task.cancel() }
