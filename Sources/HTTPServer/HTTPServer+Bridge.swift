@@ -66,6 +66,11 @@ extension HTTPServer {
         if request.overflowed {
             return queue(tooLarge(), for: request)
         }
+        if request.dispatched {
+            // Resumed without an answer: cannot happen by construction; never run a handler twice.
+            logger.error("http connection resumed without an answer", ["http.request_id": request.requestID])
+            return queue(.error(status: 500, code: "internal_error", message: "The server lost the answer."), for: request)
+        }
         return dispatch(request)
     }
 
@@ -85,7 +90,7 @@ extension HTTPServer {
             method: method.map { String(cString: $0) } ?? "",
             rawPath: url.map { String(cString: $0) } ?? "",
             version: version.map { String(cString: $0) } ?? "",
-            requestID: requestID, headersAt: clock.now())
+            requestID: requestID, headersAt: clock.now(), tracker: liveContexts)
         slot.pointee = Unmanaged.passRetained(request).toOpaque()
 
         if let declared = headerValue(connection, "Content-Length") {
@@ -131,6 +136,7 @@ extension HTTPServer {
             headers: headers(connection), body: request.body, remoteAddress: remoteAddress(connection),
             id: request.requestID, version: request.version)
         request.body = Data()
+        request.dispatched = true
 
         MHD_suspend_connection(connection)
         let serial = request.serial

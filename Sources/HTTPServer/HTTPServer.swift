@@ -34,6 +34,7 @@ public final class HTTPServer: Service, Sendable {
     let logger: Logger
     let requestMetrics: HTTPRequestMetrics
     let registry = RequestRegistry()
+    let liveContexts = InstanceCounter()
     let socket: ListeningSocket
 
     /// Bytes of an oversized upload discarded before the connection is cut instead of answered.

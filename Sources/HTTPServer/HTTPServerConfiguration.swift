@@ -63,6 +63,14 @@ public struct HTTPServerConfiguration: Sendable {
         self.turbo = turbo
     }
 
+    /// The defaults, listening where `LIVEVISITS_HTTP_ADDR` says (contract §3; `127.0.0.1:8080` when unset).
+    public init(environment: [String: String]) throws(HTTPServerError) {
+        self.init()
+        if let text = environment["LIVEVISITS_HTTP_ADDR"], !text.isEmpty {
+            listenAddress = try ListenAddress(parsing: text)
+        }
+    }
+
     /// Checks the ranges libmicrohttpd accepts.
     func validate() throws(HTTPServerError) {
         func fail(_ message: String) -> HTTPServerError {

@@ -23,10 +23,15 @@ final class RequestContext: @unchecked Sendable {
     /// The server clock's time when the headers were in, for the body-upload deadline.
     let headersAt: Double
 
+    /// Counts live contexts per server, so tests can prove aborted requests are released.
+    let tracker: InstanceCounter
+
     var body = Data()
     /// The body went over the limit: the rest is discarded and the answer is 413.
     var overflowed = false
     var discardedBytes = 0
+    /// The handler was started; the next call must find its answer in `pending`.
+    var dispatched = false
     /// Set once a response is queued with MHD.
     var status: Int?
     var route: String?
@@ -36,7 +41,7 @@ final class RequestContext: @unchecked Sendable {
 
     init(
         serial: UInt64, connection: OpaquePointer, method: String, rawPath: String, version: String,
-        requestID: String, headersAt: Double
+        requestID: String, headersAt: Double, tracker: InstanceCounter
     ) {
         self.serial = serial
         self.connection = connection
@@ -46,5 +51,14 @@ final class RequestContext: @unchecked Sendable {
         self.requestID = requestID
         self.headersAt = headersAt
         self.startedAt = ContinuousClock.now
+        self.tracker = tracker
+        tracker.value.add(1, ordering: .relaxed)
     }
+
+    deinit { tracker.value.subtract(1, ordering: .relaxed) }
+}
+
+/// A count of live objects of one kind.
+final class InstanceCounter: Sendable {
+    let value = Atomic<Int>(0)
 }

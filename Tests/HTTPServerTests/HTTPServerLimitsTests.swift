@@ -1,5 +1,5 @@
 import Foundation
-import HTTPServer
+@testable import HTTPServer
 import Runtime
 import Testing
 
@@ -258,7 +258,24 @@ import Testing
         #expect(clients?.count == 20)
         clients = nil  // every upload aborted mid-body
         #expect(await eventually { running.server.activeRequests == 0 })
+        #expect(await eventually { running.server.liveContexts.value.load(ordering: .relaxed) == 0 })
         #expect(try await get(port, "/json").status == 200)
+        try await running.stop()
+        #expect(running.server.liveContexts.value.load(ordering: .relaxed) == 0)
+    }
+
+    @Test func withoutKeepAliveEveryResponseCloses() async throws {
+        let running = try startServer(.test { $0.keepAlive = false }, handler: echoRouter().handler)
+        defer { running.task.cancel() }
+        let port = running.port
+        let (response, closed) = try await offPool { () -> (RawClient.Response, Bool) in
+            let client = try RawClient(port: port)
+            try client.send("GET /json HTTP/1.1\r\nHost: t\r\n\r\n")
+            return (try client.readResponse(), try client.isClosedByServer())
+        }
+        #expect(response.status == 200)
+        #expect(response.headers["connection"]?.lowercased() == "close")
+        #expect(closed)
         try await running.stop()
     }
 }

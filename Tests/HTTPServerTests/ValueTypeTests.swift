@@ -17,6 +17,16 @@ import Testing
         }
     }
 
+    @Test func configurationReadsTheListenAddressFromTheEnvironment() throws {
+        #expect(try HTTPServerConfiguration(environment: [:]).listenAddress.description == "127.0.0.1:8080")
+        #expect(
+            try HTTPServerConfiguration(environment: ["LIVEVISITS_HTTP_ADDR": "0.0.0.0:9090"]).listenAddress
+                == ListenAddress(host: "0.0.0.0", port: 9090))
+        #expect(throws: HTTPServerError.self) {
+            try HTTPServerConfiguration(environment: ["LIVEVISITS_HTTP_ADDR": "nonsense"])
+        }
+    }
+
     @Test func headersAreCaseInsensitive() {
         var headers: HTTPHeaders = ["Content-Type": "application/json", "X-A": "1"]
         headers.add(name: "x-a", value: "2")
