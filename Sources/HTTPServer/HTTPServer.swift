@@ -124,8 +124,11 @@ public final class HTTPServer: Service, Sendable {
 
     private func shutDown(_ handle: DaemonHandle) async {
         registry.beginDraining()
+        // MHD's threads may still touch the quiesced socket, so it is closed only after MHD_stop_daemon
+        // (closing it earlier let its number be reused under them); shutdown() makes Linux refuse new
+        // connections on it now.
         let listenFD = MHD_quiesce_daemon(handle.daemon)
-        if listenFD >= 0 { _ = Glibc.close(listenFD) }
+        if listenFD >= 0 { _ = Glibc.shutdown(listenFD, Int32(SHUT_RDWR)) }
         logger.info("http server draining", ["http.active": String(registry.counts.active)])
 
         let graceEnds = clock.now() + configuration.shutdownGracePeriod
@@ -153,6 +156,7 @@ public final class HTTPServer: Service, Sendable {
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             Thread.detachNewThread {
                 MHD_stop_daemon(handle.daemon)
+                if listenFD >= 0 { _ = Glibc.close(listenFD) }
                 done.resume()
             }
         }

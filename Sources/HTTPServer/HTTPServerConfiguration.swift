@@ -30,7 +30,9 @@ public struct HTTPServerConfiguration: Sendable {
     public var threadCount: Int
     /// Whether a well-formed `X-Request-Id` from the client (a proxy) is adopted instead of generating one.
     public var acceptsClientRequestID: Bool
-    /// libmicrohttpd's `MHD_USE_TURBO`: opportunistic reads and writes. Default false.
+    /// libmicrohttpd's `MHD_USE_TURBO`: opportunistic reads and writes, and no `shutdown()` before
+    /// close. About 20% more throughput in the benchmark, but a response followed by a close was
+    /// seen lost in the tests (1 run in 3), so it stays off. Default false.
     public var turbo: Bool
 
     public init(

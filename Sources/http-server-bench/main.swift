@@ -3,7 +3,8 @@
 // from 64 concurrent tasks) so the ratio shows what the HTTP layer costs.
 //
 //   swift build -c release --product http-server-bench
-//   .build/release/http-server-bench [--seconds 10] [--connections 1,16,64] 2>/dev/null
+//   .build/release/http-server-bench [--seconds 10] [--connections 1,16,64] [--threads N (wrk)]
+//       [--server-threads N (libmicrohttpd)] [--turbo] 2>/dev/null
 //
 // Request log lines go to stderr as in production; send them to /dev/null (or a file) when running.
 import Foundation
@@ -14,6 +15,8 @@ struct Options {
     var seconds = 10
     var connections = [1, 16, 64]
     var threads = 2
+    var serverThreads = 2
+    var turbo = false
 
     init(_ arguments: [String]) {
         var iterator = arguments.dropFirst().makeIterator()
@@ -23,8 +26,10 @@ struct Options {
             case "--connections":
                 connections = (iterator.next() ?? "").split(separator: ",").compactMap { Int($0) }
             case "--threads": threads = Int(iterator.next() ?? "") ?? threads
+            case "--server-threads": serverThreads = Int(iterator.next() ?? "") ?? serverThreads
+            case "--turbo": turbo = true
             default:
-                FileHandle.standardError.write(Data("usage: http-server-bench [--seconds N] [--connections 1,16,64] [--threads N]\n".utf8))
+                FileHandle.standardError.write(Data("usage: http-server-bench [--seconds N] [--connections 1,16,64] [--threads N] [--server-threads N] [--turbo]\n".utf8))
                 exit(2)
             }
         }
@@ -122,13 +127,17 @@ defer { try? FileManager.default.removeItem(atPath: script) }
 
 let router = makeRouter()
 let server = try HTTPServer(
-    configuration: HTTPServerConfiguration(listenAddress: ListenAddress(host: "127.0.0.1", port: 0)),
+    configuration: HTTPServerConfiguration(
+        listenAddress: ListenAddress(host: "127.0.0.1", port: 0), threadCount: options.serverThreads, turbo: options.turbo),
     logger: Logger(label: "http-bench"), handler: router.handler)
 let serving = Task { try await server.run() }
 try await Task.sleep(nanoseconds: 200_000_000)
 
 let baseline = await inProcess(router, concurrency: 64, seconds: Double(options.seconds) / 2)
-print("http-server-bench: POST /v1/visits/{id}/events, trivial JSON handler, \(options.seconds)s per run, \(ProcessInfo.processInfo.activeProcessorCount) cores")
+print(
+    "http-server-bench: POST /v1/visits/{id}/events, trivial JSON handler, \(options.seconds)s per run, "
+        + "\(ProcessInfo.processInfo.activeProcessorCount) cores, \(options.serverThreads) server threads"
+        + (options.turbo ? ", turbo" : ""))
 print(String(format: "in-process Router.handle (64 tasks): %.0f req/s", baseline))
 // What HTTP adds per request, in microseconds of the whole machine: 1/rps(http) - 1/rps(in-process).
 // A command costing C µs in-process reaches C / (C + added) of its throughput over HTTP.

@@ -203,15 +203,20 @@ import Testing
 
     @Test func tricklingUploadHitsTheBodyDeadline() async throws {
         let clock = ManualClock(now: 1_000)
+        // The idle timeout is far away: only the body deadline can close this connection in time
+        // (the client's read gives up after 20 s and fails the test).
         let running = try startServer(
-            .test { $0.bodyReadTimeout = 5 }, clock: clock, handler: echoRouter().handler)
+            .test { $0.bodyReadTimeout = 5; $0.idleTimeoutSeconds = 120 }, clock: clock, handler: echoRouter().handler)
         defer { running.task.cancel() }
         let port = running.port
-        let closed = try await offPool { () -> Bool in
+        let client = try await offPool { () -> RawClient in
             let client = try RawClient(port: port)
             try client.send("POST /v1/visits/a/events HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\nabc")
-            Thread.sleep(forTimeInterval: 0.2)
-            clock.advance(by: 6)  // the client keeps sending, but too late
+            return client
+        }
+        #expect(await eventually { running.server.activeRequests == 1 })  // headers are in
+        clock.advance(by: 6)  // the client keeps sending, but too late
+        let closed = try await offPool { () -> Bool in
             try client.send("defgh")
             return try client.isClosedByServer()
         }

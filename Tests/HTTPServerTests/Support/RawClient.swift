@@ -26,7 +26,13 @@ final class RawClient: @unchecked Sendable {
     private var buffer: [UInt8] = []
 
     init(port: UInt16, receiveTimeout: Int = 20) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        // The descriptor is made and connected before `self` exists: a throwing init that has set
+        // every property still runs deinit, which would close the descriptor a second time.
+        fd = try RawClient.connected(port: port, receiveTimeout: receiveTimeout)
+    }
+
+    private static func connected(port: UInt16, receiveTimeout: Int) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket failed") }
         var timeout = timeval(tv_sec: receiveTimeout, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
@@ -44,6 +50,7 @@ final class RawClient: @unchecked Sendable {
             Glibc.close(fd)
             throw Failure(description: "connect failed: errno \(code)")
         }
+        return fd
     }
 
     deinit { Glibc.close(fd) }
