@@ -178,9 +178,9 @@ extension HTTPServer {
         if !configuration.keepAlive || request.overflowed || registry.isShuttingDown {
             _ = MHD_add_response_header(made, "Connection", "close")
         }
-        request.status = response.status
+        let status = (200...599).contains(response.status) ? response.status : 500
+        request.status = status
         request.route = response.route
-        let status = (100...999).contains(response.status) ? response.status : 500
         return MHD_queue_response(request.connection, UInt32(status), made)
     }
 

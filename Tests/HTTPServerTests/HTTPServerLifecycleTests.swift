@@ -1,5 +1,5 @@
 import Foundation
-import HTTPServer
+@testable import HTTPServer
 import Runtime
 import Testing
 
@@ -117,6 +117,31 @@ import Testing
         }
         try await running.stop()
         #expect(try await offPool { try idle.isClosedByServer() })
+    }
+
+    @Test func clientLeavingDuringTheHandlerIsCleanedUp() async throws {
+        let (started, startedSignal) = AsyncStream.makeStream(of: Void.self)
+        let gate = Gate()
+        let running = try startServer { _ in
+            startedSignal.yield()
+            await gate.wait()
+            return .json(body: Data(#"{"late":true}"#.utf8))
+        }
+        defer { gate.open() }
+        let port = running.port
+        var client: RawClient? = try await offPool {
+            let client = try RawClient(port: port)
+            try client.send("GET /x HTTP/1.1\r\nHost: t\r\n\r\n")
+            return client
+        }
+        var iterator = started.makeAsyncIterator()
+        _ = await iterator.next()
+        #expect(client != nil)
+        client = nil  // the client goes away while its handler still works
+        gate.open()
+        #expect(await eventually { running.server.activeRequests == 0 })
+        #expect(await eventually { running.server.liveContexts.value.load(ordering: .relaxed) == 0 })
+        try await running.stop()
     }
 
     @Test func runsOnlyOnce() async throws {
