@@ -4,9 +4,12 @@
 public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, CustomStringConvertible {
     /// One header field.
     public struct Field: Sendable, Hashable {
+        /// The name as sent or added.
         public var name: String
+        /// The value (may be a secret: never log it).
         public var value: String
 
+        /// A field.
         public init(name: String, value: String) {
             self.name = name
             self.value = value
@@ -24,6 +27,7 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, C
         self.fields = fields.map { Field(name: $0.0, value: $0.1) }
     }
 
+    /// Fields from a literal, in the literal's order.
     public init(dictionaryLiteral elements: (String, String)...) {
         self.init(elements)
     }

@@ -14,6 +14,7 @@ public struct HTTPMethod: RawRepresentable, Hashable, Sendable, CustomStringConv
 
     public var description: String { rawValue }
 
+    /// The methods the API uses.
     public static let get = HTTPMethod("GET")
     public static let head = HTTPMethod("HEAD")
     public static let post = HTTPMethod("POST")

@@ -21,6 +21,8 @@ public struct HTTPRequest: Sendable {
     /// The HTTP version, for example `HTTP/1.1`.
     public var version: String
 
+    /// A request as the server builds it; tests and in-process callers make their own.
+    /// `pathSegments` defaults to the decoded `rawPath` (empty when it does not decode).
     public init(
         method: HTTPMethod, rawPath: String, pathSegments: [String]? = nil, queryItems: [HTTPQueryItem] = [],
         headers: HTTPHeaders = HTTPHeaders(), body: Data = Data(), remoteAddress: String? = nil,

@@ -12,6 +12,7 @@ public struct HTTPResponse: Sendable {
     /// Used for the request's log line and metrics; never sent to the client.
     public var route: String?
 
+    /// A response; statuses outside 200…599 are sent as 500.
     public init(status: Int = 200, headers: HTTPHeaders = HTTPHeaders(), body: Data = Data(), route: String? = nil) {
         self.status = status
         self.headers = headers

@@ -26,6 +26,7 @@ public typealias HTTPHandler = @Sendable (HTTPRequest) async -> HTTPResponse
 /// (`MHD_quiesce_daemon`), let in-flight requests finish within `shutdownGracePeriod`, answer 503
 /// to whatever still runs after that, and stop the daemon.
 public final class HTTPServer: Service, Sendable {
+    /// The service's name in the service group's logs.
     public let name = "http-server"
     /// The configuration the server was made with.
     public let configuration: HTTPServerConfiguration

@@ -35,6 +35,7 @@ public struct HTTPServerConfiguration: Sendable {
     /// seen lost in the tests (1 run in 3), so it stays off. Default false.
     public var turbo: Bool
 
+    /// The defaults of the contract's public API; change what you need.
     public init(
         listenAddress: ListenAddress = ListenAddress(host: "127.0.0.1", port: 8080),
         maxBodyBytes: Int = 64 * 1024,

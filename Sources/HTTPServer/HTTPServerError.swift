@@ -26,11 +26,14 @@ public struct HTTPServerError: Error, CustomStringConvertible, Sendable {
         public var description: String { value.rawValue }
     }
 
+    /// What went wrong, for code.
     public let code: Code
+    /// What went wrong, for people (never a secret).
     public let message: String
     /// The `errno` behind a system call failure, if any.
     public let systemError: Int32?
 
+    /// An error with its code, message and `errno`.
     public init(code: Code, message: String, systemError: Int32? = nil) {
         self.code = code
         self.message = message

@@ -5,6 +5,7 @@ public struct RouteParameters: Sendable {
     /// Parameter values by name, percent-decoded.
     public let values: [String: String]
 
+    /// Parameters as the router found them (tests may build their own).
     public init(template: String, values: [String: String]) {
         self.template = template
         self.values = values

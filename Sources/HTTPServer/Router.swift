@@ -29,6 +29,7 @@ public struct Router: Sendable {
     public var logger: Logger
     private var routes: [Route] = []
 
+    /// An empty router; unmapped handler errors are logged with `logger`.
     public init(logger: Logger = Logger(label: "http.router")) {
         self.logger = logger
     }
