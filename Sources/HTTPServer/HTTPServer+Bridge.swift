@@ -153,6 +153,7 @@ extension HTTPServer {
                 $0 = .error(status: 503, code: "shutting_down", message: "The server is shutting down; try again.")
             }
             MHD_resume_connection(connection)
+            registry.resumed()
         }
         return .YES
     }

@@ -150,8 +150,10 @@ public final class HTTPServer: Service, Sendable {
             try? await Task.sleep(nanoseconds: 1_000_000)
         }
         // Give the answers just resumed a moment to be written (bounded: a peer may not read).
-        for _ in 0..<100 where registry.counts.active > 0 {
+        var waits = 0
+        while registry.counts.active > 0, waits < 100 {
             try? await Task.sleep(nanoseconds: 10_000_000)
+            waits += 1
         }
         // MHD_stop_daemon joins MHD's threads: do it off the cooperative pool.
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in

@@ -55,10 +55,15 @@ final class RequestRegistry: Sendable {
         state.withLock { $0.active -= 1 }
     }
 
-    /// Records a suspended connection waiting for its handler; false once stopping (answer it 503).
+    /// Records a suspended connection waiting for its handler. False once stopping: the caller answers
+    /// 503 itself, resumes the connection and then calls `resumed()` (counted like a claim, so the
+    /// daemon is not stopped in between).
     func admit(_ context: RequestContext, deadline: Double) -> Bool {
         state.withLock { s in
-            guard s.phase == .running || s.phase == .draining else { return false }
+            guard s.phase == .running || s.phase == .draining else {
+                s.resuming += 1
+                return false
+            }
             s.inFlight[context.serial] = InFlight(context: context, deadline: deadline, task: nil)
             return true
         }
