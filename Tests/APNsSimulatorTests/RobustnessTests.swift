@@ -26,6 +26,16 @@ struct RobustnessTests {
         #expect(Set(recorded.map(\.connectionID)).count >= 3)
     }
 
+    @Test("more than 1000 streams on one connection: curl's stream resets do not trip nghttp2's rapid-reset guard")
+    func manyStreamsOnOneConnection() async throws {
+        let h = try await SimulatorHarness.start()
+        defer { Task { await h.simulator.stop() } }
+        let run = try await h.pushMany(tokens: (0..<1500).map { SimulatorHarness.token($0) }, parallel: true, parallelMax: 100)
+        #expect(run.statuses.count == 1500)
+        #expect(run.statuses.allSatisfy { $0 == 200 }, "\(run.result.stderr.prefix(300))")
+        #expect(h.simulator.statistics().connectionsAccepted == 1)
+    }
+
     @Test("garbage over TCP and over TLS, HTTP/1.1, and malformed HTTP/2 frames never take the simulator down")
     func garbageDoesNotCrash() async throws {
         let h = try await SimulatorHarness.start()
