@@ -31,7 +31,8 @@ public final class APNsClient: Service {
         self.transport = CurlHTTP2Transport(
             settings: .init(
                 connectTimeoutMilliseconds: Int(configuration.connectTimeout * 1000),
-                keepAliveIntervalMilliseconds: Int(configuration.keepAliveInterval * 1000),
+                keepAliveSeconds: max(1, Int(configuration.keepAliveInterval.rounded())),
+                maximumIdleSeconds: max(1, Int(configuration.maximumIdleTime.rounded())),
                 maximumConcurrentStreams: configuration.maximumConcurrentStreams,
                 trustedCertificates: configuration.trustedCertificates))
         self.logger = logger

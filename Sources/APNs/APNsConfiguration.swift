@@ -18,16 +18,20 @@ public struct APNsConfiguration: Sendable {
     public var requestTimeout: Double
     /// Seconds to wait for a connection (TCP and TLS).
     public var connectTimeout: Double
-    /// Idle connections are kept alive with an HTTP/2 PING this often, in seconds.
+    /// Idle connections send TCP keep-alive probes after this many idle seconds (and every half
+    /// of it after that), which keeps NAT mappings open and finds dead peers. (curl 7.88 sends its
+    /// HTTP/2 PING upkeep only for easy-interface handles, not on a multi handle: see Docs/apns-client.md.)
     public var keepAliveInterval: Double
+    /// A connection idle longer than this is not reused: the next push opens a fresh one.
+    public var maximumIdleTime: Double
     /// The most streams in flight per connection; the server's SETTINGS may lower it.
     public var maximumConcurrentStreams: Int
 
     public init(
         baseURLs: [APNsEnvironment: String] = [:], trustedCertificates: APNsTrustedCertificates? = nil,
         signingKey: APNsSigningKey, keyId: String, teamId: String, bundleId: String,
-        requestTimeout: Double = 10, connectTimeout: Double = 5, keepAliveInterval: Double = 60,
-        maximumConcurrentStreams: Int = 1000
+        requestTimeout: Double = 10, connectTimeout: Double = 5, keepAliveInterval: Double = 30,
+        maximumIdleTime: Double = 600, maximumConcurrentStreams: Int = 1000
     ) {
         var urls = baseURLs
         for environment in APNsEnvironment.allCases where urls[environment] == nil {
@@ -42,6 +46,7 @@ public struct APNsConfiguration: Sendable {
         self.requestTimeout = requestTimeout
         self.connectTimeout = connectTimeout
         self.keepAliveInterval = keepAliveInterval
+        self.maximumIdleTime = maximumIdleTime
         self.maximumConcurrentStreams = maximumConcurrentStreams
     }
 

@@ -21,7 +21,8 @@ final class CurlHTTP2Transport: @unchecked Sendable {
 
     struct Settings: Sendable {
         var connectTimeoutMilliseconds: Int
-        var keepAliveIntervalMilliseconds: Int
+        var keepAliveSeconds: Int
+        var maximumIdleSeconds: Int
         var maximumConcurrentStreams: Int
         var trustedCertificates: APNsTrustedCertificates?
     }

@@ -33,9 +33,11 @@ final class CurlTransfer: @unchecked Sendable {
         _ = ccurl_easy_setopt_long(handle, CURLOPT_PIPEWAIT, 1)
         _ = ccurl_easy_setopt_long(handle, CURLOPT_NOSIGNAL, 1)
         _ = ccurl_easy_setopt_long(handle, CURLOPT_TCP_KEEPALIVE, 1)
+        _ = ccurl_easy_setopt_long(handle, CURLOPT_TCP_KEEPIDLE, settings.keepAliveSeconds)
+        _ = ccurl_easy_setopt_long(handle, CURLOPT_TCP_KEEPINTVL, max(1, settings.keepAliveSeconds / 2))
+        _ = ccurl_easy_setopt_long(handle, CURLOPT_MAXAGE_CONN, settings.maximumIdleSeconds)
         _ = ccurl_easy_setopt_long(handle, CURLOPT_TIMEOUT_MS, max(1, exchange.timeoutMilliseconds))
         _ = ccurl_easy_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, max(1, settings.connectTimeoutMilliseconds))
-        _ = ccurl_easy_setopt_long(handle, CURLOPT_UPKEEP_INTERVAL_MS, settings.keepAliveIntervalMilliseconds)
         _ = ccurl_easy_setopt_ptr(handle, CURLOPT_ERRORBUFFER, errorBuffer)
         _ = ccurl_easy_setopt_ptr(handle, CURLOPT_PRIVATE, me)
 
