@@ -151,7 +151,9 @@ public final class APNsClient: Service {
         case .success(let apnsId, _):
             metrics.increment("livevisits_apns_responses_total", help: help, labels: ["status": "200", "reason": ""])
             alerts.clearAll()
-            logger.debug("push accepted", ["apns.id": apnsId, "apns.token": Logger.fingerprint(request.deviceToken)])
+            if Logger.minimumLevel.withLock({ $0 }) <= .debug {
+                logger.debug("push accepted", ["apns.id": apnsId, "apns.token": Logger.fingerprint(request.deviceToken)])
+            }
         case .failure(let failure):
             metrics.increment(
                 "livevisits_apns_responses_total", help: help,

@@ -40,9 +40,7 @@ public struct APNsRequest: Sendable, Hashable, CustomStringConvertible {
 
     /// Why this request cannot be sent, or `nil` when it can.
     public var invalidity: String? {
-        if deviceToken.isEmpty || deviceToken.count > 400
-            || !deviceToken.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) || (65...70).contains($0) })
-        {
+        if deviceToken.isEmpty || deviceToken.utf8.count > 400 || !deviceToken.utf8.allSatisfy(APNsRequest.isHexDigit) {
             return "device token is not hex"
         }
         if !APNsRequest.isUUID(apnsId) { return "apns-id is not a UUID" }
@@ -50,16 +48,21 @@ public struct APNsRequest: Sendable, Hashable, CustomStringConvertible {
     }
 
     static func isUUID(_ text: String) -> Bool {
-        let bytes = Array(text.utf8)
-        guard bytes.count == 36 else { return false }
-        for (index, byte) in bytes.enumerated() {
-            if [8, 13, 18, 23].contains(index) {
+        var index = 0
+        for byte in text.utf8 {
+            switch index {
+            case 8, 13, 18, 23:
                 if byte != UInt8(ascii: "-") { return false }
-            } else if !((48...57).contains(byte) || (97...102).contains(byte) || (65...70).contains(byte)) {
-                return false
+            default:
+                if !isHexDigit(byte) { return false }
             }
+            index += 1
         }
-        return true
+        return index == 36
+    }
+
+    static func isHexDigit(_ byte: UInt8) -> Bool {
+        (byte >= 48 && byte <= 57) || (byte >= 97 && byte <= 102) || (byte >= 65 && byte <= 70)
     }
 
     public var description: String {

@@ -70,13 +70,15 @@ final class CurlTransfer: @unchecked Sendable {
             guard let data, let context else { return 0 }
             let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
             let length = size * count
-            let line = data.withMemoryRebound(to: UInt8.self, capacity: length) {
-                String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
-            }
-            if let colon = line.firstIndex(of: ":"), !line.hasPrefix("HTTP/") {
-                let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
-                let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
-                transfer.responseHeaders[name] = value
+            // Only apns-id is read from the answer's headers; compare bytes, no String work per line.
+            let prefix: [UInt8] = Array("apns-id:".utf8)
+            data.withMemoryRebound(to: UInt8.self, capacity: length) { bytes in
+                guard length > prefix.count else { return }
+                for i in 0..<prefix.count where bytes[i] | 0x20 != prefix[i] | 0x20 { return }
+                var value = Array(UnsafeBufferPointer(start: bytes + prefix.count, count: length - prefix.count))
+                while let first = value.first, first == 32 || first == 9 { value.removeFirst() }
+                while let last = value.last, last == 10 || last == 13 || last == 32 { value.removeLast() }
+                transfer.responseHeaders["apns-id"] = String(decoding: value, as: UTF8.self)
             }
             return length
         }
