@@ -30,7 +30,7 @@ final class NGHTTPDPeer {
             verbose ? "-v" : "--echo-upload", "--echo-upload", "-m", String(maximumConcurrentStreams), "-d", directory + "/htdocs", String(port),
             directory + "/key.pem", directory + "/cert.pem",
         ]
-        FileManager.default.createFile(atPath: directory + "/frames.log", contents: nil)
+        _ = FileManager.default.createFile(atPath: directory + "/frames.log", contents: nil)
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: directory + "/frames.log"))
         process.standardOutput = log
         process.standardError = log
