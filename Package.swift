@@ -32,31 +32,47 @@ let package = Package(
         .target(name: "Outbox", dependencies: ["VisitDomain", "EventStore", "Postgres", "APNs", "Runtime"]),
         .target(name: "APNsSimulator", dependencies: ["CNGHTTP2", "COpenSSL", "Runtime"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Runtime"]),
+        // The write side of a visit: decide, append, read model and push intents in one transaction.
+        .target(
+            name: "VisitCommands",
+            dependencies: ["VisitDomain", "EventStore", "VisitProjections", "Outbox", "Postgres", "Runtime"]
+        ),
         .target(
             name: "HTTPAPI",
-            dependencies: ["HTTPServer", "VisitDomain", "VisitProjections", "EventStore", "Postgres", "Outbox", "Runtime"]
+            dependencies: ["HTTPServer", "VisitDomain", "VisitProjections", "VisitCommands", "EventStore", "Postgres", "Outbox", "Runtime"]
         ),
 
         // Executables: the product and its benchmarks. They only wire things together.
         .executableTarget(
             name: "livevisits",
             dependencies: [
-                "Runtime", "VisitDomain", "Postgres", "EventStore", "VisitProjections", "APNs", "Outbox",
+                "Runtime", "VisitDomain", "Postgres", "EventStore", "VisitProjections", "VisitCommands", "APNs", "Outbox",
                 "APNsSimulator", "HTTPServer", "HTTPAPI",
             ]
         ),
         .executableTarget(
             name: "livevisits-bench",
-            dependencies: ["Runtime", "VisitDomain", "Postgres", "EventStore", "VisitProjections", "APNs", "Outbox", "APNsSimulator", "HTTPAPI"]
+            dependencies: [
+                "Runtime", "VisitDomain", "Postgres", "EventStore", "VisitProjections", "VisitCommands", "APNs", "Outbox",
+                "APNsSimulator", "HTTPAPI",
+            ]
         ),
+
+        // wrk against the HTTPServer target alone (a trivial JSON route): the HTTP layer's own cost.
+        .executableTarget(name: "http-server-bench", dependencies: ["HTTPServer", "Runtime"]),
 
         // Tests mirror the targets; TestSupport finds the project's PostgreSQL and makes scratch databases.
         .target(name: "TestSupport", dependencies: ["Postgres", "Runtime"], path: "Tests/TestSupport"),
         .testTarget(name: "VisitDomainTests", dependencies: ["VisitDomain"], resources: [.copy("Fixtures")]),
         .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "Postgres", "TestSupport"]),
-        .testTarget(name: "VisitProjectionsTests", dependencies: ["VisitProjections", "VisitDomain", "EventStore", "TestSupport"]),
+        .testTarget(
+            name: "VisitProjectionsTests",
+            dependencies: ["VisitProjections", "VisitCommands", "VisitDomain", "EventStore", "TestSupport"]
+        ),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "TestSupport"]),
         .testTarget(name: "OutboxTests", dependencies: ["Outbox", "APNs", "APNsSimulator", "VisitProjections", "TestSupport"]),
+        .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "Runtime"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "Runtime"]),
         .testTarget(name: "HTTPAPITests", dependencies: ["HTTPAPI", "HTTPServer", "TestSupport"]),
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport"]),
     ],

@@ -1,1 +1,308 @@
-// EventStore
+import Foundation
+import Postgres
+import Runtime
+
+/// The PostgreSQL event store: optimistic appends with idempotency, stream and log reads, checkpoints.
+///
+/// Every operation exists twice: as an `async` method that borrows a pooled connection, and as a static
+/// method on a `PostgresConnection` so that callers can append inside a larger transaction (the visit
+/// command writes its event, read model and push intents atomically).
+public final class EventStore: Sendable {
+    public let pool: PostgresPool
+    public let limits: EventStoreLimits
+    private let notifier: EventNotifier
+
+    /// The channel followers LISTEN on.
+    public static let channel = "livevisits_events"
+
+    public init(pool: PostgresPool, limits: EventStoreLimits = EventStoreLimits()) {
+        self.pool = pool
+        self.limits = limits
+        self.notifier = EventNotifier(pool: pool, channel: EventStore.channel)
+    }
+
+    // MARK: append
+
+    /// Appends events to one stream. Throws `wrongExpectedVersion` on a conflict.
+    @discardableResult
+    public func append(_ request: AppendRequest) async throws -> AppendResult {
+        try EventStore.validate(request, limits: limits)
+        let limits = self.limits
+        let result: AppendResult
+        do {
+            result = try await pool.withTransaction { connection in
+                try EventStore.append(request, on: connection, limits: limits)
+            }
+        } catch {
+            throw EventStoreError.wrap(error)
+        }
+        if !result.deduplicated { eventsCommitted(count: result.globalPositions.count) }
+        return result
+    }
+
+    /// Tells followers (once per burst, outside the writing transaction) that events were committed.
+    /// Call after committing a transaction that used the static `append(_:on:limits:)`.
+    public func eventsCommitted(count: Int) {
+        Metrics.shared.increment(
+            "livevisits_events_appended_total", help: "Events appended to the event store.", by: Double(count))
+        notifier.poke()
+    }
+
+    /// Appends on a connection that is already inside a transaction (the caller commits).
+    @discardableResult
+    public static func append(
+        _ request: AppendRequest, on connection: PostgresConnection, limits: EventStoreLimits = EventStoreLimits()
+    ) throws -> AppendResult {
+        try validate(request, limits: limits)
+        if let key = request.idempotencyKey, let earlier = try previousResult(for: key, on: connection) {
+            return earlier
+        }
+        let current = try version(of: request.streamName, on: connection)
+        switch request.expectedVersion {
+        case .any: break
+        case .noStream where current != 0, .exactly(_) where request.expectedVersion != .exactly(current):
+            throw conflict(request, actual: current)
+        default: break
+        }
+        let types = request.events.map(\.type)
+        let datas = request.events.map(\.data)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let metadatas = try request.events.map { String(decoding: try encoder.encode($0.metadata), as: UTF8.self) }
+        let rows: PostgresRows
+        do {
+            rows = try connection.query("""
+                INSERT INTO events (stream_name, position, type, data, metadata, recorded_at)
+                SELECT \(request.streamName), \(current) + x.ord, x.t, x.d::jsonb, x.m::jsonb,
+                       COALESCE(to_timestamp(\(request.recordedAt)::double precision), now())
+                FROM unnest(\(types)::text[], \(datas)::text[], \(metadatas)::text[]) WITH ORDINALITY AS x(t, d, m, ord)
+                ORDER BY x.ord
+                RETURNING global_position, position, extract(epoch FROM recorded_at)::float8 AS recorded_at
+                """)
+        } catch let error as PostgresError where error.code == .uniqueViolation {
+            // Another writer took the position between our read and our insert.
+            let actual = (try? version(of: request.streamName, on: connection)) ?? current + 1
+            throw conflict(request, actual: actual)
+        } catch let error as PostgresError where error.sqlState == "22P02" {
+            throw EventStoreError(code: .invalidEventData, message: "event data is not valid JSON: \(error.message)")
+        }
+        let sorted = try rows.rows.map { (try $0.int64("position"), try $0.int64("global_position"), try $0.double("recorded_at")) }
+            .sorted { $0.0 < $1.0 }
+        let result = AppendResult(
+            streamName: request.streamName, firstPosition: current + 1, lastPosition: current + Int64(request.events.count),
+            globalPositions: sorted.map(\.1), recordedAt: sorted.first?.2 ?? 0, deduplicated: false)
+        if let key = request.idempotencyKey {
+            let inserted = try connection.query("""
+                INSERT INTO event_idempotency (idempotency_key, stream_name, first_position, last_position, global_positions, recorded_at)
+                VALUES (\(key), \(result.streamName), \(result.firstPosition), \(result.lastPosition),
+                        \(result.globalPositions)::bigint[], to_timestamp(\(result.recordedAt)::double precision))
+                ON CONFLICT (idempotency_key) DO NOTHING
+                RETURNING 1
+                """)
+            if inserted.isEmpty {
+                // A concurrent append with the same key committed first: ours must not count.
+                throw EventStoreError(
+                    code: .wrongExpectedVersion, message: "idempotency key already used by a concurrent append",
+                    actualVersion: try version(of: request.streamName, on: connection))
+            }
+        }
+        return result
+    }
+
+    /// The earlier result recorded for an idempotency key, marked deduplicated.
+    public static func previousResult(for key: String, on connection: PostgresConnection) throws -> AppendResult? {
+        let rows = try connection.query("""
+            SELECT stream_name, first_position, last_position, array_to_string(global_positions, ',') AS positions,
+                   extract(epoch FROM recorded_at)::float8 AS recorded_at
+            FROM event_idempotency WHERE idempotency_key = \(key)
+            """)
+        guard let row = rows.first else { return nil }
+        let positions = try row.string("positions").split(separator: ",").compactMap { Int64($0) }
+        return AppendResult(
+            streamName: try row.string("stream_name"), firstPosition: try row.int64("first_position"),
+            lastPosition: try row.int64("last_position"), globalPositions: positions,
+            recordedAt: try row.double("recorded_at"), deduplicated: true)
+    }
+
+    // MARK: reads
+
+    /// The stream's version (its last position; 0 when it does not exist).
+    public static func version(of stream: String, on connection: PostgresConnection) throws -> Int64 {
+        let rows = try connection.query("SELECT COALESCE(max(position), 0) AS v FROM events WHERE stream_name = \(stream)")
+        return try rows.first!.int64("v")
+    }
+
+    public func readStream(_ stream: String, from position: Int64 = 1) async throws -> [RecordedEvent] {
+        do {
+            return try await pool.withConnection { try EventStore.readStream(stream, from: position, on: $0) }
+        } catch {
+            throw EventStoreError.wrap(error)
+        }
+    }
+
+    public static func readStream(_ stream: String, from position: Int64 = 1, on connection: PostgresConnection) throws -> [RecordedEvent] {
+        let rows = try connection.query("""
+            SELECT \(identifier: "global_position"), stream_name, position, type, data::text AS data, metadata::text AS metadata,
+                   transaction_id::text AS transaction_id, extract(epoch FROM recorded_at)::float8 AS recorded_at
+            FROM events WHERE stream_name = \(stream) AND position >= \(position) ORDER BY position
+            """)
+        return try rows.rows.map(decode)
+    }
+
+    /// Events after `checkpoint` in follow order, only from transactions that can no longer commit
+    /// (below the oldest running transaction), so no later read can find an event before these.
+    public func readAll(after checkpoint: Checkpoint, limit: Int = 1000) async throws -> [RecordedEvent] {
+        do {
+            return try await pool.withConnection { try EventStore.readAll(after: checkpoint, limit: limit, on: $0) }
+        } catch {
+            throw EventStoreError.wrap(error)
+        }
+    }
+
+    public static func readAll(after checkpoint: Checkpoint, limit: Int, on connection: PostgresConnection) throws -> [RecordedEvent] {
+        let rows = try connection.query("""
+            SELECT global_position, stream_name, position, type, data::text AS data, metadata::text AS metadata,
+                   transaction_id::text AS transaction_id, extract(epoch FROM recorded_at)::float8 AS recorded_at
+            FROM events
+            WHERE (transaction_id, global_position) > (\(String(checkpoint.transactionId))::xid8, \(checkpoint.globalPosition))
+              AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+            ORDER BY transaction_id, global_position
+            LIMIT \(limit)
+            """)
+        return try rows.rows.map(decode)
+    }
+
+    /// The last checkpoint in follow order of everything committed so far (the end of the log for a reader).
+    public static func head(on connection: PostgresConnection) throws -> Checkpoint {
+        let rows = try connection.query("""
+            SELECT transaction_id::text AS transaction_id, global_position FROM events
+            WHERE transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+            ORDER BY transaction_id DESC, global_position DESC LIMIT 1
+            """)
+        guard let row = rows.first else { return .start }
+        return Checkpoint(transactionId: UInt64(try row.string("transaction_id")) ?? 0, globalPosition: try row.int64("global_position"))
+    }
+
+    // MARK: checkpoints
+
+    /// A follower's stored checkpoint (`.start` when it has none).
+    public static func checkpoint(named name: String, on connection: PostgresConnection) throws -> Checkpoint {
+        let rows = try connection.query(
+            "SELECT transaction_id::text AS transaction_id, global_position FROM projection_checkpoints WHERE name = \(name)")
+        guard let row = rows.first else { return .start }
+        return Checkpoint(transactionId: UInt64(try row.string("transaction_id")) ?? 0, globalPosition: try row.int64("global_position"))
+    }
+
+    public func checkpoint(named name: String) async throws -> Checkpoint {
+        try await pool.withConnection { try EventStore.checkpoint(named: name, on: $0) }
+    }
+
+    /// Moves a checkpoint from `expected` to `new` (compare-and-set); `checkpointConflict` if another reader
+    /// moved it. Call inside the transaction that writes the follower's results, so both commit together.
+    public static func advanceCheckpoint(
+        named name: String, from expected: Checkpoint, to new: Checkpoint, on connection: PostgresConnection
+    ) throws {
+        let rows: PostgresRows
+        if expected == .start {
+            rows = try connection.query("""
+                INSERT INTO projection_checkpoints AS c (name, transaction_id, global_position)
+                VALUES (\(name), \(String(new.transactionId))::xid8, \(new.globalPosition))
+                ON CONFLICT (name) DO UPDATE SET transaction_id = excluded.transaction_id,
+                    global_position = excluded.global_position, updated_at = now()
+                WHERE c.transaction_id = '0'::xid8 AND c.global_position = 0
+                RETURNING 1
+                """)
+        } else {
+            rows = try connection.query("""
+                UPDATE projection_checkpoints SET transaction_id = \(String(new.transactionId))::xid8,
+                    global_position = \(new.globalPosition), updated_at = now()
+                WHERE name = \(name) AND transaction_id = \(String(expected.transactionId))::xid8
+                  AND global_position = \(expected.globalPosition)
+                RETURNING 1
+                """)
+        }
+        if rows.isEmpty {
+            throw EventStoreError(code: .checkpointConflict, message: "checkpoint \(name) was moved by another reader")
+        }
+    }
+
+    // MARK: operations
+
+    /// The oldest open transaction that holds an id, i.e. what holds followers back, if any.
+    public func snapshotHorizonHolder() async throws -> SnapshotHorizonHolder? {
+        try await pool.withConnection { try EventStore.snapshotHorizonHolder(on: $0) }
+    }
+
+    public static func snapshotHorizonHolder(on connection: PostgresConnection) throws -> SnapshotHorizonHolder? {
+        let rows = try connection.query("""
+            SELECT pid, datname, usename, state, application_name,
+                   extract(epoch FROM (now() - xact_start))::float8 AS age, left(query, 200) AS query
+            FROM pg_stat_activity
+            WHERE backend_xid IS NOT NULL AND pid <> pg_backend_pid()
+            ORDER BY xact_start ASC LIMIT 1
+            """)
+        guard let row = rows.first else { return nil }
+        return SnapshotHorizonHolder(
+            pid: try row.int("pid"), database: row["datname"], user: row["usename"], state: row["state"],
+            applicationName: row["application_name"], transactionAgeSeconds: row.optionalDouble("age") ?? 0,
+            query: row["query"])
+    }
+
+    // MARK: private
+
+    static func validate(_ request: AppendRequest, limits: EventStoreLimits) throws {
+        let name = request.streamName
+        if name.isEmpty || name.utf8.count > limits.maxStreamNameLength
+            || name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        {
+            throw EventStoreError(
+                code: .invalidStreamName,
+                message: "stream name must be 1 to \(limits.maxStreamNameLength) bytes without control characters")
+        }
+        if request.events.isEmpty || request.events.count > limits.maxEventsPerAppend {
+            throw EventStoreError(code: .invalidEventData, message: "an append carries 1 to \(limits.maxEventsPerAppend) events")
+        }
+        for event in request.events {
+            let t = event.type
+            if t.isEmpty || t.utf8.count > limits.maxEventTypeLength
+                || !t.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0)) })
+            {
+                throw EventStoreError(
+                    code: .invalidEventType,
+                    message: "event type must be 1 to \(limits.maxEventTypeLength) ASCII letters, digits, '.', '_' or '-'")
+            }
+            if event.data.utf8.count > limits.maxEventDataBytes {
+                throw EventStoreError(
+                    code: .eventTooLarge,
+                    message: "event data is \(event.data.utf8.count) bytes; the limit is \(limits.maxEventDataBytes)")
+            }
+        }
+        if let key = request.idempotencyKey, key.isEmpty || key.utf8.count > 512 {
+            throw EventStoreError(code: .invalidEventData, message: "idempotency key must be 1 to 512 bytes")
+        }
+    }
+
+    private static func conflict(_ request: AppendRequest, actual: Int64) -> EventStoreError {
+        let expected: String
+        switch request.expectedVersion {
+        case .any: expected = "any"
+        case .noStream: expected = "no stream"
+        case .exactly(let v): expected = String(v)
+        }
+        return EventStoreError(
+            code: .wrongExpectedVersion,
+            message: "stream \(request.streamName) is at version \(actual), expected \(expected)", actualVersion: actual)
+    }
+
+    private static let metadataDecoder = JSONDecoder()
+
+    static func decode(_ row: PostgresRow) throws -> RecordedEvent {
+        let metadataText = row["metadata"] ?? "{}"
+        let metadata = (try? metadataDecoder.decode(EventMetadata.self, from: Data(metadataText.utf8))) ?? EventMetadata()
+        return RecordedEvent(
+            globalPosition: try row.int64("global_position"), streamName: try row.string("stream_name"),
+            position: try row.int64("position"), type: try row.string("type"), data: try row.string("data"),
+            metadata: metadata, transactionId: UInt64(try row.string("transaction_id")) ?? 0,
+            recordedAt: try row.double("recorded_at"))
+    }
+}

@@ -1,1 +1,192 @@
-// Outbox
+import Postgres
+import Runtime
+
+/// The write side of push delivery. `enqueue` runs inside the caller's transaction (the one that appends
+/// the event and updates the read model) and fans each `PushIntent` out into one `deliveries` row per
+/// target with its own apns-id; `committed()` then wakes the workers once per burst.
+///
+///     let outbox = Outbox(pool: pool)
+///     try await pool.withTransaction { c in
+///         … append the event, update the read model …
+///         try outbox.enqueue(intents, on: c)
+///     }
+///     outbox.committed()
+public final class Outbox: Sendable {
+    /// The channel workers LISTEN on.
+    public static let channel = "livevisits_outbox"
+
+    public let configuration: OutboxConfiguration
+    private let clock: any WallClock
+    private let notifier: OutboxNotifier
+
+    public init(pool: PostgresPool, configuration: OutboxConfiguration = OutboxConfiguration(), clock: any WallClock = SystemClock()) {
+        self.configuration = configuration
+        self.clock = clock
+        self.notifier = OutboxNotifier(pool: pool, channel: Outbox.channel)
+    }
+
+    /// What one `enqueue` did.
+    public struct EnqueueResult: Sendable, Hashable {
+        /// Deliveries created (one per intent and target).
+        public var created: Int = 0
+        /// Older undelivered updates of the same targets replaced by the new ones.
+        public var superseded: Int = 0
+        /// Pending starts cancelled because their visit ended first.
+        public var cancelledStarts: Int = 0
+    }
+
+    /// Fans the intents out into deliveries, on a connection inside the caller's transaction.
+    ///
+    /// Only which targets exist is resolved here (registered, live activities; push-to-start devices),
+    /// never the token, which is read at send time. Devices with Live Activities switched off get
+    /// nothing; nothing is enqueued for a target after its `end`, at most one `start` per visit and
+    /// device, and nothing older than what a target already has pending or received. A new delivery
+    /// supersedes the target's older pending updates (never an end). Call `committed()` after COMMIT.
+    @discardableResult
+    public func enqueue(_ intents: [PushIntent], on connection: PostgresConnection) throws -> EnqueueResult {
+        var result = EnqueueResult()
+        let now = clock.now()
+        for intent in intents {
+            try Outbox.validate(intent)
+            let due = dueTime(of: intent, now: now)
+            let rows = try connection.query(Outbox.enqueueQuery(intent, now: now, due: due, configuration: configuration))
+            if let row = rows.first {
+                result.created += try row.int("created")
+                result.superseded += try row.int("superseded")
+                result.cancelledStarts += try row.int("cancelled")
+            }
+        }
+        return result
+    }
+
+    /// Wakes idle workers (one NOTIFY per burst, outside any transaction). Call after committing a
+    /// transaction that enqueued something.
+    public func committed() {
+        notifier.poke()
+    }
+
+    /// When an intent may first be sent: `notBefore`, or for a start the arrival window's start minus
+    /// the lead time, and never before now.
+    func dueTime(of intent: PushIntent, now: Double) -> Double {
+        var due = now
+        if let notBefore = intent.notBefore {
+            due = max(due, notBefore)
+        } else if intent.kind == .start, let windowStart = intent.arrivalWindowStart {
+            due = max(due, Double(windowStart) - configuration.startLeadTimeSeconds)
+        }
+        return due
+    }
+
+    static func validate(_ intent: PushIntent) throws {
+        func invalid(_ message: String) -> OutboxError { OutboxError(code: .invalidIntent, message: message) }
+        guard intent.priority == 5 || intent.priority == 10 else { throw invalid("apns-priority must be 5 or 10") }
+        guard !intent.body.isEmpty else { throw invalid("the push body is empty") }
+        guard !intent.visitId.isEmpty, !intent.customerId.isEmpty else { throw invalid("visitId and customerId are required") }
+        switch (intent.kind, intent.audience) {
+        case (.start, .pushToStartTokens), (.start, .pushToStartDevice): break
+        case (.update, .liveActivities), (.update, .activity), (.end, .liveActivities), (.end, .activity): break
+        default: throw invalid("a \(intent.kind.rawValue) cannot go to that audience")
+        }
+        if intent.kind == .update && intent.staleDate == nil {
+            throw invalid("an update needs its stale date (its apns-expiration)")
+        }
+    }
+
+    private static func enqueueQuery(
+        _ intent: PushIntent, now: Double, due: Double, configuration: OutboxConfiguration
+    ) -> PostgresQuery {
+        let body = String(decoding: intent.body, as: UTF8.self)
+        let kind = intent.kind.rawValue
+        let targets: PostgresQuery
+        switch intent.audience {
+        case .liveActivities, .activity:
+            var activity: String? = nil
+            if case .activity(let id) = intent.audience { activity = id }
+            targets = """
+                SELECT 'activity' || json_build_array(la.visit_id, la.activity_id)::text AS target,
+                       la.activity_id, la.device_id
+                FROM live_activities la
+                LEFT JOIN device_preferences p ON p.customer_id = \(intent.customerId) AND p.device_id = la.device_id
+                WHERE la.visit_id = \(intent.visitId) AND la.retired_at_ms IS NULL
+                  AND COALESCE(p.live_activities_enabled, true)
+                  AND (\(activity)::text IS NULL OR la.activity_id = \(activity))
+                """
+        case .pushToStartTokens, .pushToStartDevice:
+            var device: String? = nil
+            if case .pushToStartDevice(let id) = intent.audience { device = id }
+            targets = """
+                SELECT 'start' || json_build_array(\(intent.visitId)::text, t.customer_id, t.device_id)::text AS target,
+                       NULL::text AS activity_id, t.device_id
+                FROM push_to_start_tokens t
+                LEFT JOIN device_preferences p ON p.customer_id = t.customer_id AND p.device_id = t.device_id
+                WHERE t.customer_id = \(intent.customerId) AND t.retired_at_ms IS NULL
+                  AND COALESCE(p.live_activities_enabled, true)
+                  AND (\(device)::text IS NULL OR t.device_id = \(device))
+                  AND NOT EXISTS (SELECT 1 FROM live_activities la
+                                  WHERE la.visit_id = \(intent.visitId) AND la.retired_at_ms IS NULL)
+                """
+        }
+        // The rest binds after the target query's parameters: renumber by building on its text.
+        var query = PostgresQuery(sql: "WITH targets AS (" + targets.sql + "),\n", binds: targets.binds)
+        func bind(_ value: (any PostgresEncodable)?) -> String {
+            query.binds.append(value?.postgresText)
+            return "$\(query.binds.count)"
+        }
+        let kindParam = bind(kind)
+        let tsParam = bind(intent.apsTimestamp)
+        let visitParam = bind(intent.visitId)
+        let customerParam = bind(intent.customerId)
+        let priorityParam = bind(intent.priority)
+        let bodyParam = bind(body)
+        let staleParam = bind(intent.staleDate)
+        let expiresParam = bind(intent.expiresAfterSendingSeconds ?? (intent.kind == .update ? nil : configuration.startEndExpirationSeconds))
+        let versionParam = bind(intent.visitVersion)
+        let recordedParam = bind(intent.eventRecordedAt)
+        let nowParam = bind(now)
+        let dueParam = bind(due)
+        query.sql += """
+            fresh AS (
+                SELECT t.* FROM targets t
+                WHERE NOT EXISTS (
+                        SELECT 1 FROM deliveries d
+                        WHERE d.target = t.target AND d.state IN ('pending', 'sending', 'sent')
+                          AND (d.kind = 'end' OR (d.kind = 'start' AND \(kindParam)::text = 'start')))
+                  AND NOT EXISTS (
+                        SELECT 1 FROM deliveries d
+                        WHERE d.target = t.target AND d.state IN ('pending', 'sending')
+                          AND d.aps_timestamp > \(tsParam)::bigint)
+                  AND NOT EXISTS (
+                        SELECT 1 FROM delivery_targets x
+                        WHERE x.target = t.target AND x.last_sent_timestamp > \(tsParam)::bigint)
+            ),
+            inserted AS (
+                INSERT INTO deliveries (apns_id, target, visit_id, customer_id, activity_id, device_id, kind, priority,
+                                        aps_timestamp, body, stale_date, expires_after_sending, visit_version,
+                                        event_recorded_at, created_at, next_attempt_at)
+                SELECT gen_random_uuid(), f.target, \(visitParam), \(customerParam), f.activity_id, f.device_id,
+                       \(kindParam), \(priorityParam)::integer, \(tsParam)::bigint, \(bodyParam), \(staleParam)::bigint,
+                       \(expiresParam)::bigint, \(versionParam)::bigint, \(recordedParam)::float8, \(nowParam)::float8,
+                       \(dueParam)::float8
+                FROM fresh f
+                RETURNING id, target
+            ),
+            superseded AS (
+                UPDATE deliveries d
+                SET state = 'superseded', superseded_by = i.id, finished_at = \(nowParam)::float8
+                FROM inserted i
+                WHERE d.target = i.target AND d.state = 'pending' AND d.kind = 'update'
+                RETURNING d.id
+            ),
+            cancelled AS (
+                UPDATE deliveries d
+                SET state = 'cancelled', last_reason = 'visit ended before the start was sent',
+                    finished_at = \(nowParam)::float8
+                WHERE \(kindParam)::text = 'end' AND d.visit_id = \(visitParam) AND d.kind = 'start' AND d.state = 'pending'
+                RETURNING d.id
+            )
+            SELECT (SELECT count(*) FROM inserted) AS created, (SELECT count(*) FROM superseded) AS superseded,
+                   (SELECT count(*) FROM cancelled) AS cancelled
+            """
+        return query
+    }
+}

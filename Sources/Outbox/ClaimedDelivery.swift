@@ -1,0 +1,30 @@
+/// A delivery a worker holds under its lease, with everything resolved at claim time: the token (so a
+/// rotated one is used), whether it was retired, the device's preference, what the target already got.
+struct ClaimedDelivery: Sendable, Hashable {
+    var id: Int64
+    var apnsId: String
+    var target: String
+    var visitId: String
+    var customerId: String
+    var activityId: String?
+    var deviceId: String?
+    var kind: PushIntent.Kind
+    var priority: Int
+    var apsTimestamp: Int64
+    var body: [UInt8]
+    var staleDate: Int64?
+    var expiresAfterSending: Int64?
+    var eventRecordedAt: Double
+    var createdAt: Double
+    /// This claim's attempt number (1 for the first).
+    var attempt: Int
+    var outcomeUnknownSince: Double?
+    var pushToken: String?
+    var environment: PushEnvironment?
+    var registeredAtMs: Int64?
+    var tokenRetired: Bool
+    var liveActivitiesEnabled: Bool
+    var lastSentTimestamp: Int64?
+    /// For a start of unknown outcome: a Live Activity of the visit registered since.
+    var activityRegisteredSinceUnknown: Bool
+}

@@ -1,0 +1,15 @@
+/// How a claimed delivery ends its lease: its next state and, when a send was made, the attempt.
+struct DeliveryCompletion: Sendable, Hashable {
+    var id: Int64
+    var state: DeliveryState
+    /// For `pending`: when to try again.
+    var nextAttemptAt: Double?
+    var status: Int?
+    var reason: String?
+    /// For `pending` starts: since when the outcome of an earlier send is unknown.
+    var outcomeUnknownSince: Double?
+    /// The attempt made under this claim, if a send was made.
+    var attempt: Int?
+    var attemptedAt: Double?
+    var latency: Double?
+}

@@ -1,0 +1,91 @@
+/// The outbox's rules as pure functions: what to do with a claimed delivery before sending, and how an
+/// outcome ends its lease. The worker performs what these return.
+enum DeliveryPolicy {
+    /// What to do with a claimed delivery.
+    enum Preflight: Sendable, Hashable {
+        case send(PushRequest)
+        case finish(DeliveryCompletion)
+    }
+
+    /// Decides whether a claimed delivery goes out, and with which token and `apns-expiration`.
+    static func preflight(_ d: ClaimedDelivery, now: Double, configuration: OutboxConfiguration) -> Preflight {
+        func finish(_ state: DeliveryState, _ reason: String) -> Preflight {
+            .finish(DeliveryCompletion(id: d.id, state: state, reason: reason))
+        }
+        guard let token = d.pushToken, let environment = d.environment, !d.tokenRetired else {
+            return finish(.cancelled, "token retired")
+        }
+        guard d.liveActivitiesEnabled else { return finish(.cancelled, "live activities switched off") }
+        if let last = d.lastSentTimestamp, d.apsTimestamp < last {
+            return finish(.superseded, "target already received a newer state")
+        }
+        if d.kind == .update, let stale = d.staleDate, Double(stale) < now {
+            return finish(.expired, "past its apns-expiration")
+        }
+        if d.kind == .start, d.outcomeUnknownSince != nil, d.activityRegisteredSinceUnknown {
+            return finish(.sent, "a live activity of the visit registered after the unknown send")
+        }
+        let expiration: Int64
+        if d.kind == .update, let stale = d.staleDate {
+            expiration = stale
+        } else {
+            let after = d.expiresAfterSending ?? configuration.startEndExpirationSeconds
+            expiration = Int64(now.rounded(.down)) + after
+        }
+        return .send(
+            PushRequest(
+                deviceToken: token, environment: environment, priority: d.priority, expiration: expiration,
+                apnsId: d.apnsId, body: d.body, kind: d.kind))
+    }
+
+    /// How a send's outcome ends the lease. `tokenRetired` tells, for a dead-token answer, whether the
+    /// token was actually retired (a 410 older than the latest registration is not).
+    static func completion(
+        of d: ClaimedDelivery, outcome: PushOutcome, attemptedAt: Double, now: Double, tokenRetired: Bool,
+        configuration: OutboxConfiguration, random: Double
+    ) -> DeliveryCompletion {
+        var c = DeliveryCompletion(
+            id: d.id, state: .sent, attempt: d.attempt, attemptedAt: attemptedAt, latency: outcome.latency)
+        guard case .failed(let failure) = outcome else {
+            c.status = 200
+            return c
+        }
+        c.status = failure.status
+        c.reason = failure.reason
+        c.outcomeUnknownSince = d.outcomeUnknownSince
+        let retryAt = now + configuration.backoff.delay(retry: max(0, d.attempt - 1), unit: random)
+        let tooOld = now - d.createdAt >= configuration.maximumAgeSeconds
+        switch failure.classification {
+        case .retryable:
+            if tooOld {
+                c.state = .dead
+            } else if d.kind == .start && !failure.wasAnswered {
+                // The start may have arrived: resend only after the grace period, and only if no activity registers.
+                let since = d.outcomeUnknownSince ?? attemptedAt
+                c.state = .pending
+                c.outcomeUnknownSince = since
+                c.nextAttemptAt = max(retryAt, since + configuration.startGraceSeconds)
+            } else {
+                c.state = .pending
+                c.nextAttemptAt = retryAt
+            }
+        case .tokenDead:
+            if tokenRetired {
+                c.state = .cancelled
+            } else if tooOld {
+                c.state = .dead
+            } else {
+                // Registered again after APNs's verdict: the new registration wins; try again.
+                c.state = .pending
+                c.nextAttemptAt = retryAt
+            }
+        case .configuration:
+            // Not the delivery's fault: keep it, do not age it into the dead letters while paused.
+            c.state = .pending
+            c.nextAttemptAt = now + configuration.configurationPauseSeconds
+        case .permanent:
+            c.state = .dead
+        }
+        return c
+    }
+}

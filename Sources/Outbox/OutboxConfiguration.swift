@@ -1,0 +1,35 @@
+/// Tunables of the outbox and its worker. The defaults follow the contract; tests shorten them.
+public struct OutboxConfiguration: Sendable {
+    /// Retry backoff (full jitter; defaults 1 s base, 5 min cap).
+    public var backoff: Backoff = Backoff()
+    /// A delivery still failing this long after it was enqueued goes to `dead` with its last status.
+    public var maximumAgeSeconds: Double = 4 * 3600
+    /// Deliveries claimed per round trip.
+    public var batchSize: Int = 256
+    /// Claim loops per worker (while one batch is on the wire the next is claimed).
+    public var concurrentBatches: Int = 2
+    /// Sends in flight at once within one batch.
+    public var maximumConcurrentSends: Int = 256
+    /// How long a claim holds; the heartbeat renews it every third of this.
+    public var leaseSeconds: Double = 30
+    /// Longest idle wait without a NOTIFY (the fallback poll).
+    public var pollIntervalSeconds: Double = 1
+    /// How often expired leases of dead workers are reclaimed.
+    public var reapIntervalSeconds: Double = 5
+    /// A start whose outcome is unknown is resent only if no Live Activity of its visit registered
+    /// within this many seconds.
+    public var startGraceSeconds: Double = 60
+    /// A start is not sent earlier than this before its arrival window opens (Live Activities live 8 h).
+    public var startLeadTimeSeconds: Double = 2 * 3600
+    /// `apns-expiration` of starts and ends, after sending, when the intent does not say.
+    public var startEndExpirationSeconds: Int64 = 4 * 3600
+    /// How long sending pauses after a configuration error (doubles while it persists, up to the cap).
+    public var configurationPauseSeconds: Double = 30
+    public var configurationPauseCapSeconds: Double = 300
+    /// This many `DeviceTokenNotForTopic` within `topicAlertWindowSeconds` mean our topic is wrong:
+    /// a configuration alert that pauses sending.
+    public var topicAlertThreshold: Int = 20
+    public var topicAlertWindowSeconds: Double = 60
+
+    public init() {}
+}

@@ -1,0 +1,47 @@
+import Postgres
+import Synchronization
+
+/// Sends `NOTIFY` on the outbox channel, coalesced: any number of pokes while one is pending or in flight
+/// become a single NOTIFY. It runs outside the enqueueing transactions, because a NOTIFY inside a
+/// transaction takes a cluster-wide lock at commit and serializes every committing writer.
+final class OutboxNotifier: Sendable {
+    private enum Phase { case idle, sending, sendingAndDirty }
+    private let pool: PostgresPool
+    private let channel: String
+    private let phase = Mutex(Phase.idle)
+
+    init(pool: PostgresPool, channel: String) {
+        self.pool = pool
+        self.channel = channel
+    }
+
+    func poke() {
+        let start = phase.withLock { p -> Bool in
+            switch p {
+            case .idle:
+                p = .sending
+                return true
+            case .sending, .sendingAndDirty:
+                p = .sendingAndDirty
+                return false
+            }
+        }
+        guard start else { return }
+        let pool = self.pool
+        let channel = self.channel
+        Task.detached { [self] in
+            while true {
+                _ = try? await pool.query("SELECT pg_notify(\(channel), '')")
+                let again = phase.withLock { p -> Bool in
+                    if p == .sendingAndDirty {
+                        p = .sending
+                        return true
+                    }
+                    p = .idle
+                    return false
+                }
+                if !again { return }
+            }
+        }
+    }
+}

@@ -1,0 +1,279 @@
+import Foundation
+import Postgres
+import Runtime
+
+/// The `deliveries` table: what operators inspect and requeue, and the worker's claim/complete cycle
+/// (each one statement, so one round trip per batch).
+public struct OutboxStore: Sendable {
+    public let pool: PostgresPool
+    private let clock: any WallClock
+
+    public init(pool: PostgresPool, clock: any WallClock = SystemClock()) {
+        self.pool = pool
+        self.clock = clock
+    }
+
+    // MARK: operations
+
+    /// The newest deliveries (by id, descending), optionally in one state.
+    public func list(state: DeliveryState? = nil, limit: Int = 100) async throws -> [OutboxDelivery] {
+        let limit = min(max(limit, 1), 1000)
+        let stateText = state?.rawValue
+        return try await pool.withConnection { connection in
+            try connection.query("""
+                SELECT id, apns_id::text AS apns_id, visit_id, customer_id, activity_id, device_id, kind, state, priority,
+                       aps_timestamp, visit_version, attempts, created_at, next_attempt_at, finished_at, last_status, last_reason
+                FROM deliveries WHERE (\(stateText)::text IS NULL OR state = \(stateText))
+                ORDER BY id DESC LIMIT \(limit)
+                """).rows.map(OutboxStore.delivery)
+        }
+    }
+
+    /// One delivery by id.
+    public func delivery(id: Int64) async throws -> OutboxDelivery? {
+        try await pool.withConnection { connection in
+            try connection.query("""
+                SELECT id, apns_id::text AS apns_id, visit_id, customer_id, activity_id, device_id, kind, state, priority,
+                       aps_timestamp, visit_version, attempts, created_at, next_attempt_at, finished_at, last_status, last_reason
+                FROM deliveries WHERE id = \(id)
+                """).rows.first.map(OutboxStore.delivery)
+        }
+    }
+
+    /// Requeues a dead or expired delivery as a new attempt now, with the same apns-id and a fresh
+    /// maximum age. An expired update is sent once more with `apns-expiration` = now (delivered at once or
+    /// never). It still yields to anything newer its target has received. Wakes no worker by itself:
+    /// call `Outbox.committed()` (or wait for the poll).
+    @discardableResult
+    public func retry(id: Int64) async throws -> OutboxDelivery {
+        let now = clock.now()
+        let updated = try await pool.withConnection { connection -> Bool in
+            let rows = try connection.query("""
+                UPDATE deliveries
+                SET state = 'pending', next_attempt_at = \(now), created_at = \(now), finished_at = NULL,
+                    stale_date = CASE WHEN state = 'expired' THEN NULL ELSE stale_date END,
+                    expires_after_sending = CASE WHEN state = 'expired' THEN 0 ELSE expires_after_sending END,
+                    outcome_unknown_since = NULL
+                WHERE id = \(id) AND state IN ('dead', 'expired')
+                RETURNING id
+                """)
+            return !rows.isEmpty
+        }
+        guard let delivery = try await delivery(id: id) else {
+            throw OutboxError(code: .notFound, message: "no delivery \(id)")
+        }
+        guard updated else {
+            throw OutboxError(code: .notRetryable, message: "delivery \(id) is \(delivery.state.rawValue); only dead or expired deliveries can be retried")
+        }
+        return delivery
+    }
+
+    /// Every recorded attempt of a delivery, oldest first.
+    public func attempts(deliveryId: Int64) async throws -> [DeliveryAttempt] {
+        try await pool.withConnection { connection in
+            try connection.query("""
+                SELECT delivery_id, attempt, attempted_at, status, reason, latency_seconds
+                FROM delivery_attempts WHERE delivery_id = \(deliveryId) ORDER BY attempt
+                """).rows.map { row in
+                DeliveryAttempt(
+                    deliveryId: try row.int64("delivery_id"), attempt: try row.int("attempt"),
+                    attemptedAt: try row.double("attempted_at"), status: row.optionalInt64("status").map(Int.init),
+                    reason: row["reason"], latencySeconds: row.optionalDouble("latency_seconds"))
+            }
+        }
+    }
+
+    /// How many deliveries are in each state.
+    public func depth() async throws -> [DeliveryState: Int] {
+        try await pool.withConnection { connection in
+            var out: [DeliveryState: Int] = [:]
+            for state in DeliveryState.allCases { out[state] = 0 }
+            for row in try connection.query("SELECT state, count(*) AS n FROM deliveries GROUP BY state") {
+                if let state = DeliveryState(rawValue: try row.string("state")) { out[state] = try row.int("n") }
+            }
+            return out
+        }
+    }
+
+    /// Adds `livevisits_outbox_deliveries{state}` to `metrics`, read from the database at scrape time.
+    public func registerDepthCollector(metrics: Metrics = .shared) {
+        let store = self
+        metrics.addCollector {
+            guard let depth = try? await store.depth() else { return "" }
+            var text = "# HELP livevisits_outbox_deliveries Outbox deliveries by state.\n"
+            text += "# TYPE livevisits_outbox_deliveries gauge\n"
+            for state in DeliveryState.allCases {
+                text += "livevisits_outbox_deliveries{state=\"\(state.rawValue)\"} \(depth[state] ?? 0)\n"
+            }
+            return text
+        }
+    }
+
+    static func delivery(_ row: PostgresRow) throws -> OutboxDelivery {
+        OutboxDelivery(
+            id: try row.int64("id"), apnsId: try row.string("apns_id"), visitId: try row.string("visit_id"),
+            customerId: try row.string("customer_id"), activityId: row["activity_id"], deviceId: row["device_id"],
+            kind: PushIntent.Kind(rawValue: try row.string("kind")) ?? .update,
+            state: DeliveryState(rawValue: try row.string("state")) ?? .pending, priority: try row.int("priority"),
+            apsTimestamp: try row.int64("aps_timestamp"), visitVersion: try row.int64("visit_version"),
+            attempts: try row.int("attempts"), createdAt: try row.double("created_at"),
+            nextAttemptAt: try row.double("next_attempt_at"), finishedAt: row.optionalDouble("finished_at"),
+            lastStatus: row.optionalInt64("last_status").map(Int.init), lastReason: row["last_reason"])
+    }
+
+    // MARK: the worker's cycle
+
+    /// Claims up to `limit` due deliveries under `lease` (one statement): due, pending, no other delivery of
+    /// the same target in flight, and none newer pending for it; `FOR UPDATE SKIP LOCKED`, so concurrent
+    /// workers never claim the same row.
+    static func claim(limit: Int, lease: String, leaseSeconds: Double, now: Double, on connection: PostgresConnection) throws
+        -> [ClaimedDelivery]
+    {
+        let rows = try connection.query("""
+            WITH candidates AS (
+                SELECT d.id FROM deliveries d
+                WHERE d.state = 'pending' AND d.next_attempt_at <= \(now)
+                  AND NOT EXISTS (
+                      SELECT 1 FROM deliveries o
+                      WHERE o.target = d.target AND o.id <> d.id
+                        AND (o.state = 'sending' OR (o.state = 'pending' AND o.aps_timestamp > d.aps_timestamp)))
+                ORDER BY d.next_attempt_at, d.id
+                LIMIT \(limit)
+                FOR UPDATE SKIP LOCKED
+            ),
+            claimed AS (
+                UPDATE deliveries d
+                SET state = 'sending', lease_token = \(lease)::uuid, lease_expires_at = \(now + leaseSeconds),
+                    claimed_at = \(now), attempts = d.attempts + 1
+                FROM candidates c WHERE d.id = c.id
+                RETURNING d.*
+            )
+            SELECT c.id, c.apns_id::text AS apns_id, c.target, c.visit_id, c.customer_id, c.activity_id, c.device_id,
+                   c.kind, c.priority, c.aps_timestamp, c.body, c.stale_date, c.expires_after_sending, c.event_recorded_at,
+                   c.created_at, c.attempts, c.outcome_unknown_since,
+                   COALESCE(la.push_token, st.push_token) AS push_token,
+                   COALESCE(la.environment, st.environment) AS environment,
+                   COALESCE(la.registered_at_ms, st.registered_at_ms) AS registered_at_ms,
+                   (la.retired_at_ms IS NOT NULL OR st.retired_at_ms IS NOT NULL) AS retired,
+                   COALESCE(p.live_activities_enabled, true) AS enabled,
+                   t.last_sent_timestamp,
+                   (c.outcome_unknown_since IS NOT NULL AND EXISTS (
+                        SELECT 1 FROM live_activities r
+                        WHERE r.visit_id = c.visit_id AND r.retired_at_ms IS NULL
+                          AND r.registered_at_ms >= (c.outcome_unknown_since * 1000)::bigint)) AS registered_since
+            FROM claimed c
+            LEFT JOIN live_activities la ON c.kind <> 'start' AND la.visit_id = c.visit_id AND la.activity_id = c.activity_id
+            LEFT JOIN push_to_start_tokens st ON c.kind = 'start' AND st.customer_id = c.customer_id AND st.device_id = c.device_id
+            LEFT JOIN device_preferences p ON p.customer_id = c.customer_id AND p.device_id = c.device_id
+            LEFT JOIN delivery_targets t ON t.target = c.target
+            ORDER BY c.id
+            """)
+        return try rows.rows.map { row in
+            ClaimedDelivery(
+                id: try row.int64("id"), apnsId: try row.string("apns_id"), target: try row.string("target"),
+                visitId: try row.string("visit_id"), customerId: try row.string("customer_id"),
+                activityId: row["activity_id"], deviceId: row["device_id"],
+                kind: PushIntent.Kind(rawValue: try row.string("kind")) ?? .update, priority: try row.int("priority"),
+                apsTimestamp: try row.int64("aps_timestamp"), body: Array(try row.string("body").utf8),
+                staleDate: row.optionalInt64("stale_date"), expiresAfterSending: row.optionalInt64("expires_after_sending"),
+                eventRecordedAt: try row.double("event_recorded_at"), createdAt: try row.double("created_at"),
+                attempt: try row.int("attempts"), outcomeUnknownSince: row.optionalDouble("outcome_unknown_since"),
+                pushToken: row["push_token"], environment: row["environment"].flatMap(PushEnvironment.init(rawValue:)),
+                registeredAtMs: row.optionalInt64("registered_at_ms"), tokenRetired: try row.bool("retired"),
+                liveActivitiesEnabled: try row.bool("enabled"), lastSentTimestamp: row.optionalInt64("last_sent_timestamp"),
+                activityRegisteredSinceUnknown: try row.bool("registered_since"))
+        }
+    }
+
+    /// Ends the lease of a batch (one statement), fenced by the lease token: a worker whose lease was taken
+    /// over changes nothing. Attempts are recorded either way (they happened). Targets remember the newest
+    /// `aps.timestamp` they acknowledged. Returns the ids actually completed.
+    static func complete(_ completions: [DeliveryCompletion], lease: String, now: Double, on connection: PostgresConnection) throws
+        -> Set<Int64>
+    {
+        guard !completions.isEmpty else { return [] }
+        let ids = completions.map(\.id)
+        let states = completions.map(\.state.rawValue)
+        let next = PostgresNullableArray(completions.map(\.nextAttemptAt))
+        let statuses = PostgresNullableArray(completions.map(\.status))
+        let reasons = PostgresNullableArray(completions.map(\.reason))
+        let unknown = PostgresNullableArray(completions.map(\.outcomeUnknownSince))
+        let attempts = PostgresNullableArray(completions.map(\.attempt))
+        let attemptedAt = PostgresNullableArray(completions.map(\.attemptedAt))
+        let latencies = PostgresNullableArray(completions.map(\.latency))
+        let rows = try connection.query("""
+            WITH input AS (
+                SELECT * FROM unnest(\(ids)::bigint[], \(states)::text[], \(next)::float8[], \(statuses)::int[],
+                                     \(reasons)::text[], \(unknown)::float8[], \(attempts)::int[], \(attemptedAt)::float8[],
+                                     \(latencies)::float8[])
+                    AS x(id, state, next_attempt_at, status, reason, unknown_since, attempt, attempted_at, latency)
+            ),
+            done AS (
+                UPDATE deliveries d
+                SET state = i.state,
+                    next_attempt_at = COALESCE(i.next_attempt_at, d.next_attempt_at),
+                    last_status = CASE WHEN i.attempt IS NULL THEN d.last_status ELSE i.status END,
+                    last_reason = COALESCE(i.reason, CASE WHEN i.attempt IS NULL THEN d.last_reason END),
+                    outcome_unknown_since = CASE WHEN i.state = 'pending' THEN i.unknown_since ELSE d.outcome_unknown_since END,
+                    finished_at = CASE WHEN i.state = 'pending' THEN NULL ELSE \(now)::float8 END,
+                    lease_token = NULL, lease_expires_at = NULL
+                FROM input i
+                WHERE d.id = i.id AND d.lease_token = \(lease)::uuid AND d.state = 'sending'
+                RETURNING d.id, d.target, d.aps_timestamp, d.state
+            ),
+            recorded AS (
+                INSERT INTO delivery_attempts (delivery_id, attempt, attempted_at, status, reason, latency_seconds)
+                SELECT i.id, i.attempt, i.attempted_at, i.status, i.reason, i.latency FROM input i
+                WHERE i.attempt IS NOT NULL
+                ON CONFLICT DO NOTHING
+            ),
+            marked AS (
+                INSERT INTO delivery_targets (target, last_sent_timestamp)
+                SELECT target, max(aps_timestamp) FROM done WHERE state = 'sent' GROUP BY target
+                ON CONFLICT (target) DO UPDATE
+                SET last_sent_timestamp = GREATEST(delivery_targets.last_sent_timestamp, EXCLUDED.last_sent_timestamp)
+            )
+            SELECT id FROM done
+            """)
+        return Set(try rows.rows.map { try $0.int64("id") })
+    }
+
+    /// Renews a batch's lease.
+    static func heartbeat(lease: String, leaseSeconds: Double, now: Double, on connection: PostgresConnection) throws {
+        try connection.query("""
+            UPDATE deliveries SET lease_expires_at = \(now + leaseSeconds)
+            WHERE lease_token = \(lease)::uuid AND state = 'sending'
+            """)
+    }
+
+    /// Gives the deliveries of a released lease back (graceful shutdown before sending).
+    static func release(ids: [Int64], lease: String, on connection: PostgresConnection) throws {
+        guard !ids.isEmpty else { return }
+        try connection.query("""
+            UPDATE deliveries SET state = 'pending', lease_token = NULL, lease_expires_at = NULL, attempts = attempts - 1
+            WHERE id = ANY(\(ids)::bigint[]) AND lease_token = \(lease)::uuid AND state = 'sending'
+            """)
+    }
+
+    /// Makes deliveries whose lease ran out (their worker died) claimable again. A start among them may
+    /// have reached APNs: its outcome becomes unknown and it waits for the grace period, after which it
+    /// is resent only if no Live Activity of its visit registered meanwhile.
+    static func reapExpiredLeases(now: Double, startGraceSeconds: Double, on connection: PostgresConnection) throws -> Int {
+        try connection.query("""
+            UPDATE deliveries
+            SET state = 'pending', lease_token = NULL, lease_expires_at = NULL,
+                outcome_unknown_since = CASE WHEN kind = 'start' THEN COALESCE(outcome_unknown_since, claimed_at)
+                                             ELSE outcome_unknown_since END,
+                next_attempt_at = CASE WHEN kind = 'start' THEN GREATEST(\(now), claimed_at + \(startGraceSeconds))
+                                       ELSE \(now) END,
+                last_reason = 'lease expired'
+            WHERE state = 'sending' AND lease_expires_at < \(now)
+            """).affectedRows
+    }
+
+    /// When the next pending delivery falls due (nil when none is pending).
+    static func nextDue(on connection: PostgresConnection) throws -> Double? {
+        try connection.query("SELECT min(next_attempt_at) AS due FROM deliveries WHERE state = 'pending'")
+            .first?.optionalDouble("due")
+    }
+}

@@ -1,0 +1,311 @@
+import Foundation
+import Postgres
+import Runtime
+
+/// Delivers the outbox: claims due deliveries in batches under a lease, sends them through a `PushSender`,
+/// and completes each batch in one fenced statement. Any number of workers (processes or loops) may run
+/// against one database: `FOR UPDATE SKIP LOCKED` keeps their claims apart, the lease (renewed by a
+/// heartbeat) hands a dead worker's rows to the others, and completion only counts under the lease.
+///
+/// Wake it with `wakeUp.signal()` (wire `listener(url:)` into the service group: it LISTENs on
+/// `Outbox.channel`); otherwise it polls every `pollIntervalSeconds`. Cancellation stops claiming; a
+/// batch on the wire is finished and completed, a batch not yet sent is released.
+public final class OutboxWorker: Service {
+    public let name = "outbox-worker"
+    public let configuration: OutboxConfiguration
+    /// Signalled when deliveries may be due (NOTIFY on `Outbox.channel`).
+    public let wakeUp: WakeUp
+    private let pool: PostgresPool
+    private let sender: any PushSender
+    private let clock: any WallClock
+    private let registry: TokenRegistry
+    private let metrics: Metrics
+    private let logger: Logger
+    private let pause: SendingPause
+    private let reapSchedule: ReapSchedule
+
+    /// - Parameters:
+    ///   - sender: the APNs client (or a test double).
+    ///   - clock: every time the worker stores or compares (due, lease, expiry, registration) comes from it.
+    public init(
+        pool: PostgresPool, sender: any PushSender, configuration: OutboxConfiguration = OutboxConfiguration(),
+        clock: any WallClock = SystemClock(), wakeUp: WakeUp = WakeUp(), metrics: Metrics = .shared,
+        logger: Logger = Logger(label: "outbox")
+    ) {
+        self.pool = pool
+        self.sender = sender
+        self.configuration = configuration
+        self.clock = clock
+        self.wakeUp = wakeUp
+        self.registry = TokenRegistry(clock: clock)
+        self.metrics = metrics
+        self.logger = logger
+        self.pause = SendingPause(configuration: configuration)
+        self.reapSchedule = ReapSchedule()
+    }
+
+    /// A LISTEN service that wakes this worker on `Outbox.channel` (and after any reconnect).
+    public func listener(url: String) -> PostgresListener {
+        let wakeUp = self.wakeUp
+        return PostgresListener(url: url, channels: [Outbox.channel]) { _, _ in wakeUp.signal() }
+    }
+
+    public func run() async throws {
+        logger.info("outbox worker started", ["outbox.loops": String(configuration.concurrentBatches)])
+        await withTaskGroup(of: Void.self) { group in
+            for loop in 0..<max(1, configuration.concurrentBatches) {
+                group.addTask { await self.claimLoop(loop) }
+            }
+        }
+        logger.info("outbox worker stopped")
+    }
+
+    private func claimLoop(_ loop: Int) async {
+        var failures = 0
+        while !Task.isCancelled {
+            if let remaining = pause.remaining(now: clock.now()) {
+                setAlert(true)
+                _ = await wakeUp.wait(upTo: min(remaining, configuration.pollIntervalSeconds))
+                continue
+            }
+            do {
+                let handled = try await runOnce()
+                failures = 0
+                if handled == 0 { try await idleWait() }
+            } catch {
+                failures += 1
+                if failures == 1 || failures % 30 == 0 {
+                    logger.warning("outbox cycle failed; retrying", ["error": "\(error)", "outbox.loop": String(loop)])
+                }
+                _ = await wakeUp.wait(upTo: min(configuration.pollIntervalSeconds * Double(failures), 5))
+            }
+        }
+    }
+
+    private func idleWait() async throws {
+        let due = try await pool.withConnection { try OutboxStore.nextDue(on: $0) }
+        var wait = configuration.pollIntervalSeconds
+        if let due { wait = min(wait, max(0.001, due - clock.now())) }
+        _ = await wakeUp.wait(upTo: wait)
+    }
+
+    /// Reaps expired leases when due, then claims, sends and completes one batch. Returns how many
+    /// deliveries it claimed (0: nothing was due).
+    @discardableResult
+    public func runOnce() async throws -> Int {
+        try await reapIfDue()
+        let lease = UUID().uuidString.lowercased()
+        let claimedAt = clock.now()
+        let limit = configuration.batchSize
+        let leaseSeconds = configuration.leaseSeconds
+        let claimed = try await pool.withConnection {
+            try OutboxStore.claim(limit: limit, lease: lease, leaseSeconds: leaseSeconds, now: claimedAt, on: $0)
+        }
+        guard !claimed.isEmpty else { return 0 }
+        if Task.isCancelled {
+            try await pool.withConnection { try OutboxStore.release(ids: claimed.map(\.id), lease: lease, on: $0) }
+            return claimed.count
+        }
+
+        // At most one in flight per target: a duplicate (two states raced in) yields to the newest.
+        var newestByTarget: [String: ClaimedDelivery] = [:]
+        for d in claimed where (newestByTarget[d.target].map { $0.apsTimestamp <= d.apsTimestamp } ?? true) {
+            newestByTarget[d.target] = d
+        }
+        var completions: [DeliveryCompletion] = []
+        var toSend: [(ClaimedDelivery, PushRequest)] = []
+        for d in claimed {
+            if newestByTarget[d.target]?.id != d.id {
+                completions.append(DeliveryCompletion(id: d.id, state: .superseded, reason: "a newer state was claimed"))
+                continue
+            }
+            switch DeliveryPolicy.preflight(d, now: claimedAt, configuration: configuration) {
+            case .finish(let completion): completions.append(completion)
+            case .send(let request): toSend.append((d, request))
+            }
+        }
+
+        let sent = await sendAll(toSend, lease: lease)
+        completions += try await outcomes(sent)
+        let done = try await pool.withConnection { [completions] in
+            try OutboxStore.complete(completions, lease: lease, now: self.clock.now(), on: $0)
+        }
+        record(completions, sent: sent, completedIds: done)
+        return claimed.count
+    }
+
+    // MARK: sending
+
+    private struct Sent: Sendable {
+        let delivery: ClaimedDelivery
+        let request: PushRequest
+        let outcome: PushOutcome
+        let attemptedAt: Double
+        let answeredAt: Double
+    }
+
+    /// Sends a batch with bounded concurrency while a heartbeat keeps the lease.
+    private func sendAll(_ items: [(ClaimedDelivery, PushRequest)], lease: String) async -> [Sent] {
+        guard !items.isEmpty else { return [] }
+        let sender = self.sender
+        let clock = self.clock
+        let maxInFlight = max(1, configuration.maximumConcurrentSends)
+        let heartbeat = Task { await self.heartbeat(lease: lease) }
+        defer { heartbeat.cancel() }
+        return await withTaskGroup(of: Sent.self) { group in
+            var results: [Sent] = []
+            results.reserveCapacity(items.count)
+            var inFlight = 0
+            for (delivery, request) in items {
+                if inFlight >= maxInFlight, let done = await group.next() {
+                    results.append(done)
+                    inFlight -= 1
+                }
+                group.addTask {
+                    let attemptedAt = clock.now()
+                    let outcome = await sender.send(request)
+                    return Sent(delivery: delivery, request: request, outcome: outcome, attemptedAt: attemptedAt, answeredAt: clock.now())
+                }
+                inFlight += 1
+            }
+            for await done in group { results.append(done) }
+            return results
+        }
+    }
+
+    private func heartbeat(lease: String) async {
+        let interval = max(0.05, configuration.leaseSeconds / 3)
+        let leaseSeconds = configuration.leaseSeconds
+        while !Task.isCancelled {
+            do { try await Task.sleep(nanoseconds: UInt64(interval * 1_000_000_000)) } catch { return }
+            let now = clock.now()
+            _ = try? await pool.withConnection {
+                try OutboxStore.heartbeat(lease: lease, leaseSeconds: leaseSeconds, now: now, on: $0)
+            }
+        }
+    }
+
+    /// Turns outcomes into completions, retiring dead tokens first (so a 410 older than the latest
+    /// registration does not retire it) and pausing on configuration errors.
+    private func outcomes(_ sent: [Sent]) async throws -> [DeliveryCompletion] {
+        var retired: [Int64: Bool] = [:]
+        let dead = sent.filter { if case .failed(let f) = $0.outcome { return f.classification == .tokenDead } else { return false } }
+        if !dead.isEmpty {
+            let registry = self.registry
+            retired = try await pool.withConnection { connection in
+                var out: [Int64: Bool] = [:]
+                for s in dead {
+                    guard case .failed(let f) = s.outcome else { continue }
+                    let reason: TokenRegistry.RetirementReason =
+                        f.reason == "BadDeviceToken" ? .badDeviceToken
+                        : f.reason == "DeviceTokenNotForTopic" ? .notForTopic : .unregistered
+                    let after = f.status == 410 ? f.timestamp : nil
+                    let d = s.delivery
+                    if d.kind == .start, let device = d.deviceId {
+                        out[d.id] = try registry.retirePushToStart(
+                            customerId: d.customerId, deviceId: device, token: s.request.deviceToken, reason: reason,
+                            notRegisteredAfterMs: after, on: connection)
+                    } else if let activity = d.activityId {
+                        out[d.id] = try registry.retireLiveActivity(
+                            visitId: d.visitId, activityId: activity, token: s.request.deviceToken, reason: reason,
+                            notRegisteredAfterMs: after, on: connection)
+                    }
+                }
+                return out
+            }
+        }
+        let now = clock.now()
+        return sent.map { s in
+            if case .failed(let f) = s.outcome {
+                switch f.classification {
+                case .configuration:
+                    let until = pause.configurationError(now: now)
+                    setAlert(true)
+                    logger.error("APNs reports a configuration problem; sending paused",
+                        ["apns.status": f.status.map(String.init) ?? "none", "apns.reason": f.reason ?? "",
+                         "outbox.paused_until": String(until)])
+                case .tokenDead:
+                    let wasRetired = retired[s.delivery.id] ?? false
+                    if wasRetired {
+                        metrics.increment("livevisits_outbox_tokens_retired_total", help: "Push tokens retired after APNs refused them.",
+                            labels: ["reason": f.reason ?? "none"])
+                        logger.info("push token retired",
+                            ["apns.reason": f.reason ?? "", "apns.token": Logger.fingerprint(s.request.deviceToken),
+                             "outbox.delivery_id": String(s.delivery.id), "visit.id": s.delivery.visitId])
+                    }
+                    if f.reason == "DeviceTokenNotForTopic", pause.notForTopic(now: now) {
+                        setAlert(true)
+                        logger.error("many DeviceTokenNotForTopic: the topic looks wrong; sending paused")
+                    }
+                case .retryable, .permanent: break
+                }
+            } else {
+                pause.accepted()
+                setAlert(false)
+            }
+            return DeliveryPolicy.completion(
+                of: s.delivery, outcome: s.outcome, attemptedAt: s.attemptedAt, now: now,
+                tokenRetired: retired[s.delivery.id] ?? false, configuration: configuration,
+                random: Double.random(in: 0...1))
+        }
+    }
+
+    // MARK: leases
+
+    private func reapIfDue() async throws {
+        let now = clock.now()
+        guard reapSchedule.claim(now: now, interval: configuration.reapIntervalSeconds) else { return }
+        let grace = configuration.startGraceSeconds
+        let reaped = try await pool.withConnection {
+            try OutboxStore.reapExpiredLeases(now: now, startGraceSeconds: grace, on: $0)
+        }
+        if reaped > 0 {
+            logger.warning("reclaimed deliveries whose worker's lease ran out", ["outbox.count": String(reaped)])
+        }
+    }
+
+    // MARK: metrics
+
+    private func setAlert(_ raised: Bool) {
+        metrics.set("livevisits_outbox_config_alert", help: "1 while sending is paused by an APNs configuration error.",
+            to: raised ? 1 : 0)
+    }
+
+    private static let delayBuckets: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600]
+
+    private func record(_ completions: [DeliveryCompletion], sent: [Sent], completedIds: Set<Int64>) {
+        let help = "Outbox send attempts by result."
+        for s in sent {
+            let result: String
+            switch s.outcome {
+            case .accepted:
+                result = "sent"
+                if completedIds.contains(s.delivery.id) {
+                    metrics.observe("livevisits_push_delay_seconds", help: "Seconds from the event's append to APNs's acknowledgement.",
+                        value: max(0, s.answeredAt - s.delivery.eventRecordedAt), buckets: OutboxWorker.delayBuckets)
+                }
+            case .failed(let f):
+                switch f.classification {
+                case .retryable: result = "retryable"
+                case .tokenDead: result = "token_dead"
+                case .configuration: result = "configuration"
+                case .permanent: result = "permanent"
+                }
+            }
+            metrics.increment("livevisits_outbox_attempts_total", help: help, labels: ["result": result])
+        }
+        for c in completions where completedIds.contains(c.id) && c.state.isFinal {
+            metrics.increment("livevisits_outbox_finished_total", help: "Deliveries reaching a final state.",
+                labels: ["state": c.state.rawValue])
+            if c.state == .dead {
+                logger.warning("delivery dead-lettered",
+                    ["outbox.delivery_id": String(c.id), "apns.status": c.status.map(String.init) ?? "none",
+                     "apns.reason": c.reason ?? ""])
+            }
+        }
+        let fenced = completions.filter { !completedIds.contains($0.id) }.count
+        if fenced > 0 {
+            logger.warning("lease lost before completion; results left to the new owner", ["outbox.count": String(fenced)])
+        }
+    }
+}

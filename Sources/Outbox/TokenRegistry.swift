@@ -1,0 +1,225 @@
+import Postgres
+import Runtime
+
+/// The push tokens and device preferences the HTTP API registers, as functions on a connection (so they
+/// join the caller's transaction). Tokens are stored to be sent, never logged or returned: use
+/// `Logger.fingerprint` to name one.
+public struct TokenRegistry: Sendable {
+    private let clock: any WallClock
+
+    public init(clock: any WallClock = SystemClock()) {
+        self.clock = clock
+    }
+
+    /// What a registration found.
+    public enum Registration: String, Sendable, Hashable {
+        /// A Live Activity (or device) not known before.
+        case new
+        /// Known, with another token (or retired before): the new token is used from now on.
+        case rotated
+        /// Known with this very token: its registration time is refreshed.
+        case unchanged
+    }
+
+    /// Why a token stopped being used.
+    public enum RetirementReason: String, Sendable, Hashable {
+        /// The app said so (`DELETE`).
+        case forgotten
+        /// APNs 410 Unregistered / ExpiredToken.
+        case unregistered
+        /// APNs 400 BadDeviceToken (often a sandbox/production mix-up).
+        case badDeviceToken
+        /// APNs 400 DeviceTokenNotForTopic.
+        case notForTopic
+    }
+
+    // MARK: Live Activity update tokens
+
+    /// Registers or rotates the update token of one Live Activity of a visit. With `deviceId`, that
+    /// device's preferences apply to it. A retired activity comes back to life.
+    @discardableResult
+    public func registerLiveActivity(
+        visitId: String, activityId: String, pushToken: String, environment: PushEnvironment, deviceId: String? = nil,
+        on connection: PostgresConnection
+    ) throws -> Registration {
+        let token = try TokenRegistry.normalized(pushToken)
+        let nowMs = Int64((clock.now() * 1000).rounded(.down))
+        let rows = try connection.query("""
+            WITH previous AS (
+                SELECT push_token, retired_at_ms FROM live_activities WHERE visit_id = \(visitId) AND activity_id = \(activityId)
+            )
+            INSERT INTO live_activities (visit_id, activity_id, device_id, push_token, environment, registered_at_ms)
+            VALUES (\(visitId), \(activityId), \(deviceId), \(token), \(environment.rawValue), \(nowMs))
+            ON CONFLICT (visit_id, activity_id) DO UPDATE
+            SET push_token = EXCLUDED.push_token, environment = EXCLUDED.environment,
+                device_id = COALESCE(EXCLUDED.device_id, live_activities.device_id),
+                registered_at_ms = GREATEST(EXCLUDED.registered_at_ms, live_activities.registered_at_ms + 1),
+                retired_at_ms = NULL, retired_reason = NULL
+            RETURNING (SELECT push_token FROM previous) AS previous_token,
+                      (SELECT retired_at_ms FROM previous) IS NOT NULL AS was_retired
+            """)
+        return TokenRegistry.registration(previous: rows.first?["previous_token"], wasRetired: try rows.first?.bool("was_retired") ?? false, token: token)
+    }
+
+    /// Forgets a Live Activity's token (retired as `forgotten`); its pending deliveries are cancelled.
+    /// Returns false when it was not registered.
+    @discardableResult
+    public func forgetLiveActivity(visitId: String, activityId: String, on connection: PostgresConnection) throws -> Bool {
+        try retireLiveActivity(visitId: visitId, activityId: activityId, token: nil, reason: .forgotten, notRegisteredAfterMs: nil, on: connection)
+    }
+
+    /// Retires a Live Activity's token after APNs refused it. With `token`, only while that token is still
+    /// the registered one; with `notRegisteredAfterMs` (a 410's timestamp), only if the token was not
+    /// registered again after it. Pending deliveries of the activity are cancelled. Returns whether it retired.
+    @discardableResult
+    public func retireLiveActivity(
+        visitId: String, activityId: String, token: String?, reason: RetirementReason, notRegisteredAfterMs: Int64?,
+        on connection: PostgresConnection
+    ) throws -> Bool {
+        let nowMs = Int64((clock.now() * 1000).rounded(.down))
+        let now = clock.now()
+        let target = "activity"
+        let rows = try connection.query("""
+            WITH retired AS (
+                UPDATE live_activities SET retired_at_ms = \(nowMs), retired_reason = \(reason.rawValue)
+                WHERE visit_id = \(visitId) AND activity_id = \(activityId) AND retired_at_ms IS NULL
+                  AND (\(token)::text IS NULL OR push_token = \(token))
+                  AND (\(notRegisteredAfterMs)::bigint IS NULL OR registered_at_ms <= \(notRegisteredAfterMs))
+                RETURNING visit_id, activity_id
+            ),
+            cancelled AS (
+                UPDATE deliveries d SET state = 'cancelled', last_reason = 'token ' || \(reason.rawValue),
+                       finished_at = \(now), lease_token = NULL
+                FROM retired r
+                WHERE d.target = \(target)::text || json_build_array(r.visit_id, r.activity_id)::text AND d.state = 'pending'
+                RETURNING d.id
+            )
+            SELECT (SELECT count(*) FROM retired) AS retired, (SELECT count(*) FROM cancelled) AS cancelled
+            """)
+        return try rows.first?.int("retired") ?? 0 > 0
+    }
+
+    /// Live (not retired) Live Activities of a visit: the visit's `liveActivities`.
+    public func liveActivityCount(visitId: String, on connection: PostgresConnection) throws -> Int {
+        try connection.query(
+            "SELECT count(*) AS n FROM live_activities WHERE visit_id = \(visitId) AND retired_at_ms IS NULL"
+        ).first?.int("n") ?? 0
+    }
+
+    // MARK: push-to-start tokens
+
+    /// Registers or rotates a customer's push-to-start token for one device.
+    @discardableResult
+    public func registerPushToStart(
+        customerId: String, deviceId: String, pushToken: String, environment: PushEnvironment,
+        on connection: PostgresConnection
+    ) throws -> Registration {
+        let token = try TokenRegistry.normalized(pushToken)
+        let nowMs = Int64((clock.now() * 1000).rounded(.down))
+        let rows = try connection.query("""
+            WITH previous AS (
+                SELECT push_token, retired_at_ms FROM push_to_start_tokens WHERE customer_id = \(customerId) AND device_id = \(deviceId)
+            )
+            INSERT INTO push_to_start_tokens (customer_id, device_id, push_token, environment, registered_at_ms)
+            VALUES (\(customerId), \(deviceId), \(token), \(environment.rawValue), \(nowMs))
+            ON CONFLICT (customer_id, device_id) DO UPDATE
+            SET push_token = EXCLUDED.push_token, environment = EXCLUDED.environment,
+                registered_at_ms = GREATEST(EXCLUDED.registered_at_ms, push_to_start_tokens.registered_at_ms + 1),
+                retired_at_ms = NULL, retired_reason = NULL
+            RETURNING (SELECT push_token FROM previous) AS previous_token,
+                      (SELECT retired_at_ms FROM previous) IS NOT NULL AS was_retired
+            """)
+        return TokenRegistry.registration(previous: rows.first?["previous_token"], wasRetired: try rows.first?.bool("was_retired") ?? false, token: token)
+    }
+
+    /// Forgets a push-to-start token; pending starts to that device are cancelled.
+    @discardableResult
+    public func forgetPushToStart(customerId: String, deviceId: String, on connection: PostgresConnection) throws -> Bool {
+        try retirePushToStart(customerId: customerId, deviceId: deviceId, token: nil, reason: .forgotten, notRegisteredAfterMs: nil, on: connection)
+    }
+
+    /// Retires a push-to-start token (same rules as `retireLiveActivity`).
+    @discardableResult
+    public func retirePushToStart(
+        customerId: String, deviceId: String, token: String?, reason: RetirementReason, notRegisteredAfterMs: Int64?,
+        on connection: PostgresConnection
+    ) throws -> Bool {
+        let nowMs = Int64((clock.now() * 1000).rounded(.down))
+        let now = clock.now()
+        let rows = try connection.query("""
+            WITH retired AS (
+                UPDATE push_to_start_tokens SET retired_at_ms = \(nowMs), retired_reason = \(reason.rawValue)
+                WHERE customer_id = \(customerId) AND device_id = \(deviceId) AND retired_at_ms IS NULL
+                  AND (\(token)::text IS NULL OR push_token = \(token))
+                  AND (\(notRegisteredAfterMs)::bigint IS NULL OR registered_at_ms <= \(notRegisteredAfterMs))
+                RETURNING customer_id, device_id
+            ),
+            cancelled AS (
+                UPDATE deliveries d SET state = 'cancelled', last_reason = 'token ' || \(reason.rawValue),
+                       finished_at = \(now), lease_token = NULL
+                FROM retired r
+                WHERE d.kind = 'start' AND d.customer_id = r.customer_id AND d.device_id = r.device_id AND d.state = 'pending'
+                RETURNING d.id
+            )
+            SELECT (SELECT count(*) FROM retired) AS retired, (SELECT count(*) FROM cancelled) AS cancelled
+            """)
+        return try rows.first?.int("retired") ?? 0 > 0
+    }
+
+    // MARK: preferences
+
+    /// Stores what the app read from `ActivityAuthorizationInfo`. Switching Live Activities off cancels
+    /// the device's pending deliveries at once (starts and updates alike) and stops new ones.
+    public func setPreferences(
+        customerId: String, deviceId: String, liveActivitiesEnabled: Bool, frequentPushesEnabled: Bool,
+        on connection: PostgresConnection
+    ) throws {
+        let nowMs = Int64((clock.now() * 1000).rounded(.down))
+        let now = clock.now()
+        try connection.query("""
+            INSERT INTO device_preferences (customer_id, device_id, live_activities_enabled, frequent_pushes_enabled, updated_at_ms)
+            VALUES (\(customerId), \(deviceId), \(liveActivitiesEnabled), \(frequentPushesEnabled), \(nowMs))
+            ON CONFLICT (customer_id, device_id) DO UPDATE
+            SET live_activities_enabled = EXCLUDED.live_activities_enabled,
+                frequent_pushes_enabled = EXCLUDED.frequent_pushes_enabled, updated_at_ms = EXCLUDED.updated_at_ms
+            """)
+        if !liveActivitiesEnabled {
+            try connection.query("""
+                UPDATE deliveries SET state = 'cancelled', last_reason = 'live activities switched off',
+                       finished_at = \(now)
+                WHERE customer_id = \(customerId) AND device_id = \(deviceId) AND state = 'pending'
+                """)
+        }
+    }
+
+    /// The device's preferences (both enabled when never set).
+    public func preferences(customerId: String, deviceId: String, on connection: PostgresConnection) throws
+        -> (liveActivitiesEnabled: Bool, frequentPushesEnabled: Bool)
+    {
+        guard let row = try connection.query("""
+            SELECT live_activities_enabled, frequent_pushes_enabled FROM device_preferences
+            WHERE customer_id = \(customerId) AND device_id = \(deviceId)
+            """).first
+        else { return (true, true) }
+        return (try row.bool("live_activities_enabled"), try row.bool("frequent_pushes_enabled"))
+    }
+
+    // MARK: helpers
+
+    /// Lowercase hex of an even length, 16…400 characters; anything else is `invalidToken` (the message
+    /// never repeats the token).
+    public static func normalized(_ token: String) throws -> String {
+        let lower = token.lowercased()
+        guard lower.utf8.count >= 16, lower.utf8.count <= 400, lower.utf8.count % 2 == 0,
+            lower.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) })
+        else {
+            throw OutboxError(code: .invalidToken, message: "pushToken must be hex (16 to 400 characters, even length)")
+        }
+        return lower
+    }
+
+    private static func registration(previous: String?, wasRetired: Bool, token: String) -> Registration {
+        guard let previous else { return .new }
+        return previous == token && !wasRetired ? .unchanged : .rotated
+    }
+}

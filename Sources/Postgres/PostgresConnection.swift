@@ -1,0 +1,185 @@
+import CLibPQ
+import Foundation
+
+/// One libpq connection. Synchronous: it is only ever used on the thread of the pool slot (or listener)
+/// that owns it, so blocking calls never touch Swift's cooperative pool. Not Sendable on purpose.
+public final class PostgresConnection {
+    private let conn: OpaquePointer
+    private var prepared: [String: String] = [:]
+    private let usePreparedStatements: Bool
+
+    /// Opens a connection; throws `.unavailable` when the server cannot be reached.
+    public init(url: String, connectTimeoutSeconds: Int = 3, usePreparedStatements: Bool = true) throws {
+        let conninfo = PostgresConnection.withTimeout(url, seconds: connectTimeoutSeconds)
+        guard let conn = PQconnectdb(conninfo) else {
+            throw PostgresError(code: .unavailable, message: "out of memory opening a connection")
+        }
+        guard PQstatus(conn) == CONNECTION_OK else {
+            let message = PostgresConnection.firstLine(PQerrorMessage(conn))
+            PQfinish(conn)
+            throw PostgresError(code: .unavailable, message: "cannot connect to PostgreSQL: \(message)")
+        }
+        clibpq_silence_notices(conn)
+        self.conn = conn
+        self.usePreparedStatements = usePreparedStatements
+    }
+
+    deinit { PQfinish(conn) }
+
+    /// False once the server has gone away; the pool replaces such a connection.
+    public var isHealthy: Bool { PQstatus(conn) == CONNECTION_OK }
+
+    /// True while a transaction block is open (or failed) on this connection.
+    public var inTransaction: Bool {
+        let s = PQtransactionStatus(conn)
+        return s == PQTRANS_INTRANS || s == PQTRANS_INERROR || s == PQTRANS_ACTIVE
+    }
+
+    /// The libpq socket, for `poll` in the listener.
+    var socket: Int32 { PQsocket(conn) }
+
+    /// Runs one parameterized statement (extended protocol; prepared once per connection and SQL text).
+    @discardableResult
+    public func query(_ query: PostgresQuery) throws -> PostgresRows {
+        let result: OpaquePointer?
+        if usePreparedStatements {
+            let name = try preparedName(for: query.sql, parameterCount: query.binds.count)
+            result = PostgresConnection.withCStrings(query.binds) { values in
+                PQexecPrepared(conn, name, Int32(values.count), values, nil, nil, 0)
+            }
+        } else {
+            result = PostgresConnection.withCStrings(query.binds) { values in
+                PQexecParams(conn, query.sql, Int32(values.count), nil, values, nil, nil, 0)
+            }
+        }
+        return try consume(result)
+    }
+
+    /// Runs SQL text with no parameters over the simple protocol (several statements allowed). For
+    /// migrations and fixed statements only: never build this text from input.
+    public func execute(script: String) throws {
+        let result = PQexec(conn, script)
+        _ = try consume(result)
+    }
+
+    /// Runs `body` inside BEGIN … COMMIT; any error rolls back and is rethrown.
+    public func transaction<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        try execute(script: "BEGIN")
+        do {
+            let value = try body(self)
+            try execute(script: "COMMIT")
+            return value
+        } catch {
+            if isHealthy { try? execute(script: "ROLLBACK") }
+            throw error
+        }
+    }
+
+    // MARK: LISTEN/NOTIFY support
+
+    func consumeInput() -> Bool { PQconsumeInput(conn) == 1 }
+
+    func nextNotification() -> (channel: String, payload: String)? {
+        guard let n = PQnotifies(conn) else { return nil }
+        defer { PQfreemem(n) }
+        return (String(cString: n.pointee.relname), String(cString: n.pointee.extra))
+    }
+
+    // MARK: private
+
+    private func preparedName(for sql: String, parameterCount: Int) throws -> String {
+        if let name = prepared[sql] { return name }
+        if prepared.count >= 512 {
+            try execute(script: "DEALLOCATE ALL")
+            prepared.removeAll()
+        }
+        let name = "lv\(prepared.count)"
+        let result = PQprepare(conn, name, sql, Int32(parameterCount), nil)
+        _ = try consume(result)
+        prepared[sql] = name
+        return name
+    }
+
+    private func consume(_ result: OpaquePointer?) throws -> PostgresRows {
+        guard let result else {
+            throw connectionError(PostgresConnection.firstLine(PQerrorMessage(conn)))
+        }
+        defer { PQclear(result) }
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_EMPTY_QUERY:
+            return PostgresRows(columns: [], rows: [], affectedRows: PostgresConnection.affected(result))
+        case PGRES_TUPLES_OK, PGRES_SINGLE_TUPLE:
+            return PostgresConnection.rows(result)
+        default:
+            let sqlState = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+            let primary = PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) }
+            let constraint = PQresultErrorField(result, Int32(UInt8(ascii: "n"))).map { String(cString: $0) }
+            let message = primary ?? PostgresConnection.firstLine(PQresultErrorMessage(result))
+            if !isHealthy && sqlState == nil { throw connectionError(message) }
+            if sqlState == "26000" { prepared.removeAll() }  // a pooler dropped our prepared statements
+            throw PostgresError.classify(sqlState: sqlState, message: message, constraint: constraint)
+        }
+    }
+
+    private func connectionError(_ message: String) -> PostgresError {
+        PostgresError(code: .unavailable, message: "connection to PostgreSQL lost: \(message)")
+    }
+
+    private static func rows(_ result: OpaquePointer) -> PostgresRows {
+        let rowCount = Int(PQntuples(result))
+        let columnCount = Int(PQnfields(result))
+        var columns: [String] = []
+        columns.reserveCapacity(columnCount)
+        var index: [String: Int] = [:]
+        for c in 0..<columnCount {
+            let name = String(cString: PQfname(result, Int32(c)))
+            columns.append(name)
+            if index[name] == nil { index[name] = c }
+        }
+        var rows: [PostgresRow] = []
+        rows.reserveCapacity(rowCount)
+        for r in 0..<rowCount {
+            var values: [String?] = []
+            values.reserveCapacity(columnCount)
+            for c in 0..<columnCount {
+                if PQgetisnull(result, Int32(r), Int32(c)) == 1 {
+                    values.append(nil)
+                } else {
+                    let length = Int(PQgetlength(result, Int32(r), Int32(c)))
+                    let pointer = UnsafeRawPointer(PQgetvalue(result, Int32(r), Int32(c))!)
+                    values.append(String(decoding: UnsafeRawBufferPointer(start: pointer, count: length), as: UTF8.self))
+                }
+            }
+            rows.append(PostgresRow(values: values, columnIndex: index))
+        }
+        return PostgresRows(columns: columns, rows: rows, affectedRows: affected(result))
+    }
+
+    private static func affected(_ result: OpaquePointer) -> Int {
+        guard let text = PQcmdTuples(result) else { return 0 }
+        return Int(String(cString: text)) ?? 0
+    }
+
+    static func firstLine(_ message: UnsafePointer<CChar>?) -> String {
+        guard let message else { return "unknown error" }
+        let text = String(cString: message).trimmingCharacters(in: .whitespacesAndNewlines)
+        return text.split(separator: "\n").first.map(String.init) ?? text
+    }
+
+    /// Adds `connect_timeout` to a URI or key=value connection string unless already given.
+    static func withTimeout(_ url: String, seconds: Int) -> String {
+        if url.contains("connect_timeout") { return url }
+        if url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") {
+            return url + (url.contains("?") ? "&" : "?") + "connect_timeout=\(seconds)"
+        }
+        return url + " connect_timeout=\(seconds)"
+    }
+
+    private static func withCStrings<R>(_ strings: [String?], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
+        var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { $0.map { strdup($0)! } }
+        defer { for p in pointers { free(p) } }
+        return pointers.withUnsafeMutableBufferPointer { buffer in
+            body(buffer.map { $0.map { UnsafePointer($0) } })
+        }
+    }
+}

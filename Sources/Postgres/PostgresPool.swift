@@ -1,0 +1,191 @@
+import Dispatch
+import Foundation
+import Runtime
+import Synchronization
+
+/// Settings for a pool.
+public struct PostgresConfiguration: Sendable {
+    /// A libpq connection string or URI (`LIVEVISITS_DATABASE_URL`).
+    public var url: String
+    /// Upper bound of open connections.
+    public var size: Int
+    /// How long a caller waits for a free connection before `.poolTimeout`.
+    public var acquireTimeoutSeconds: Double
+    /// libpq `connect_timeout`.
+    public var connectTimeoutSeconds: Int
+    /// Use named prepared statements (turn off behind a transaction-pooling proxy).
+    public var usePreparedStatements: Bool
+
+    public init(
+        url: String, size: Int = 8, acquireTimeoutSeconds: Double = 5, connectTimeoutSeconds: Int = 3,
+        usePreparedStatements: Bool = true
+    ) {
+        self.url = url
+        self.size = max(1, size)
+        self.acquireTimeoutSeconds = acquireTimeoutSeconds
+        self.connectTimeoutSeconds = connectTimeoutSeconds
+        self.usePreparedStatements = usePreparedStatements
+    }
+}
+
+/// A bounded pool of connections, each owned by its own serial dispatch queue (a thread the adapter owns),
+/// so blocking libpq calls never run on Swift's cooperative pool. A connection found broken is dropped and
+/// replaced on next use, so the pool survives a PostgreSQL restart; while the server is down callers get
+/// `.unavailable` at once (connection refused) or `.poolTimeout` after the acquire timeout.
+public final class PostgresPool: Sendable {
+    public let configuration: PostgresConfiguration
+
+    /// A slot: its queue and the connection only that queue touches.
+    private final class Slot: @unchecked Sendable {
+        // `connection` is only read and written on `queue` (a serial queue): that is the lock.
+        let queue: DispatchQueue
+        var connection: PostgresConnection?
+        init(index: Int) { queue = DispatchQueue(label: "livevisits.postgres.\(index)") }
+    }
+
+    private struct Waiter {
+        let id: UInt64
+        let continuation: CheckedContinuation<Int, any Error>
+    }
+
+    private struct State {
+        var free: [Int]
+        var waiters: [Waiter] = []
+        var nextWaiterID: UInt64 = 0
+        var closed = false
+    }
+
+    private let slots: [Slot]
+    private let state: Mutex<State>
+
+    public init(configuration: PostgresConfiguration) {
+        self.configuration = configuration
+        slots = (0..<configuration.size).map(Slot.init(index:))
+        state = Mutex(State(free: Array((0..<configuration.size).reversed())))
+    }
+
+    public convenience init(url: String, size: Int = 8) {
+        self.init(configuration: PostgresConfiguration(url: url, size: size))
+    }
+
+    /// Lends a connection to `body`, which runs on the connection's own thread. A transaction left open
+    /// by `body` is rolled back; a connection that broke is replaced on next use.
+    public func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
+        let index = try await acquire()
+        defer { release(index) }
+        let slot = slots[index]
+        let configuration = self.configuration
+        return try await withCheckedThrowingContinuation { continuation in
+            slot.queue.async {
+                do {
+                    if slot.connection.map({ !$0.isHealthy }) ?? true {
+                        slot.connection = nil
+                        slot.connection = try PostgresConnection(
+                            url: configuration.url, connectTimeoutSeconds: configuration.connectTimeoutSeconds,
+                            usePreparedStatements: configuration.usePreparedStatements)
+                    }
+                    let connection = slot.connection!
+                    do {
+                        let value = try body(connection)
+                        if connection.inTransaction { try? connection.execute(script: "ROLLBACK") }
+                        continuation.resume(returning: value)
+                    } catch {
+                        if !connection.isHealthy {
+                            slot.connection = nil
+                            if let pgError = error as? PostgresError, pgError.code == .unavailable {
+                                continuation.resume(throwing: pgError)
+                            } else {
+                                continuation.resume(throwing: PostgresError(
+                                    code: .unavailable, message: "connection to PostgreSQL lost: \(error)"))
+                            }
+                            return
+                        }
+                        if connection.inTransaction { try? connection.execute(script: "ROLLBACK") }
+                        continuation.resume(throwing: error)
+                    }
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+        }
+    }
+
+    /// Runs `body` in one transaction on one connection.
+    public func withTransaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
+        try await withConnection { connection in try connection.transaction(body) }
+    }
+
+    /// Runs one statement on any connection.
+    @discardableResult
+    public func query(_ query: PostgresQuery) async throws -> PostgresRows {
+        try await withConnection { connection in try connection.query(query) }
+    }
+
+    /// Closes every connection; later calls fail with `.unavailable`.
+    public func close() async {
+        let waiters = state.withLock { s -> [Waiter] in
+            s.closed = true
+            let w = s.waiters
+            s.waiters = []
+            return w
+        }
+        for w in waiters {
+            w.continuation.resume(throwing: PostgresError(code: .unavailable, message: "the connection pool is closed"))
+        }
+        for slot in slots {
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                slot.queue.async {
+                    slot.connection = nil
+                    c.resume()
+                }
+            }
+        }
+    }
+
+    // MARK: slot accounting
+
+    private func acquire() async throws -> Int {
+        let ticket: (Int?, UInt64, Bool) = state.withLock { s in
+            if s.closed { return (nil, 0, true) }
+            if let index = s.free.popLast() { return (index, 0, false) }
+            s.nextWaiterID += 1
+            return (nil, s.nextWaiterID, false)
+        }
+        if ticket.2 { throw PostgresError(code: .unavailable, message: "the connection pool is closed") }
+        if let index = ticket.0 { return index }
+        let id = ticket.1
+        let timeout = configuration.acquireTimeoutSeconds
+        return try await withCheckedThrowingContinuation { continuation in
+            let closed: Bool = state.withLock { s in
+                if s.closed { return true }
+                if let index = s.free.popLast() {
+                    continuation.resume(returning: index)
+                    return false
+                }
+                s.waiters.append(Waiter(id: id, continuation: continuation))
+                return false
+            }
+            if closed {
+                continuation.resume(throwing: PostgresError(code: .unavailable, message: "the connection pool is closed"))
+                return
+            }
+            DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [self] in
+                let expired = state.withLock { s -> Waiter? in
+                    guard let i = s.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+                    return s.waiters.remove(at: i)
+                }
+                expired?.continuation.resume(throwing: PostgresError(
+                    code: .poolTimeout, message: "no database connection became free within \(timeout) s"))
+            }
+        }
+    }
+
+    private func release(_ index: Int) {
+        let waiter = state.withLock { s -> Waiter? in
+            if !s.waiters.isEmpty { return s.waiters.removeFirst() }
+            s.free.append(index)
+            return nil
+        }
+        waiter?.continuation.resume(returning: index)
+    }
+}

@@ -1,0 +1,28 @@
+/// The first event of every visit: what `POST /v1/visits` books.
+public struct VisitScheduled: Sendable, Hashable {
+    /// The customer whose visit it is.
+    public var customerId: String
+    /// The static fields of the Live Activity, `visitId` included.
+    public var attributes: ServiceVisitAttributes
+    /// Who comes.
+    public var technician: Technician
+    /// When they are expected.
+    public var arrivalWindow: ArrivalWindow
+    /// How far they are (kilometres, `>= 0`).
+    public var kilometresAway: Double
+
+    /// The visit's id (the same as `attributes.visitId`).
+    public var visitId: String { attributes.visitId }
+
+    /// A scheduling.
+    public init(
+        customerId: String, attributes: ServiceVisitAttributes, technician: Technician,
+        arrivalWindow: ArrivalWindow, kilometresAway: Double
+    ) {
+        self.customerId = customerId
+        self.attributes = attributes
+        self.technician = technician
+        self.arrivalWindow = arrivalWindow
+        self.kilometresAway = kilometresAway
+    }
+}

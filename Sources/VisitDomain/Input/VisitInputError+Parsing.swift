@@ -1,0 +1,33 @@
+extension VisitInputError {
+    init(_ problem: FieldProblem) {
+        let code: Code =
+            switch problem.kind {
+            case .missing: .missingField
+            case .wrongType: .wrongType
+            case .invalidValue: .invalidValue
+            case .unknownField: .unknownField
+            }
+        self.init(code: code, field: problem.path, message: problem.message)
+    }
+
+    /// Parses a body into JSON, telling "not JSON" (400) from "JSON that is not an object" (422).
+    static func parseBody(_ body: some Collection<UInt8>) throws(VisitInputError) -> JSONObjectReader {
+        let value: JSONValue
+        do {
+            value = try JSONValue.parse(body)
+        } catch {
+            if case .duplicateKey(let key) = error.kind {
+                let shown = FieldProblem.displayKey(key)
+                throw VisitInputError(code: .invalidBody, field: shown, message: "\(shown): appears twice in the body")
+            }
+            throw VisitInputError(
+                code: .malformedJSON, field: nil, message: "the body is not valid JSON: \(error.description)",
+                cause: error)
+        }
+        guard case .object = value else {
+            throw VisitInputError(
+                code: .invalidBody, field: nil, message: "body: expected a JSON object, got \(value.typeDescription)")
+        }
+        do { return try JSONObjectReader(value, path: "") } catch { throw VisitInputError(error) }
+    }
+}

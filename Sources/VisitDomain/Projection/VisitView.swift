@@ -1,0 +1,53 @@
+/// The projection of one visit, as `GET /v1/visits/{id}` answers it (contract §4).
+public struct VisitView: Sendable, Hashable {
+    /// The visit's id.
+    public var visitId: String
+    /// The customer's id.
+    public var customerId: String
+    /// The assigned technician's id (not in the JSON; for access checks and filters).
+    public var technicianId: String
+    /// The version of the last event.
+    public var version: Int
+    /// The current status.
+    public var status: VisitStatus
+    /// The static fields.
+    public var attributes: ServiceVisitAttributes
+    /// The current content state.
+    public var contentState: ContentState
+    /// The current relevance score.
+    public var relevanceScore: Double
+    /// When the content goes stale (`nil` once ended).
+    public var staleDate: Int?
+    /// `nil` while active.
+    public var dismissal: VisitDismissal?
+
+    /// Projects a state through the rules in force.
+    public init(state: VisitState, rules: ProjectionRules) {
+        visitId = state.visitId
+        customerId = state.customerId
+        technicianId = state.technician.id
+        version = state.version
+        status = state.status
+        attributes = state.attributes
+        contentState = state.contentState
+        relevanceScore = state.relevanceScore(rules)
+        staleDate = state.staleDate(rules)
+        dismissal = state.dismissal(rules)
+    }
+
+    /// The contract's JSON, keys in its order; `liveActivities` (live tokens) is the caller's.
+    public func json(liveActivities: Int) -> JSONValue {
+        .object([
+            JSONMember("visitId", .string(visitId)),
+            JSONMember("customerId", .string(customerId)),
+            JSONMember("version", .number(Double(version))),
+            JSONMember("status", .string(status.rawValue)),
+            JSONMember("attributes", attributes.visitViewJSON),
+            JSONMember("contentState", contentState.json),
+            JSONMember("relevanceScore", .number(relevanceScore)),
+            JSONMember("staleDate", staleDate.map { .number(Double($0)) } ?? .null),
+            JSONMember("dismissal", dismissal?.json ?? .null),
+            JSONMember("liveActivities", .number(Double(liveActivities))),
+        ])
+    }
+}

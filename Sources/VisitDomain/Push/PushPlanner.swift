@@ -1,0 +1,102 @@
+/// Turns visit states into the pushes they imply (contract §5 rule table and §6).
+public enum PushPlanner {
+    /// The pushes implied by the event that produced `state` (its last event):
+    /// - `scheduled`: a `start` to push-to-start tokens and an `update` to activities already registered;
+    /// - a status change (`enRoute`, `nearby`, `onSite`, `finishing`): an `update` with the status's alert;
+    /// - `progress`, `reassigned`: an `update` without alert;
+    /// - `completed`, `cancelled`, `failed`: an `end`.
+    public static func pushes(for state: VisitState, rules: ProjectionRules) -> [PushPlan] {
+        if state.hasEnded { return [end(state, rules: rules, isCatchUp: false)] }
+        let alert: AlertContent? =
+            switch state.lastEventType {
+            case .progress, .reassigned: nil
+            default: state.lastEventChangedStatus ? rules.rule(for: state.status).alert : nil
+            }
+        let updatePlan = update(state, rules: rules, alert: alert, isCatchUp: false)
+        if state.lastEventType == .scheduled {
+            return [start(state, rules: rules, isCatchUp: false), updatePlan]
+        }
+        return [updatePlan]
+    }
+
+    /// The latest state for a newly registered (or rotated) Live Activity token: an `update`
+    /// without alert, or the `end` once the visit has ended; it repeats the state's own
+    /// `aps.timestamp`, so an activity that already has this state ignores it.
+    public static func catchUp(for state: VisitState, rules: ProjectionRules) -> PushPlan {
+        state.hasEnded
+            ? end(state, rules: rules, isCatchUp: true)
+            : update(state, rules: rules, alert: nil, isCatchUp: true)
+    }
+
+    /// The `start` for a push-to-start token registered after scheduling, while the visit is
+    /// active (`nil` once ended). It carries the current state and the start alert.
+    public static func lateStart(for state: VisitState, rules: ProjectionRules) -> PushPlan? {
+        state.hasEnded ? nil : start(state, rules: rules, isCatchUp: true)
+    }
+
+    /// Every body the event behind `state` may cause: its pushes and, while active, the start
+    /// a later push-to-start token would get. The 4 KB budget is checked on the largest.
+    public static func largestPossiblePush(for state: VisitState, rules: ProjectionRules) -> PushPlan? {
+        var candidates = pushes(for: state, rules: rules)
+        if let start = lateStart(for: state, rules: rules) { candidates.append(start) }
+        return candidates.max { $0.bodySize < $1.bodySize }
+    }
+
+    static func start(_ state: VisitState, rules: ProjectionRules, isCatchUp: Bool) -> PushPlan {
+        let alert = rules.rule(for: .scheduled).alert ?? AlertContent(title: "", body: "")
+        let staleDate = rules.startIncludesStaleDate ? state.staleDate(rules) : nil
+        let relevance = rules.startIncludesRelevanceScore ? state.relevanceScore(rules) : nil
+        var aps: [JSONMember] = [
+            JSONMember("timestamp", .number(Double(state.apsTimestamp))),
+            JSONMember("event", .string(PushKind.start.rawValue)),
+            JSONMember("attributes-type", .string("ServiceVisitAttributes")),
+            JSONMember("attributes", state.attributes.apsJSON),
+            JSONMember("content-state", state.contentState.json),
+        ]
+        if let staleDate { aps.append(JSONMember("stale-date", .number(Double(staleDate)))) }
+        if let relevance { aps.append(JSONMember("relevance-score", .number(relevance))) }
+        aps.append(JSONMember("alert", alert.json))
+        aps.append(JSONMember("input-push-token", .number(1)))
+        return PushPlan(
+            kind: .start, audience: .pushToStartTokens, visitId: state.visitId, version: state.version,
+            priority: rules.startPriority, alert: alert, apsTimestamp: state.apsTimestamp, staleDate: staleDate,
+            relevanceScore: relevance, dismissalDate: nil,
+            expiration: .afterSending(seconds: rules.startEndExpirationSeconds), isCatchUp: isCatchUp,
+            body: JSONValue.object([JSONMember("aps", .object(aps))]).serialized())
+    }
+
+    static func update(_ state: VisitState, rules: ProjectionRules, alert: AlertContent?, isCatchUp: Bool) -> PushPlan {
+        let staleDate = state.staleDate(rules) ?? state.lastRecordedAt
+        let relevance = state.relevanceScore(rules)
+        var aps: [JSONMember] = [
+            JSONMember("timestamp", .number(Double(state.apsTimestamp))),
+            JSONMember("event", .string(PushKind.update.rawValue)),
+            JSONMember("content-state", state.contentState.json),
+            JSONMember("stale-date", .number(Double(staleDate))),
+            JSONMember("relevance-score", .number(relevance)),
+        ]
+        if let alert { aps.append(JSONMember("alert", alert.json)) }
+        return PushPlan(
+            kind: .update, audience: .liveActivities, visitId: state.visitId, version: state.version,
+            priority: alert == nil ? rules.quietPriority : rules.alertPriority, alert: alert,
+            apsTimestamp: state.apsTimestamp, staleDate: staleDate, relevanceScore: relevance, dismissalDate: nil,
+            expiration: .at(staleDate), isCatchUp: isCatchUp,
+            body: JSONValue.object([JSONMember("aps", .object(aps))]).serialized())
+    }
+
+    static func end(_ state: VisitState, rules: ProjectionRules, isCatchUp: Bool) -> PushPlan {
+        let dismissalDate = state.dismissalDate(rules)
+        var aps: [JSONMember] = [
+            JSONMember("timestamp", .number(Double(state.apsTimestamp))),
+            JSONMember("event", .string(PushKind.end.rawValue)),
+        ]
+        if let dismissalDate { aps.append(JSONMember("dismissal-date", .number(Double(dismissalDate)))) }
+        aps.append(JSONMember("content-state", state.contentState.json))
+        return PushPlan(
+            kind: .end, audience: .liveActivities, visitId: state.visitId, version: state.version,
+            priority: rules.endPriority, alert: nil, apsTimestamp: state.apsTimestamp, staleDate: nil,
+            relevanceScore: nil, dismissalDate: dismissalDate,
+            expiration: .afterSending(seconds: rules.startEndExpirationSeconds), isCatchUp: isCatchUp,
+            body: JSONValue.object([JSONMember("aps", .object(aps))]).serialized())
+    }
+}

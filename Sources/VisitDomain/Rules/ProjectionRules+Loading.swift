@@ -1,0 +1,158 @@
+import Foundation
+
+extension ProjectionRules {
+    /// The rules file's name inside the projections directory.
+    public static let fileName = "rules.json"
+
+    /// The environment variable naming the projections directory.
+    public static let directoryVariable = "LIVEVISITS_PROJECTIONS_DIR"
+
+    /// The projections directory: `$LIVEVISITS_PROJECTIONS_DIR`, default `./Projections`.
+    public static func directory(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
+        let path = environment[directoryVariable].flatMap { $0.isEmpty ? nil : $0 } ?? "./Projections"
+        return URL(fileURLWithPath: path, isDirectory: true)
+    }
+
+    /// Reads `rules.json` from the directory the environment names (contract §3).
+    public static func load(environment: [String: String] = ProcessInfo.processInfo.environment)
+        throws(ProjectionRulesError) -> ProjectionRules
+    {
+        try load(directory: directory(environment: environment))
+    }
+
+    /// Reads `rules.json` from a projections directory (`$LIVEVISITS_PROJECTIONS_DIR`,
+    /// default `./Projections`).
+    public static func load(directory: URL) throws(ProjectionRulesError) -> ProjectionRules {
+        try load(from: directory.appendingPathComponent(fileName))
+    }
+
+    /// Reads and validates one rules file.
+    public static func load(from url: URL) throws(ProjectionRulesError) -> ProjectionRules {
+        let data: Data
+        do {
+            data = try Data(contentsOf: url)
+        } catch {
+            throw ProjectionRulesError(
+                code: .unreadable, keyPath: "", reason: "cannot read \(url.path): \(error.localizedDescription)")
+        }
+        return try parse(data)
+    }
+
+    /// Validates rules JSON. Every error names its key path (`statuses.nearby.relevance: expected a number`).
+    public static func parse(_ data: some Collection<UInt8>) throws(ProjectionRulesError) -> ProjectionRules {
+        let json: JSONValue
+        do {
+            json = try JSONValue.parse(data)
+        } catch {
+            throw ProjectionRulesError(code: .malformedJSON, keyPath: "", reason: "not valid JSON: \(error)")
+        }
+        do {
+            return try parse(document: JSONObjectReader(json, path: ""))
+        } catch {
+            throw ProjectionRulesError(code: .invalid, keyPath: error.path, reason: error.reason)
+        }
+    }
+
+    static func parse(document: JSONObjectReader) throws(FieldProblem) -> ProjectionRules {
+        try document.rejectUnknown(allowed: [
+            "comment", "schemaVersion", "statuses", "priorities", "startEndExpirationSeconds", "start",
+            "maximumPushBytes",
+        ])
+        let schemaVersion = try document.integer("schemaVersion")
+        guard schemaVersion == 1 else { throw document.invalid("schemaVersion", "only version 1 is known") }
+
+        let statusesObject = try document.object("statuses")
+        try statusesObject.rejectUnknown(allowed: Set(VisitStatus.allCases.map(\.rawValue)))
+        var statuses: [VisitStatus: StatusRule] = [:]
+        for status in VisitStatus.allCases {
+            statuses[status] = try parseRule(statusesObject.object(status.rawValue), status: status)
+        }
+
+        var rules = ProjectionRules(statuses: statuses)
+        if let priorities = try document.optionalObject("priorities") {
+            try priorities.rejectUnknown(allowed: ["alert", "quiet", "start", "end"])
+            rules.alertPriority = try priorities.priority("alert") ?? rules.alertPriority
+            rules.quietPriority = try priorities.priority("quiet") ?? rules.quietPriority
+            rules.startPriority = try priorities.priority("start") ?? rules.startPriority
+            rules.endPriority = try priorities.priority("end") ?? rules.endPriority
+        }
+        if let seconds = try document.optionalInteger("startEndExpirationSeconds") {
+            guard seconds > 0 else { throw document.invalid("startEndExpirationSeconds", "must be positive") }
+            rules.startEndExpirationSeconds = seconds
+        }
+        if let start = try document.optionalObject("start") {
+            try start.rejectUnknown(allowed: ["includeStaleDate", "includeRelevanceScore"])
+            rules.startIncludesStaleDate = try start.optionalBool("includeStaleDate") ?? rules.startIncludesStaleDate
+            rules.startIncludesRelevanceScore =
+                try start.optionalBool("includeRelevanceScore") ?? rules.startIncludesRelevanceScore
+        }
+        if let bytes = try document.optionalInteger("maximumPushBytes") {
+            guard (256...4096).contains(bytes) else {
+                throw document.invalid("maximumPushBytes", "must be between 256 and 4096 (the APNs limit)")
+            }
+            rules.maximumPushBytes = bytes
+        }
+        return rules
+    }
+
+    static func parseRule(_ object: JSONObjectReader, status: VisitStatus) throws(FieldProblem) -> StatusRule {
+        try object.rejectUnknown(allowed: [
+            "relevance", "alert", "staleAfterSeconds", "staleNotBeforeArrivalStart", "dismissal",
+        ])
+        let relevance = try object.double("relevance")
+        guard relevance >= 0 else { throw object.invalid("relevance", "must not be negative") }
+        var alert: AlertContent?
+        if let alertObject = try object.optionalObject("alert") {
+            try alertObject.rejectUnknown(allowed: ["title", "body", "sound"])
+            alert = AlertContent(
+                title: try alertObject.string("title", maxBytes: 512),
+                body: try alertObject.string("body", maxBytes: 1024),
+                sound: try alertObject.optionalString("sound", maxBytes: 256))
+        }
+        var rule = StatusRule(relevance: relevance, alert: alert)
+        if status.hasEnded {
+            for key in ["staleAfterSeconds", "staleNotBeforeArrivalStart"] where object.value(key) != nil {
+                throw object.invalid(key, "an ended visit's end push carries no stale date")
+            }
+            if alert != nil { throw object.invalid("alert", "an end push carries no alert (contract §5)") }
+            let dismissal = try object.object("dismissal")
+            try dismissal.rejectUnknown(allowed: ["policy", "seconds"])
+            switch try dismissal.string("policy") {
+            case "immediate": rule.dismissal = .immediate
+            case "default": rule.dismissal = .default
+            case "after":
+                let seconds = try dismissal.integer("seconds")
+                guard seconds >= 0 else { throw dismissal.invalid("seconds", "must not be negative") }
+                rule.dismissal = .after(seconds: seconds)
+            default:
+                throw dismissal.invalid("policy", "expected \"immediate\", \"default\" or \"after\"")
+            }
+            if case .after = rule.dismissal {
+            } else if dismissal.value("seconds") != nil {
+                throw dismissal.invalid("seconds", "only the \"after\" policy takes seconds")
+            }
+        } else {
+            if object.value("dismissal") != nil {
+                throw object.invalid("dismissal", "only completed, cancelled and failed have a dismissal policy")
+            }
+            let stale = try object.integer("staleAfterSeconds")
+            guard stale > 0 else { throw object.invalid("staleAfterSeconds", "must be positive") }
+            rule.staleAfterSeconds = stale
+            rule.staleNotBeforeArrivalStart = try object.optionalBool("staleNotBeforeArrivalStart") ?? false
+            if status == .scheduled, alert == nil {
+                throw FieldProblem(
+                    kind: .missing, path: object.fieldPath("alert"),
+                    reason: "required: a push-to-start must carry an alert")
+            }
+        }
+        return rule
+    }
+}
+
+extension JSONObjectReader {
+    fileprivate func priority(_ key: String) throws(FieldProblem) -> Int? {
+        guard let priority = try optionalInteger(key) else { return nil }
+        guard [1, 5, 10].contains(priority) else { throw invalid(key, "APNs priorities are 1, 5 or 10") }
+        return priority
+    }
+}

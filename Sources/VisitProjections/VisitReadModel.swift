@@ -1,0 +1,162 @@
+import EventStore
+import Foundation
+import Postgres
+import VisitDomain
+
+/// The visit read model (`visits` table): one row per visit with the view served by `GET /v1/visits/{id}`
+/// and the folded state. Maintained by the statement in `Projections/visits.sql`, in the same transaction
+/// as the visit's events (see `VisitCommands`), and rebuilt from the log by `rebuild` (`livevisits replay`).
+public struct VisitReadModel: Sendable {
+    /// The projection's name for `livevisits replay` and checkpoints.
+    public static let name = "visits"
+    public static let table = "visits"
+
+    public let rules: ProjectionRules
+    /// The upsert statement from `Projections/visits.sql`, with `{table}` still in it.
+    let upsertTemplate: String
+
+    public struct LoadError: Error, CustomStringConvertible, Sendable {
+        public let message: String
+        public var description: String { message }
+    }
+
+    /// Loads the read-model SQL from the projections folder (`LIVEVISITS_PROJECTIONS_DIR`).
+    public init(projectionsDirectory: URL, rules: ProjectionRules) throws {
+        let file = projectionsDirectory.appendingPathComponent("visits.sql")
+        guard let sql = try? String(contentsOf: file, encoding: .utf8) else {
+            throw LoadError(message: "cannot read \(file.path) (set LIVEVISITS_PROJECTIONS_DIR to the Projections folder)")
+        }
+        guard sql.contains("{table}") else {
+            throw LoadError(message: "\(file.path): the statement must name its table as {table}")
+        }
+        self.upsertTemplate = sql
+        self.rules = rules
+    }
+
+    /// One stored row.
+    public struct Row: Sendable, Equatable {
+        public let visitId: String
+        public let customerId: String
+        public let technicianId: String
+        public let status: String
+        public let ended: Bool
+        public let version: Int64
+        public let scheduledAt: Int64
+        /// The view JSON as served, without `liveActivities`.
+        public let view: String
+
+        /// The response body of `GET /v1/visits/{id}`.
+        public func body(liveActivities: Int) -> String {
+            guard view.hasSuffix("}") else { return view }
+            return String(view.dropLast()) + ",\"liveActivities\":\(liveActivities)}"
+        }
+    }
+
+    /// The view text stored for a state: the contract's JSON with `liveActivities` left for read time.
+    public func viewText(for state: VisitState) -> String {
+        var body = VisitView(state: state, rules: rules).json(liveActivities: 0)
+        if case .object(var members) = body {
+            members.removeAll { $0.key == "liveActivities" }
+            body = .object(members)
+        }
+        return body.serializedString()
+    }
+
+    /// The bind parameters of one upsert: the states encoded (the CPU half of a write).
+    public struct EncodedBatch: Sendable {
+        let binds: [String?]
+        public let count: Int
+    }
+
+    /// Encodes states for `write` (view text and snapshot per state).
+    public func encode(_ states: [VisitState]) -> EncodedBatch {
+        var ids: [String] = [], customers: [String] = [], technicians: [String] = [], statuses: [String] = []
+        var ended: [Bool] = [], versions: [Int64] = [], scheduled: [Int64] = [], views: [String] = [], snapshots: [String] = []
+        for state in states {
+            ids.append(state.visitId)
+            customers.append(state.customerId)
+            technicians.append(state.technician.id)
+            statuses.append(state.status.rawValue)
+            ended.append(state.hasEnded)
+            versions.append(Int64(state.version))
+            scheduled.append(Int64(state.scheduledAt))
+            views.append(viewText(for: state))
+            snapshots.append(state.snapshotJSON().serializedString())
+        }
+        return EncodedBatch(binds: [
+            ids.postgresText, customers.postgresText, technicians.postgresText, statuses.postgresText,
+            ended.postgresText, versions.postgresText, scheduled.postgresText, views.postgresText, snapshots.postgresText,
+        ], count: states.count)
+    }
+
+    /// Writes an encoded batch (newest version wins; an older one never overwrites a newer one).
+    public func write(_ batch: EncodedBatch, into table: String = VisitReadModel.table, on connection: PostgresConnection) throws {
+        guard batch.count > 0 else { return }
+        let sql = upsertTemplate.replacingOccurrences(of: "{table}", with: "\"\(table)\"")
+        try connection.query(PostgresQuery(sql: sql, binds: batch.binds))
+    }
+
+    /// Writes the states (newest version wins; an older one never overwrites a newer one).
+    public func upsert(_ states: [VisitState], into table: String = VisitReadModel.table, on connection: PostgresConnection) throws {
+        try write(encode(states), into: table, on: connection)
+    }
+
+    /// The row of one visit.
+    public static func row(visitId: String, on connection: PostgresConnection) throws -> Row? {
+        try connection.query("""
+            SELECT visit_id, customer_id, technician_id, status, ended, version, scheduled_at, view
+            FROM visits WHERE visit_id = \(visitId)
+            """).first.map(decode)
+    }
+
+    /// The folded state stored with a visit (nil when the visit does not exist).
+    public static func state(visitId: String, on connection: PostgresConnection) throws -> VisitState? {
+        guard let text = try connection.query("SELECT state::text AS state FROM visits WHERE visit_id = \(visitId)").first?["state"]
+        else { return nil }
+        return try VisitState(snapshot: Array(text.utf8))
+    }
+
+    /// Which visits a list may show and how to narrow them.
+    public struct ListFilter: Sendable {
+        public var customerId: String?
+        public var technicianId: String?
+        /// true: only ended visits; false: only active ones; nil: both.
+        public var ended: Bool?
+        public var limit: Int
+        /// Resume after this (scheduled_at, visit_id).
+        public var after: (scheduledAt: Int64, visitId: String)?
+
+        public init(customerId: String? = nil, technicianId: String? = nil, ended: Bool? = nil, limit: Int = 50,
+                    after: (scheduledAt: Int64, visitId: String)? = nil) {
+            self.customerId = customerId
+            self.technicianId = technicianId
+            self.ended = ended
+            self.limit = limit
+            self.after = after
+        }
+    }
+
+    /// Visits newest scheduled first; returns one more row than `limit` asks when there is a next page.
+    public static func list(_ filter: ListFilter, on connection: PostgresConnection) throws -> [Row] {
+        let afterAt = filter.after?.scheduledAt
+        let afterId = filter.after?.visitId
+        return try connection.query("""
+            SELECT visit_id, customer_id, technician_id, status, ended, version, scheduled_at, view
+            FROM visits
+            WHERE (\(filter.customerId)::text IS NULL OR customer_id = \(filter.customerId))
+              AND (\(filter.technicianId)::text IS NULL OR technician_id = \(filter.technicianId))
+              AND (\(filter.ended)::boolean IS NULL OR ended = \(filter.ended))
+              AND (\(afterAt)::bigint IS NULL OR (scheduled_at, visit_id) < (\(afterAt), \(afterId)))
+            ORDER BY scheduled_at DESC, visit_id DESC
+            LIMIT \(filter.limit + 1)
+            """).rows.map(decode)
+    }
+
+    static func decode(_ row: PostgresRow) throws -> Row {
+        Row(
+            visitId: try row.string("visit_id"), customerId: try row.string("customer_id"),
+            technicianId: try row.string("technician_id"), status: try row.string("status"),
+            ended: try row.bool("ended"), version: try row.int64("version"), scheduledAt: try row.int64("scheduled_at"),
+            view: try row.string("view"))
+    }
+}

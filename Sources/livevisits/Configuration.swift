@@ -1,0 +1,50 @@
+import Foundation
+
+/// A configuration problem (missing or malformed variable): exit code 2, the variable named.
+struct ConfigurationError: Error, CustomStringConvertible {
+    let message: String
+    init(_ message: String) { self.message = message }
+    var description: String { message }
+}
+
+/// The process's configuration from the environment (contract §3).
+struct Configuration {
+    var environment: [String: String]
+
+    init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+        self.environment = environment
+    }
+
+    func databaseURL() throws -> String {
+        guard let url = environment["LIVEVISITS_DATABASE_URL"], !url.isEmpty else {
+            throw ConfigurationError("LIVEVISITS_DATABASE_URL is not set (a libpq connection string or URI)")
+        }
+        return url
+    }
+
+    var httpAddress: String { environment["LIVEVISITS_HTTP_ADDR"] ?? "127.0.0.1:8080" }
+
+    var projectionsDirectory: URL {
+        URL(fileURLWithPath: environment["LIVEVISITS_PROJECTIONS_DIR"] ?? "./Projections")
+    }
+
+    /// `LIVEVISITS_MIGRATIONS_DIR`, else `./Migrations`, else a `Migrations` folder above the executable
+    /// (a checkout running `.build/debug/livevisits`).
+    func migrationsDirectory() throws -> URL {
+        if let dir = environment["LIVEVISITS_MIGRATIONS_DIR"] { return URL(fileURLWithPath: dir) }
+        return try Configuration.locate("Migrations")
+    }
+
+    static func locate(_ folder: String) throws -> URL {
+        let fm = FileManager.default
+        let local = URL(fileURLWithPath: fm.currentDirectoryPath).appendingPathComponent(folder)
+        if fm.fileExists(atPath: local.path) { return local }
+        var dir = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        for _ in 0..<6 {
+            let candidate = dir.appendingPathComponent(folder)
+            if fm.fileExists(atPath: candidate.path) { return candidate }
+            dir.deleteLastPathComponent()
+        }
+        throw ConfigurationError("cannot find the \(folder) folder; run from the project folder or set LIVEVISITS_\(folder.uppercased())_DIR")
+    }
+}

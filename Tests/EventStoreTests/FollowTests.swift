@@ -1,0 +1,126 @@
+import EventStore
+import Foundation
+import Postgres
+import Runtime
+import TestSupport
+import Testing
+
+@Suite struct FollowTests {
+    /// A writer that took a lower global position but commits after others must not be skipped.
+    @Test func aReaderNeverSkipsALateCommit() async throws {
+        let (url, pool) = try await TestDatabase.create()
+        let store = EventStore(pool: pool)
+        let held = try PostgresConnection(url: url)
+        try held.execute(script: "BEGIN")
+        let early = try EventStore.append(AppendRequest(streamName: "late", events: [NewEvent(type: "e", data: "{}")]), on: held)
+        // Others commit after the held transaction took its position.
+        for i in 0..<5 {
+            try await store.append(AppendRequest(streamName: "other-\(i)", events: [NewEvent(type: "e", data: "{}")]))
+        }
+        var seen: [Int64] = []
+        var checkpoint = Checkpoint.start
+        let beforeCommit = try await store.readAll(after: checkpoint, limit: 100)
+        // Nothing committed after the held transaction started can be read yet: its order is not final.
+        #expect(beforeCommit.isEmpty)
+        seen += beforeCommit.map(\.globalPosition)
+        if let last = beforeCommit.last { checkpoint = last.checkpoint }
+        try held.execute(script: "COMMIT")
+        // Other suites' open transactions hold the cluster-wide horizon too: read until all six arrive.
+        for _ in 0..<500 where seen.count < 6 {
+            let batch = try await store.readAll(after: checkpoint, limit: 100)
+            seen += batch.map(\.globalPosition)
+            if let last = batch.last { checkpoint = last.checkpoint } else { try await Task.sleep(nanoseconds: 20_000_000) }
+        }
+        #expect(seen.contains(early.globalPositions[0]))
+        #expect(seen.count == 6)
+        #expect(Set(seen).count == 6)
+    }
+
+    @Test func theHorizonHolderIsNamed() async throws {
+        let (url, pool) = try await TestDatabase.create()
+        let store = EventStore(pool: pool)
+        let held = try PostgresConnection(url: TestDatabase.url(url, adding: "application_name=holder"))
+        try held.execute(script: "BEGIN")
+        try EventStore.append(AppendRequest(streamName: "x", events: [NewEvent(type: "e", data: "{}")]), on: held)
+        let holder = try await store.snapshotHorizonHolder()
+        #expect(holder != nil)
+        try held.execute(script: "ROLLBACK")
+    }
+
+    @Test func checkpointsAdvanceByCompareAndSet() async throws {
+        let (_, pool) = try await TestDatabase.create()
+        let a = Checkpoint(transactionId: 10, globalPosition: 5)
+        let b = Checkpoint(transactionId: 12, globalPosition: 9)
+        try await pool.withTransaction { c in
+            try EventStore.advanceCheckpoint(named: "p", from: .start, to: a, on: c)
+        }
+        #expect(try await pool.withConnection { try EventStore.checkpoint(named: "p", on: $0) } == a)
+        await #expect(throws: EventStoreError.self) {
+            try await pool.withTransaction { c in
+                try EventStore.advanceCheckpoint(named: "p", from: .start, to: b, on: c)
+            }
+        }
+        try await pool.withTransaction { c in
+            try EventStore.advanceCheckpoint(named: "p", from: a, to: b, on: c)
+        }
+        #expect(try await pool.withConnection { try EventStore.checkpoint(named: "p", on: $0) } == b)
+    }
+
+    /// Many writers sleep at random inside their transactions; one follower must see every committed
+    /// event exactly once, in a stable order.
+    @Test func tortureManyWritersOneFollower() async throws {
+        let (url, pool) = try await TestDatabase.create(poolSize: 12)
+        let store = EventStore(pool: pool)
+        let wake = WakeUp()
+        let seen = SeenLog()
+        let follower = EventFollower(name: "torture", store: store, wakeUp: wake, batchSize: 37, pollInterval: 0.05) { _, events in
+            seen.append(events)
+        }
+        let writers = 10
+        let perWriter = 30
+        let followerTask = Task { try await follower.run() }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for w in 0..<writers {
+                group.addTask { try await onOwnThread {
+                    let connection = try PostgresConnection(url: url)
+                    for i in 0..<perWriter {
+                        do {
+                            try connection.transaction { c in
+                                try EventStore.append(
+                                    AppendRequest(streamName: "w\(w)-\(i % 3)", events: [NewEvent(type: "e", data: #"{"w":\#(w),"i":\#(i)}"#)]),
+                                    on: c)
+                                if Bool.random() { usleep(UInt32.random(in: 0...15_000)) }
+                                if i % 11 == 0 { throw CancellationError() }  // some transactions roll back
+                            }
+                        } catch is CancellationError {}
+                    }
+                } }
+            }
+            try await group.waitForAll()
+        }
+        let committed = try await pool.query("SELECT count(*) AS n FROM events").first!.int("n")
+        #expect(committed > 0)
+        for _ in 0..<400 {
+            if seen.count >= committed { break }
+            wake.signal()
+            try await Task.sleep(nanoseconds: 20_000_000)
+        }
+        followerTask.cancel()
+        _ = try? await followerTask.value
+        let positions = seen.positions
+        #expect(positions.count == committed)
+        #expect(Set(positions).count == committed, "an event was delivered twice")
+        let all = try await store.readAll(after: .start, limit: 100_000).map(\.globalPosition)
+        #expect(all == positions, "the follower's order differs from a fresh full read")
+    }
+}
+
+/// Collects what a follower handled (its handler runs on a database thread).
+final class SeenLog: @unchecked Sendable {
+    // Guarded by `lock`.
+    private let lock = NSLock()
+    private var items: [Int64] = []
+    func append(_ events: [RecordedEvent]) { lock.withLock { items += events.map(\.globalPosition) } }
+    var positions: [Int64] { lock.withLock { items } }
+    var count: Int { lock.withLock { items.count } }
+}

@@ -1,0 +1,120 @@
+import Foundation
+import Outbox
+import Postgres
+import Runtime
+import TestSupport
+
+/// A scratch database with the outbox's pieces on it, and intent builders.
+struct OutboxFixture {
+    let url: String
+    let pool: PostgresPool
+    let clock: any WallClock
+    let configuration: OutboxConfiguration
+    let outbox: Outbox
+    let registry: TokenRegistry
+    let store: OutboxStore
+
+    /// Test defaults: short waits so retries and polls happen in milliseconds.
+    static var fastConfiguration: OutboxConfiguration {
+        var c = OutboxConfiguration()
+        c.backoff = Backoff(baseSeconds: 0.02, capSeconds: 1)
+        c.pollIntervalSeconds = 0.05
+        c.leaseSeconds = 5
+        c.reapIntervalSeconds = 0.2
+        c.configurationPauseSeconds = 0.2
+        return c
+    }
+
+    static func make(clock: any WallClock = SystemClock(), configuration: OutboxConfiguration = fastConfiguration) async throws -> OutboxFixture {
+        let (url, pool) = try await TestDatabase.create(poolSize: 8)
+        return OutboxFixture(
+            url: url, pool: pool, clock: clock, configuration: configuration,
+            outbox: Outbox(pool: pool, configuration: configuration, clock: clock),
+            registry: TokenRegistry(clock: clock), store: OutboxStore(pool: pool, clock: clock))
+    }
+
+    func worker(_ sender: any PushSender, metrics: Metrics = Metrics(), configuration: OutboxConfiguration? = nil) -> OutboxWorker {
+        OutboxWorker(pool: pool, sender: sender, configuration: configuration ?? self.configuration, clock: clock, metrics: metrics)
+    }
+
+    func enqueue(_ intents: PushIntent...) async throws -> Outbox.EnqueueResult {
+        let outbox = self.outbox
+        let result = try await pool.withTransaction { try outbox.enqueue(intents, on: $0) }
+        outbox.committed()
+        return result
+    }
+
+    @discardableResult
+    func registerActivity(visit: String, activity: String, token: String, device: String? = nil, environment: PushEnvironment = .sandbox) async throws
+        -> TokenRegistry.Registration
+    {
+        let registry = self.registry
+        return try await pool.withConnection {
+            try registry.registerLiveActivity(
+                visitId: visit, activityId: activity, pushToken: token, environment: environment, deviceId: device, on: $0)
+        }
+    }
+
+    func registerStart(customer: String, device: String, token: String) async throws {
+        let registry = self.registry
+        _ = try await pool.withConnection {
+            try registry.registerPushToStart(customerId: customer, deviceId: device, pushToken: token, environment: .production, on: $0)
+        }
+    }
+
+    func setPreferences(customer: String, device: String, enabled: Bool) async throws {
+        let registry = self.registry
+        try await pool.withConnection {
+            try registry.setPreferences(customerId: customer, deviceId: device, liveActivitiesEnabled: enabled, frequentPushesEnabled: true, on: $0)
+        }
+    }
+
+    func count(_ state: DeliveryState) async throws -> Int {
+        try await store.depth()[state] ?? 0
+    }
+
+    /// Runs `runOnce` until nothing is claimed or `rounds` passes, letting backoff times come due.
+    func drain(_ worker: OutboxWorker, rounds: Int = 200) async throws {
+        for _ in 0..<rounds {
+            let pending = try await count(.pending) + count(.sending)
+            if pending == 0 { return }
+            if try await worker.runOnce() == 0 { try await Task.sleep(nanoseconds: 10_000_000) }
+        }
+    }
+
+    func close() async { await pool.close() }
+}
+
+/// A hex token unique to `name`.
+func token(_ name: String) -> String {
+    var hex = ""
+    for byte in Array(name.utf8) { hex += String(format: "%02x", byte) }
+    while hex.count < 64 { hex += "0" }
+    return String(hex.prefix(64))
+}
+
+func body(_ kind: PushIntent.Kind, timestamp: Int64, note: String = "") -> [UInt8] {
+    Array("{\"aps\":{\"timestamp\":\(timestamp),\"event\":\"\(kind.rawValue)\",\"content-state\":{\"note\":\"\(note)\"}}}".utf8)
+}
+
+func update(_ visit: String, customer: String = "c-1", timestamp: Int64, stale: Int64? = nil, version: Int64 = 2,
+            audience: PushIntent.Audience = .liveActivities, note: String = "") -> PushIntent {
+    PushIntent(
+        visitId: visit, customerId: customer, kind: .update, audience: audience, priority: 5, apsTimestamp: timestamp,
+        body: body(.update, timestamp: timestamp, note: note), staleDate: stale ?? (timestamp + 7200), visitVersion: version,
+        eventRecordedAt: Date().timeIntervalSince1970)
+}
+
+func end(_ visit: String, customer: String = "c-1", timestamp: Int64, version: Int64 = 9) -> PushIntent {
+    PushIntent(
+        visitId: visit, customerId: customer, kind: .end, audience: .liveActivities, priority: 10, apsTimestamp: timestamp,
+        body: body(.end, timestamp: timestamp), visitVersion: version, eventRecordedAt: Date().timeIntervalSince1970)
+}
+
+func start(_ visit: String, customer: String = "c-1", timestamp: Int64, notBefore: Double? = nil, arrival: Int64? = nil,
+           audience: PushIntent.Audience = .pushToStartTokens) -> PushIntent {
+    PushIntent(
+        visitId: visit, customerId: customer, kind: .start, audience: audience, priority: 10, apsTimestamp: timestamp,
+        body: body(.start, timestamp: timestamp), visitVersion: 1, eventRecordedAt: Date().timeIntervalSince1970,
+        notBefore: notBefore, arrivalWindowStart: arrival)
+}

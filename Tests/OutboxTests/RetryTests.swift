@@ -1,0 +1,146 @@
+import Foundation
+import Outbox
+import Postgres
+import Runtime
+import Testing
+
+@Suite struct RetryTests {
+    let now = Int64(Date().timeIntervalSince1970)
+
+    @Test func retryableAnswersAreRetriedWithGrowingJitteredGapsAndTheSameApnsId() async throws {
+        let f = try await OutboxFixture.make()
+        defer { Task { await f.close() } }
+        try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
+        _ = try await f.enqueue(update("v-1", timestamp: now))
+        let script: [PushOutcome] = [
+            RecordingSender.failure(503, "ServiceUnavailable", .retryable), RecordingSender.failure(503, "ServiceUnavailable", .retryable),
+            RecordingSender.failure(503, "ServiceUnavailable", .retryable), RecordingSender.failure(503, "ServiceUnavailable", .retryable),
+            RecordingSender.failure(429, "TooManyRequests", .retryable), RecordingSender.failure(500, "InternalServerError", .retryable),
+        ]
+        let sender = RecordingSender { _, n in n < script.count ? script[n] : .accepted(latency: 0.001) }
+        try await f.drain(f.worker(sender), rounds: 2000)
+        #expect(sender.calls.count == 7)
+        #expect(Set(sender.calls.map(\.request.apnsId)).count == 1)
+        let delivery = try #require(try await f.store.list().first)
+        #expect(delivery.state == .sent)
+        let attempts = try await f.store.attempts(deliveryId: delivery.id)
+        #expect(attempts.map(\.status) == [503, 503, 503, 503, 429, 500, 200])
+        #expect(attempts.map(\.reason) == ["ServiceUnavailable", "ServiceUnavailable", "ServiceUnavailable", "ServiceUnavailable",
+                                           "TooManyRequests", "InternalServerError", nil])
+        // Each gap is at least 0 and at most the backoff ceiling for that retry (plus scheduling slack).
+        let backoff = f.configuration.backoff
+        for i in 1..<attempts.count {
+            let gap = attempts[i].attemptedAt - attempts[i - 1].attemptedAt
+            #expect(gap >= 0)
+            #expect(gap <= backoff.ceiling(retry: i - 1) + 0.25, "gap \(i) was \(gap)")
+        }
+    }
+
+    @Test func pastTheMaximumAgeADeliveryIsDeadWithItsLastAnswer() async throws {
+        var configuration = OutboxFixture.fastConfiguration
+        configuration.maximumAgeSeconds = 0.2
+        let f = try await OutboxFixture.make(configuration: configuration)
+        defer { Task { await f.close() } }
+        try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
+        _ = try await f.enqueue(update("v-1", timestamp: now))
+        let sender = RecordingSender { _, _ in RecordingSender.failure(503, "ServiceUnavailable", .retryable) }
+        try await f.drain(f.worker(sender), rounds: 2000)
+        let dead = try #require(try await f.store.list(state: .dead).first)
+        #expect(dead.lastStatus == 503 && dead.lastReason == "ServiceUnavailable")
+        #expect(try await f.store.attempts(deliveryId: dead.id).count == sender.calls.count)
+        // Operators requeue it as a new attempt with the same apns-id.
+        let requeued = try await f.store.retry(id: dead.id)
+        #expect(requeued.state == .pending && requeued.apnsId == dead.apnsId)
+        let healthy = RecordingSender()
+        try await f.drain(f.worker(healthy))
+        #expect(healthy.calls.map(\.request.apnsId) == [dead.apnsId])
+        await #expect(throws: OutboxError.self) { try await f.store.retry(id: dead.id) }
+        await #expect(throws: OutboxError.self) { try await f.store.retry(id: 999_999) }
+    }
+
+    @Test func aPermanentRefusalIsDeadAtOnce() async throws {
+        let f = try await OutboxFixture.make()
+        defer { Task { await f.close() } }
+        try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
+        _ = try await f.enqueue(update("v-1", timestamp: now))
+        let sender = RecordingSender { _, _ in RecordingSender.failure(400, "PayloadTooLarge", .permanent) }
+        try await f.drain(f.worker(sender))
+        #expect(sender.calls.count == 1)
+        #expect(try await f.store.list(state: .dead).first?.lastReason == "PayloadTooLarge")
+    }
+
+    @Test func unregisteredRetiresTheTokenAndLaterUpdatesAreNotSent() async throws {
+        let f = try await OutboxFixture.make()
+        defer { Task { await f.close() } }
+        try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("gone"))
+        try await f.registerActivity(visit: "v-1", activity: "a-2", token: token("alive"))
+        _ = try await f.enqueue(update("v-1", timestamp: now))
+        let later = Int64((Date().timeIntervalSince1970 + 60) * 1000)
+        let sender = RecordingSender { request, _ in
+            request.deviceToken == token("gone")
+                ? RecordingSender.failure(410, "Unregistered", .tokenDead, timestamp: later) : .accepted(latency: 0.001)
+        }
+        let worker = f.worker(sender)
+        try await f.drain(worker)
+        #expect(try await f.count(.cancelled) == 1)
+        let count = try await f.pool.withConnection { [registry = f.registry] in try registry.liveActivityCount(visitId: "v-1", on: $0) }
+        #expect(count == 1)
+        _ = try await f.enqueue(update("v-1", timestamp: now + 1), end("v-1", timestamp: now + 2))
+        try await f.drain(worker)
+        #expect(sender.calls.filter { $0.request.deviceToken == token("gone") }.count == 1)
+        #expect(sender.calls.filter { $0.request.deviceToken == token("alive") }.count == 2)  // the end superseded the update
+    }
+
+    @Test func aStale410DoesNotRetireATokenRegisteredAgainAfterIt() async throws {
+        let f = try await OutboxFixture.make()
+        defer { Task { await f.close() } }
+        try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
+        _ = try await f.enqueue(update("v-1", timestamp: now))
+        let longAgo = Int64((Date().timeIntervalSince1970 - 3600) * 1000)
+        let sender = RecordingSender { _, n in
+            n == 0 ? RecordingSender.failure(410, "Unregistered", .tokenDead, timestamp: longAgo) : .accepted(latency: 0.001)
+        }
+        try await f.drain(f.worker(sender))
+        #expect(sender.calls.count == 2)
+        #expect(try await f.count(.sent) == 1)
+        let count = try await f.pool.withConnection { [registry = f.registry] in try registry.liveActivityCount(visitId: "v-1", on: $0) }
+        #expect(count == 1)
+    }
+
+    @Test func badDeviceTokenRetiresAPushToStartToken() async throws {
+        let f = try await OutboxFixture.make()
+        defer { Task { await f.close() } }
+        try await f.registerStart(customer: "c-1", device: "d-1", token: token("s1"))
+        _ = try await f.enqueue(start("v-1", timestamp: now))
+        let sender = RecordingSender { _, _ in RecordingSender.failure(400, "BadDeviceToken", .tokenDead) }
+        try await f.drain(f.worker(sender))
+        #expect(try await f.count(.cancelled) == 1)
+        #expect(try await f.enqueue(start("v-2", timestamp: now)).created == 0)
+    }
+
+    @Test func configurationErrorsPauseSendingInsteadOfBurningRetries() async throws {
+        var configuration = OutboxFixture.fastConfiguration
+        configuration.maximumAgeSeconds = 0.1
+        configuration.configurationPauseSeconds = 0.3
+        let f = try await OutboxFixture.make(configuration: configuration)
+        defer { Task { await f.close() } }
+        try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
+        _ = try await f.enqueue(update("v-1", timestamp: now))
+        let sender = RecordingSender { _, n in
+            n < 2 ? RecordingSender.failure(403, "InvalidProviderToken", .configuration) : .accepted(latency: 0.001)
+        }
+        let metrics = Metrics()
+        let worker = f.worker(sender, metrics: metrics)
+        let running = Task { try await worker.run() }
+        while sender.calls.isEmpty { try await Task.sleep(nanoseconds: 10_000_000) }
+        try await Task.sleep(nanoseconds: 100_000_000)
+        #expect(metrics.value("livevisits_outbox_config_alert") == 1)
+        #expect(try await f.count(.pending) == 1)
+        #expect(sender.calls.count == 1)  // paused: no retry burnt meanwhile
+        while try await f.count(.sent) == 0 { try await Task.sleep(nanoseconds: 20_000_000) }
+        running.cancel()
+        _ = await running.result
+        #expect(try await f.count(.dead) == 0)  // past its maximum age, but configuration errors do not age it out
+        #expect(metrics.value("livevisits_outbox_config_alert") == 0)
+    }
+}

@@ -1,0 +1,149 @@
+import Foundation
+import Outbox
+import Postgres
+import Runtime
+import Testing
+
+@Suite struct StartAndExpiryTests {
+    static let t0 = 1_790_000_000.0
+
+    @Test func aDeferredStartWaitsUntilTheLeadTimeBeforeTheArrivalWindow() async throws {
+        let clock = ManualClock(now: Self.t0)
+        let f = try await OutboxFixture.make(clock: clock)
+        defer { Task { await f.close() } }
+        try await f.registerStart(customer: "c-1", device: "d-1", token: token("s1"))
+        _ = try await f.enqueue(start("v-1", timestamp: Int64(Self.t0), arrival: Int64(Self.t0) + 3 * 3600))
+        let sender = RecordingSender()
+        let worker = f.worker(sender)
+        #expect(try await worker.runOnce() == 0)
+        clock.advance(by: 3600 - 1)
+        #expect(try await worker.runOnce() == 0)
+        clock.advance(by: 2)
+        #expect(try await worker.runOnce() == 1)
+        #expect(sender.calls.map(\.request.kind) == [.start])
+    }
+
+    @Test func anExplicitNotBeforeWinsAndTheLeadTimeIsConfigurable() async throws {
+        let clock = ManualClock(now: Self.t0)
+        var configuration = OutboxFixture.fastConfiguration
+        configuration.startLeadTimeSeconds = 600
+        let f = try await OutboxFixture.make(clock: clock, configuration: configuration)
+        defer { Task { await f.close() } }
+        try await f.registerStart(customer: "c-1", device: "d-1", token: token("s1"))
+        try await f.registerStart(customer: "c-2", device: "d-2", token: token("s2"))
+        _ = try await f.enqueue(start("v-1", timestamp: Int64(Self.t0), arrival: Int64(Self.t0) + 1200))
+        _ = try await f.enqueue(start("v-2", customer: "c-2", timestamp: Int64(Self.t0), notBefore: Self.t0 + 60, arrival: Int64(Self.t0) + 1200))
+        let sender = RecordingSender()
+        let worker = f.worker(sender)
+        clock.advance(by: 61)
+        #expect(try await worker.runOnce() == 1)
+        clock.advance(by: 600)
+        #expect(try await worker.runOnce() == 1)
+        #expect(sender.calls.count == 2)
+    }
+
+    /// What a worker killed mid-send leaves behind: the start claimed under a lease that nobody renews.
+    private func abandonClaim(_ f: OutboxFixture, at now: Double) async throws {
+        let lease = UUID().uuidString.lowercased()
+        _ = try await f.pool.withConnection { connection in
+            try connection.query("""
+                UPDATE deliveries SET state = 'sending', lease_token = \(lease)::uuid, lease_expires_at = \(now + 5),
+                       claimed_at = \(now), attempts = attempts + 1
+                WHERE state = 'pending'
+                """)
+        }
+    }
+
+    @Test func aStartKilledMidSendIsNotResentOnceItsActivityRegistered() async throws {
+        let clock = ManualClock(now: Self.t0)
+        let f = try await OutboxFixture.make(clock: clock)
+        defer { Task { await f.close() } }
+        try await f.registerStart(customer: "c-1", device: "d-1", token: token("s1"))
+        _ = try await f.enqueue(start("v-1", timestamp: Int64(Self.t0)))
+        try await abandonClaim(f, at: Self.t0)
+        let sender = RecordingSender()
+        let worker = f.worker(sender)
+        clock.advance(by: 10)  // the lease ran out; the start's outcome is unknown
+        #expect(try await worker.runOnce() == 0)
+        #expect(try await f.count(.pending) == 1)
+        // The started activity reports its update token within the grace period.
+        try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
+        clock.advance(by: 60)
+        #expect(try await worker.runOnce() == 1)
+        #expect(sender.calls.isEmpty)
+        #expect(try await f.count(.sent) == 1)
+    }
+
+    @Test func aStartKilledMidSendIsResentAfterTheGracePeriodWhenNoActivityRegistered() async throws {
+        let clock = ManualClock(now: Self.t0)
+        let f = try await OutboxFixture.make(clock: clock)
+        defer { Task { await f.close() } }
+        try await f.registerStart(customer: "c-1", device: "d-1", token: token("s1"))
+        _ = try await f.enqueue(start("v-1", timestamp: Int64(Self.t0)))
+        let apnsId = try #require(try await f.store.list().first?.apnsId)
+        try await abandonClaim(f, at: Self.t0)
+        let sender = RecordingSender()
+        let worker = f.worker(sender)
+        clock.advance(by: 10)
+        #expect(try await worker.runOnce() == 0)
+        clock.advance(by: 30)
+        #expect(try await worker.runOnce() == 0)  // still within the grace period
+        clock.advance(by: 21)
+        #expect(try await worker.runOnce() == 1)
+        #expect(sender.calls.map(\.request.apnsId) == [apnsId])
+    }
+
+    @Test func aStartThatTimedOutWaitsForTheGracePeriodToo() async throws {
+        let clock = ManualClock(now: Self.t0)
+        let f = try await OutboxFixture.make(clock: clock)
+        defer { Task { await f.close() } }
+        try await f.registerStart(customer: "c-1", device: "d-1", token: token("s1"))
+        _ = try await f.enqueue(start("v-1", timestamp: Int64(Self.t0)))
+        let sender = RecordingSender { _, n in n == 0 ? RecordingSender.failure(nil, "timeout", .retryable) : .accepted(latency: 0.001) }
+        let worker = f.worker(sender)
+        #expect(try await worker.runOnce() == 1)
+        clock.advance(by: 30)
+        #expect(try await worker.runOnce() == 0)
+        clock.advance(by: 31)
+        #expect(try await worker.runOnce() == 1)
+        #expect(sender.calls.count == 2)
+        #expect(try await f.count(.sent) == 1)
+    }
+
+    @Test func anUpdatePastItsExpirationIsMarkedExpiredNotSent() async throws {
+        let clock = ManualClock(now: Self.t0)
+        let f = try await OutboxFixture.make(clock: clock)
+        defer { Task { await f.close() } }
+        try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
+        _ = try await f.enqueue(update("v-1", timestamp: Int64(Self.t0), stale: Int64(Self.t0) + 120))
+        clock.advance(by: 121)
+        let sender = RecordingSender()
+        let worker = f.worker(sender)
+        #expect(try await worker.runOnce() == 1)
+        #expect(sender.calls.isEmpty)
+        #expect(try await f.count(.expired) == 1)
+        // An end never expires before it is sent.
+        _ = try await f.enqueue(end("v-1", timestamp: Int64(Self.t0) + 200))
+        clock.advance(by: 86_400)
+        #expect(try await worker.runOnce() == 1)
+        #expect(sender.calls.map(\.request.kind) == [.end])
+    }
+
+    @Test func switchingLiveActivitiesOffStopsTheDevicesDeliveries() async throws {
+        let f = try await OutboxFixture.make()
+        defer { Task { await f.close() } }
+        let now = Int64(Date().timeIntervalSince1970)
+        try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("d1"), device: "d-1")
+        try await f.registerActivity(visit: "v-1", activity: "a-2", token: token("d2"), device: "d-2")
+        _ = try await f.enqueue(update("v-1", timestamp: now))
+        try await f.setPreferences(customer: "c-1", device: "d-1", enabled: false)
+        _ = try await f.enqueue(update("v-1", timestamp: now + 1), end("v-1", timestamp: now + 2))
+        let sender = RecordingSender()
+        try await f.drain(f.worker(sender))
+        #expect(Set(sender.calls.map(\.request.deviceToken)) == [token("d2")])
+        #expect(try await f.count(.cancelled) == 1)
+        // Switched back on, the device is served again.
+        try await f.setPreferences(customer: "c-1", device: "d-1", enabled: true)
+        #expect(try await f.enqueue(end("v-1", timestamp: now + 2)).created == 1)
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+import Postgres
+
+/// Scratch databases on the project's private PostgreSQL cluster (started by `scripts/pg start`; its URL
+/// comes from `LIVEVISITS_DATABASE_URL`, or from `scripts/pg url` when unset). Each call makes a fresh,
+/// migrated database so tests never see each other's rows.
+public enum TestDatabase {
+    /// The repository root (where Package.swift is).
+    public static let repositoryRoot: URL = {
+        var url = URL(fileURLWithPath: #filePath)
+        for _ in 0..<3 { url.deleteLastPathComponent() }
+        return url
+    }()
+
+    public static var migrationsDirectory: URL { repositoryRoot.appendingPathComponent("Migrations") }
+    public static var projectionsDirectory: URL { repositoryRoot.appendingPathComponent("Projections") }
+
+    /// The cluster's maintenance URL (database `livevisits`).
+    public static let serverURL: String = {
+        if let url = ProcessInfo.processInfo.environment["LIVEVISITS_DATABASE_URL"], !url.isEmpty { return url }
+        let outcome = try? Subprocess.runBlocking(repositoryRoot.appendingPathComponent("scripts/pg").path, ["url"])
+        return (outcome?.stdout ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+    }()
+
+    /// Creates an empty database and returns its URL.
+    public static func createEmpty(prefix: String = "lvtest") async throws -> String {
+        let name = "\(prefix)_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased())"
+        let admin = PostgresPool(url: serverURL, size: 1)
+        defer { Task { await admin.close() } }
+        try await admin.withConnection { connection in
+            try connection.execute(script: "CREATE DATABASE \"\(name)\"")
+        }
+        return url(forDatabase: name)
+    }
+
+    /// Creates a database, applies the project's migrations and returns a pool on it.
+    public static func create(poolSize: Int = 8) async throws -> (url: String, pool: PostgresPool) {
+        let url = try await createEmpty()
+        let pool = PostgresPool(configuration: PostgresConfiguration(url: url, size: poolSize))
+        try await Migrator(directory: migrationsDirectory).migrate(pool: pool)
+        return (url, pool)
+    }
+
+    /// Adds a connection parameter to a URI or key=value connection string.
+    public static func url(_ url: String, adding parameter: String) -> String {
+        if url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") {
+            return url + (url.contains("?") ? "&" : "?") + parameter
+        }
+        return url + " " + parameter
+    }
+
+    /// The server URL with another database name.
+    public static func url(forDatabase name: String) -> String {
+        let base = serverURL
+        if base.hasPrefix("postgres://") || base.hasPrefix("postgresql://") {
+            var components = URLComponents(string: base)!
+            components.path = "/" + name
+            return components.string!
+        }
+        return base + " dbname=\(name)"
+    }
+}

@@ -1,0 +1,52 @@
+import Testing
+
+@testable import VisitDomain
+
+@Suite struct CatchUpTests {
+    @Test func catchUpRepeatsTheStateWithoutAlert() throws {
+        let last = try #require(try TestVisit.accepted(TestVisit.path(to: .nearby)).last)
+        let live = try #require(last.pushes.first)
+        let catchUp = PushPlanner.catchUp(for: last.state, rules: .contractDefault)
+        #expect(catchUp.kind == .update)
+        #expect(catchUp.isCatchUp)
+        #expect(catchUp.apsTimestamp == live.apsTimestamp)
+        #expect(catchUp.alert == nil)
+        #expect(catchUp.priority == 5)
+        #expect(catchUp.staleDate == live.staleDate)
+        var withoutAlert = try JSONValue.parse(live.body)
+        _ = withoutAlert.removing(["aps", "alert"])
+        #expect(try JSONValue.parse(catchUp.body) == withoutAlert)
+    }
+
+    @Test func catchUpOfAnEndedVisitIsTheEnd() throws {
+        for status in [VisitStatus.completed, .cancelled, .failed] {
+            let last = try #require(try TestVisit.accepted(TestVisit.path(to: status)).last)
+            let catchUp = PushPlanner.catchUp(for: last.state, rules: .contractDefault)
+            #expect(catchUp.kind == .end)
+            #expect(catchUp.body == last.pushes[0].body)
+            #expect(PushPlanner.lateStart(for: last.state, rules: .contractDefault) == nil)
+        }
+    }
+
+    @Test func lateStartCarriesTheCurrentStateAndAnAlert() throws {
+        let last = try #require(try TestVisit.accepted(TestVisit.path(to: .onSite)).last)
+        let start = try #require(PushPlanner.lateStart(for: last.state, rules: .contractDefault))
+        #expect(start.kind == .start)
+        #expect(start.audience == .pushToStartTokens)
+        #expect(start.apsTimestamp == last.state.apsTimestamp)
+        #expect(start.priority == 10)
+        let aps = try #require(try JSONValue.parse(start.body)["aps"])
+        #expect(aps["alert"] != nil)
+        #expect(aps["content-state"] == last.state.contentState.json)
+        #expect(aps["attributes"]?["visitId"] == .string("v-1001"))
+        #expect(aps["attributes-type"] == .string("ServiceVisitAttributes"))
+    }
+
+    @Test func expirationRules() {
+        #expect(PushExpiration.at(100).epoch(sentAt: 50) == 100)
+        #expect(PushExpiration.afterSending(seconds: 14_400).epoch(sentAt: 50) == 14_450)
+        #expect(PushExpiration.at(100).hasExpired(now: 101))
+        #expect(!PushExpiration.at(100).hasExpired(now: 100))
+        #expect(!PushExpiration.afterSending(seconds: 1).hasExpired(now: .max))
+    }
+}

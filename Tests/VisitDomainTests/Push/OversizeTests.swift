@@ -1,0 +1,79 @@
+import Testing
+
+@testable import VisitDomain
+
+/// The 4 KB budget is checked when the event is decided, on the largest push it implies.
+@Suite struct OversizeTests {
+    /// 1024 bytes that escape to 6 bytes each in JSON (`\u0001`): within every field bound,
+    /// far over the budget once in a push.
+    static let heavy = String(repeating: "\u{1}", count: 1000)
+
+    @Test func oversizeFailureReasonIsRefusedAtAcceptTime() throws {
+        let state = try #require(try TestVisit.accepted(TestVisit.path(to: .enRoute)).last).state
+        // Through the real input path: the body is valid, within bounds, the push is not.
+        let body = #"{"type":"failed","reason":"\#(String(repeating: #"\u0001"#, count: 1000))"}"#
+        let event = try VisitEventRequest.parse(Array(body.utf8))
+        do {
+            _ = try VisitDecider.accept(
+                event, given: state, recordedAt: state.lastRecordedAt + 1, rules: .contractDefault)
+            Issue.record("an end push over 4 KB was accepted")
+        } catch {
+            #expect(error.code == .pushTooLarge)
+            #expect(error.code.httpStatus == 422)
+            #expect(error.message.contains("4096"))
+        }
+    }
+
+    @Test func oversizeSchedulingIsRefused() throws {
+        var scheduled = TestVisit.scheduled()
+        if case .scheduled(var payload) = scheduled {
+            payload.attributes.jobSummary = Self.heavy
+            scheduled = .scheduled(payload)
+        }
+        #expect(throws: VisitDecisionError.self) {
+            try VisitDecider.accept(scheduled, given: nil, recordedAt: TestVisit.t0, rules: .contractDefault)
+        }
+    }
+
+    @Test func reassignmentIsMeasuredOnTheStartALaterTokenWouldGet() throws {
+        // The update of a reassignment does not carry the attributes, a late start does:
+        // with a long (but legal) address and technician, only the start is over budget.
+        var scheduled = TestVisit.scheduled()
+        if case .scheduled(var payload) = scheduled {
+            payload.attributes.serviceAddress = String(repeating: "\"", count: 1000)
+            scheduled = .scheduled(payload)
+        }
+        let state = try VisitDecider.accept(scheduled, given: nil, recordedAt: TestVisit.t0, rules: .contractDefault)
+            .state
+        let heavyTechnician = Technician(
+            id: "t-9", name: String(repeating: "\"", count: 256), avatarSymbol: "person",
+            vanDescription: String(repeating: "\"", count: 1000))
+        let update = PushPlanner.update(
+            try VisitDecider.evolve(
+                state, RecordedVisitEvent(.reassigned(heavyTechnician, .none), version: 2, recordedAt: TestVisit.t0 + 1)
+            ),
+            rules: .contractDefault, alert: nil, isCatchUp: false)
+        #expect(update.bodySize <= 4096)
+        do {
+            _ = try VisitDecider.accept(
+                .reassigned(heavyTechnician, .none), given: state, recordedAt: TestVisit.t0 + 1, rules: .contractDefault
+            )
+            Issue.record("accepted a reassignment whose start would be over 4 KB")
+        } catch {
+            #expect(error.code == .pushTooLarge)
+            #expect(error.message.contains("start"))
+        }
+    }
+
+    @Test func theBudgetIsARule() throws {
+        var rules = ProjectionRules.contractDefault
+        rules.maximumPushBytes = 400
+        let accepted = try TestVisit.accepted([TestVisit.scheduled()])
+        let largest = try #require(accepted.first?.pushes.map(\.bodySize).max())
+        #expect(largest > 400)
+        #expect(largest <= 4096)
+        #expect(throws: VisitDecisionError.self) {
+            try VisitDecider.accept(TestVisit.scheduled(), given: nil, recordedAt: TestVisit.t0, rules: rules)
+        }
+    }
+}

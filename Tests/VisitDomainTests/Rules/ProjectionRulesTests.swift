@@ -1,0 +1,130 @@
+import Foundation
+import Testing
+
+@testable import VisitDomain
+
+@Suite struct ProjectionRulesTests {
+    @Test func theShippedFileIsTheContractsTable() throws {
+        let directory = TestVisit.repositoryRoot.appendingPathComponent("Projections")
+        let rules = try ProjectionRules.load(directory: directory)
+        #expect(rules == .contractDefault)
+    }
+
+    @Test func theEnvironmentNamesTheDirectory() throws {
+        let directory = TestVisit.repositoryRoot.appendingPathComponent("Projections").path
+        #expect(try ProjectionRules.load(environment: ["LIVEVISITS_PROJECTIONS_DIR": directory]) == .contractDefault)
+        #expect(ProjectionRules.directory(environment: [:]).path.hasSuffix("/Projections"))
+        #expect(throws: ProjectionRulesError.self) {
+            try ProjectionRules.load(environment: ["LIVEVISITS_PROJECTIONS_DIR": "/nonexistent"])
+        }
+    }
+
+    static let shipped: JSONValue = {
+        let url = TestVisit.repositoryRoot.appendingPathComponent("Projections/rules.json")
+        return try! JSONValue.parse(Data(contentsOf: url))
+    }()
+
+    struct Case: Sendable, CustomTestStringConvertible {
+        var path: [String]
+        var value: JSONValue?
+        var message: String
+        var testDescription: String { message }
+    }
+
+    static let cases: [Case] = [
+        Case(
+            path: ["statuses", "nearby", "relevance"], value: .string("100"),
+            message: "statuses.nearby.relevance: expected a number, got a string"),
+        Case(
+            path: ["statuses", "nearby", "relevance"], value: .number(-1),
+            message: "statuses.nearby.relevance: must not be negative"),
+        Case(path: ["statuses", "failed"], value: nil, message: "statuses.failed: required field is missing"),
+        Case(path: ["statuses", "onsite"], value: .object([]), message: "statuses.onsite: unknown field"),
+        Case(
+            path: ["statuses", "enRoute", "staleAfterSeconds"], value: .number(0),
+            message: "statuses.enRoute.staleAfterSeconds: must be positive"),
+        Case(
+            path: ["statuses", "enRoute", "staleAfterSeconds"], value: nil,
+            message: "statuses.enRoute.staleAfterSeconds: required field is missing"),
+        Case(
+            path: ["statuses", "completed", "staleAfterSeconds"], value: .number(60),
+            message: "statuses.completed.staleAfterSeconds: an ended visit's end push carries no stale date"),
+        Case(
+            path: ["statuses", "completed", "dismissal", "policy"], value: .string("later"),
+            message: #"statuses.completed.dismissal.policy: expected "immediate", "default" or "after""#),
+        Case(
+            path: ["statuses", "completed", "dismissal", "seconds"], value: nil,
+            message: "statuses.completed.dismissal.seconds: required field is missing"),
+        Case(
+            path: ["statuses", "enRoute", "dismissal"], value: .object([JSONMember("policy", .string("immediate"))]),
+            message: "statuses.enRoute.dismissal: only completed, cancelled and failed have a dismissal policy"),
+        Case(
+            path: ["statuses", "scheduled", "alert"], value: nil,
+            message: "statuses.scheduled.alert: required: a push-to-start must carry an alert"),
+        Case(
+            path: ["statuses", "nearby", "alert", "title"], value: .bool(true),
+            message: "statuses.nearby.alert.title: expected a string, got a boolean"),
+        Case(
+            path: ["priorities", "quiet"], value: .number(7),
+            message: "priorities.quiet: APNs priorities are 1, 5 or 10"),
+        Case(
+            path: ["maximumPushBytes"], value: .number(5000),
+            message: "maximumPushBytes: must be between 256 and 4096 (the APNs limit)"),
+        Case(path: ["schemaVersion"], value: .number(2), message: "schemaVersion: only version 1 is known"),
+        Case(
+            path: ["start", "includeStaleDate"], value: .string("yes"),
+            message: "start.includeStaleDate: expected a boolean, got a string"),
+        Case(path: ["statuses"], value: .array([]), message: "statuses: expected an object, got an array"),
+    ]
+
+    @Test(arguments: cases) func errorsNameTheKeyPath(_ testCase: Case) {
+        var json = Self.shipped
+        json.replace(testCase.path, with: testCase.value)
+        do {
+            _ = try ProjectionRules.parse(json.serialized())
+            Issue.record("accepted")
+        } catch {
+            #expect(error.code == .invalid)
+            #expect(error.message == testCase.message)
+        }
+    }
+
+    @Test func unreadableAndMalformedFiles() {
+        do {
+            _ = try ProjectionRules.load(directory: URL(fileURLWithPath: "/nonexistent-projections"))
+            Issue.record("loaded a missing file")
+        } catch {
+            #expect(error.code == .unreadable)
+        }
+        do {
+            _ = try ProjectionRules.parse(Array("{statuses".utf8))
+            Issue.record("parsed garbage")
+        } catch {
+            #expect(error.code == .malformedJSON)
+        }
+    }
+
+    @Test func optionalSectionsDefault() throws {
+        var json = Self.shipped
+        for key in ["priorities", "startEndExpirationSeconds", "start", "maximumPushBytes", "comment"] {
+            json.replace([key], with: nil)
+        }
+        #expect(try ProjectionRules.parse(json.serialized()) == .contractDefault)
+    }
+
+    @Test func aStartCanLeaveOutStaleDateAndRelevance() throws {
+        var json = Self.shipped
+        json.replace(
+            ["start"],
+            with: .object([
+                JSONMember("includeStaleDate", .bool(false)), JSONMember("includeRelevanceScore", .bool(false)),
+            ]))
+        let rules = try ProjectionRules.parse(json.serialized())
+        let state = try TestVisit.fold([(TestVisit.scheduled(), TestVisit.t0)])
+        let start = try #require(PushPlanner.pushes(for: state, rules: rules).first)
+        let aps = try #require(try JSONValue.parse(start.body)["aps"])
+        #expect(aps["stale-date"] == nil)
+        #expect(aps["relevance-score"] == nil)
+        #expect(aps["input-push-token"] == .number(1))
+    }
+}

@@ -1,0 +1,71 @@
+import EventStore
+import Foundation
+import Postgres
+import TestSupport
+import Testing
+import VisitCommands
+import VisitDomain
+import VisitProjections
+
+@Suite struct VisitCommandTests {
+    @Test func aVisitGoesFromScheduledToCompletedThroughTheReadModel() async throws {
+        let pushes = CountingEnqueuer()
+        let f = try await VisitFixtures.make(pushes: pushes)
+        let scheduled = try await f.schedule("v-1")
+        #expect(scheduled.state.version == 1)
+        try await f.post("v-1", #"{"type": "enRoute", "kilometresAway": 9.5}"#)
+        f.clock.advance(by: 60)
+        try await f.post("v-1", #"{"type": "nearby", "kilometresAway": 1.2}"#)
+        try await f.post("v-1", #"{"type": "onSite"}"#)
+        try await f.post("v-1", #"{"type": "completed"}"#)
+        let row = try #require(try await f.rows()["v-1"])
+        #expect(row.version == 5)
+        #expect(row.status == "completed")
+        #expect(row.ended)
+        let body = try JSONValue.parse(Array(row.body(liveActivities: 2).utf8))
+        #expect(body["status"] == .string("completed"))
+        #expect(body["liveActivities"] == .number(2))
+        #expect(body["relevanceScore"] == .number(0))
+        #expect(body["contentState"]?["kilometresAway"] == .number(0))
+        // The log holds exactly the five events, each with the actor.
+        let events = try await f.handler.store.readStream("visit-v-1")
+        #expect(events.map(\.type) == ["scheduled", "enRoute", "nearby", "onSite", "completed"])
+        #expect(events.allSatisfy { $0.metadata.actorRole == "dispatcher" })
+        #expect(pushes.all.contains { $0.kind == .end })
+    }
+
+    @Test func illegalEventsAppendNothing() async throws {
+        let f = try await VisitFixtures.make()
+        _ = try await f.schedule("v-2")
+        await #expect(throws: VisitDecisionError.self) { try await f.post("v-2", #"{"type": "completed"}"#) }
+        await #expect(throws: VisitDecisionError.self) { _ = try await f.schedule("v-2") }
+        try await f.post("v-2", #"{"type": "cancelled", "reason": "customer away"}"#)
+        do {
+            try await f.post("v-2", #"{"type": "enRoute"}"#)
+            Issue.record("an ended visit accepted an event")
+        } catch let error as VisitDecisionError {
+            #expect(error.code == .visitEnded)
+        }
+        #expect(try await f.handler.store.readStream("visit-v-2").count == 2)
+        await #expect(throws: VisitDecisionError.self) { try await f.post("missing", #"{"type": "enRoute"}"#) }
+    }
+
+    @Test func ifMatchRefusesAStaleVersionAndConcurrentPostsAllLand() async throws {
+        let f = try await VisitFixtures.make()
+        _ = try await f.schedule("v-3")
+        let stale = VisitCommandContext(actor: VisitFixtures.dispatcher.actor, expectedVersion: 7)
+        await #expect(throws: VersionMismatch.self) {
+            try await f.handler.post(visitId: "v-3", event: try VisitEventRequest.parse(Array(#"{"type":"progress","kilometresAway":3}"#.utf8)), context: stale)
+        }
+        // Without If-Match, racing progress events are retried on the new state: all of them land.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<8 {
+                group.addTask { try await f.post("v-3", #"{"type": "progress", "kilometresAway": \#(10 - i)}"#) }
+            }
+            try await group.waitForAll()
+        }
+        let events = try await f.handler.store.readStream("visit-v-3")
+        #expect(events.count == 9)
+        #expect(try await f.rows()["v-3"]?.version == 9)
+    }
+}

@@ -1,0 +1,71 @@
+import EventStore
+import Foundation
+import Postgres
+import Runtime
+import TestSupport
+import VisitCommands
+import VisitDomain
+import VisitProjections
+
+/// Builds visits through the real command path on a scratch database.
+struct VisitFixtures {
+    let pool: PostgresPool
+    let handler: VisitCommandHandler
+    let readModel: VisitReadModel
+    let clock: ManualClock
+
+    static func make(pushes: any PushEnqueuer = CountingEnqueuer()) async throws -> VisitFixtures {
+        let (_, pool) = try await TestDatabase.create(poolSize: 8)
+        let rules = try ProjectionRules.load(directory: TestDatabase.projectionsDirectory)
+        let readModel = try VisitReadModel(projectionsDirectory: TestDatabase.projectionsDirectory, rules: rules)
+        let clock = ManualClock(now: Date().timeIntervalSince1970)
+        let handler = VisitCommandHandler(store: EventStore(pool: pool), readModel: readModel, pushes: pushes, clock: clock)
+        return VisitFixtures(pool: pool, handler: handler, readModel: readModel, clock: clock)
+    }
+
+    static let dispatcher = VisitCommandContext(actor: EventMetadata(actorRole: "dispatcher", actorSubject: "d-1"))
+
+    func schedule(_ id: String, customer: String = "c-1", technician: String = "t-1") async throws -> VisitCommandResult {
+        let start = Int(clock.now()) + 600
+        let body = """
+            {"visitId": "\(id)", "customerId": "\(customer)",
+             "attributes": {"customerFirstName": "Alex", "serviceAddress": "12 Elm Row", "jobSummary": "Boiler check"},
+             "technician": {"id": "\(technician)", "name": "Sam", "avatarSymbol": "person.crop.circle", "vanDescription": "White van"},
+             "arrivalWindow": {"start": \(start), "end": \(start + 600)}, "kilometresAway": 14.0}
+            """
+        let scheduled = try ScheduleVisitRequest.parse(Array(body.utf8)) { id }
+        return try await handler.schedule(scheduled, context: VisitFixtures.dispatcher)
+    }
+
+    @discardableResult
+    func post(_ id: String, _ json: String) async throws -> VisitCommandResult {
+        try await handler.post(visitId: id, event: try VisitEventRequest.parse(Array(json.utf8)), context: VisitFixtures.dispatcher)
+    }
+
+    /// The read model rows, keyed by visit id.
+    func rows() async throws -> [String: VisitReadModel.Row] {
+        try await pool.withConnection { c in
+            var out: [String: VisitReadModel.Row] = [:]
+            var after: (Int64, String)? = nil
+            while true {
+                let page = try VisitReadModel.list(.init(limit: 500, after: after), on: c)
+                for row in page.prefix(500) { out[row.visitId] = row }
+                guard page.count > 500, let last = page.prefix(500).last else { break }
+                after = (last.scheduledAt, last.visitId)
+            }
+            return out
+        }
+    }
+}
+
+/// Counts push plans (stand-in until a test needs the real outbox tables).
+final class CountingEnqueuer: PushEnqueuer, @unchecked Sendable {
+    // Guarded by `lock`.
+    private let lock = NSLock()
+    private var plans: [PushPlan] = []
+    func enqueue(_ plans: [PushPlan], for state: VisitState, on connection: PostgresConnection) throws {
+        lock.withLock { self.plans += plans }
+    }
+    var count: Int { lock.withLock { plans.count } }
+    var all: [PushPlan] { lock.withLock { plans } }
+}
