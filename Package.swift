@@ -39,7 +39,10 @@ let package = Package(
         ),
         .target(
             name: "HTTPAPI",
-            dependencies: ["HTTPServer", "VisitDomain", "VisitProjections", "VisitCommands", "EventStore", "Postgres", "Outbox", "Runtime"]
+            dependencies: [
+                "HTTPServer", "VisitDomain", "VisitProjections", "VisitCommands", "EventStore", "Postgres", "Outbox", "Runtime",
+                "COpenSSL",
+            ]
         ),
 
         // Executables: the product and its benchmarks. They only wire things together.
@@ -58,6 +61,9 @@ let package = Package(
             ]
         ),
 
+        // wrk against the HTTPServer target alone (a trivial JSON route): the HTTP layer's own cost.
+        .executableTarget(name: "http-server-bench", dependencies: ["HTTPServer", "Runtime"]),
+
         // Tests mirror the targets; TestSupport finds the project's PostgreSQL and makes scratch databases.
         .target(name: "TestSupport", dependencies: ["Postgres", "Runtime"], path: "Tests/TestSupport"),
         .testTarget(name: "VisitDomainTests", dependencies: ["VisitDomain"], resources: [.copy("Fixtures")]),
@@ -68,6 +74,8 @@ let package = Package(
         ),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "TestSupport"]),
         .testTarget(name: "OutboxTests", dependencies: ["Outbox", "APNs", "APNsSimulator", "VisitProjections", "TestSupport"]),
+        .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "Runtime"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "Runtime"]),
         .testTarget(name: "HTTPAPITests", dependencies: ["HTTPAPI", "HTTPServer", "TestSupport"]),
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport"]),
     ],

@@ -11,4 +11,9 @@ static inline CURLcode ccurl_easy_getinfo_long(CURL *h, CURLINFO i, long *v) { r
 static inline CURLcode ccurl_easy_getinfo_ptr(CURL *h, CURLINFO i, void **v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode ccurl_easy_getinfo_double(CURL *h, CURLINFO i, double *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLMcode ccurl_multi_setopt_long(CURLM *m, CURLMoption o, long v) { return curl_multi_setopt(m, o, v); }
+
+/* APNs client: OpenSSL context hook (adds the extra CA), multi pointers, info_read result. */
+typedef CURLcode (*ccurl_ssl_ctx_cb)(CURL *, void *, void *);
+static inline CURLcode ccurl_easy_setopt_ssl_ctx_function(CURL *h, ccurl_ssl_ctx_cb v) { return curl_easy_setopt(h, CURLOPT_SSL_CTX_FUNCTION, v); }
+static inline CURLcode ccurl_msg_result(const CURLMsg *m) { return m->data.result; }
 #endif

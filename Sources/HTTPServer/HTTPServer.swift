@@ -1,1 +1,177 @@
-// HTTPServer
+import CMicroHTTPD
+import Foundation
+import Runtime
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Answers one request. Handlers run as Swift tasks, never on libmicrohttpd's threads.
+public typealias HTTPHandler = @Sendable (HTTPRequest) async -> HTTPResponse
+
+/// An HTTP/1.1 server on libmicrohttpd (no hand-written parser on the public port).
+///
+/// libmicrohttpd's own epoll threads read requests; once a request is fully received its connection
+/// is suspended, the handler runs in a Swift `Task`, and the answer resumes the connection. So MHD
+/// threads never wait on the database and Swift's cooperative pool never blocks on a socket.
+///
+/// ```swift
+/// var router = Router()
+/// router.add(.get, "/healthz") { _, _ in .json(body: Data(#"{"ok":true}"#.utf8)) }
+/// let server = try HTTPServer(configuration: config, handler: router.handler)
+/// print(server.address.port)          // bound already, before run()
+/// try await ServiceGroup(services: [server]).run()
+/// ```
+///
+/// `run()` serves until its task is cancelled, then shuts down gracefully: stop accepting
+/// (`MHD_quiesce_daemon`), let in-flight requests finish within `shutdownGracePeriod`, answer 503
+/// to whatever still runs after that, and stop the daemon.
+public final class HTTPServer: Service, Sendable {
+    /// The service's name in the service group's logs.
+    public let name = "http-server"
+    /// The configuration the server was made with.
+    public let configuration: HTTPServerConfiguration
+    let handler: HTTPHandler
+    let clock: any WallClock
+    let logger: Logger
+    let requestMetrics: HTTPRequestMetrics
+    let registry = RequestRegistry()
+    let liveContexts = InstanceCounter()
+    let socket: ListeningSocket
+
+    /// Bytes of an oversized upload discarded before the connection is cut instead of answered.
+    var discardLimit: Int { max(1 << 20, configuration.maxBodyBytes * 16) }
+
+    /// Binds the listening socket at once (so `address` holds the real port) and prepares the server.
+    ///
+    /// - Parameters:
+    ///   - clock: decides when a handler is overdue and when the shutdown grace period ends.
+    ///   - metrics: the registry whose `render()` includes `livevisits_http_requests_total` and
+    ///     `livevisits_http_request_seconds` (registered once per server, as a collector).
+    /// - Throws: `HTTPServerError` (`invalidConfiguration`, `bindFailed`, …).
+    public init(
+        configuration: HTTPServerConfiguration,
+        clock: any WallClock = SystemClock(),
+        logger: Logger = Logger(label: "http"),
+        metrics: Metrics = .shared,
+        handler: @escaping HTTPHandler
+    ) throws(HTTPServerError) {
+        try configuration.validate()
+        self.configuration = configuration
+        self.clock = clock
+        self.logger = logger
+        self.requestMetrics = HTTPRequestMetrics(registry: metrics)
+        self.handler = handler
+        self.socket = try ListeningSocket(binding: configuration.listenAddress, backlog: 1024)
+    }
+
+    /// The address bound, with the real port when port 0 was asked for.
+    public var address: ListenAddress { socket.address }
+
+    /// Requests received and not yet completed (in a handler, uploading, or being sent).
+    public var activeRequests: Int { registry.counts.active }
+
+    /// Requests finished so far for one `livevisits_http_requests_total` series
+    /// (`route` is the template or `unmatched`, `status` the code sent or `none`).
+    public func requestCount(route: String, method: String, status: String) -> UInt64 {
+        requestMetrics.count(route: route, method: method, status: status)
+    }
+
+    /// Serves until the calling task is cancelled, then shuts down gracefully and returns.
+    ///
+    /// - Throws: `HTTPServerError` when called twice or when libmicrohttpd cannot start.
+    public func run() async throws {
+        guard registry.start() else {
+            throw HTTPServerError(code: .alreadyStarted, message: "an HTTPServer runs only once")
+        }
+        guard let fd = socket.handOver() else {
+            registry.finish()
+            throw HTTPServerError(code: .daemonStartFailed, message: "the listening socket is closed")
+        }
+        guard let daemon = startDaemon(listening: fd) else {
+            _ = Glibc.close(fd)
+            registry.finish()
+            throw HTTPServerError(code: .daemonStartFailed, message: "libmicrohttpd refused to start")
+        }
+        logger.info("http server listening", ["http.address": address.description])
+
+        // Serve; the tick only decides how often overdue handlers are looked for,
+        // the injected clock decides which are overdue.
+        while !Task.isCancelled {
+            do { try await Task.sleep(nanoseconds: 50_000_000) } catch { break }
+            answerOverdue()
+        }
+        // The shutdown must itself wait on time, which a cancelled task cannot: run it in a fresh task.
+        let handle = DaemonHandle(daemon)
+        await Task { await self.shutDown(handle) }.value
+    }
+
+    /// Answers 503 `timeout` for handlers past `requestTimeout` and cancels their tasks.
+    func answerOverdue() {
+        for (serial, task) in registry.overdue(at: clock.now()) {
+            task?.cancel()
+            deliver(
+                serial,
+                .error(status: 503, code: "timeout", message: "The request took too long to process; try again."))
+        }
+    }
+
+    /// Hands an answer to a suspended connection and resumes it (any thread). The first answer wins.
+    func deliver(_ serial: UInt64, _ response: HTTPResponse) {
+        guard let context = registry.claim(serial) else { return }
+        context.pending.withLock { $0 = response }
+        MHD_resume_connection(context.connection)
+        registry.resumed()
+    }
+
+    private func shutDown(_ handle: DaemonHandle) async {
+        registry.beginDraining()
+        // MHD's threads may still touch the quiesced socket, so it is closed only after MHD_stop_daemon
+        // (closing it earlier let its number be reused under them); shutdown() makes Linux refuse new
+        // connections on it now.
+        let listenFD = MHD_quiesce_daemon(handle.daemon)
+        if listenFD >= 0 { _ = Glibc.shutdown(listenFD, Int32(SHUT_RDWR)) }
+        logger.info("http server draining", ["http.active": String(registry.counts.active)])
+
+        let graceEnds = clock.now() + configuration.shutdownGracePeriod
+        while registry.counts.active > 0, clock.now() < graceEnds {
+            try? await Task.sleep(nanoseconds: 10_000_000)
+            answerOverdue()
+        }
+        let unfinished = registry.beginStopping()
+        if !unfinished.isEmpty {
+            logger.warning("http server grace period over", ["http.unfinished": String(unfinished.count)])
+        }
+        for (serial, task) in unfinished {
+            task?.cancel()
+            deliver(serial, .error(status: 503, code: "shutting_down", message: "The server is shutting down; try again."))
+        }
+        // MHD must not be stopped while a connection is suspended: wait for every resume to return.
+        while registry.counts.resuming > 0 || registry.counts.inFlight > 0 {
+            try? await Task.sleep(nanoseconds: 1_000_000)
+        }
+        // Give the answers just resumed a moment to be written (bounded: a peer may not read).
+        var waits = 0
+        while registry.counts.active > 0, waits < 100 {
+            try? await Task.sleep(nanoseconds: 10_000_000)
+            waits += 1
+        }
+        // MHD_stop_daemon joins MHD's threads: do it off the cooperative pool.
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            Thread.detachNewThread {
+                MHD_stop_daemon(handle.daemon)
+                if listenFD >= 0 { _ = Glibc.close(listenFD) }
+                done.resume()
+            }
+        }
+        registry.finish()
+        logger.info("http server stopped")
+    }
+}
+
+/// The running daemon, passed from `run()` to the shutdown task.
+final class DaemonHandle: @unchecked Sendable {
+    // @unchecked Sendable: the pointer is written once; MHD_quiesce_daemon and MHD_stop_daemon are
+    // called on it by the shutdown sequence only, one after the other.
+    let daemon: OpaquePointer
+    init(_ daemon: OpaquePointer) { self.daemon = daemon }
+}

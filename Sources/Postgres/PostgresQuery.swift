@@ -67,37 +67,39 @@ extension Bool: PostgresEncodable { public var postgresText: String { self ? "t"
 
 /// A PostgreSQL array literal (`{"a","b"}`), for `unnest($1::text[])` batch statements.
 extension Array: PostgresEncodable where Element: PostgresEncodable {
-    public var postgresText: String {
-        var out = "{"
-        for (i, element) in self.enumerated() {
-            if i > 0 { out += "," }
-            out += "\""
-            for ch in element.postgresText.unicodeScalars {
-                if ch == "\"" || ch == "\\" { out += "\\" }
-                out.unicodeScalars.append(ch)
-            }
-            out += "\""
-        }
-        return out + "}"
-    }
+    public var postgresText: String { PostgresArrayLiteral.encode(self.lazy.map { Optional($0.postgresText) }) }
 }
 
 /// An optional element inside an array literal (`NULL` for nil).
 public struct PostgresNullableArray<Element: PostgresEncodable>: PostgresEncodable {
     public let elements: [Element?]
     public init(_ elements: [Element?]) { self.elements = elements }
-    public var postgresText: String {
-        var out = "{"
-        for (i, element) in elements.enumerated() {
-            if i > 0 { out += "," }
-            guard let element else { out += "NULL"; continue }
-            out += "\""
-            for ch in element.postgresText.unicodeScalars {
-                if ch == "\"" || ch == "\\" { out += "\\" }
-                out.unicodeScalars.append(ch)
+    public var postgresText: String { PostgresArrayLiteral.encode(elements.lazy.map { $0?.postgresText }) }
+}
+
+/// Builds array literals byte by byte (batches carry megabytes of JSON; this is on the replay's hot path).
+enum PostgresArrayLiteral {
+    static func encode(_ elements: some Sequence<String?>) -> String {
+        var out: [UInt8] = [UInt8(ascii: "{")]
+        var first = true
+        for element in elements {
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            guard let element else {
+                out.append(contentsOf: "NULL".utf8)
+                continue
             }
-            out += "\""
+            out.append(UInt8(ascii: "\""))
+            var text = element
+            text.withUTF8 { bytes in
+                for byte in bytes {
+                    if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { out.append(UInt8(ascii: "\\")) }
+                    out.append(byte)
+                }
+            }
+            out.append(UInt8(ascii: "\""))
         }
-        return out + "}"
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
     }
 }

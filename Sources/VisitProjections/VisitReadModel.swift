@@ -62,9 +62,14 @@ public struct VisitReadModel: Sendable {
         return body.serializedString()
     }
 
-    /// Writes the states (newest version wins; an older one never overwrites a newer one).
-    public func upsert(_ states: [VisitState], into table: String = VisitReadModel.table, on connection: PostgresConnection) throws {
-        guard !states.isEmpty else { return }
+    /// The bind parameters of one upsert: the states encoded (the CPU half of a write).
+    public struct EncodedBatch: Sendable {
+        let binds: [String?]
+        public let count: Int
+    }
+
+    /// Encodes states for `write` (view text and snapshot per state).
+    public func encode(_ states: [VisitState]) -> EncodedBatch {
         var ids: [String] = [], customers: [String] = [], technicians: [String] = [], statuses: [String] = []
         var ended: [Bool] = [], versions: [Int64] = [], scheduled: [Int64] = [], views: [String] = [], snapshots: [String] = []
         for state in states {
@@ -78,11 +83,22 @@ public struct VisitReadModel: Sendable {
             views.append(viewText(for: state))
             snapshots.append(state.snapshotJSON().serializedString())
         }
-        let sql = upsertTemplate.replacingOccurrences(of: "{table}", with: "\"\(table)\"")
-        try connection.query(PostgresQuery(sql: sql, binds: [
+        return EncodedBatch(binds: [
             ids.postgresText, customers.postgresText, technicians.postgresText, statuses.postgresText,
             ended.postgresText, versions.postgresText, scheduled.postgresText, views.postgresText, snapshots.postgresText,
-        ]))
+        ], count: states.count)
+    }
+
+    /// Writes an encoded batch (newest version wins; an older one never overwrites a newer one).
+    public func write(_ batch: EncodedBatch, into table: String = VisitReadModel.table, on connection: PostgresConnection) throws {
+        guard batch.count > 0 else { return }
+        let sql = upsertTemplate.replacingOccurrences(of: "{table}", with: "\"\(table)\"")
+        try connection.query(PostgresQuery(sql: sql, binds: batch.binds))
+    }
+
+    /// Writes the states (newest version wins; an older one never overwrites a newer one).
+    public func upsert(_ states: [VisitState], into table: String = VisitReadModel.table, on connection: PostgresConnection) throws {
+        try write(encode(states), into: table, on: connection)
     }
 
     /// The row of one visit.

@@ -1,6 +1,8 @@
 import Foundation
 import Postgres
 import Runtime
+import VisitDomain
+import VisitProjections
 
 /// A usage mistake: printed as one line, exit code 2.
 struct UsageError: Error, CustomStringConvertible {
@@ -38,6 +40,7 @@ enum CommandLineInterface {
         do {
             switch command {
             case "migrate": try await MigrateCommand.run(rest)
+            case "replay": try await ReplayCommand.run(rest)
             case "help", "--help", "-h":
                 print(usage)
             default:
@@ -65,6 +68,8 @@ enum CommandLineInterface {
         case let e as CommandFailure: e.message
         case let e as PostgresError: e.message
         case let e as Migrator.MigrationError: e.message
+        case let e as ProjectionRulesError: e.message
+        case let e as VisitReadModel.LoadError: e.message
         default: "\(error)"
         }
     }

@@ -1,0 +1,177 @@
+import Foundation
+import Runtime
+
+/// Sends Live Activity pushes to APNs over HTTP/2 with provider-token authentication.
+///
+/// `send` never throws and never blocks Swift's cooperative pool: the wire work runs on a thread the
+/// client owns (see `CurlHTTP2Transport`). Each environment's host gets one multiplexed connection.
+/// As a `Service`, `run()` waits until cancelled and then shuts the connection down.
+public final class APNsClient: Service {
+    public let name = "apns-client"
+    /// What the client was built with.
+    public let configuration: APNsConfiguration
+    /// The provider tokens the client presents.
+    public let tokens: ProviderTokenSource
+    private let transport: CurlHTTP2Transport
+    private let logger: Logger
+    private let metrics: Metrics
+    private let alerts: APNsConfigurationAlerts
+
+    /// - Parameters:
+    ///   - tokenStore: where the fleet shares its provider token (a database lease row in production).
+    ///   - clock: the wall clock the token policy reads (JWT `iat`, refresh ages).
+    public init(
+        configuration: APNsConfiguration, tokenStore: any ProviderTokenStore = InMemoryProviderTokenStore(),
+        clock: any WallClock = SystemClock(), tokenSettings: ProviderTokenPolicy.Settings = .init(),
+        metrics: Metrics = .shared, logger: Logger = Logger(label: "apns")
+    ) {
+        self.configuration = configuration
+        self.tokens = ProviderTokenSource(
+            signer: configuration.signer, store: tokenStore, clock: clock, settings: tokenSettings)
+        self.transport = CurlHTTP2Transport(
+            settings: .init(
+                connectTimeoutMilliseconds: Int(configuration.connectTimeout * 1000),
+                keepAliveSeconds: max(1, Int(configuration.keepAliveInterval.rounded())),
+                maximumIdleSeconds: max(1, Int(configuration.maximumIdleTime.rounded())),
+                maximumConcurrentStreams: configuration.maximumConcurrentStreams,
+                trustedCertificates: configuration.trustedCertificates))
+        self.logger = logger
+        self.metrics = metrics
+        self.alerts = APNsConfigurationAlerts(metrics: metrics)
+    }
+
+    /// Sends one push and classifies the answer. Every request has a deadline: a request that
+    /// gets no answer in time is a retryable `timedOut` failure.
+    public func send(_ request: APNsRequest) async -> APNsResult {
+        let started = ContinuousClock.now
+        let result = await attempt(request, started: started)
+        record(result, request: request)
+        return result
+    }
+
+    /// Waits until the calling task is cancelled, then shuts down.
+    public func run() async throws {
+        // Task.sleep returns early (throwing) as soon as the task is cancelled.
+        while !Task.isCancelled { try? await Task.sleep(nanoseconds: 3_600_000_000_000) }
+        await shutdown()
+    }
+
+    /// Closes the connections; requests in flight fail as retryable connection losses, later
+    /// ones at once.
+    public func shutdown() async { await transport.shutdown() }
+
+    // MARK: - One attempt
+
+    private func attempt(_ request: APNsRequest, started: ContinuousClock.Instant) async -> APNsResult {
+        func failure(_ cause: APNsFailure.Cause, _ classification: APNsFailureClass) -> APNsResult {
+            .failure(
+                APNsFailure(
+                    cause: cause, apnsId: request.apnsId, latency: Self.seconds(since: started),
+                    classification: classification))
+        }
+        if let problem = request.invalidity { return failure(.invalidRequest(problem), .permanent) }
+
+        let token: ProviderToken
+        do { token = try await tokens.token() } catch {
+            let classification: APNsFailureClass = error.code == .signingFailed ? .configuration : .retryable
+            return failure(.providerTokenUnavailable(error.message), classification)
+        }
+
+        let timeout = request.timeout ?? configuration.requestTimeout
+        let exchange = HTTP2Exchange(
+            url: configuration.url(for: request),
+            headers: [
+                "apns-push-type: \(request.pushType.rawValue)",
+                "apns-topic: \(configuration.topic)",
+                "apns-priority: \(request.priority.rawValue)",
+                "apns-expiration: \(request.expiration)",
+                "apns-id: \(request.apnsId)",
+                "authorization: bearer \(token.jwt)",
+            ],
+            body: request.body, timeoutMilliseconds: Int((timeout * 1000).rounded(.up)))
+
+        switch await transport.perform(exchange) {
+        case .failed(let code, let message):
+            let text = message.replacingOccurrences(
+                of: request.deviceToken, with: Logger.fingerprint(request.deviceToken))
+            let (cause, classification) = Self.classifyTransportError(code: code, message: text)
+            return failure(cause, classification)
+        case .response(let status, let headers, let body):
+            let apnsId = headers["apns-id"] ?? request.apnsId
+            let latency = Self.seconds(since: started)
+            if status == 200 { return .success(apnsId: apnsId, latency: latency) }
+            let (reason, timestamp) = Self.parseErrorBody(body)
+            var classification = APNsFailureClass.classify(status: status, reason: reason)
+            if reason == .expiredProviderToken {
+                switch tokens.rejectedAsExpired(token) {
+                case .refresh, .alreadyReplaced: classification = .retryable
+                case .clockProblem: classification = .configuration
+                }
+            } else if reason == .tooManyProviderTokenUpdates {
+                tokens.rejectedAsTooManyUpdates()
+            }
+            return .failure(
+                APNsFailure(
+                    cause: .rejected, status: status, reason: reason, timestamp: timestamp, apnsId: apnsId,
+                    latency: latency, classification: classification))
+        }
+    }
+
+    /// Maps a curl error to a cause: deadlines and broken connections are retryable, an untrusted
+    /// server certificate is a configuration problem.
+    static func classifyTransportError(code: Int, message: String) -> (APNsFailure.Cause, APNsFailureClass) {
+        switch code {
+        case 28:  // CURLE_OPERATION_TIMEDOUT
+            return (.timedOut, .retryable)
+        case 60, 58, 77, 83, 90, 91:  // peer verification, client cert, CA cert, issuer, pinned key, status
+            return (.untrustedServer(message), .configuration)
+        case 6, 7, 35, 45:  // resolve, connect, TLS handshake, interface
+            return (.connectionFailed(message), .retryable)
+        default:  // 16 HTTP/2 framing (GOAWAY), 52 empty reply, 55/56 send/recv, 92 stream error, shutdown
+            return (.connectionLost("curl \(code): \(message)"), .retryable)
+        }
+    }
+
+    /// Reads `{"reason": "...", "timestamp": 1234}` from an error answer.
+    static func parseErrorBody(_ body: [UInt8]) -> (APNsReason?, Int64?) {
+        guard !body.isEmpty,
+            let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]
+        else { return (nil, nil) }
+        let reason = (object["reason"] as? String).map(APNsReason.init(rawValue:))
+        let timestamp = (object["timestamp"] as? NSNumber)?.int64Value
+        return (reason, timestamp)
+    }
+
+    private func record(_ result: APNsResult, request: APNsRequest) {
+        let help = "APNs answers by HTTP status and reason"
+        metrics.observe(
+            "livevisits_apns_send_seconds", help: "Seconds from submitting a push to its outcome",
+            value: result.latency)
+        switch result {
+        case .success(let apnsId, _):
+            metrics.increment("livevisits_apns_responses_total", help: help, labels: ["status": "200", "reason": ""])
+            alerts.clearAll()
+            if Logger.minimumLevel.withLock({ $0 }) <= .debug {
+                logger.debug("push accepted", ["apns.id": apnsId, "apns.token": Logger.fingerprint(request.deviceToken)])
+            }
+        case .failure(let failure):
+            metrics.increment(
+                "livevisits_apns_responses_total", help: help,
+                labels: ["status": failure.status.map(String.init) ?? "none", "reason": failure.reasonLabel])
+            if failure.classification == .configuration { alerts.raise(failure.reasonLabel) }
+            logger.log(
+                failure.classification == .configuration ? .error : .warning, "push failed",
+                [
+                    "apns.id": failure.apnsId, "apns.status": failure.status.map(String.init) ?? "none",
+                    "apns.reason": failure.reasonLabel, "apns.class": failure.classification.rawValue,
+                    "apns.environment": request.environment.rawValue,
+                    "apns.token": Logger.fingerprint(request.deviceToken),
+                ])
+        }
+    }
+
+    private static func seconds(since start: ContinuousClock.Instant) -> Double {
+        let elapsed = ContinuousClock.now - start
+        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,108 @@
+/// Checks one `/3/device/…` request the way APNs does, in roughly APNs's order: method, path and
+/// token, provider token, headers, then the payload and its Live Activity `aps` fields.
+/// Pure apart from the verifier's cache: the same request at the same time gets the same verdict.
+struct PushValidator: Sendable {
+    let verifier: ProviderTokenVerifier
+    let expectedTopic: String?
+    let maximumPayloadSize: Int
+
+    func validate(_ request: ReceivedRequest, now: Double) -> PushVerdict {
+        var tokenSummary: ProviderTokenSummary?
+        let json = request.body.isEmpty ? nil : ReceivedJSON.parse(request.body)
+        func refuse(_ status: Int, _ reason: String) -> PushVerdict {
+            PushVerdict(status: status, reason: reason, providerToken: tokenSummary, json: json)
+        }
+
+        guard request.method == "POST" else { return refuse(405, SimulatorReason.methodNotAllowed) }
+        guard let token = request.deviceToken else { return refuse(404, SimulatorReason.badPath) }
+        guard !token.isEmpty else { return refuse(400, SimulatorReason.missingDeviceToken) }
+        guard PushValidator.isDeviceToken(token) else { return refuse(400, SimulatorReason.badDeviceToken) }
+
+        for name in ["apns-topic", "apns-push-type", "apns-priority", "apns-expiration", "apns-id", "authorization"]
+        where request.headerCount(name) > 1 {
+            return refuse(400, SimulatorReason.duplicateHeaders)
+        }
+
+        switch verifier.verify(authorization: request.header("authorization"), now: now) {
+        case .missing: return refuse(403, SimulatorReason.missingProviderToken)
+        case .invalid(let summary):
+            tokenSummary = summary
+            return refuse(403, SimulatorReason.invalidProviderToken)
+        case .expired(let summary):
+            tokenSummary = summary
+            return refuse(403, SimulatorReason.expiredProviderToken)
+        case .valid(let summary):
+            tokenSummary = summary
+        }
+
+        guard let topic = request.header("apns-topic"), !topic.isEmpty else { return refuse(400, SimulatorReason.missingTopic) }
+        guard topic.hasSuffix(APNsSimulator.topicSuffix), topic.count > APNsSimulator.topicSuffix.count else {
+            return refuse(400, SimulatorReason.badTopic)
+        }
+        if let expectedTopic, topic != expectedTopic { return refuse(400, SimulatorReason.deviceTokenNotForTopic) }
+        guard request.header("apns-push-type") == "liveactivity" else { return refuse(400, SimulatorReason.invalidPushType) }
+        if let priority = request.header("apns-priority"), priority != "5", priority != "10" {
+            return refuse(400, SimulatorReason.badPriority)
+        }
+        if let expiration = request.header("apns-expiration"),
+            expiration.isEmpty || expiration.count > 12 || !expiration.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 })
+        {
+            return refuse(400, SimulatorReason.badExpirationDate)
+        }
+        if let id = request.header("apns-id"), !PushValidator.isUUID(id) { return refuse(400, SimulatorReason.badMessageId) }
+        if let collapse = request.header("apns-collapse-id"), collapse.utf8.count > 64 {
+            return refuse(400, SimulatorReason.badCollapseId)
+        }
+
+        guard request.bodySize > 0 else { return refuse(400, SimulatorReason.payloadEmpty) }
+        guard request.bodySize <= maximumPayloadSize else { return refuse(413, SimulatorReason.payloadTooLarge) }
+        guard let json, json.isObject else { return refuse(400, SimulatorReason.badPayload) }
+        guard PushValidator.isLiveActivityPayload(json) else { return refuse(400, SimulatorReason.badPayload) }
+        return .accept(tokenSummary, json)
+    }
+
+    /// Hex, even length, 8 to 100 bytes (APNs tokens are 32 bytes today; Live Activity tokens may be longer).
+    static func isDeviceToken(_ token: String) -> Bool {
+        let count = token.utf8.count
+        return count >= 16 && count <= 200 && count % 2 == 0
+            && token.utf8.allSatisfy { PushValidator.isHexDigit($0) }
+    }
+
+    /// `8-4-4-4-12` hex digits, any case.
+    static func isUUID(_ text: String) -> Bool {
+        let groups = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard groups.map(\.utf8.count) == [8, 4, 4, 4, 12] else { return false }
+        return groups.allSatisfy { $0.utf8.allSatisfy { PushValidator.isHexDigit($0) } }
+    }
+
+    /// The Live Activity rules: `aps.timestamp` an integer, `aps.event` start|update|end,
+    /// `aps.content-state` an object; `start` also needs `attributes-type` (string), `attributes`
+    /// (object) and `alert`; optional dates and scores must be numbers.
+    static func isLiveActivityPayload(_ json: ReceivedJSON) -> Bool {
+        guard let aps = json["aps"], aps.isObject else { return false }
+        guard let timestamp = aps["timestamp"]?.integerValue, timestamp >= 0 else { return false }
+        guard let event = aps["event"]?.stringValue, ["start", "update", "end"].contains(event) else { return false }
+        guard aps["content-state"]?.isObject == true else { return false }
+        for key in ["stale-date", "dismissal-date"] where aps[key] != nil {
+            guard aps[key]?.integerValue != nil else { return false }
+        }
+        if let score = aps["relevance-score"], score.doubleValue == nil { return false }
+        if let alert = aps["alert"] {
+            switch alert {
+            case .string: break
+            case .object: break
+            default: return false
+            }
+        }
+        if event == "start" {
+            guard aps["attributes-type"]?.stringValue?.isEmpty == false, aps["attributes"]?.isObject == true,
+                aps["alert"] != nil
+            else { return false }
+        }
+        return true
+    }
+
+    static func isHexDigit(_ byte: UInt8) -> Bool {
+        (byte >= 48 && byte <= 57) || (byte >= 65 && byte <= 70) || (byte >= 97 && byte <= 102)
+    }
+}

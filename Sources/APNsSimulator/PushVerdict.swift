@@ -1,0 +1,11 @@
+/// The validator's answer for one push.
+struct PushVerdict: Sendable, Equatable {
+    var status: Int
+    var reason: String?
+    var providerToken: ProviderTokenSummary?
+    var json: ReceivedJSON?
+
+    static func accept(_ token: ProviderTokenSummary?, _ json: ReceivedJSON?) -> PushVerdict {
+        PushVerdict(status: 200, reason: nil, providerToken: token, json: json)
+    }
+}

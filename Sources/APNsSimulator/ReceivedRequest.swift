@@ -1,0 +1,27 @@
+/// A complete HTTP/2 request as the connection assembled it.
+struct ReceivedRequest: Sendable {
+    var connectionID: Int
+    var streamID: Int32
+    var method: String = ""
+    var path: String = ""
+    /// Regular headers (not pseudo-headers), lowercase names, in order.
+    var headers: [(name: String, value: String)] = []
+    /// The body, kept up to `bodyLimit` bytes.
+    var body: [UInt8] = []
+    /// The body's full size in bytes, even when longer than what was kept.
+    var bodySize: Int = 0
+    var receivedAt: Double = 0
+
+    static let bodyLimit = 64 * 1024
+
+    func header(_ name: String) -> String? { headers.last(where: { $0.name == name })?.value }
+    func headerCount(_ name: String) -> Int { headers.reduce(0) { $0 + ($1.name == name ? 1 : 0) } }
+
+    /// The token of a `/3/device/<token>` path (possibly empty), or nil for another path.
+    var deviceToken: String? {
+        let prefix = "/3/device/"
+        guard path.hasPrefix(prefix) else { return nil }
+        let rest = path.dropFirst(prefix.count)
+        return String(rest.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
+    }
+}

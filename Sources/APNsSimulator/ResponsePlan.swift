@@ -1,0 +1,23 @@
+/// What a connection should do with a complete request.
+struct ResponsePlan: Sendable {
+    enum Action: Sendable, Equatable {
+        /// Answer with status, extra headers and body.
+        case answer(status: Int, headers: [(String, String)], body: [UInt8])
+        /// Drop the connection without answering.
+        case drop(FaultSettings.DropMode)
+
+        static func == (a: Action, b: Action) -> Bool {
+            switch (a, b) {
+            case let (.answer(s1, h1, b1), .answer(s2, h2, b2)):
+                s1 == s2 && b1 == b2 && h1.count == h2.count && zip(h1, h2).allSatisfy { $0 == $1 }
+            case let (.drop(m1), .drop(m2)): m1 == m2
+            default: false
+            }
+        }
+    }
+    var action: Action
+    /// Seconds to wait before acting.
+    var delay: Double
+    /// The record to store once the answer is written (or abandoned); nil for control requests.
+    var record: SimulatedDelivery?
+}

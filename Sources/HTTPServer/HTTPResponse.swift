@@ -1,0 +1,67 @@
+import Foundation
+
+/// What a handler answers: a status, header fields and a body.
+public struct HTTPResponse: Sendable {
+    /// The status code, for example 200.
+    public var status: Int
+    /// Header fields to send. `Content-Length` and `Transfer-Encoding` are the server's and are dropped.
+    public var headers: HTTPHeaders
+    /// The body (not sent for `HEAD` requests and for 204/304).
+    public var body: Data
+    /// The route template that produced this response (`/v1/visits/{id}`), set by `Router`.
+    /// Used for the request's log line and metrics; never sent to the client.
+    public var route: String?
+    /// Extra fields for the request's log line (`actor.role`, `visit.id`), never sent to the client.
+    /// Never put a key, token or body here. The server's own `http.*` fields win over these.
+    public var logMetadata: [String: String] = [:]
+
+    /// A response; statuses outside 200…599 are sent as 500.
+    public init(status: Int = 200, headers: HTTPHeaders = HTTPHeaders(), body: Data = Data(), route: String? = nil) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.route = route
+    }
+
+    /// A response with a JSON body already encoded.
+    public static func json(status: Int = 200, body: Data, headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
+        var headers = headers
+        headers.replaceOrAdd(name: "Content-Type", value: "application/json")
+        return HTTPResponse(status: status, headers: headers, body: body)
+    }
+
+    /// A response whose body is `value` encoded as JSON (keys sorted, so bodies are stable).
+    public static func json<Value: Encodable>(
+        status: Int = 200, _ value: Value, headers: HTTPHeaders = HTTPHeaders()
+    ) throws -> HTTPResponse {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return json(status: status, body: try encoder.encode(value), headers: headers)
+    }
+
+    /// The contract's error shape: `{"error":{"code":"…","message":"…"}}`.
+    public static func error(status: Int, code: String, message: String, headers: HTTPHeaders = HTTPHeaders())
+        -> HTTPResponse
+    {
+        json(status: status, body: ErrorBody.render(code: code, message: message), headers: headers)
+    }
+}
+
+/// The one place that renders the JSON error shape.
+enum ErrorBody {
+    private struct Envelope: Encodable {
+        struct Detail: Encodable {
+            let code: String
+            let message: String
+        }
+        let error: Detail
+    }
+
+    static func render(code: String, message: String) -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // Encoding two strings cannot fail; fall back to a fixed body rather than trap.
+        return (try? encoder.encode(Envelope(error: .init(code: code, message: message))))
+            ?? Data(#"{"error":{"code":"internal_error","message":"error body could not be encoded"}}"#.utf8)
+    }
+}

@@ -1,0 +1,332 @@
+import CMicroHTTPD
+import Foundation
+import Runtime
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// The C side: libmicrohttpd's callbacks, which run on its polling threads. Nothing here waits.
+extension HTTPServer {
+    func startDaemon(listening fd: Int32) -> OpaquePointer? {
+        var options = lv_mhd_options(
+            listen_fd: fd,
+            thread_pool_size: UInt32(configuration.threadCount),
+            connection_limit: UInt32(configuration.connectionLimit),
+            per_ip_connection_limit: UInt32(configuration.perAddressConnectionLimit),
+            connection_timeout: UInt32(configuration.idleTimeoutSeconds),
+            connection_memory_limit: configuration.maxHeaderBytes,
+            turbo: configuration.turbo ? 1 : 0)
+        // The daemon never outlives `run()`, which holds `self`.
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        return lv_mhd_start(
+            &options,
+            { context, connection, url, method, version, uploadData, uploadSize, slot in
+                guard let context, let connection, let uploadSize, let slot else { return .NO }
+                let server = Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
+                return server.access(
+                    connection, url: url, method: method, version: version, uploadData: uploadData,
+                    uploadSize: uploadSize, slot: slot)
+            },
+            context,
+            { context, _, slot, termination in
+                guard let context, let slot, let raw = slot.pointee else { return }
+                slot.pointee = nil
+                let server = Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
+                let request = Unmanaged<RequestContext>.fromOpaque(raw).takeRetainedValue()
+                server.completed(request, termination: termination)
+            },
+            context,
+            // Keep the path and query raw: decoding here would turn `%2F` into a path separator.
+            { _, _, text in text.map { strlen($0) } ?? 0 },
+            nil)
+    }
+
+    /// MHD's access handler: called once when the headers are in, once per piece of body,
+    /// once when the request is complete, and once more after each resume.
+    func access(
+        _ connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
+        version: UnsafePointer<CChar>?, uploadData: UnsafePointer<CChar>?, uploadSize: UnsafeMutablePointer<Int>,
+        slot: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+    ) -> MHD_Result {
+        guard let raw = slot.pointee else {
+            return begin(connection, url: url, method: method, version: version, slot: slot)
+        }
+        let request = Unmanaged<RequestContext>.fromOpaque(raw).takeUnretainedValue()
+        if request.status != nil { return .YES }  // answered early (413); MHD drops the rest
+
+        if uploadSize.pointee > 0 {
+            let count = uploadSize.pointee
+            uploadSize.pointee = 0
+            return receive(request, bytes: uploadData, count: count)
+        }
+        if let answer = request.pending.withLock({ $0.take() }) {
+            return queue(answer, for: request)
+        }
+        if request.overflowed {
+            return queue(tooLarge(), for: request)
+        }
+        if request.dispatched {
+            // Resumed without an answer: cannot happen by construction; never run a handler twice.
+            logger.error("http connection resumed without an answer", ["http.request_id": request.requestID])
+            return queue(.error(status: 500, code: "internal_error", message: "The server lost the answer."), for: request)
+        }
+        return dispatch(request)
+    }
+
+    /// Headers are in: make the request's context and refuse a declared body over the limit at once.
+    private func begin(
+        _ connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
+        version: UnsafePointer<CChar>?, slot: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+    ) -> MHD_Result {
+        var requestID = RequestID.generate()
+        if configuration.acceptsClientRequestID, let sent = headerValue(connection, "X-Request-Id"),
+            RequestID.isAcceptable(sent)
+        {
+            requestID = sent
+        }
+        let request = RequestContext(
+            serial: registry.open(), connection: connection,
+            method: method.map { String(cString: $0) } ?? "",
+            rawPath: url.map { String(cString: $0) } ?? "",
+            version: version.map { String(cString: $0) } ?? "",
+            requestID: requestID, headersAt: clock.now(), tracker: liveContexts)
+        slot.pointee = Unmanaged.passRetained(request).toOpaque()
+
+        if let declared = headerValue(connection, "Content-Length") {
+            // MHD has already refused a malformed Content-Length with 400.
+            if let length = Int(declared), length <= configuration.maxBodyBytes {
+                request.body.reserveCapacity(length)
+            } else {
+                request.overflowed = true
+                return queue(tooLarge(), for: request)
+            }
+        }
+        return .YES
+    }
+
+    /// A piece of body: keep it while under the limit, count and drop it after.
+    private func receive(_ request: RequestContext, bytes: UnsafePointer<CChar>?, count: Int) -> MHD_Result {
+        if clock.now() - request.headersAt > configuration.bodyReadTimeout {
+            logger.warning("http upload too slow, closing", ["http.request_id": request.requestID])
+            return .NO
+        }
+        if !request.overflowed, request.body.count + count <= configuration.maxBodyBytes, let bytes {
+            bytes.withMemoryRebound(to: UInt8.self, capacity: count) { request.body.append($0, count: count) }
+            return .YES
+        }
+        // Over the limit mid-upload (chunked): MHD cannot answer before the upload ends, so the rest
+        // is discarded without being kept, up to a bound; past it the connection is cut.
+        request.overflowed = true
+        request.body = Data()
+        request.discardedBytes += count
+        return request.discardedBytes > discardLimit ? .NO : .YES
+    }
+
+    /// The request is complete: suspend the connection and run the handler in a Swift task.
+    private func dispatch(_ request: RequestContext) -> MHD_Result {
+        let connection = request.connection
+        guard let segments = PercentDecoding.pathSegments(request.rawPath), let query = queryItems(connection) else {
+            return queue(
+                .error(status: 400, code: "malformed_request", message: "The request target is not valid."),
+                for: request)
+        }
+        let message = HTTPRequest(
+            method: HTTPMethod(request.method), rawPath: request.rawPath, pathSegments: segments, queryItems: query,
+            headers: headers(connection), body: request.body, remoteAddress: remoteAddress(connection),
+            id: request.requestID, version: request.version)
+        request.body = Data()
+        request.dispatched = true
+
+        MHD_suspend_connection(connection)
+        let serial = request.serial
+        if registry.admit(request, deadline: clock.now() + configuration.requestTimeout) {
+            let handler = self.handler
+            let task = Task {
+                let response = await handler(message)
+                self.deliver(serial, response)
+            }
+            registry.attach(serial, task: task)
+        } else {
+            // Stopping: answer through the same resume path so no connection stays suspended.
+            request.pending.withLock {
+                $0 = .error(status: 503, code: "shutting_down", message: "The server is shutting down; try again.")
+            }
+            MHD_resume_connection(connection)
+            registry.resumed()
+        }
+        return .YES
+    }
+
+    /// Queues `response` on the request's connection (MHD copies the body).
+    func queue(_ response: HTTPResponse, for request: RequestContext) -> MHD_Result {
+        var body = response.body
+        let made = body.withUnsafeMutableBytes { bytes in
+            MHD_create_response_from_buffer(bytes.count, bytes.baseAddress, .RESPMEM_MUST_COPY)
+        }
+        guard let made else { return .NO }
+        defer { MHD_destroy_response(made) }
+        for field in response.headers {
+            if HTTPHeaders.sameName(field.name, "Content-Length") || HTTPHeaders.sameName(field.name, "Transfer-Encoding")
+                || HTTPHeaders.sameName(field.name, "X-Request-Id") || HTTPHeaders.sameName(field.name, "Connection")
+            {
+                continue
+            }
+            // MHD refuses names or values with CR/LF; such a field is dropped, not sent.
+            _ = MHD_add_response_header(made, field.name, field.value)
+        }
+        _ = MHD_add_response_header(made, "X-Request-Id", request.requestID)
+        if !configuration.keepAlive || request.overflowed || registry.isShuttingDown {
+            _ = MHD_add_response_header(made, "Connection", "close")
+        }
+        let status = (200...599).contains(response.status) ? response.status : 500
+        request.status = status
+        request.route = response.route
+        request.logMetadata = response.logMetadata
+        return MHD_queue_response(request.connection, UInt32(status), made)
+    }
+
+    /// MHD reported the request finished: the one log line and the metrics.
+    func completed(_ request: RequestContext, termination: MHD_RequestTerminationCode) {
+        registry.close()
+        let elapsed = ContinuousClock.now - request.startedAt
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let fields = HTTPServer.logFields(request, seconds: seconds, termination: termination)
+        logger.info("request", fields)
+        requestMetrics.record(
+            route: fields["http.route"]!, method: fields["http.method"]!, status: fields["http.status"]!, seconds: seconds)
+    }
+
+    /// The request's log line: method, route template, status, duration, request id, the outcome when
+    /// abnormal, and the handler's `logMetadata` (which cannot override these). No headers, no body,
+    /// no path: keys and ids live there.
+    static func logFields(
+        _ request: RequestContext, seconds: Double, termination: MHD_RequestTerminationCode
+    ) -> [String: String] {
+        var fields = [
+            "http.method": methodLabel(request.method), "http.route": request.route ?? "unmatched",
+            "http.status": request.status.map(String.init) ?? "none",
+            "http.duration_ms": milliseconds(seconds), "http.request_id": request.requestID,
+        ]
+        if termination != .REQUEST_TERMINATED_COMPLETED_OK {
+            fields["http.outcome"] = outcome(termination)
+        }
+        if !request.logMetadata.isEmpty {
+            fields.merge(request.logMetadata) { ours, _ in ours }
+        }
+        return fields
+    }
+
+    private func tooLarge() -> HTTPResponse {
+        .error(
+            status: 413, code: "payload_too_large",
+            message: "The request body is larger than \(configuration.maxBodyBytes) bytes.")
+    }
+
+    private func headerValue(_ connection: OpaquePointer, _ name: String) -> String? {
+        MHD_lookup_connection_value(connection, .HEADER_KIND, name).map { String(cString: $0) }
+    }
+
+    private func headers(_ connection: OpaquePointer) -> HTTPHeaders {
+        final class Collector {
+            var headers = HTTPHeaders()
+        }
+        let collector = Collector()
+        withExtendedLifetime(collector) {
+            _ = MHD_get_connection_values(
+                connection, .HEADER_KIND,
+                { context, _, key, value in
+                    guard let context, let key else { return .YES }
+                    let collector = Unmanaged<Collector>.fromOpaque(context).takeUnretainedValue()
+                    collector.headers.add(name: String(cString: key), value: value.map { String(cString: $0) } ?? "")
+                    return .YES
+                }, Unmanaged.passUnretained(collector).toOpaque())
+        }
+        return collector.headers
+    }
+
+    /// The query items, percent-decoded; nil when one does not decode.
+    private func queryItems(_ connection: OpaquePointer) -> [HTTPQueryItem]? {
+        final class Collector {
+            var items: [HTTPQueryItem] = []
+            var broken = false
+        }
+        let collector = Collector()
+        withExtendedLifetime(collector) {
+            _ = MHD_get_connection_values(
+                connection, .GET_ARGUMENT_KIND,
+                { context, _, key, value in
+                    guard let context, let key else { return .YES }
+                    let collector = Unmanaged<Collector>.fromOpaque(context).takeUnretainedValue()
+                    guard let name = PercentDecoding.decode(Substring(String(cString: key))) else {
+                        collector.broken = true
+                        return .NO
+                    }
+                    var decoded: String?
+                    if let value {
+                        guard let text = PercentDecoding.decode(Substring(String(cString: value))) else {
+                            collector.broken = true
+                            return .NO
+                        }
+                        decoded = text
+                    }
+                    collector.items.append(HTTPQueryItem(name: name, value: decoded))
+                    return .YES
+                }, Unmanaged.passUnretained(collector).toOpaque())
+        }
+        return collector.broken ? nil : collector.items
+    }
+
+    private func remoteAddress(_ connection: OpaquePointer) -> String? {
+        guard let address = lv_mhd_client_address(connection) else { return nil }
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+        switch Int32(address.pointee.sa_family) {
+        case AF_INET:
+            return address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { sin in
+                var host = sin.pointee.sin_addr
+                guard inet_ntop(AF_INET, &host, &text, socklen_t(text.count)) != nil else { return nil }
+                return "\(HTTPServer.string(text)):\(UInt16(bigEndian: sin.pointee.sin_port))"
+            }
+        case AF_INET6:
+            return address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { sin6 in
+                var host = sin6.pointee.sin6_addr
+                guard inet_ntop(AF_INET6, &host, &text, socklen_t(text.count)) != nil else { return nil }
+                return "[\(HTTPServer.string(text))]:\(UInt16(bigEndian: sin6.pointee.sin6_port))"
+            }
+        default:
+            return nil
+        }
+    }
+
+    /// `0.123` style milliseconds with three decimals, without `String(format:)`'s cost.
+    static func milliseconds(_ seconds: Double) -> String {
+        let micros = Int((seconds * 1_000_000).rounded())
+        let fraction = String(micros % 1000)
+        return "\(micros / 1000).\(String(repeating: "0", count: 3 - fraction.count))\(fraction)"
+    }
+
+    /// A NUL-terminated buffer filled by C, as a String.
+    static func string(_ buffer: [CChar]) -> String {
+        String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// Known methods keep their name in metrics; anything a client invents is `other`.
+    static func methodLabel(_ method: String) -> String {
+        switch method {
+        case "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS": method
+        default: "other"
+        }
+    }
+
+    static func outcome(_ termination: MHD_RequestTerminationCode) -> String {
+        switch termination {
+        case .REQUEST_TERMINATED_COMPLETED_OK: "ok"
+        case .REQUEST_TERMINATED_WITH_ERROR: "error"
+        case .REQUEST_TERMINATED_TIMEOUT_REACHED: "idle_timeout"
+        case .REQUEST_TERMINATED_DAEMON_SHUTDOWN: "shutdown"
+        case .REQUEST_TERMINATED_READ_ERROR: "read_error"
+        case .REQUEST_TERMINATED_CLIENT_ABORT: "client_abort"
+        @unknown default: "unknown"
+        }
+    }
+}

@@ -1,0 +1,65 @@
+import Foundation
+import HTTPServer
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A polite, ordinary client (URLSession, libcurl underneath), and listening on IPv6.
+@Suite struct HTTPServerClientTests {
+    private func fetch(_ url: URL, method: String = "GET", body: Data? = nil) async throws -> (Int, Data, [String: String]) {
+        var request = URLRequest(url: url)
+        request.httpMethod = method
+        request.httpBody = body
+        if body != nil { request.setValue("application/json", forHTTPHeaderField: "Content-Type") }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let http = try #require(response as? HTTPURLResponse)
+        var headers: [String: String] = [:]
+        for (key, value) in http.allHeaderFields {
+            if let key = key as? String, let value = value as? String { headers[key.lowercased()] = value }
+        }
+        return (http.statusCode, data, headers)
+    }
+
+    @Test func urlSessionOverIPv4() async throws {
+        let running = try startServer(handler: echoRouter().handler)
+        defer { running.task.cancel() }
+        let base = "http://127.0.0.1:\(running.port)"
+        let (status, data, headers) = try await fetch(
+            URL(string: "\(base)/v1/visits/v-9/events?x=1")!, method: "POST", body: Data(#"{"a":1}"#.utf8))
+        #expect(status == 200)
+        #expect(headers["x-request-id"]?.count == 16)
+        let echo = try JSONDecoder().decode(Echo.self, from: data)
+        #expect(echo.parameters["id"] == "v-9")
+        #expect(echo.body == #"{"a":1}"#)
+        let (missing, body, _) = try await fetch(URL(string: "\(base)/nope")!)
+        #expect(missing == 404)
+        #expect(String(decoding: body, as: UTF8.self).contains("not_found"))
+        try await running.stop()
+    }
+
+    @Test func listensOnIPv6() async throws {
+        let server: HTTPServer
+        do {
+            server = try HTTPServer(configuration: .test { $0.listenAddress = try! ListenAddress(parsing: "[::1]:0") }) {
+                _ in .json(body: Data(#"{"v6":true}"#.utf8))
+            }
+        } catch {
+            // No IPv6 loopback on this machine: nothing to test.
+            return
+        }
+        #expect(server.address.description.hasPrefix("[::1]:"))
+        let task = Task { try await server.run() }
+        let port = server.address.port
+        let response = try await offPool {
+            let client = try RawClient(port: port, host: "::1")
+            try client.send("GET / HTTP/1.1\r\nHost: [::1]\r\nConnection: close\r\n\r\n")
+            return try client.readResponse()
+        }
+        #expect(response.status == 200)
+        #expect(response.text == #"{"v6":true}"#)
+        task.cancel()
+        try await task.value
+    }
+}

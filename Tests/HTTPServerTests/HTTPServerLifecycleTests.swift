@@ -1,0 +1,153 @@
+import Foundation
+@testable import HTTPServer
+import Runtime
+import Testing
+
+/// Handler deadlines and graceful shutdown.
+@Suite struct HTTPServerLifecycleTests {
+    @Test func handlerThatNeverReturnsGets503Timeout() async throws {
+        let clock = ManualClock(now: 1_000)
+        let (started, startedSignal) = AsyncStream.makeStream(of: Void.self)
+        let gate = Gate()
+        let running = try startServer(.test { $0.requestTimeout = 5 }, clock: clock) { request in
+            if request.rawPath == "/hang" {
+                startedSignal.yield()
+                await gate.wait()  // ignores cancellation: never returns on its own
+            }
+            return .json(body: Data(#"{"ok":true}"#.utf8))
+        }
+        defer {
+            gate.open()
+            running.task.cancel()
+        }
+        let port = running.port
+        async let response = get(port, "/hang")
+        var iterator = started.makeAsyncIterator()
+        _ = await iterator.next()
+        clock.advance(by: 6)
+        let answer = try await response
+        #expect(answer.status == 503)
+        #expect(answer.errorCode == "timeout")
+        // The server still serves, and the late handler's answer goes nowhere.
+        #expect(try await get(port, "/fine").status == 200)
+        gate.open()
+        #expect(try await get(port, "/fine").status == 200)
+        try await running.stop()
+    }
+
+    @Test func cancellationReachesTheTimedOutHandler() async throws {
+        let clock = ManualClock(now: 0)
+        let (events, signal) = AsyncStream.makeStream(of: String.self)
+        let running = try startServer(.test { $0.requestTimeout = 1 }, clock: clock) { _ in
+            signal.yield("started")
+            while !Task.isCancelled { try? await Task.sleep(nanoseconds: 5_000_000) }
+            signal.yield("cancelled")
+            return HTTPResponse(status: 200)
+        }
+        defer { running.task.cancel() }
+        async let response = get(running.port, "/x")
+        var iterator = events.makeAsyncIterator()
+        #expect(await iterator.next() == "started")
+        clock.advance(by: 2)
+        #expect(try await response.status == 503)
+        #expect(await iterator.next() == "cancelled")
+        try await running.stop()
+    }
+
+    @Test func gracefulShutdownFinishesInFlightRequests() async throws {
+        let (started, startedSignal) = AsyncStream.makeStream(of: Void.self)
+        let gate = Gate()
+        let running = try startServer { request in
+            startedSignal.yield()
+            await gate.wait()
+            return .json(body: Data(#"{"finished":true}"#.utf8))
+        }
+        defer { gate.open() }
+        let port = running.port
+        async let inFlight = get(port, "/slow")
+        var iterator = started.makeAsyncIterator()
+        _ = await iterator.next()
+
+        running.task.cancel()  // shutdown begins while the handler is still working
+        // New connections are refused once the daemon is quiesced.
+        let refused = await eventually {
+            (try? RawClient(port: port, receiveTimeout: 2)) == nil
+        }
+        #expect(refused)
+        #expect(running.server.activeRequests == 1)
+
+        gate.open()
+        let response = try await inFlight
+        #expect(response.status == 200)
+        #expect(response.text == #"{"finished":true}"#)
+        #expect(response.headers["connection"]?.lowercased() == "close")
+        try await running.task.value  // run() returns once drained
+    }
+
+    @Test func graceEndsWith503ForWhatStillRuns() async throws {
+        let clock = ManualClock(now: 0)
+        let (started, startedSignal) = AsyncStream.makeStream(of: Void.self)
+        let gate = Gate()
+        let running = try startServer(.test { $0.shutdownGracePeriod = 3; $0.requestTimeout = 100 }, clock: clock) { _ in
+            startedSignal.yield()
+            await gate.wait()
+            return HTTPResponse(status: 200)
+        }
+        defer { gate.open() }
+        async let inFlight = get(running.port, "/stuck")
+        var iterator = started.makeAsyncIterator()
+        _ = await iterator.next()
+        running.task.cancel()
+        #expect(await eventually { (try? RawClient(port: running.port, receiveTimeout: 2)) == nil })
+        clock.advance(by: 4)
+        let response = try await inFlight
+        #expect(response.status == 503)
+        #expect(response.errorCode == "shutting_down")
+        try await running.task.value
+    }
+
+    @Test func idleKeepAliveConnectionsDoNotHoldShutdown() async throws {
+        let running = try startServer(.test { $0.idleTimeoutSeconds = 60 }, handler: echoRouter().handler)
+        let port = running.port
+        let idle = try await offPool { () -> RawClient in
+            let client = try RawClient(port: port)
+            try client.send("GET /json HTTP/1.1\r\nHost: t\r\n\r\n")
+            _ = try client.readResponse()
+            return client  // open, idle, keep-alive
+        }
+        try await running.stop()
+        #expect(try await offPool { try idle.isClosedByServer() })
+    }
+
+    @Test func clientLeavingDuringTheHandlerIsCleanedUp() async throws {
+        let (started, startedSignal) = AsyncStream.makeStream(of: Void.self)
+        let gate = Gate()
+        let running = try startServer { _ in
+            startedSignal.yield()
+            await gate.wait()
+            return .json(body: Data(#"{"late":true}"#.utf8))
+        }
+        defer { gate.open() }
+        let port = running.port
+        var client: RawClient? = try await offPool {
+            let client = try RawClient(port: port)
+            try client.send("GET /x HTTP/1.1\r\nHost: t\r\n\r\n")
+            return client
+        }
+        var iterator = started.makeAsyncIterator()
+        _ = await iterator.next()
+        #expect(client != nil)
+        client = nil  // the client goes away while its handler still works
+        gate.open()
+        #expect(await eventually { running.server.activeRequests == 0 })
+        #expect(await eventually { running.server.liveContexts.value.load(ordering: .relaxed) == 0 })
+        try await running.stop()
+    }
+
+    @Test func runsOnlyOnce() async throws {
+        let running = try startServer(handler: echoRouter().handler)
+        #expect(try await get(running.port, "/json").status == 200)
+        try await running.stop()
+        await #expect(throws: HTTPServerError.self) { try await running.server.run() }
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+import HTTPServer
+import Runtime
+import Synchronization
+
+/// A server on a free port, running in a task of its own.
+struct RunningServer: Sendable {
+    let server: HTTPServer
+    let task: Task<Void, any Error>
+    var port: UInt16 { server.address.port }
+
+    /// Cancels `run()` and waits for the graceful shutdown to finish.
+    func stop() async throws {
+        task.cancel()
+        try await task.value
+    }
+}
+
+extension HTTPServerConfiguration {
+    /// Port 0 on the loopback interface, otherwise the defaults unless changed.
+    static func test(_ change: (inout HTTPServerConfiguration) -> Void = { _ in }) -> HTTPServerConfiguration {
+        var configuration = HTTPServerConfiguration(listenAddress: ListenAddress(host: "127.0.0.1", port: 0))
+        change(&configuration)
+        return configuration
+    }
+}
+
+func startServer(
+    _ configuration: HTTPServerConfiguration = .test(), clock: any WallClock = SystemClock(),
+    metrics: Metrics = Metrics(), handler: @escaping HTTPHandler
+) throws -> RunningServer {
+    let server = try HTTPServer(
+        configuration: configuration, clock: clock, logger: Logger(label: "http-test"), metrics: metrics,
+        handler: handler)
+    let task = Task { try await server.run() }
+    return RunningServer(server: server, task: task)
+}
+
+/// A door handlers wait at until the test opens it.
+final class Gate: Sendable {
+    private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func wait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let openAlready = state.withLock { s -> Bool in
+                if s.open { return true }
+                s.waiters.append(continuation)
+                return false
+            }
+            if openAlready { continuation.resume() }
+        }
+    }
+
+    func open() {
+        let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            s.open = true
+            defer { s.waiters = [] }
+            return s.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+}
+
+/// Waits (bounded) until `condition` holds; returns whether it did.
+func eventually(_ condition: @Sendable () -> Bool) async -> Bool {
+    for _ in 0..<1000 {
+        if condition() { return true }
+        try? await Task.sleep(nanoseconds: 10_000_000)
+    }
+    return condition()
+}
