@@ -1,3 +1,4 @@
+import APNs
 import Foundation
 import Postgres
 import Runtime
@@ -113,7 +114,7 @@ public final class OutboxWorker: Service {
             newestByTarget[d.target] = d
         }
         var completions: [DeliveryCompletion] = []
-        var toSend: [(ClaimedDelivery, PushRequest)] = []
+        var toSend: [(ClaimedDelivery, APNsRequest)] = []
         for d in claimed {
             if newestByTarget[d.target]?.id != d.id {
                 completions.append(DeliveryCompletion(id: d.id, state: .superseded, reason: "a newer state was claimed"))
@@ -138,14 +139,14 @@ public final class OutboxWorker: Service {
 
     private struct Sent: Sendable {
         let delivery: ClaimedDelivery
-        let request: PushRequest
-        let outcome: PushOutcome
+        let request: APNsRequest
+        let outcome: APNsResult
         let attemptedAt: Double
         let answeredAt: Double
     }
 
     /// Sends a batch with bounded concurrency while a heartbeat keeps the lease.
-    private func sendAll(_ items: [(ClaimedDelivery, PushRequest)], lease: String) async -> [Sent] {
+    private func sendAll(_ items: [(ClaimedDelivery, APNsRequest)], lease: String) async -> [Sent] {
         guard !items.isEmpty else { return [] }
         let sender = self.sender
         let clock = self.clock
@@ -189,16 +190,16 @@ public final class OutboxWorker: Service {
     /// registration does not retire it) and pausing on configuration errors.
     private func outcomes(_ sent: [Sent]) async throws -> [DeliveryCompletion] {
         var retired: [Int64: Bool] = [:]
-        let dead = sent.filter { if case .failed(let f) = $0.outcome { return f.classification == .tokenDead } else { return false } }
+        let dead = sent.filter { $0.outcome.classification == .tokenDead }
         if !dead.isEmpty {
             let registry = self.registry
             retired = try await pool.withConnection { connection in
                 var out: [Int64: Bool] = [:]
                 for s in dead {
-                    guard case .failed(let f) = s.outcome else { continue }
+                    guard case .failure(let f) = s.outcome else { continue }
                     let reason: TokenRegistry.RetirementReason =
-                        f.reason == "BadDeviceToken" ? .badDeviceToken
-                        : f.reason == "DeviceTokenNotForTopic" ? .notForTopic : .unregistered
+                        f.reason == .badDeviceToken ? .badDeviceToken
+                        : f.reason == .deviceTokenNotForTopic ? .notForTopic : .unregistered
                     let after = f.status == 410 ? f.timestamp : nil
                     let d = s.delivery
                     if d.kind == .start, let device = d.deviceId {
@@ -216,24 +217,24 @@ public final class OutboxWorker: Service {
         }
         let now = clock.now()
         return sent.map { s in
-            if case .failed(let f) = s.outcome {
+            if case .failure(let f) = s.outcome {
                 switch f.classification {
                 case .configuration:
                     let until = pause.configurationError(now: now)
                     setAlert(true)
                     logger.error("APNs reports a configuration problem; sending paused",
-                        ["apns.status": f.status.map(String.init) ?? "none", "apns.reason": f.reason ?? "",
+                        ["apns.status": f.status.map(String.init) ?? "none", "apns.reason": f.reasonLabel,
                          "outbox.paused_until": String(until)])
                 case .tokenDead:
                     let wasRetired = retired[s.delivery.id] ?? false
                     if wasRetired {
                         metrics.increment("livevisits_outbox_tokens_retired_total", help: "Push tokens retired after APNs refused them.",
-                            labels: ["reason": f.reason ?? "none"])
+                            labels: ["reason": f.reasonLabel])
                         logger.info("push token retired",
-                            ["apns.reason": f.reason ?? "", "apns.token": Logger.fingerprint(s.request.deviceToken),
+                            ["apns.reason": f.reasonLabel, "apns.token": Logger.fingerprint(s.request.deviceToken),
                              "outbox.delivery_id": String(s.delivery.id), "visit.id": s.delivery.visitId])
                     }
-                    if f.reason == "DeviceTokenNotForTopic", pause.notForTopic(now: now) {
+                    if f.reason == .deviceTokenNotForTopic, pause.notForTopic(now: now) {
                         setAlert(true)
                         logger.error("many DeviceTokenNotForTopic: the topic looks wrong; sending paused")
                     }
@@ -278,13 +279,13 @@ public final class OutboxWorker: Service {
         for s in sent {
             let result: String
             switch s.outcome {
-            case .accepted:
+            case .success:
                 result = "sent"
                 if completedIds.contains(s.delivery.id) {
                     metrics.observe("livevisits_push_delay_seconds", help: "Seconds from the event's append to APNs's acknowledgement.",
                         value: max(0, s.answeredAt - s.delivery.eventRecordedAt), buckets: OutboxWorker.delayBuckets)
                 }
-            case .failed(let f):
+            case .failure(let f):
                 switch f.classification {
                 case .retryable: result = "retryable"
                 case .tokenDead: result = "token_dead"

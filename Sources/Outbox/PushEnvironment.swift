@@ -1,4 +1,5 @@
-/// The APNs service a token belongs to (development builds: sandbox; TestFlight and App Store: production).
-public enum PushEnvironment: String, Sendable, Hashable, CaseIterable {
-    case sandbox, production
-}
+import APNs
+
+/// The APNs service a token belongs to (development builds: sandbox; TestFlight and App Store:
+/// production). The registry stores it with each token; the worker routes by it.
+public typealias PushEnvironment = APNsEnvironment

@@ -1,3 +1,5 @@
+import APNs
+import APNsSimulator
 import EventStore
 import Foundation
 import Outbox
@@ -26,7 +28,11 @@ enum OutboxBenchmark {
         var appendOnly = false
         /// Appends and enqueues, with no worker running: the cost of the outbox on the append path.
         var enqueueOnly = false
+        /// Through the project's APNs simulator (in process, HTTP/2 over TLS on loopback) and the real client.
+        var simulator = false
     }
+
+    static let summary = "appends N events with their push intents; one outbox worker delivers them (--count N --rate R --simulator)"
 
     static func main(arguments: [String], sender: (any PushSender)? = nil, senderName: String = "loopback") async throws {
         var options = Options()
@@ -40,6 +46,7 @@ enum OutboxBenchmark {
             case "--writers": options.writers = Int(value) ?? options.writers; i += 1
             case "--append-only": options.appendOnly = true
             case "--enqueue-only": options.enqueueOnly = true
+            case "--simulator": options.simulator = true
             default: break
             }
             i += 1
@@ -48,11 +55,23 @@ enum OutboxBenchmark {
             throw BenchmarkError(message: "LIVEVISITS_DATABASE_URL is required")
         }
         let acks = AckLog()
-        let inner = sender ?? LoopbackSender(latency: options.latency)
-        let name = senderName
+        var simulator: APNsSimulator?
+        var client: APNsClient?
+        var name = senderName
+        if options.simulator && sender == nil {
+            let (sim, apns) = try await startSimulator()
+            simulator = sim
+            client = apns
+            name = "APNs client → simulator at \(sim.endpoint?.url ?? "?")"
+        }
+        defer {
+            if let client { Task { await client.shutdown() } }
+            if let simulator { Task { await simulator.stop() } }
+        }
+        let inner: any PushSender = sender ?? client ?? LoopbackSender(latency: options.latency)
         let recording = AckRecordingSender(inner: inner, log: acks)
         try await withScratchDatabase(serverURL: serverURL) { url in
-            print("outbox benchmark: sender=\(sender == nil ? "loopback (latency \(options.latency) s)" : name), one worker")
+            print("outbox benchmark: sender=\(sender == nil && client == nil ? "loopback (latency \(options.latency) s)" : name), one worker")
             if options.appendOnly {
                 try await appendOnly(count: options.count, writers: options.writers, url: url)
                 return
@@ -173,6 +192,36 @@ enum OutboxBenchmark {
             Double(delays.count) / span, percentile(0.5) * 1000, percentile(0.99) * 1000, (delays.last ?? .nan) * 1000))
     }
 
+    /// The simulator on a free loopback port, and an APNs client trusting its CA with a fresh P-256 key.
+    private static func startSimulator() async throws -> (APNsSimulator, APNsClient) {
+        var configuration = SimulatorConfiguration()
+        configuration.bundleID = "com.example.visits"
+        configuration.logger = Logger(label: "apns-sim", metadata: [:])
+        let simulator = try APNsSimulator(configuration: configuration)
+        let endpoint = try await simulator.start()
+        let keyPEM = try generateP256Key()
+        let apns = APNsConfiguration(
+            baseURLs: [.sandbox: endpoint.url, .production: endpoint.url],
+            trustedCertificates: try APNsTrustedCertificates(pem: Array(try Data(contentsOf: URL(fileURLWithPath: endpoint.caFile)))),
+            signingKey: try APNsSigningKey(pem: keyPEM), keyId: "KEY1234567", teamId: "TEAM123456",
+            bundleId: "com.example.visits")
+        return (simulator, APNsClient(configuration: apns))
+    }
+
+    /// A throwaway ES256 key from the openssl command (PKCS#8 PEM, as Apple's .p8 files are).
+    private static func generateP256Key() throws -> [UInt8] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", "openssl ecparam -name prime256v1 -genkey -noout | openssl pkcs8 -topk8 -nocrypt"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0, !data.isEmpty else { throw BenchmarkError(message: "openssl could not generate a P-256 key") }
+        return Array(data)
+    }
+
     private static func appendOnly(count: Int, writers: Int, url: String) async throws {
         let pool = PostgresPool(configuration: PostgresConfiguration(url: url, size: writers))
         defer { Task { await pool.close() } }
@@ -281,9 +330,9 @@ private struct AckRecordingSender: PushSender {
     let inner: any PushSender
     let log: AckLog
 
-    func send(_ request: PushRequest) async -> PushOutcome {
+    func send(_ request: APNsRequest) async -> APNsResult {
         let outcome = await inner.send(request)
-        if case .accepted = outcome, let ts = Self.timestamp(request.body) {
+        if case .success = outcome, let ts = Self.timestamp(request.body) {
             log.acknowledged(token: request.deviceToken, timestamp: ts, at: Date().timeIntervalSince1970)
         }
         return outcome
@@ -306,8 +355,8 @@ private struct AckRecordingSender: PushSender {
 /// Answers 200 after a fixed latency, without a network: the outbox's own cost.
 private struct LoopbackSender: PushSender {
     let latency: Double
-    func send(_ request: PushRequest) async -> PushOutcome {
+    func send(_ request: APNsRequest) async -> APNsResult {
         if latency > 0 { try? await Task.sleep(nanoseconds: UInt64(latency * 1e9)) }
-        return .accepted(latency: latency)
+        return .success(apnsId: request.apnsId, latency: latency)
     }
 }

@@ -1,3 +1,4 @@
+import APNs
 import Foundation
 import Outbox
 import Synchronization
@@ -5,10 +6,18 @@ import Synchronization
 /// A `PushSender` for worker tests: records every request, answers by a script, and notices when two
 /// pushes to one token are in flight at once.
 final class RecordingSender: PushSender {
+    /// What the scripted APNs answers.
+    enum Answer: Sendable {
+        case ok
+        /// `status` nil: no answer (a timeout).
+        case fail(Int?, String, APNsFailureClass, timestamp: Int64? = nil)
+    }
     struct Call: Sendable {
-        let request: PushRequest
+        let request: APNsRequest
         let startedAt: Double
-        let outcome: PushOutcome
+        let outcome: APNsResult
+        /// `aps.event` of the body.
+        var kind: String? { event(of: request.body) }
     }
     private struct State {
         var calls: [Call] = []
@@ -18,15 +27,15 @@ final class RecordingSender: PushSender {
     }
     private let state = Mutex(State())
     private let delaySeconds: Double
-    private let respond: @Sendable (PushRequest, Int) -> PushOutcome
+    private let respond: @Sendable (APNsRequest, Int) -> Answer
 
     /// - Parameter respond: the outcome of the n-th send (0-based, in start order).
-    init(delaySeconds: Double = 0, respond: @escaping @Sendable (PushRequest, Int) -> PushOutcome = { _, _ in .accepted(latency: 0.001) }) {
+    init(delaySeconds: Double = 0, respond: @escaping @Sendable (APNsRequest, Int) -> Answer = { _, _ in .ok }) {
         self.delaySeconds = delaySeconds
         self.respond = respond
     }
 
-    func send(_ request: PushRequest) async -> PushOutcome {
+    func send(_ request: APNsRequest) async -> APNsResult {
         let startedAt = Date().timeIntervalSince1970
         let index = state.withLock { s -> Int in
             s.inFlight[request.deviceToken, default: 0] += 1
@@ -35,7 +44,14 @@ final class RecordingSender: PushSender {
             return s.started - 1
         }
         if delaySeconds > 0 { try? await Task.sleep(nanoseconds: UInt64(delaySeconds * 1e9)) }
-        let outcome = respond(request, index)
+        let outcome: APNsResult
+        switch respond(request, index) {
+        case .ok: outcome = .success(apnsId: request.apnsId, latency: 0.001)
+        case .fail(let status, let reason, let classification, let timestamp):
+            outcome = .failure(APNsFailure(
+                cause: status == nil ? .timedOut : .rejected, status: status, reason: status == nil ? nil : APNsReason(rawValue: reason),
+                timestamp: timestamp, apnsId: request.apnsId, latency: 0.001, classification: classification))
+        }
         state.withLock { s in
             s.inFlight[request.deviceToken, default: 1] -= 1
             s.calls.append(Call(request: request, startedAt: startedAt, outcome: outcome))
@@ -44,13 +60,9 @@ final class RecordingSender: PushSender {
     }
 
     var calls: [Call] { state.withLock { $0.calls } }
-    var accepted: [Call] { calls.filter { if case .accepted = $0.outcome { true } else { false } } }
+    var accepted: [Call] { calls.filter { if case .success = $0.outcome { true } else { false } } }
     /// Times a second push to a token started while one was in flight.
     var overlaps: Int { state.withLock { $0.overlaps } }
-
-    static func failure(_ status: Int?, _ reason: String, _ classification: PushFailure.Classification, timestamp: Int64? = nil) -> PushOutcome {
-        .failed(PushFailure(status: status, reason: reason, timestamp: timestamp, latency: 0.001, classification: classification))
-    }
 }
 
 /// The `aps.timestamp` of a body the tests built.
@@ -59,4 +71,12 @@ func apsTimestamp(of body: [UInt8]) -> Int64? {
         let aps = object["aps"] as? [String: Any], let ts = aps["timestamp"] as? NSNumber
     else { return nil }
     return ts.int64Value
+}
+
+/// The `aps.event` of a body.
+func event(of body: [UInt8]) -> String? {
+    guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
+        let aps = object["aps"] as? [String: Any]
+    else { return nil }
+    return aps["event"] as? String
 }

@@ -12,12 +12,12 @@ import Testing
         defer { Task { await f.close() } }
         try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
         _ = try await f.enqueue(update("v-1", timestamp: now))
-        let script: [PushOutcome] = [
-            RecordingSender.failure(503, "ServiceUnavailable", .retryable), RecordingSender.failure(503, "ServiceUnavailable", .retryable),
-            RecordingSender.failure(503, "ServiceUnavailable", .retryable), RecordingSender.failure(503, "ServiceUnavailable", .retryable),
-            RecordingSender.failure(429, "TooManyRequests", .retryable), RecordingSender.failure(500, "InternalServerError", .retryable),
+        let script: [RecordingSender.Answer] = [
+            .fail(503, "ServiceUnavailable", .retryable), .fail(503, "ServiceUnavailable", .retryable),
+            .fail(503, "ServiceUnavailable", .retryable), .fail(503, "ServiceUnavailable", .retryable),
+            .fail(429, "TooManyRequests", .retryable), .fail(500, "InternalServerError", .retryable),
         ]
-        let sender = RecordingSender { _, n in n < script.count ? script[n] : .accepted(latency: 0.001) }
+        let sender = RecordingSender { _, n in n < script.count ? script[n] : .ok }
         try await f.drain(f.worker(sender), rounds: 2000)
         #expect(sender.calls.count == 7)
         #expect(Set(sender.calls.map(\.request.apnsId)).count == 1)
@@ -43,7 +43,7 @@ import Testing
         defer { Task { await f.close() } }
         try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
         _ = try await f.enqueue(update("v-1", timestamp: now))
-        let sender = RecordingSender { _, _ in RecordingSender.failure(503, "ServiceUnavailable", .retryable) }
+        let sender = RecordingSender { _, _ in .fail(503, "ServiceUnavailable", .retryable) }
         try await f.drain(f.worker(sender), rounds: 2000)
         let dead = try #require(try await f.store.list(state: .dead).first)
         #expect(dead.lastStatus == 503 && dead.lastReason == "ServiceUnavailable")
@@ -63,7 +63,7 @@ import Testing
         defer { Task { await f.close() } }
         try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
         _ = try await f.enqueue(update("v-1", timestamp: now))
-        let sender = RecordingSender { _, _ in RecordingSender.failure(400, "PayloadTooLarge", .permanent) }
+        let sender = RecordingSender { _, _ in .fail(400, "PayloadTooLarge", .permanent) }
         try await f.drain(f.worker(sender))
         #expect(sender.calls.count == 1)
         #expect(try await f.store.list(state: .dead).first?.lastReason == "PayloadTooLarge")
@@ -78,7 +78,7 @@ import Testing
         let later = Int64((Date().timeIntervalSince1970 + 60) * 1000)
         let sender = RecordingSender { request, _ in
             request.deviceToken == token("gone")
-                ? RecordingSender.failure(410, "Unregistered", .tokenDead, timestamp: later) : .accepted(latency: 0.001)
+                ? .fail(410, "Unregistered", .tokenDead, timestamp: later) : .ok
         }
         let worker = f.worker(sender)
         try await f.drain(worker)
@@ -98,7 +98,7 @@ import Testing
         _ = try await f.enqueue(update("v-1", timestamp: now))
         let longAgo = Int64((Date().timeIntervalSince1970 - 3600) * 1000)
         let sender = RecordingSender { _, n in
-            n == 0 ? RecordingSender.failure(410, "Unregistered", .tokenDead, timestamp: longAgo) : .accepted(latency: 0.001)
+            n == 0 ? .fail(410, "Unregistered", .tokenDead, timestamp: longAgo) : .ok
         }
         try await f.drain(f.worker(sender))
         #expect(sender.calls.count == 2)
@@ -112,7 +112,7 @@ import Testing
         defer { Task { await f.close() } }
         try await f.registerStart(customer: "c-1", device: "d-1", token: token("s1"))
         _ = try await f.enqueue(start("v-1", timestamp: now))
-        let sender = RecordingSender { _, _ in RecordingSender.failure(400, "BadDeviceToken", .tokenDead) }
+        let sender = RecordingSender { _, _ in .fail(400, "BadDeviceToken", .tokenDead) }
         try await f.drain(f.worker(sender))
         #expect(try await f.count(.cancelled) == 1)
         #expect(try await f.enqueue(start("v-2", timestamp: now)).created == 0)
@@ -127,7 +127,7 @@ import Testing
         try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
         _ = try await f.enqueue(update("v-1", timestamp: now))
         let sender = RecordingSender { _, n in
-            n < 2 ? RecordingSender.failure(403, "InvalidProviderToken", .configuration) : .accepted(latency: 0.001)
+            n < 2 ? .fail(403, "InvalidProviderToken", .configuration) : .ok
         }
         let metrics = Metrics()
         let worker = f.worker(sender, metrics: metrics)

@@ -20,7 +20,7 @@ import Testing
         #expect(try await worker.runOnce() == 0)
         clock.advance(by: 2)
         #expect(try await worker.runOnce() == 1)
-        #expect(sender.calls.map(\.request.kind) == [.start])
+        #expect(sender.calls.map(\.kind) == ["start"])
     }
 
     @Test func anExplicitNotBeforeWinsAndTheLeadTimeIsConfigurable() async throws {
@@ -99,7 +99,7 @@ import Testing
         defer { Task { await f.close() } }
         try await f.registerStart(customer: "c-1", device: "d-1", token: token("s1"))
         _ = try await f.enqueue(start("v-1", timestamp: Int64(Self.t0)))
-        let sender = RecordingSender { _, n in n == 0 ? RecordingSender.failure(nil, "timeout", .retryable) : .accepted(latency: 0.001) }
+        let sender = RecordingSender { _, n in n == 0 ? .fail(nil, "timeout", .retryable) : .ok }
         let worker = f.worker(sender)
         #expect(try await worker.runOnce() == 1)
         clock.advance(by: 30)
@@ -126,7 +126,7 @@ import Testing
         _ = try await f.enqueue(end("v-1", timestamp: Int64(Self.t0) + 200))
         clock.advance(by: 86_400)
         #expect(try await worker.runOnce() == 1)
-        #expect(sender.calls.map(\.request.kind) == [.end])
+        #expect(sender.calls.map(\.kind) == ["end"])
     }
 
     @Test func switchingLiveActivitiesOffStopsTheDevicesDeliveries() async throws {

@@ -1,3 +1,4 @@
+import APNs
 import Foundation
 import Outbox
 import Postgres
@@ -20,7 +21,7 @@ import Testing
         #expect(calls.count == 1)
         #expect(calls.first?.request.deviceToken == token("new"))
         #expect(calls.first?.request.environment == .production)
-        #expect(calls.first?.request.priority == 5)
+        #expect(calls.first?.request.priority == .low)
         #expect(calls.first?.request.expiration == now + 7200)
         #expect(try await f.count(.sent) == 1)
         let attempts = try await f.store.attempts(deliveryId: try await f.store.list().first!.id)
@@ -35,7 +36,7 @@ import Testing
         let sender = RecordingSender()
         try await f.drain(f.worker(sender))
         let request = try #require(sender.calls.first?.request)
-        #expect(request.kind == .start && request.priority == 10)
+        #expect(event(of: request.body) == "start" && request.priority == .immediate)
         #expect(abs(request.expiration - (Int64(Date().timeIntervalSince1970) + 14_400)) <= 2)
     }
 
@@ -98,8 +99,8 @@ import Testing
         #expect(claimedIds.count == 40)
         let listed = try await f.store.list(state: .sending)
         for d in listed.prefix(20) {
-            _ = await sender.send(PushRequest(deviceToken: token("a\(d.activityId!.dropFirst(2))"), environment: .sandbox,
-                priority: 5, expiration: now + 7200, apnsId: d.apnsId, body: body(.update, timestamp: now), kind: .update))
+            _ = await sender.send(APNsRequest(deviceToken: token("a\(d.activityId!.dropFirst(2))"), environment: .sandbox,
+                priority: .low, expiration: now + 7200, apnsId: d.apnsId, body: body(.update, timestamp: now)))
         }
         // A live worker takes over once the lease runs out.
         let survivor = f.worker(sender)
@@ -130,7 +131,7 @@ import Testing
         _ = await running.result
         let stamps = sender.calls.compactMap { apsTimestamp(of: $0.request.body) }
         #expect(stamps.last == now + 10)
-        #expect(sender.calls.last?.request.kind == .end)
+        #expect(sender.calls.last?.kind == "end")
         #expect(stamps == stamps.sorted())
         #expect(Set(stamps).count == stamps.count)
         #expect(stamps.count < 11)  // some were coalesced while the slow send was in flight
