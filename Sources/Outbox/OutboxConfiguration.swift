@@ -5,11 +5,12 @@ public struct OutboxConfiguration: Sendable {
     /// A delivery still failing this long after it was enqueued goes to `dead` with its last status.
     public var maximumAgeSeconds: Double = 4 * 3600
     /// Deliveries claimed per round trip.
-    public var batchSize: Int = 256
-    /// Claim loops per worker (while one batch is on the wire the next is claimed).
-    public var concurrentBatches: Int = 2
+    public var batchSize: Int = 500
+    /// Claim loops per worker (while one batch is on the wire the next is claimed). With 500 × 4 one worker
+    /// drained ~2,200 pushes/s through the simulator on the 2-core machine (256 × 2: ~1,000/s).
+    public var concurrentBatches: Int = 4
     /// Sends in flight at once within one batch.
-    public var maximumConcurrentSends: Int = 256
+    public var maximumConcurrentSends: Int = 500
     /// How long a claim holds; the heartbeat renews it every third of this.
     public var leaseSeconds: Double = 30
     /// Longest idle wait without a NOTIFY (the fallback poll).

@@ -30,6 +30,10 @@ enum OutboxBenchmark {
         var enqueueOnly = false
         /// Through the project's APNs simulator (in process, HTTP/2 over TLS on loopback) and the real client.
         var simulator = false
+        var batchSize = OutboxConfiguration().batchSize
+        var loops = OutboxConfiguration().concurrentBatches
+        /// Only the backlog phase (a worker draining N enqueued pushes).
+        var backlogOnly = false
     }
 
     static let summary = "appends N events with their push intents; one outbox worker delivers them (--count N --rate R --simulator)"
@@ -47,6 +51,9 @@ enum OutboxBenchmark {
             case "--append-only": options.appendOnly = true
             case "--enqueue-only": options.enqueueOnly = true
             case "--simulator": options.simulator = true
+            case "--backlog-only": options.backlogOnly = true
+            case "--batch": options.batchSize = Int(value) ?? options.batchSize; i += 1
+            case "--loops": options.loops = Int(value) ?? options.loops; i += 1
             default: break
             }
             i += 1
@@ -80,18 +87,21 @@ enum OutboxBenchmark {
                 try await phase("enqueue only", count: options.count, rate: nil, writers: options.writers, url: url, sender: nil, acks: acks)
                 return
             }
-            try await phase("saturated", count: options.count, rate: nil, writers: options.writers, url: url, sender: recording, acks: acks)
+            if !options.backlogOnly {
+            try await phase("saturated", count: options.count, rate: nil, writers: options.writers, url: url, sender: recording, acks: acks,
+                            options: options)
             try await phase("paced", count: max(1, options.count / 4), rate: options.rate, writers: options.writers, url: url,
-                            sender: recording, acks: acks)
+                            sender: recording, acks: acks, options: options)
+            }
             try await phase("backlog", count: options.count, rate: nil, writers: options.writers, url: url, sender: recording,
-                            acks: acks, startWorkerAfterAppends: true)
+                            acks: acks, startWorkerAfterAppends: true, options: options)
         }
     }
 
     /// Registers one Live Activity per visit, then appends one event per visit (each → one update push).
     private static func phase(
         _ label: String, count: Int, rate: Double?, writers: Int, url: String, sender: AckRecordingSender?, acks: AckLog,
-        startWorkerAfterAppends: Bool = false
+        startWorkerAfterAppends: Bool = false, options: Options = Options()
     ) async throws {
         let pool = PostgresPool(configuration: PostgresConfiguration(url: url, size: writers + 4))
         defer { Task { await pool.close() } }
@@ -107,6 +117,9 @@ enum OutboxBenchmark {
         acks.reset()
         var configuration = OutboxConfiguration()
         configuration.pollIntervalSeconds = 0.5
+        configuration.batchSize = options.batchSize
+        configuration.concurrentBatches = options.loops
+        configuration.maximumConcurrentSends = max(options.batchSize, configuration.maximumConcurrentSends)
         let outbox = Outbox(pool: pool)
         let gate = WakeUp()
         let services = Task {
