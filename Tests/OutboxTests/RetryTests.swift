@@ -32,7 +32,7 @@ import Testing
         for i in 1..<attempts.count {
             let gap = attempts[i].attemptedAt - attempts[i - 1].attemptedAt
             #expect(gap >= 0)
-            #expect(gap <= backoff.ceiling(retry: i - 1) + 0.25, "gap \(i) was \(gap)")
+            #expect(gap <= (attempts[i - 1].latencySeconds ?? 0) + backoff.ceiling(retry: i - 1) + 0.25, "gap \(i) was \(gap)")
         }
     }
 

@@ -1,0 +1,161 @@
+import APNs
+import APNsSimulator
+import Foundation
+import Outbox
+import Postgres
+import Runtime
+import TestSupport
+import Testing
+
+/// The outbox through the real APNs client and the project's simulator (HTTP/2 over TLS on loopback).
+@Suite struct SimulatorWireTests {
+    let now = Int64(Date().timeIntervalSince1970)
+
+    /// A running simulator and a client that trusts it.
+    struct Wire {
+        let simulator: APNsSimulator
+        let client: APNsClient
+
+        static func start() async throws -> Wire {
+            var configuration = SimulatorConfiguration()
+            configuration.bundleID = "com.example.visits"
+            let simulator = try APNsSimulator(configuration: configuration)
+            let endpoint = try await simulator.start()
+            let key = try await Subprocess.run(
+                "/bin/sh", ["-c", "openssl ecparam -name prime256v1 -genkey -noout | openssl pkcs8 -topk8 -nocrypt"])
+            let apns = APNsConfiguration(
+                baseURLs: [.sandbox: endpoint.url, .production: endpoint.url],
+                trustedCertificates: try APNsTrustedCertificates(pem: Array(try Data(contentsOf: URL(fileURLWithPath: endpoint.caFile)))),
+                signingKey: try APNsSigningKey(pem: Array(key.stdout.utf8)), keyId: "KEY1234567", teamId: "TEAM123456",
+                bundleId: "com.example.visits", requestTimeout: 5)
+            return Wire(simulator: simulator, client: APNsClient(configuration: apns, metrics: Metrics()))
+        }
+
+        func stop() async {
+            await client.shutdown()
+            await simulator.stop()
+        }
+    }
+
+    @Test func retriesThrough503x4Then429Then500AreDeliveredWithOneApnsIdAndGrowingGaps() async throws {
+        let f = try await OutboxFixture.make()
+        let wire = try await Wire.start()
+        defer { Task { await wire.stop(); await f.close() } }
+        try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
+        _ = try await f.enqueue(update("v-1", timestamp: now))
+        let worker = f.worker(wire.client)
+        let faults: [(count: Int, status: Int, reason: String)] = [
+            (4, 503, "ServiceUnavailable"), (1, 429, "TooManyRequests"), (1, 500, "InternalServerError"),
+        ]
+        var seen = 0
+        for fault in faults {
+            wire.simulator.failNext(fault.count, status: fault.status, reason: fault.reason)
+            seen += fault.count
+            while wire.simulator.deliveries().count < seen {
+                if try await worker.runOnce() == 0 { try await Task.sleep(nanoseconds: 5_000_000) }
+            }
+        }
+        try await f.drain(worker, rounds: 2000)
+        let received = wire.simulator.deliveries()
+        #expect(received.map(\.status) == [503, 503, 503, 503, 429, 500, 200])
+        #expect(Set(received.map(\.apnsID)).count == 1)
+        let last = try #require(received.last)
+        #expect(last.header("apns-push-type") == "liveactivity")
+        #expect(last.header("apns-topic") == "com.example.visits.push-type.liveactivity")
+        #expect(last.header("apns-priority") == "5")
+        #expect(last.header("apns-expiration") == String(now + 7200))
+        #expect(last.deviceToken == token("a1"))
+        #expect(last.providerToken != nil)
+        let delivery = try #require(try await f.store.list().first)
+        #expect(delivery.state == .sent && delivery.apnsId == last.apnsID)
+        let attempts = try await f.store.attempts(deliveryId: delivery.id)
+        #expect(attempts.map(\.status) == [503, 503, 503, 503, 429, 500, 200])
+        for i in 1..<attempts.count {
+            let gap = attempts[i].attemptedAt - attempts[i - 1].attemptedAt
+            // The wait starts when the previous answer came back: its latency plus the jittered backoff.
+            let bound = (attempts[i - 1].latencySeconds ?? 0) + f.configuration.backoff.ceiling(retry: i - 1) + 0.25
+            #expect(gap >= 0 && gap <= bound, "gap \(i) was \(gap), bound \(bound)")
+        }
+    }
+
+    @Test func unregisteredRetiresTheTokenAndLaterUpdatesAreNotSent() async throws {
+        let f = try await OutboxFixture.make()
+        let wire = try await Wire.start()
+        defer { Task { await wire.stop(); await f.close() } }
+        try await f.registerActivity(visit: "v-1", activity: "gone", token: token("gone"))
+        try await f.registerActivity(visit: "v-1", activity: "alive", token: token("alive"))
+        wire.simulator.markUnregistered(token: token("gone"), timestamp: Int64((Date().timeIntervalSince1970 + 60) * 1000))
+        let worker = f.worker(wire.client)
+        _ = try await f.enqueue(update("v-1", timestamp: now))
+        try await f.drain(worker)
+        _ = try await f.enqueue(update("v-1", timestamp: now + 1))
+        try await f.drain(worker)
+        _ = try await f.enqueue(end("v-1", timestamp: now + 2))
+        try await f.drain(worker)
+        let received = wire.simulator.deliveries()
+        #expect(received.filter { $0.deviceToken == token("gone") }.map(\.status) == [410])
+        #expect(received.filter { $0.deviceToken == token("alive") }.map(\.status) == [200, 200, 200])
+        #expect(try await f.count(.cancelled) == 1)
+    }
+
+    @Test func coalescingWhileAPNsIsSlowSendsTheLastStateAndTheEndInOrder() async throws {
+        let f = try await OutboxFixture.make()
+        let wire = try await Wire.start()
+        defer { Task { await wire.stop(); await f.close() } }
+        try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
+        wire.simulator.inject(FaultSettings(latency: .init(milliseconds: 150)))
+        let worker = f.worker(wire.client)
+        let running = Task { try await worker.run() }
+        for i in 0..<10 {
+            _ = try await f.enqueue(update("v-1", timestamp: now + Int64(i)))
+            try await Task.sleep(nanoseconds: 20_000_000)
+        }
+        _ = try await f.enqueue(end("v-1", timestamp: now + 10))
+        while try await f.count(.pending) + f.count(.sending) > 0 { try await Task.sleep(nanoseconds: 50_000_000) }
+        running.cancel()
+        _ = await running.result
+        let stamps = wire.simulator.deliveries().compactMap { d -> Int64? in
+            guard case .number(let ts)? = d.aps?["timestamp"] else { return nil }
+            return Int64(ts)
+        }
+        #expect(stamps.last == now + 10)
+        #expect(stamps == stamps.sorted() && Set(stamps).count == stamps.count)
+        #expect(stamps.count < 11)
+        #expect(wire.simulator.deliveries().allSatisfy { $0.status == 200 })
+    }
+
+    @Test func threeWorkersDeliverTwoThousandThroughTheSimulatorWithoutDuplicates() async throws {
+        let f = try await OutboxFixture.make()
+        let wire = try await Wire.start()
+        defer { Task { await wire.stop(); await f.close() } }
+        let registry = f.registry
+        try await f.pool.withTransaction { connection in
+            for v in 0..<400 {
+                for a in 0..<5 {
+                    try registry.registerLiveActivity(
+                        visitId: "v-\(v)", activityId: "a-\(a)", pushToken: token("v\(v)a\(a)"), environment: .sandbox, on: connection)
+                }
+            }
+        }
+        var configuration = f.configuration
+        configuration.batchSize = 100
+        let workers = (0..<3).map { _ in f.worker(wire.client, configuration: configuration) }
+        let running = Task {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for w in workers { group.addTask { try await w.run() } }
+                try await group.waitForAll()
+            }
+        }
+        for v in 0..<400 { _ = try await f.enqueue(update("v-\(v)", timestamp: now)) }
+        while try await f.count(.sent) < 2000 {
+            for w in workers { w.wakeUp.signal() }
+            try await Task.sleep(nanoseconds: 50_000_000)
+        }
+        running.cancel()
+        _ = await running.result
+        let received = wire.simulator.deliveries()
+        #expect(received.count == 2000)
+        #expect(Set(received.map(\.apnsID)).count == 2000)
+        #expect(Set(received.compactMap(\.deviceToken)).count == 2000)
+    }
+}
