@@ -94,6 +94,8 @@ CREATE TABLE delivery_attempts (
     status           integer,
     reason           text,
     latency_seconds  double precision,
+    -- The backoff chosen after this attempt (the next one is not due before answer + this).
+    retry_after_seconds double precision,
     PRIMARY KEY (delivery_id, attempt)
 );
 

@@ -9,4 +9,6 @@ public struct DeliveryAttempt: Sendable, Hashable {
     public var status: Int?
     public var reason: String?
     public var latencySeconds: Double?
+    /// The backoff chosen after a retryable failure (the next attempt was not due before then).
+    public var retryAfterSeconds: Double?
 }

@@ -12,4 +12,6 @@ struct DeliveryCompletion: Sendable, Hashable {
     var attempt: Int?
     var attemptedAt: Double?
     var latency: Double?
+    /// For a retry: the backoff chosen (seconds from now).
+    var retryAfter: Double?
 }

@@ -71,6 +71,7 @@ enum DeliveryPolicy {
                 c.state = .pending
                 c.nextAttemptAt = retryAt
             }
+            c.retryAfter = c.nextAttemptAt.map { $0 - now }
         case .tokenDead:
             if tokenRetired {
                 c.state = .cancelled

@@ -72,13 +72,14 @@ public struct OutboxStore: Sendable {
     public func attempts(deliveryId: Int64) async throws -> [DeliveryAttempt] {
         try await pool.withConnection { connection in
             try connection.query("""
-                SELECT delivery_id, attempt, attempted_at, status, reason, latency_seconds
+                SELECT delivery_id, attempt, attempted_at, status, reason, latency_seconds, retry_after_seconds
                 FROM delivery_attempts WHERE delivery_id = \(deliveryId) ORDER BY attempt
                 """).rows.map { row in
                 DeliveryAttempt(
                     deliveryId: try row.int64("delivery_id"), attempt: try row.int("attempt"),
                     attemptedAt: try row.double("attempted_at"), status: row.optionalInt64("status").map(Int.init),
-                    reason: row["reason"], latencySeconds: row.optionalDouble("latency_seconds"))
+                    reason: row["reason"], latencySeconds: row.optionalDouble("latency_seconds"),
+                    retryAfterSeconds: row.optionalDouble("retry_after_seconds"))
             }
         }
     }
@@ -206,12 +207,13 @@ public struct OutboxStore: Sendable {
         let attempts = PostgresNullableArray(completions.map(\.attempt))
         let attemptedAt = PostgresNullableArray(completions.map(\.attemptedAt))
         let latencies = PostgresNullableArray(completions.map(\.latency))
+        let retryAfters = PostgresNullableArray(completions.map(\.retryAfter))
         let rows = try connection.query("""
             WITH input AS (
                 SELECT * FROM unnest(\(ids)::bigint[], \(states)::text[], \(next)::float8[], \(statuses)::int[],
                                      \(reasons)::text[], \(unknown)::float8[], \(attempts)::int[], \(attemptedAt)::float8[],
-                                     \(latencies)::float8[])
-                    AS x(id, state, next_attempt_at, status, reason, unknown_since, attempt, attempted_at, latency)
+                                     \(latencies)::float8[], \(retryAfters)::float8[])
+                    AS x(id, state, next_attempt_at, status, reason, unknown_since, attempt, attempted_at, latency, retry_after)
             ),
             done AS (
                 UPDATE deliveries d
@@ -227,8 +229,8 @@ public struct OutboxStore: Sendable {
                 RETURNING d.id, d.target, d.aps_timestamp, d.state
             ),
             recorded AS (
-                INSERT INTO delivery_attempts (delivery_id, attempt, attempted_at, status, reason, latency_seconds)
-                SELECT i.id, i.attempt, i.attempted_at, i.status, i.reason, i.latency FROM input i
+                INSERT INTO delivery_attempts (delivery_id, attempt, attempted_at, status, reason, latency_seconds, retry_after_seconds)
+                SELECT i.id, i.attempt, i.attempted_at, i.status, i.reason, i.latency, i.retry_after FROM input i
                 WHERE i.attempt IS NOT NULL
                 ON CONFLICT DO NOTHING
             ),

@@ -27,13 +27,15 @@ import Testing
         #expect(attempts.map(\.status) == [503, 503, 503, 503, 429, 500, 200])
         #expect(attempts.map(\.reason) == ["ServiceUnavailable", "ServiceUnavailable", "ServiceUnavailable", "ServiceUnavailable",
                                            "TooManyRequests", "InternalServerError", nil])
-        // Each gap is at least 0 and at most the backoff ceiling for that retry (plus scheduling slack).
+        // The backoff chosen after each failure lies within its full-jitter bound, and no retry started
+        // before its backoff had passed (gaps only ever exceed the schedule, never undercut it).
         let backoff = f.configuration.backoff
         for i in 1..<attempts.count {
-            let gap = attempts[i].attemptedAt - attempts[i - 1].attemptedAt
-            #expect(gap >= 0)
-            #expect(gap <= (attempts[i - 1].latencySeconds ?? 0) + backoff.ceiling(retry: i - 1) + 0.25, "gap \(i) was \(gap)")
+            let chosen = try #require(attempts[i - 1].retryAfterSeconds)
+            #expect(chosen >= 0 && chosen <= backoff.ceiling(retry: i - 1), "backoff \(i) was \(chosen)")
+            #expect(attempts[i].attemptedAt - attempts[i - 1].attemptedAt >= chosen)
         }
+        #expect(attempts.last?.retryAfterSeconds == nil)
     }
 
     @Test func pastTheMaximumAgeADeliveryIsDeadWithItsLastAnswer() async throws {

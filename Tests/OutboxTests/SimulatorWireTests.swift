@@ -70,12 +70,15 @@ import Testing
         #expect(delivery.state == .sent && delivery.apnsId == last.apnsID)
         let attempts = try await f.store.attempts(deliveryId: delivery.id)
         #expect(attempts.map(\.status) == [503, 503, 503, 503, 429, 500, 200])
+        // The backoff chosen after each failure lies within its full-jitter bound, and no retry started
+        // before its backoff had passed (gaps only ever exceed the schedule, never undercut it).
+        let backoff = f.configuration.backoff
         for i in 1..<attempts.count {
-            let gap = attempts[i].attemptedAt - attempts[i - 1].attemptedAt
-            // The wait starts when the previous answer came back: its latency plus the jittered backoff.
-            let bound = (attempts[i - 1].latencySeconds ?? 0) + f.configuration.backoff.ceiling(retry: i - 1) + 0.25
-            #expect(gap >= 0 && gap <= bound, "gap \(i) was \(gap), bound \(bound)")
+            let chosen = try #require(attempts[i - 1].retryAfterSeconds)
+            #expect(chosen >= 0 && chosen <= backoff.ceiling(retry: i - 1), "backoff \(i) was \(chosen)")
+            #expect(attempts[i].attemptedAt - attempts[i - 1].attemptedAt >= chosen)
         }
+        #expect(attempts.last?.retryAfterSeconds == nil)
     }
 
     @Test func unregisteredRetiresTheTokenAndLaterUpdatesAreNotSent() async throws {
