@@ -24,6 +24,9 @@ public final class OutboxWorker: Service {
     private let logger: Logger
     private let pause: SendingPause
     private let reapSchedule: ReapSchedule
+    /// Signalled when a claim came back full (a backlog): the extra claim loops join in only then, so a
+    /// trickle of pushes costs one claim per wake-up, not one per loop.
+    private let backlog = WakeUp()
 
     /// - Parameters:
     ///   - sender: the APNs client (or a test double).
@@ -63,7 +66,13 @@ public final class OutboxWorker: Service {
 
     private func claimLoop(_ loop: Int) async {
         var failures = 0
+        var lastClaimWasFull = false
         while !Task.isCancelled {
+            if loop > 0 && !lastClaimWasFull {
+                // An extra loop: wait for a backlog (or the slow poll) before claiming.
+                _ = await backlog.wait(upTo: configuration.pollIntervalSeconds)
+                if Task.isCancelled { break }
+            }
             if let remaining = pause.remaining(now: clock.now()) {
                 setAlert(true)
                 _ = await wakeUp.wait(upTo: min(remaining, configuration.pollIntervalSeconds))
@@ -72,7 +81,9 @@ public final class OutboxWorker: Service {
             do {
                 let handled = try await runOnce()
                 failures = 0
-                if handled == 0 { try await idleWait() }
+                lastClaimWasFull = handled >= configuration.batchSize
+                if lastClaimWasFull { backlog.signal() }
+                if handled == 0 && loop == 0 { try await idleWait() }
             } catch {
                 failures += 1
                 if failures == 1 || failures % 30 == 0 {
