@@ -227,15 +227,24 @@ public final class OutboxWorker: Service {
             }
         }
         let now = clock.now()
+        // One configuration error per batch counts once towards the pause (a batch of 500 BadTopic is one
+        // problem, not 500 doublings).
+        let configurationFailure = sent.lazy.compactMap({ s -> APNsFailure? in
+            if case .failure(let f) = s.outcome, f.classification == .configuration { return f }
+            return nil
+        }).first
+        if let f = configurationFailure {
+            let until = pause.configurationError(now: now)
+            setAlert(true)
+            logger.error("APNs reports a configuration problem; sending paused",
+                ["apns.status": f.status.map(String.init) ?? "none", "apns.reason": f.reasonLabel,
+                 "outbox.paused_until": String(until)])
+        }
         return sent.map { s in
             if case .failure(let f) = s.outcome {
                 switch f.classification {
                 case .configuration:
-                    let until = pause.configurationError(now: now)
-                    setAlert(true)
-                    logger.error("APNs reports a configuration problem; sending paused",
-                        ["apns.status": f.status.map(String.init) ?? "none", "apns.reason": f.reasonLabel,
-                         "outbox.paused_until": String(until)])
+                    break
                 case .tokenDead:
                     let wasRetired = retired[s.delivery.id] ?? false
                     if wasRetired {
@@ -251,7 +260,7 @@ public final class OutboxWorker: Service {
                     }
                 case .retryable, .permanent: break
                 }
-            } else {
+            } else if configurationFailure == nil {
                 pause.accepted()
                 setAlert(false)
             }
