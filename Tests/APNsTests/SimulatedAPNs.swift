@@ -30,7 +30,7 @@ struct SimulatedAPNs {
     /// A configuration pointing both environments at this simulator (override with `baseURLs`).
     func configuration(
         bundleId: String = SimulatedAPNs.bundleId, keyId: String = "KEY1234567", signingKey: TestKey? = nil,
-        baseURLs: [APNsEnvironment: String]? = nil, requestTimeout: Double = 10
+        baseURLs: [APNsEnvironment: String]? = nil, requestTimeout: Double = 30
     ) throws -> APNsConfiguration {
         try APNsConfiguration.fromEnvironment([
             "LIVEVISITS_APNS_URL": endpoint.url,
