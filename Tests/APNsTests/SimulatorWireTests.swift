@@ -244,6 +244,25 @@ import Testing
         #expect(productionSeen == [toProduction.deviceToken])
     }
 
+    /// As a Service: cancelling `run()` shuts the client down; a push in flight then fails as
+    /// retryable (it may have arrived), and later pushes fail at once instead of hanging.
+    @Test func cancellingRunShutsDownAndFailsPushesRetryably() async throws {
+        let apns = try await SimulatedAPNs.start()
+        let client = APNsClient(configuration: try apns.configuration(), metrics: Metrics())
+        let service = Task { try await client.run() }
+        #expect(await client.send(SimulatedAPNs.request()).classification == nil)
+        apns.simulator.addLatency(seconds: 5)
+        let inFlight = Task { await client.send(SimulatedAPNs.request()) }
+        while apns.simulator.statistics().requestsTotal < 2 { try await Task.sleep(nanoseconds: 10_000_000) }
+        service.cancel()
+        try await service.value
+        let interrupted = await inFlight.value
+        let after = await client.send(SimulatedAPNs.request())
+        await apns.stop()
+        #expect(interrupted.classification == .retryable, "\(interrupted)")
+        #expect(after.classification == .retryable, "\(after)")
+    }
+
     @Test func manyStreamsInFlightShareOneConnection() async throws {
         let apns = try await SimulatedAPNs.start()
         let client = APNsClient(configuration: try apns.configuration(), metrics: Metrics())
