@@ -278,6 +278,24 @@ import Testing
         #expect(statistics.maximumConcurrentStreams > 1)
     }
 
+    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS bounds the streams in flight; the rest queue on
+    /// the same connection rather than opening more.
+    @Test func serverStreamLimitIsRespectedOnOneConnection() async throws {
+        let apns = try await SimulatedAPNs.start { $0.maximumConcurrentStreams = 8 }
+        let client = APNsClient(configuration: try apns.configuration(), metrics: Metrics())
+        apns.simulator.addLatency(seconds: 0.05)
+        let results = await withTaskGroup(of: APNsResult.self) { group in
+            for n in 0..<64 { group.addTask { await client.send(SimulatedAPNs.request(token: SimulatedAPNs.token(n))) } }
+            return await group.reduce(into: [APNsResult]()) { $0.append($1) }
+        }
+        await client.shutdown()
+        let statistics = apns.simulator.statistics()
+        await apns.stop()
+        #expect(results.allSatisfy { $0.classification == nil })
+        #expect(statistics.connectionsAccepted == 1)
+        #expect(statistics.maximumConcurrentStreams <= 8)
+    }
+
     /// Prints pushes/s over one connection with many streams in flight (no timed assertion).
     /// `APNS_BENCH_COUNT` / `APNS_BENCH_CONCURRENCY` change the load (defaults 2,000 / 500).
     @Test func benchmarkPrintsThroughputAgainstTheSimulator() async throws {
