@@ -39,7 +39,10 @@ let package = Package(
         ),
         .target(
             name: "HTTPAPI",
-            dependencies: ["HTTPServer", "VisitDomain", "VisitProjections", "VisitCommands", "EventStore", "Postgres", "Outbox", "Runtime"]
+            dependencies: [
+                "HTTPServer", "VisitDomain", "VisitProjections", "VisitCommands", "EventStore", "Postgres", "Outbox", "Runtime",
+                "COpenSSL",
+            ]
         ),
 
         // Executables: the product and its benchmarks. They only wire things together.

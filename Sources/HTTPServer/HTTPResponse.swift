@@ -11,6 +11,9 @@ public struct HTTPResponse: Sendable {
     /// The route template that produced this response (`/v1/visits/{id}`), set by `Router`.
     /// Used for the request's log line and metrics; never sent to the client.
     public var route: String?
+    /// Extra fields for the request's log line (`actor.role`, `visit.id`), never sent to the client.
+    /// Never put a key, token or body here. The server's own `http.*` fields win over these.
+    public var logMetadata: [String: String] = [:]
 
     /// A response; statuses outside 200…599 are sent as 500.
     public init(status: Int = 200, headers: HTTPHeaders = HTTPHeaders(), body: Data = Data(), route: String? = nil) {

@@ -182,6 +182,7 @@ extension HTTPServer {
         let status = (200...599).contains(response.status) ? response.status : 500
         request.status = status
         request.route = response.route
+        request.logMetadata = response.logMetadata
         return MHD_queue_response(request.connection, UInt32(status), made)
     }
 
@@ -190,18 +191,30 @@ extension HTTPServer {
         registry.close()
         let elapsed = ContinuousClock.now - request.startedAt
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        let route = request.route ?? "unmatched"
-        let method = HTTPServer.methodLabel(request.method)
-        let status = request.status.map(String.init) ?? "none"
+        let fields = HTTPServer.logFields(request, seconds: seconds, termination: termination)
+        logger.info("request", fields)
+        requestMetrics.record(
+            route: fields["http.route"]!, method: fields["http.method"]!, status: fields["http.status"]!, seconds: seconds)
+    }
+
+    /// The request's log line: method, route template, status, duration, request id, the outcome when
+    /// abnormal, and the handler's `logMetadata` (which cannot override these). No headers, no body,
+    /// no path: keys and ids live there.
+    static func logFields(
+        _ request: RequestContext, seconds: Double, termination: MHD_RequestTerminationCode
+    ) -> [String: String] {
         var fields = [
-            "http.method": method, "http.route": route, "http.status": status,
-            "http.duration_ms": HTTPServer.milliseconds(seconds), "http.request_id": request.requestID,
+            "http.method": methodLabel(request.method), "http.route": request.route ?? "unmatched",
+            "http.status": request.status.map(String.init) ?? "none",
+            "http.duration_ms": milliseconds(seconds), "http.request_id": request.requestID,
         ]
         if termination != .REQUEST_TERMINATED_COMPLETED_OK {
-            fields["http.outcome"] = HTTPServer.outcome(termination)
+            fields["http.outcome"] = outcome(termination)
         }
-        logger.info("request", fields)
-        requestMetrics.record(route: route, method: method, status: status, seconds: seconds)
+        if !request.logMetadata.isEmpty {
+            fields.merge(request.logMetadata) { ours, _ in ours }
+        }
+        return fields
     }
 
     private func tooLarge() -> HTTPResponse {

@@ -35,6 +35,7 @@ final class RequestContext: @unchecked Sendable {
     /// Set once a response is queued with MHD.
     var status: Int?
     var route: String?
+    var logMetadata: [String: String] = [:]
 
     /// The handler's (or the deadline's) answer, waiting for the connection to resume.
     let pending = Mutex<HTTPResponse?>(nil)

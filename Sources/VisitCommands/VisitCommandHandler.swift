@@ -8,6 +8,12 @@ import VisitProjections
 /// Where the pushes an accepted event implies go, inside the event's own transaction (the outbox).
 public protocol PushEnqueuer: Sendable {
     func enqueue(_ plans: [PushPlan], for state: VisitState, on connection: PostgresConnection) throws
+    /// Called after the transaction that enqueued committed (wake the workers).
+    func committed()
+}
+
+extension PushEnqueuer {
+    public func committed() {}
 }
 
 /// Who is asking and under which conditions.
@@ -126,7 +132,10 @@ public struct VisitCommandHandler: Sendable {
                 let result = try await store.pool.withTransaction { connection in
                     try execute(visitId: visitId, event: event, context: context, isCreation: isCreation, on: connection)
                 }
-                if !result.appended.deduplicated { store.eventsCommitted(count: 1) }
+                if !result.appended.deduplicated {
+                    store.eventsCommitted(count: 1)
+                    if result.pushes > 0 { pushes.committed() }
+                }
                 return result
             } catch let error as EventStoreError where error.code == .wrongExpectedVersion {
                 if context.expectedVersion != nil {

@@ -41,6 +41,11 @@ enum CommandLineInterface {
             switch command {
             case "migrate": try await MigrateCommand.run(rest)
             case "replay": try await ReplayCommand.run(rest)
+            case "serve": try await ServeCommand.run(rest)
+            case "worker": try await ServeCommand.run(rest, parts: .worker)
+            case "keys": try await KeysCommand.run(rest)
+            case "outbox": try await OutboxCommand.run(rest)
+            case "apns-sim": try await APNsSimCommand.run(rest)
             case "help", "--help", "-h":
                 print(usage)
             default:

@@ -1,0 +1,37 @@
+import EventStore
+import Foundation
+import Outbox
+import Postgres
+import Runtime
+import VisitCommands
+import VisitDomain
+import VisitProjections
+
+/// Everything the API's handlers use, built once by the executable.
+public struct APIEnvironment: Sendable {
+    public let pool: PostgresPool
+    public let store: EventStore
+    public let readModel: VisitReadModel
+    public let commands: VisitCommandHandler
+    public let pushes: OutboxPushes
+    public let tokens: TokenRegistry
+    public let outboxStore: OutboxStore
+    public let migrator: Migrator
+    public let clock: any WallClock
+
+    public init(
+        pool: PostgresPool, readModel: VisitReadModel, outbox: Outbox, migrator: Migrator, clock: any WallClock = SystemClock()
+    ) {
+        self.pool = pool
+        self.store = EventStore(pool: pool)
+        self.readModel = readModel
+        self.pushes = OutboxPushes(outbox: outbox)
+        self.commands = VisitCommandHandler(store: store, readModel: readModel, pushes: pushes, clock: clock)
+        self.tokens = TokenRegistry(clock: clock)
+        self.outboxStore = OutboxStore(pool: pool, clock: clock)
+        self.migrator = migrator
+        self.clock = clock
+    }
+
+    public var rules: ProjectionRules { readModel.rules }
+}

@@ -1,0 +1,99 @@
+import COpenSSL
+import Foundation
+import Postgres
+
+/// The roles of contract §4.
+public enum Role: String, Sendable, CaseIterable {
+    case dispatcher, technician, customer, ops
+}
+
+/// The authenticated caller of a request.
+public struct Caller: Sendable, Equatable {
+    public let keyId: String
+    public let role: Role
+    /// The technician or customer id the key speaks for (nil for dispatcher and ops keys).
+    public let subject: String?
+}
+
+/// A freshly minted key: `key` is shown once and never stored.
+public struct MintedKey: Sendable {
+    public let keyId: String
+    public let key: String
+    public let role: Role
+    public let subject: String?
+}
+
+/// API keys: `lv_<keyId>_<secret>`; only SHA-256(secret) is stored, compared in constant time.
+public enum APIKeys {
+    public struct KeyError: Error, CustomStringConvertible, Sendable {
+        public let message: String
+        public var description: String { message }
+    }
+
+    /// Creates a key. Technician and customer keys need a subject; dispatcher and ops keys may have one.
+    public static func mint(role: Role, subject: String?, createdBy: String?, on connection: PostgresConnection) throws -> MintedKey {
+        if (role == .technician || role == .customer) && (subject ?? "").isEmpty {
+            throw KeyError(message: "a \(role.rawValue) key needs a subject (the \(role.rawValue) id)")
+        }
+        if let subject, subject.utf8.count > 128 || subject.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            throw KeyError(message: "subject must be at most 128 bytes without control characters")
+        }
+        let keyId = randomHex(bytes: 8)
+        let secret = randomHex(bytes: 24)
+        try connection.query("""
+            INSERT INTO api_keys (key_id, secret_hash, role, subject, created_by)
+            VALUES (\(keyId), \(sha256Hex(secret)), \(role.rawValue), \(subject), \(createdBy))
+            """)
+        return MintedKey(keyId: keyId, key: "lv_\(keyId)_\(secret)", role: role, subject: subject)
+    }
+
+    /// The caller a presented key belongs to, or nil (unknown, malformed, revoked or wrong secret).
+    public static func authenticate(_ presented: String, on connection: PostgresConnection) throws -> Caller? {
+        let parts = presented.split(separator: "_", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0] == "lv", parts[1].count == 16, parts[2].count == 48,
+              parts[1].allSatisfy(\.isHexDigit), parts[2].allSatisfy(\.isHexDigit)
+        else { return nil }
+        let keyId = String(parts[1])
+        guard let row = try connection.query("""
+            SELECT secret_hash, role, subject FROM api_keys WHERE key_id = \(keyId) AND revoked_at IS NULL
+            """).first else { return nil }
+        let stored = Array(try row.string("secret_hash").utf8)
+        let offered = Array(sha256Hex(String(parts[2])).utf8)
+        guard constantTimeEqual(stored, offered), let role = Role(rawValue: try row.string("role")) else { return nil }
+        return Caller(keyId: keyId, role: role, subject: row["subject"])
+    }
+
+    /// Revokes a key at once; false when no live key has that id. `allowedRoles` limits whose keys may go.
+    public static func revoke(keyId: String, allowedRoles: [Role], on connection: PostgresConnection) throws -> Bool {
+        let roles = allowedRoles.map(\.rawValue)
+        return try !connection.query("""
+            UPDATE api_keys SET revoked_at = now()
+            WHERE key_id = \(keyId) AND revoked_at IS NULL AND role = ANY(\(roles)::text[])
+            RETURNING 1
+            """).isEmpty
+    }
+
+    static func sha256Hex(_ text: String) -> String {
+        var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
+        let bytes = Array(text.utf8)
+        bytes.withUnsafeBufferPointer { input in
+            _ = SHA256(input.baseAddress, input.count, &digest)
+        }
+        return digest.map { String(format: "%02x", $0) }.joined()
+    }
+
+    static func randomHex(bytes count: Int) -> String {
+        var bytes = [UInt8](repeating: 0, count: count)
+        if RAND_bytes(&bytes, Int32(count)) != 1 {
+            for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255) }
+        }
+        return bytes.map { String(format: "%02x", $0) }.joined()
+    }
+
+    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        var difference: UInt8 = 0
+        for i in a.indices { difference |= a[i] ^ b[i] }
+        return difference == 0
+    }
+}

@@ -1,0 +1,64 @@
+import Foundation
+import HTTPServer
+import Postgres
+
+extension LiveVisitsAPI {
+    func addKeyRoutes(to router: inout Router) {
+        router.add(.post, "/v1/keys") { request, _ in try await mintKey(request) }
+        router.add(.delete, "/v1/keys/{keyId}") { request, params in try await revokeKey(request, keyId: params["keyId"]) }
+    }
+
+    func mintKey(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let caller = try await authenticate(request)
+        guard caller.role == .dispatcher else { throw APIError.forbidden("only a dispatcher mints keys") }
+        let body = try RequestBody(request)
+        try body.allowOnly(["role", "subject"])
+        let roleText = try body.requiredString("role", maxBytes: 32)
+        guard let role = Role(rawValue: roleText), role == .technician || role == .customer else {
+            throw APIError(422, "invalid_value", "role: a dispatcher mints technician or customer keys")
+        }
+        let subject = try body.requiredString("subject", maxBytes: 128)
+        let environment = self.environment
+        let minted = try await mapped {
+            try await environment.pool.withConnection { c in
+                try APIKeys.mint(role: role, subject: subject, createdBy: caller.keyId, on: c)
+            }
+        }
+        let json = "{\"keyId\":\"\(minted.keyId)\",\"key\":\"\(minted.key)\",\"role\":\"\(minted.role.rawValue)\",\"subject\":"
+            + "\(minted.subject.map { jsonString($0) } ?? "null")}"
+        return .json(status: 201, body: Data(json.utf8))
+    }
+
+    func revokeKey(_ request: HTTPRequest, keyId: String?) async throws -> HTTPResponse {
+        let caller = try await authenticate(request)
+        let allowed: [Role]
+        switch caller.role {
+        case .ops: allowed = Role.allCases
+        case .dispatcher: allowed = [.technician, .customer]
+        default: throw APIError.forbidden("only a dispatcher or an operator revokes keys")
+        }
+        guard let keyId, keyId.count <= 64 else { throw APIError.notFound("key") }
+        let environment = self.environment
+        let revoked = try await mapped {
+            try await environment.pool.withConnection { c in try APIKeys.revoke(keyId: keyId, allowedRoles: allowed, on: c) }
+        }
+        guard revoked else { throw APIError.notFound("key") }
+        return HTTPResponse(status: 204)
+    }
+}
+
+func jsonString(_ text: String) -> String {
+    var out = "\""
+    for scalar in text.unicodeScalars {
+        switch scalar {
+        case "\"": out += "\\\""
+        case "\\": out += "\\\\"
+        case "\n": out += "\\n"
+        case "\r": out += "\\r"
+        case "\t": out += "\\t"
+        default:
+            if scalar.value < 0x20 { out += String(format: "\\u%04x", scalar.value) } else { out.unicodeScalars.append(scalar) }
+        }
+    }
+    return out + "\""
+}

@@ -1,0 +1,66 @@
+import Foundation
+import HTTPServer
+import Outbox
+import Postgres
+import VisitProjections
+
+extension LiveVisitsAPI {
+    func addOpsRoutes(to router: inout Router) {
+        router.add(.get, "/v1/ops/outbox") { request, _ in try await listOutbox(request) }
+        router.add(.post, "/v1/ops/outbox/{id}/retry") { request, params in try await retryDelivery(request, id: params["id"]) }
+        router.add(.post, "/v1/ops/projections/{name}/rebuild") { request, params in try await rebuild(request, name: params["name"]) }
+    }
+
+    func requireOps(_ request: HTTPRequest) async throws {
+        let caller = try await authenticate(request)
+        guard caller.role == .ops else { throw APIError.forbidden("operations need an ops key") }
+    }
+
+    func listOutbox(_ request: HTTPRequest) async throws -> HTTPResponse {
+        try await requireOps(request)
+        var state: DeliveryState? = nil
+        if let text = request.queryValue("state") {
+            guard let parsed = DeliveryState(rawValue: text) else {
+                throw APIError(422, "invalid_value", "state: expected one of \(DeliveryState.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            state = parsed
+        }
+        var limit = 100
+        if let text = request.queryValue("limit") {
+            guard let n = Int(text), (1...1000).contains(n) else { throw APIError(422, "invalid_value", "limit: expected 1 to 1000") }
+            limit = n
+        }
+        let deliveries = try await mapped { try await environment.outboxStore.list(state: state, limit: limit) }
+        let items = deliveries.map(LiveVisitsAPI.deliveryJSON)
+        return .json(body: Data("{\"deliveries\":[\(items.joined(separator: ","))]}".utf8))
+    }
+
+    func retryDelivery(_ request: HTTPRequest, id: String?) async throws -> HTTPResponse {
+        try await requireOps(request)
+        guard let id, let deliveryId = Int64(id) else { throw APIError.notFound("delivery") }
+        let delivery = try await mapped { try await environment.outboxStore.retry(id: deliveryId) }
+        environment.pushes.committed()
+        return .json(body: Data(LiveVisitsAPI.deliveryJSON(delivery).utf8))
+    }
+
+    func rebuild(_ request: HTTPRequest, name: String?) async throws -> HTTPResponse {
+        try await requireOps(request)
+        guard name == VisitReadModel.name else { throw APIError.notFound("projection") }
+        let report = try await mapped { try await VisitReplay(pool: environment.pool, readModel: environment.readModel).run() }
+        let body = "{\"projection\":\"visits\",\"events\":\(report.events),\"visits\":\(report.visits),"
+            + "\"carriedOver\":\(report.carriedOver),\"seconds\":\(String(format: "%.3f", report.seconds))}"
+        return .json(body: Data(body.utf8))
+    }
+
+    /// An outbox row for operators: never the push token.
+    static func deliveryJSON(_ d: OutboxDelivery) -> String {
+        func opt<T>(_ v: T?, _ f: (T) -> String) -> String { v.map(f) ?? "null" }
+        return "{\"id\":\(d.id),\"apnsId\":\(jsonString(d.apnsId)),\"visitId\":\(jsonString(d.visitId)),"
+            + "\"customerId\":\(jsonString(d.customerId)),\"activityId\":\(opt(d.activityId, jsonString)),"
+            + "\"deviceId\":\(opt(d.deviceId, jsonString)),\"kind\":\"\(d.kind.rawValue)\",\"state\":\"\(d.state.rawValue)\","
+            + "\"priority\":\(d.priority),\"apsTimestamp\":\(d.apsTimestamp),\"visitVersion\":\(d.visitVersion),"
+            + "\"attempts\":\(d.attempts),\"createdAt\":\(Int64(d.createdAt)),\"nextAttemptAt\":\(Int64(d.nextAttemptAt)),"
+            + "\"finishedAt\":\(opt(d.finishedAt) { String(Int64($0)) }),\"lastStatus\":\(opt(d.lastStatus) { String($0) }),"
+            + "\"lastReason\":\(opt(d.lastReason, jsonString))}"
+    }
+}

@@ -1,0 +1,188 @@
+import EventStore
+import Foundation
+import HTTPServer
+import Postgres
+import VisitCommands
+import VisitDomain
+import VisitProjections
+
+extension LiveVisitsAPI {
+    func addVisitRoutes(to router: inout Router) {
+        router.add(.post, "/v1/visits") { request, _ in try await scheduleVisit(request) }
+        router.add(.get, "/v1/visits") { request, _ in try await listVisits(request) }
+        router.add(.get, "/v1/visits/{id}") { request, params in try await getVisit(request, id: params["id"]) }
+        router.add(.post, "/v1/visits/{id}/events") { request, params in try await postEvent(request, id: params["id"]) }
+        router.add(.get, "/v1/visits/{id}/events") { request, params in try await visitHistory(request, id: params["id"]) }
+    }
+
+    // MARK: visibility
+
+    /// Whether the caller may see a visit (a technician only theirs, a customer only theirs).
+    static func maySee(_ caller: Caller, customerId: String, technicianId: String) -> Bool {
+        switch caller.role {
+        case .dispatcher, .ops: true
+        case .technician: caller.subject == technicianId
+        case .customer: caller.subject == customerId
+        }
+    }
+
+    /// The visit's answer (GET shape, ETag) read inside a transaction.
+    static func visitAnswer(_ visitId: String, status: Int, environment: APIEnvironment, on c: PostgresConnection) throws -> Answer {
+        guard let row = try VisitReadModel.row(visitId: visitId, on: c) else { throw APIError.notFound("visit") }
+        let live = try environment.tokens.liveActivityCount(visitId: visitId, on: c)
+        return Answer(status: status, body: row.body(liveActivities: live), etag: "\"\(row.version)\"")
+    }
+
+    // MARK: handlers
+
+    func scheduleVisit(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let caller = try await authenticate(request)
+        guard caller.role == .dispatcher else { throw APIError.forbidden("only a dispatcher schedules visits") }
+        let scheduled = try checked {
+            try ScheduleVisitRequest.parse(Array(request.body)) { "v-" + UUID().uuidString.lowercased() }
+        }
+        let environment = self.environment
+        let context = VisitCommandContext(actor: EventMetadata(actorRole: caller.role.rawValue, actorSubject: caller.subject ?? caller.keyId,
+                                                              correlationId: request.id))
+        let visitId = scheduled.attributes.visitId
+        return try await write(request, caller: caller, retryOnConflict: true) { c in
+            _ = try environment.commands.execute(visitId: visitId, event: .scheduled(scheduled), context: context, isCreation: true, on: c)
+            return try LiveVisitsAPI.visitAnswer(visitId, status: 201, environment: environment, on: c)
+        }
+    }
+
+    func postEvent(_ request: HTTPRequest, id: String?) async throws -> HTTPResponse {
+        let caller = try await authenticate(request)
+        let visitId = try RequestChecks.id(id, name: "visit")
+        guard caller.role == .dispatcher || caller.role == .technician else {
+            throw APIError.forbidden("a \(caller.role.rawValue) key may not post visit events")
+        }
+        let expected = try RequestChecks.ifMatch(request.headers["if-match"])
+        let event = try checked { try VisitEventRequest.parse(Array(request.body)) }
+        if caller.role == .technician && !event.type.technicianMayPost {
+            throw APIError.forbidden("\(event.type.rawValue) is the dispatcher's to post")
+        }
+        let environment = self.environment
+        let context = VisitCommandContext(
+            actor: EventMetadata(actorRole: caller.role.rawValue, actorSubject: caller.subject ?? caller.keyId, correlationId: request.id),
+            expectedVersion: expected,
+            authorize: { state in
+                guard LiveVisitsAPI.maySee(caller, customerId: state.customerId, technicianId: state.technician.id) else {
+                    throw APIError.notFound("visit")
+                }
+            })
+        return try await write(request, caller: caller, retryOnConflict: expected == nil) { c in
+            _ = try environment.commands.execute(visitId: visitId, event: event, context: context, isCreation: false, on: c)
+            return try LiveVisitsAPI.visitAnswer(visitId, status: 201, environment: environment, on: c)
+        }
+    }
+
+    func getVisit(_ request: HTTPRequest, id: String?) async throws -> HTTPResponse {
+        let caller = try await authenticate(request)
+        let visitId = try RequestChecks.id(id, name: "visit")
+        let environment = self.environment
+        let answer = try await mapped {
+            try await environment.pool.withConnection { c -> Answer in
+                guard let row = try VisitReadModel.row(visitId: visitId, on: c),
+                      LiveVisitsAPI.maySee(caller, customerId: row.customerId, technicianId: row.technicianId)
+                else { throw APIError.notFound("visit") }
+                let live = try environment.tokens.liveActivityCount(visitId: visitId, on: c)
+                return Answer(status: 200, body: row.body(liveActivities: live), etag: "\"\(row.version)\"")
+            }
+        }
+        return answer.response
+    }
+
+    func visitHistory(_ request: HTTPRequest, id: String?) async throws -> HTTPResponse {
+        let caller = try await authenticate(request)
+        let visitId = try RequestChecks.id(id, name: "visit")
+        let environment = self.environment
+        let body = try await mapped {
+            try await environment.pool.withConnection { c -> String in
+                guard let row = try VisitReadModel.row(visitId: visitId, on: c),
+                      LiveVisitsAPI.maySee(caller, customerId: row.customerId, technicianId: row.technicianId)
+                else { throw APIError.notFound("visit") }
+                let events = try EventStore.readStream(VisitCommandHandler.streamName(for: visitId), on: c)
+                let items: [JSONValue] = events.map { event in
+                    let data = (try? JSONValue.parse(Array(event.data.utf8))) ?? .null
+                    return .object([
+                        JSONMember("position", .number(Double(event.globalPosition))),
+                        JSONMember("version", .number(Double(event.position))),
+                        JSONMember("type", .string(event.type)),
+                        JSONMember("data", data),
+                        JSONMember("recordedAt", .number(event.recordedAt.rounded(.down))),
+                        JSONMember("actor", .object([
+                            JSONMember("role", event.metadata.actorRole.map { .string($0) } ?? .null),
+                            JSONMember("subject", event.metadata.actorSubject.map { .string($0) } ?? .null),
+                        ])),
+                    ])
+                }
+                return JSONValue.object([JSONMember("events", .array(items))]).serializedString()
+            }
+        }
+        return .json(body: Data(body.utf8))
+    }
+
+    func listVisits(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let caller = try await authenticate(request)
+        var filter = VisitReadModel.ListFilter()
+        filter.customerId = request.queryValue("customerId")
+        filter.technicianId = request.queryValue("technicianId")
+        switch request.queryValue("status") {
+        case nil: break
+        case "active": filter.ended = false
+        case "ended": filter.ended = true
+        default: throw APIError(422, "invalid_value", "status: expected active or ended")
+        }
+        if let limit = request.queryValue("limit") {
+            guard let n = Int(limit), (1...200).contains(n) else { throw APIError(422, "invalid_value", "limit: expected 1 to 200") }
+            filter.limit = n
+        }
+        if let cursor = request.queryValue("cursor") {
+            guard let decoded = LiveVisitsAPI.decodeCursor(cursor) else { throw APIError.malformed("cursor is not one this server gave") }
+            filter.after = decoded
+        }
+        // Role scoping: filters only narrow what the caller may see.
+        var empty = false
+        switch caller.role {
+        case .dispatcher, .ops: break
+        case .technician:
+            if let asked = filter.technicianId, asked != caller.subject { empty = true }
+            filter.technicianId = caller.subject
+        case .customer:
+            if let asked = filter.customerId, asked != caller.subject { empty = true }
+            filter.customerId = caller.subject
+        }
+        let environment = self.environment
+        let page = filter
+        let nothingVisible = empty
+        let body = try await mapped {
+            try await environment.pool.withConnection { c -> String in
+                let rows = nothingVisible ? [] : try VisitReadModel.list(page, on: c)
+                let shown = rows.prefix(page.limit)
+                var items: [String] = []
+                for row in shown {
+                    items.append(row.body(liveActivities: try environment.tokens.liveActivityCount(visitId: row.visitId, on: c)))
+                }
+                let next = rows.count > page.limit ? shown.last.map { LiveVisitsAPI.encodeCursor($0.scheduledAt, $0.visitId) } : nil
+                let nextJSON = next.map { JSONValue.string($0).serializedString() } ?? "null"
+                return "{\"visits\":[\(items.joined(separator: ","))],\"nextCursor\":\(nextJSON)}"
+            }
+        }
+        return .json(body: Data(body.utf8))
+    }
+
+    static func encodeCursor(_ scheduledAt: Int64, _ visitId: String) -> String {
+        Data("\(scheduledAt):\(visitId)".utf8).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    }
+
+    static func decodeCursor(_ cursor: String) -> (scheduledAt: Int64, visitId: String)? {
+        var text = cursor.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while text.count % 4 != 0 { text += "=" }
+        guard cursor.count <= 400, let data = Data(base64Encoded: text), let plain = String(data: data, encoding: .utf8),
+              let colon = plain.firstIndex(of: ":"), let at = Int64(plain[..<colon])
+        else { return nil }
+        return (at, String(plain[plain.index(after: colon)...]))
+    }
+}

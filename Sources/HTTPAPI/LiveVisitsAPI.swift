@@ -1,0 +1,183 @@
+import EventStore
+import Foundation
+import HTTPServer
+import Postgres
+import Runtime
+import VisitCommands
+import VisitDomain
+import VisitProjections
+
+/// The HTTP API of contract §4: routes, authentication, the role table, idempotency and error mapping.
+public struct LiveVisitsAPI: Sendable {
+    public let environment: APIEnvironment
+    let logger = Logger(label: "api")
+
+    public init(environment: APIEnvironment) {
+        self.environment = environment
+    }
+
+    /// Every route of the contract.
+    public func router() -> Router {
+        var router = Router()
+        router.add(.get, "/healthz") { _, _ in .json(body: Data(#"{"status":"ok"}"#.utf8)) }
+        router.add(.get, "/readyz") { _, _ in await readiness() }
+        router.add(.get, "/metrics") { _, _ in
+            var headers = HTTPHeaders()
+            headers.add(name: "Content-Type", value: "text/plain; version=0.0.4")
+            return HTTPResponse(status: 200, headers: headers, body: Data(await Metrics.shared.render().utf8))
+        }
+        addVisitRoutes(to: &router)
+        addDeviceRoutes(to: &router)
+        addKeyRoutes(to: &router)
+        addOpsRoutes(to: &router)
+        return router
+    }
+
+    // MARK: authentication
+
+    /// The caller behind `Authorization: Bearer <key>`, or 401.
+    func authenticate(_ request: HTTPRequest) async throws -> Caller {
+        guard let header = request.headers["authorization"] else { throw APIError.unauthorized }
+        let parts = header.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { throw APIError.unauthorized }
+        let presented = String(parts[1]).trimmingCharacters(in: .whitespaces)
+        let caller = try await mapped { try await environment.pool.withConnection { try APIKeys.authenticate(presented, on: $0) } }
+        guard let caller else { throw APIError.unauthorized }
+        return caller
+    }
+
+    /// Runs `body`, turning every error a client can cause into its API answer.
+    func mapped<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch {
+            if let api = APIError.map(error) { throw api }
+            throw error
+        }
+    }
+
+    /// The synchronous twin of `mapped` (request parsing).
+    func checked<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch {
+            if let api = APIError.map(error) { throw api }
+            throw error
+        }
+    }
+
+    /// `/readyz`: the database answers and every migration is applied.
+    func readiness() async -> HTTPResponse {
+        do {
+            let pending = try await environment.migrator.pending(pool: environment.pool)
+            guard pending.isEmpty else {
+                return .error(status: 503, code: "migrations_pending", message: "pending migrations: \(pending.joined(separator: ", "))")
+            }
+            return .json(body: Data(#"{"status":"ready"}"#.utf8))
+        } catch let error as Migrator.MigrationError {
+            return .error(status: 503, code: "migrations_changed", message: error.message)
+        } catch {
+            return .error(status: 503, code: "unavailable", message: "the database is unreachable")
+        }
+    }
+
+    // MARK: command transactions
+
+    /// What a write answers: status, JSON body, optional ETag.
+    struct Answer: Sendable {
+        var status: Int
+        var body: String
+        var etag: String?
+
+        var response: HTTPResponse {
+            var headers = HTTPHeaders()
+            if let etag { headers.add(name: "ETag", value: etag) }
+            if body.isEmpty { return HTTPResponse(status: status, headers: headers) }
+            return .json(status: status, body: Data(body.utf8), headers: headers)
+        }
+
+        init(status: Int, body: String, etag: String? = nil) {
+            self.status = status
+            self.body = body
+            self.etag = etag
+        }
+
+        init(error: APIError) {
+            status = error.httpStatus
+            body = String(decoding: HTTPResponse.error(status: error.httpStatus, code: error.httpCode, message: error.httpMessage).body, as: UTF8.self)
+        }
+    }
+
+    /// Runs a write in one transaction. With an `Idempotency-Key`, the first answer (4xx included, 503 not)
+    /// is stored in the same transaction and a retry with equal JSON gets it back; another body gets 409.
+    /// Lost version races are retried when the caller did not pin a version.
+    func write(
+        _ request: HTTPRequest, caller: Caller, retryOnConflict: Bool,
+        _ work: @escaping @Sendable (PostgresConnection) throws -> Answer
+    ) async throws -> HTTPResponse {
+        let key = try RequestChecks.idempotencyKey(request.headers["idempotency-key"])
+        let route = "\(request.method) \(request.rawPath)"
+        let body = String(decoding: request.body, as: UTF8.self)
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                let answer = try await environment.pool.withTransaction { c -> (Answer, Bool) in
+                    guard let key else { return (try work(c), true) }
+                    let claimed = try !c.query("""
+                        INSERT INTO http_idempotency (key_id, route, idempotency_key, request_body)
+                        VALUES (\(caller.keyId), \(route), \(key), \(body))
+                        ON CONFLICT DO NOTHING RETURNING 1
+                        """).isEmpty
+                    if !claimed {
+                        return (try LiveVisitsAPI.storedAnswer(keyId: caller.keyId, route: route, key: key, body: body, on: c), false)
+                    }
+                    try c.execute(script: "SAVEPOINT command")
+                    var answer: Answer
+                    do {
+                        answer = try work(c)
+                        try c.execute(script: "RELEASE SAVEPOINT command")
+                    } catch {
+                        guard let api = APIError.map(error), api.httpStatus != 503 else { throw error }
+                        if retryOnConflict, (error as? EventStoreError)?.code == .wrongExpectedVersion { throw error }
+                        try c.execute(script: "ROLLBACK TO SAVEPOINT command")
+                        answer = Answer(error: api)
+                    }
+                    try c.query("""
+                        UPDATE http_idempotency SET status = \(answer.status), response_body = \(answer.body), response_etag = \(answer.etag)
+                        WHERE key_id = \(caller.keyId) AND route = \(route) AND idempotency_key = \(key)
+                        """)
+                    return (answer, answer.status < 300)
+                }
+                if answer.1 && answer.0.status < 300 {
+                    environment.store.eventsCommitted(count: 1)
+                    environment.pushes.committed()
+                }
+                return answer.0.response
+            } catch let error as EventStoreError where error.code == .wrongExpectedVersion && retryOnConflict && attempt < 50 {
+                try await Task.sleep(nanoseconds: UInt64.random(in: 0...UInt64(min(attempt, 10)) * 2_000_000))
+                continue
+            } catch {
+                if let api = APIError.map(error) { throw api }
+                throw error
+            }
+        }
+    }
+
+    static func storedAnswer(keyId: String, route: String, key: String, body: String, on c: PostgresConnection) throws -> Answer {
+        guard let row = try c.query("""
+            SELECT request_body, status, response_body, response_etag FROM http_idempotency
+            WHERE key_id = \(keyId) AND route = \(route) AND idempotency_key = \(key)
+            """).first, let status = row["status"].flatMap({ Int($0) })
+        else {
+            throw APIError(409, "idempotency_key_in_use", "a request with this Idempotency-Key is still being processed")
+        }
+        let first = try? JSONValue.parse(Array(row["request_body"]!.utf8))
+        let again = try? JSONValue.parse(Array(body.utf8))
+        let same = (first != nil && again != nil) ? first == again : row["request_body"] == body
+        guard same else {
+            throw APIError(409, "idempotency_key_reused", "this Idempotency-Key was used with another request body")
+        }
+        return Answer(status: status, body: row["response_body"] ?? "", etag: row["response_etag"])
+    }
+}

@@ -1,0 +1,53 @@
+import Outbox
+import Postgres
+import VisitDomain
+
+/// The visit side of the outbox: turns the domain's push plans into outbox intents, inside the caller's
+/// transaction. The only place that knows both vocabularies.
+public struct OutboxPushes: PushEnqueuer {
+    public let outbox: Outbox
+
+    public init(outbox: Outbox) {
+        self.outbox = outbox
+    }
+
+    public func enqueue(_ plans: [PushPlan], for state: VisitState, on connection: PostgresConnection) throws {
+        _ = try outbox.enqueue(plans.map { OutboxPushes.intent($0, state: state, audience: nil) }, on: connection)
+    }
+
+    public func committed() { outbox.committed() }
+
+    /// A catch-up for one newly registered Live Activity (latest state, its own timestamp).
+    public func enqueueCatchUp(_ plan: PushPlan, for state: VisitState, activityId: String, on connection: PostgresConnection) throws {
+        _ = try outbox.enqueue([OutboxPushes.intent(plan, state: state, audience: .activity(activityId))], on: connection)
+    }
+
+    /// A start for one push-to-start device registered after scheduling.
+    public func enqueueLateStart(_ plan: PushPlan, for state: VisitState, deviceId: String, on connection: PostgresConnection) throws {
+        _ = try outbox.enqueue([OutboxPushes.intent(plan, state: state, audience: .pushToStartDevice(deviceId))], on: connection)
+    }
+
+    static func intent(_ plan: PushPlan, state: VisitState, audience: PushIntent.Audience?) -> PushIntent {
+        let kind: PushIntent.Kind = switch plan.kind {
+        case .start: .start
+        case .update: .update
+        case .end: .end
+        }
+        let defaultAudience: PushIntent.Audience = switch plan.audience {
+        case .pushToStartTokens: .pushToStartTokens
+        case .liveActivities: .liveActivities
+        }
+        var staleDate: Int64? = nil
+        var afterSending: Int64? = nil
+        switch plan.expiration {
+        case .at(let epoch): staleDate = Int64(epoch)
+        case .afterSending(let seconds): afterSending = Int64(seconds)
+        }
+        return PushIntent(
+            visitId: plan.visitId, customerId: state.customerId, kind: kind, audience: audience ?? defaultAudience,
+            priority: plan.priority, apsTimestamp: Int64(plan.apsTimestamp), body: plan.body, staleDate: staleDate,
+            expiresAfterSendingSeconds: afterSending, visitVersion: Int64(plan.version),
+            eventRecordedAt: Double(state.lastRecordedAt),
+            arrivalWindowStart: kind == .start ? Int64(state.arrivalWindow.start) : nil)
+    }
+}
