@@ -17,11 +17,18 @@ public enum APNsBenchmark {
         /// Latency percentiles, seconds.
         public let p50: Double
         public let p99: Double
+        /// CPU seconds (user + system) the whole process used during the run: the client, and the
+        /// simulator too when it runs in the same process.
+        public let processCPUSeconds: Double
+        /// Process CPU per push, in microseconds.
+        public var cpuMicrosecondsPerPush: Double { pushes > 0 ? processCPUSeconds / Double(pushes) * 1e6 : 0 }
 
         public var description: String {
             String(
                 format: "%d pushes (%d ok, %d failed) with %d in flight in %.2f s: %.0f pushes/s, p50 %.1f ms, p99 %.1f ms",
                 pushes, succeeded, failed, concurrency, seconds, pushesPerSecond, p50 * 1000, p99 * 1000)
+                + String(format: ", process CPU %.2f s (%.0f µs/push, %.0f%% of the wall time)", processCPUSeconds,
+                    cpuMicrosecondsPerPush, seconds > 0 ? processCPUSeconds / seconds * 100 : 0)
                 + (failures.isEmpty ? "" : " failures: \(failures.sorted { $0.key < $1.key })")
         }
     }
@@ -32,6 +39,7 @@ public enum APNsBenchmark {
         concurrency: Int = 500
     ) async -> Report {
         let next = Ticket()
+        let cpuBefore = processCPUTime()
         let started = ContinuousClock.now
         let perWorker = await withTaskGroup(of: ([Double], [String: Int]).self) { group in
             for _ in 0..<max(1, concurrency) {
@@ -55,6 +63,7 @@ public enum APNsBenchmark {
             return await group.reduce(into: [([Double], [String: Int])]()) { $0.append($1) }
         }
         let elapsed = ContinuousClock.now - started
+        let cpu = processCPUTime() - cpuBefore
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         let latencies = perWorker.flatMap(\.0).sorted()
         var failures: [String: Int] = [:]
@@ -65,7 +74,19 @@ public enum APNsBenchmark {
         let failed = failures.values.reduce(0, +)
         return Report(
             pushes: latencies.count, succeeded: latencies.count - failed, failed: failed, failures: failures,
-            concurrency: concurrency, seconds: seconds, p50: percentile(0.5), p99: percentile(0.99))
+            concurrency: concurrency, seconds: seconds, p50: percentile(0.5), p99: percentile(0.99),
+            processCPUSeconds: cpu)
+    }
+
+    private static func processCPUTime() -> Double {
+        var usage = rusage()
+        #if canImport(Glibc)
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+        #else
+        getrusage(RUSAGE_SELF, &usage)
+        #endif
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+            + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1_000_000
     }
 
     /// Hands out push indexes to the workers.

@@ -33,6 +33,10 @@ final class CurlHTTP2Transport: @unchecked Sendable {
         var stopping = false
         var stopped = false
         var stopWaiters: [CheckedContinuation<Void, Never>] = []
+        /// The loop thread is (about to be) blocked in `curl_multi_poll`: submitters must wake it.
+        var polling = false
+        /// A wake-up was already sent for this poll: one is enough (each costs a syscall).
+        var wakeSent = false
     }
 
     private static let globalInit: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
@@ -53,12 +57,14 @@ final class CurlHTTP2Transport: @unchecked Sendable {
     func perform(_ exchange: HTTP2Exchange) async -> HTTP2Exchange.Outcome {
         await withCheckedContinuation { (continuation: CheckedContinuation<HTTP2Exchange.Outcome, Never>) in
             let transfer = CurlTransfer(exchange: exchange, continuation: continuation)
-            let (accepted, startThread) = inbox.withLock { box -> (Bool, Bool) in
-                guard !box.stopping else { return (false, false) }
+            let (accepted, startThread, wake) = inbox.withLock { box -> (Bool, Bool, Bool) in
+                guard !box.stopping else { return (false, false, false) }
                 box.pending.append(transfer)
                 let start = !box.threadStarted
                 box.threadStarted = true
-                return (true, start)
+                let wake = box.polling && !box.wakeSent
+                if wake { box.wakeSent = true }
+                return (true, start, wake)
             }
             guard accepted else {
                 continuation.resume(returning: .failed(code: -1, message: "APNs client is shut down"))
@@ -68,7 +74,7 @@ final class CurlHTTP2Transport: @unchecked Sendable {
                 let thread = Thread { [self] in runLoop() }
                 thread.name = "apns-http2"
                 thread.start()
-            } else {
+            } else if wake {
                 curl_multi_wakeup(multi)
             }
         }
@@ -81,7 +87,7 @@ final class CurlHTTP2Transport: @unchecked Sendable {
                 box.stopping = true
                 if box.stopped || !box.threadStarted { return (true, false) }
                 box.stopWaiters.append(continuation)
-                return (false, true)
+                return (false, true)  // always wake: a stop must not wait for the poll timeout
             }
             if wake { curl_multi_wakeup(multi) }
             if done { continuation.resume() }
@@ -101,8 +107,20 @@ final class CurlHTTP2Transport: @unchecked Sendable {
             var running: Int32 = 0
             _ = curl_multi_perform(multi, &running)
             collectFinished()
-            var ready: Int32 = 0
-            _ = curl_multi_poll(multi, nil, 0, 1000, &ready)
+            // Sleep only if nothing was submitted meanwhile; from here on submitters wake us.
+            let mayPoll = inbox.withLock { box -> Bool in
+                guard box.pending.isEmpty, !box.stopping else { return false }
+                box.polling = true
+                return true
+            }
+            if mayPoll {
+                var ready: Int32 = 0
+                _ = curl_multi_poll(multi, nil, 0, 1000, &ready)
+                inbox.withLock { box in
+                    box.polling = false
+                    box.wakeSent = false
+                }
+            }
         }
         for (easy, transfer) in active {
             curl_multi_remove_handle(multi, easy)

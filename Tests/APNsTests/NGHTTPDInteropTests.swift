@@ -13,7 +13,7 @@ struct NGHTTPDInteropTests {
             baseURLs: [.sandbox: peer.url, .production: peer.url],
             trustedCertificates: trust ? try APNsTrustedCertificates(contentsOfFile: peer.caFile) : nil,
             signingKey: try APNsSigningKey(pem: key.pem), keyId: "KEY1234567", teamId: "TEAM123456",
-            bundleId: "com.example.visits", requestTimeout: 5)
+            bundleId: "com.example.visits", requestTimeout: 30)
         return APNsClient(configuration: configuration, metrics: Metrics())
     }
 
