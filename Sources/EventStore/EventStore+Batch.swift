@@ -17,8 +17,8 @@ extension EventStore {
     /// stopped early (the caller then appends it alone).
     typealias BatchSlot = Result<AppendResult, EventStoreError>?
 
-    /// The most rounds a batch runs before giving up on appends that keep losing races (they get
-    /// `wrongExpectedVersion`).
+    /// How many races with other transactions one append may lose in a batch before it gives up with
+    /// `wrongExpectedVersion` (waiting behind an earlier append to its stream in the batch does not count).
     static let maxRounds = 8
 
     /// True when a batch of these appends can run without an explicit transaction: each round is then one
@@ -34,16 +34,8 @@ extension EventStore {
     static func appendBatch(_ requests: [AppendRequest], on connection: PostgresConnection, autocommit: Bool) throws -> [BatchSlot] {
         var slots = [BatchSlot](repeating: nil, count: requests.count)
         var pending = Array(requests.indices)
-        var lastVersion: [Int: Int64] = [:]
-        var round = 0
+        var racesLost: [Int: Int] = [:]
         while !pending.isEmpty {
-            round += 1
-            if round > maxRounds {
-                for i in pending {
-                    slots[i] = .failure(conflict(requests[i], actual: lastVersion[i] ?? 0, note: "lost too many races"))
-                }
-                break
-            }
             // One append per stream and per key in this round; the rest wait for the next.
             var streams = Set<String>()
             var keys = Set<String>()
@@ -73,9 +65,13 @@ extension EventStore {
                 case .conflict(let actual):
                     slots[i] = .failure(conflict(requests[i], actual: actual))
                 case .retry(let version, let inserted):
-                    lastVersion[i] = version
                     undo += inserted
-                    later.append(i)
+                    racesLost[i, default: 0] += 1
+                    if racesLost[i]! >= maxRounds {
+                        slots[i] = .failure(conflict(requests[i], actual: version, note: "lost \(maxRounds) races in a row"))
+                    } else {
+                        later.append(i)
+                    }
                 }
             }
             if !undo.isEmpty {

@@ -197,6 +197,19 @@ public final class EventStore: Sendable {
         return try rows.rows.map(decode)
     }
 
+    /// True when events after `checkpoint` are visible but not yet readable, because a transaction older
+    /// than theirs is still open (they wait behind the snapshot horizon).
+    public static func hasEventsBehindHorizon(after checkpoint: Checkpoint, on connection: PostgresConnection) throws -> Bool {
+        let rows = try connection.query("""
+            SELECT EXISTS (
+                SELECT 1 FROM events
+                WHERE (transaction_id, global_position) > (\(String(checkpoint.transactionId))::xid8, \(checkpoint.globalPosition))
+                  AND transaction_id >= pg_snapshot_xmin(pg_current_snapshot())
+            ) AS held
+            """)
+        return try rows.first?.bool("held") ?? false
+    }
+
     /// The last checkpoint in follow order of everything committed so far (the end of the log for a reader).
     public static func head(on connection: PostgresConnection) throws -> Checkpoint {
         let rows = try connection.query("""
