@@ -1,37 +1,63 @@
-/// The group-commit queue as a pure state machine: appends wait here, and whenever a batch slot is free the
-/// machine hands out everything waiting (up to the batch limits) as one batch. The shell (`AppendBatcher`)
-/// keeps it in a `Mutex` and performs the batches it returns after releasing the lock.
+/// The group-commit queue as a pure state machine. Appends wait here; a few batch workers (threads the
+/// shell owns, one database connection each) take everything waiting, up to the batch limits, as one batch.
+/// The shell (`AppendBatcher`) keeps the machine in a `Mutex` and performs the actions it returns after
+/// releasing the lock.
 ///
-/// Batches form by queueing, not by timers: while `maxConcurrentBatches` batches are in flight, arrivals
-/// accumulate, and the first slot to free up takes them all. A lone append therefore leaves at once.
+/// Batches form by queueing, not by timers: while every worker is busy, arrivals accumulate, and the first
+/// worker to finish takes them all. A lone append leaves at once.
 struct AppendBatchQueue<Entry> {
+    /// What the shell must do after an `enqueue`.
+    enum Wake: Equatable {
+        /// Every worker is busy or already woken: it will find the append when it asks for work.
+        case none
+        /// Signal this parked worker.
+        case signal(worker: Int)
+        /// Start this worker's thread (it is not running).
+        case start(worker: Int)
+    }
+
+    enum WorkerPhase: Equatable {
+        /// No thread.
+        case stopped
+        /// Parked, waiting for a signal.
+        case idle
+        /// Running a batch, or woken and about to ask for one.
+        case busy
+    }
+
     private var waiting: [(entry: Entry, events: Int)] = []
     private var head = 0
-    private(set) var inFlight = 0
+    private(set) var workers: [WorkerPhase]
     let configuration: GroupCommit
 
     init(configuration: GroupCommit) {
         self.configuration = configuration
+        workers = Array(repeating: .stopped, count: configuration.maxConcurrentBatches)
     }
 
     var waitingCount: Int { waiting.count - head }
 
-    /// Adds an append; returns a batch to start now when a slot is free.
-    mutating func enqueue(_ entry: Entry, events: Int) -> [Entry]? {
+    /// Adds an append; says which worker to wake, if any.
+    mutating func enqueue(_ entry: Entry, events: Int) -> Wake {
         waiting.append((entry, events))
-        guard inFlight < configuration.maxConcurrentBatches else { return nil }
-        return takeBatch()
+        if let idle = workers.firstIndex(of: .idle) {
+            workers[idle] = .busy
+            return .signal(worker: idle)
+        }
+        if let stopped = workers.firstIndex(of: .stopped) {
+            workers[stopped] = .busy
+            return .start(worker: stopped)
+        }
+        return .none
     }
 
-    /// A batch finished; returns the next one to run on the freed slot, if appends are waiting.
-    mutating func batchFinished() -> [Entry]? {
-        precondition(inFlight > 0, "batchFinished without a batch in flight")
-        inFlight -= 1
-        return takeBatch()
-    }
-
-    private mutating func takeBatch() -> [Entry]? {
-        guard head < waiting.count else { return nil }
+    /// A worker asks for work: the next batch, or nil (the worker is then idle and should park).
+    mutating func next(worker: Int) -> [Entry]? {
+        guard head < waiting.count else {
+            workers[worker] = .idle
+            return nil
+        }
+        workers[worker] = .busy
         var batch: [Entry] = []
         var events = 0
         while head < waiting.count, batch.count < configuration.maxBatchSize {
@@ -49,7 +75,14 @@ struct AppendBatchQueue<Entry> {
             waiting.removeFirst(head)
             head = 0
         }
-        inFlight += 1
         return batch
+    }
+
+    /// A parked worker waited its idle time without a signal: true when it should stop (its thread ends
+    /// and its connection closes); false when it was woken meanwhile and should ask for work.
+    mutating func idleTimedOut(worker: Int) -> Bool {
+        guard workers[worker] == .idle else { return false }
+        workers[worker] = .stopped
+        return true
     }
 }

@@ -1,76 +1,109 @@
+import Dispatch
+import Foundation
 import Postgres
+import Runtime
 import Synchronization
 
 /// Group commit's shell: concurrent `EventStore.append(_:)` calls wait in an `AppendBatchQueue` (under a
-/// `Mutex`), and each batch the queue hands out runs as one statement (one round trip, autocommitted when
-/// every append is a single event without an idempotency key) or one transaction, on a pooled connection's
-/// own thread. Each append gets its own result; a conflict fails only its append.
+/// `Mutex`), and batch workers take them as batches. Each worker is a thread of its own with a database
+/// connection of its own (started on first use, stopped after `idleSeconds` without work), so a batch
+/// costs one hop from the appending task to the worker and one back — no pool slot, no extra task — and
+/// blocking libpq calls never run on Swift's cooperative pool. These connections come on top of the pool's.
 ///
-/// When a batch fails for a reason other than the database being unavailable (say, one append's data is
-/// not valid JSON and PostgreSQL refuses the statement), the appends it had not settled are retried one by
-/// one on the direct path, so one bad append cannot fail its neighbours.
+/// A batch runs as one statement (one round trip, autocommitted, when every append is a single event
+/// without an idempotency key on a distinct stream) or as one transaction. Each append gets its own
+/// result; a conflict fails only its append. When a batch fails for a reason other than the database being
+/// unavailable (say, one append's data is not valid JSON and PostgreSQL refuses the statement), the appends
+/// it had not settled are retried one by one, each in its own transaction, so one bad append cannot fail
+/// its neighbours.
 final class AppendBatcher: Sendable {
     private struct Entry: Sendable {
         let request: AppendRequest
         let continuation: CheckedContinuation<AppendResult, any Error>
     }
 
-    private let pool: PostgresPool
+    private let configuration: PostgresConfiguration
+    private let limits: EventStoreLimits
     private let queue: Mutex<AppendBatchQueue<Entry>>
-    private let direct: @Sendable (AppendRequest) async throws -> AppendResult
+    private let signals: [DispatchSemaphore]
     private let committed: @Sendable (Int) -> Void
+    private let logger = Logger(label: "eventstore.batcher")
+    /// How long a worker waits for work before its thread ends and its connection closes.
+    static let idleSeconds = 10.0
 
-    /// - Parameters:
-    ///   - direct: appends one request in its own transaction (the fallback), reporting its own commit.
-    ///   - committed: told how many events a batch committed, once per batch.
+    /// - Parameter committed: told how many events a batch committed, once per batch.
     init(
-        pool: PostgresPool, configuration: GroupCommit,
-        direct: @escaping @Sendable (AppendRequest) async throws -> AppendResult,
+        configuration: PostgresConfiguration, limits: EventStoreLimits, groupCommit: GroupCommit,
         committed: @escaping @Sendable (Int) -> Void
     ) {
-        self.pool = pool
-        self.queue = Mutex(AppendBatchQueue(configuration: configuration))
-        self.direct = direct
+        self.configuration = configuration
+        self.limits = limits
+        self.queue = Mutex(AppendBatchQueue(configuration: groupCommit))
+        self.signals = (0..<groupCommit.maxConcurrentBatches).map { _ in DispatchSemaphore(value: 0) }
         self.committed = committed
     }
 
     /// Appends a validated request as part of the next batch.
     func append(_ request: AppendRequest) async throws -> AppendResult {
         try await withCheckedThrowingContinuation { continuation in
-            let batch = queue.withLock { $0.enqueue(Entry(request: request, continuation: continuation), events: request.events.count) }
-            if let batch { start(batch) }
-        }
-    }
-
-    /// Runs `batch`, then whatever queued meanwhile, on one task until the queue is empty.
-    private func start(_ batch: [Entry]) {
-        Task.detached { [self] in
-            var next: [Entry]? = batch
-            while let batch = next {
-                await run(batch)
-                next = queue.withLock { $0.batchFinished() }
+            let wake = queue.withLock {
+                $0.enqueue(Entry(request: request, continuation: continuation), events: request.events.count)
+            }
+            switch wake {
+            case .none: break
+            case .signal(let worker): signals[worker].signal()
+            case .start(let worker): startWorker(worker)
             }
         }
     }
 
-    private func run(_ batch: [Entry]) async {
+    private func startWorker(_ worker: Int) {
+        let thread = Thread { [self] in work(worker) }
+        thread.name = "livevisits.append-batch.\(worker)"
+        thread.start()
+    }
+
+    /// A worker's life: take a batch, run it, repeat; park when there is nothing; end after idling.
+    private func work(_ worker: Int) {
+        let owner = ConnectionOwner()
+        while true {
+            if let batch = queue.withLock({ $0.next(worker: worker) }) {
+                run(batch, owner: owner)
+                continue
+            }
+            if signals[worker].wait(timeout: .now() + AppendBatcher.idleSeconds) == .timedOut,
+                queue.withLock({ $0.idleTimedOut(worker: worker) })
+            {
+                return
+            }
+        }
+    }
+
+    private func run(_ batch: [Entry], owner: ConnectionOwner) {
+        let started = DispatchTime.now().uptimeNanoseconds
+        defer {
+            let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+            AppendBatcher.record(appends: batch.count, seconds: seconds)
+        }
         let requests = batch.map(\.request)
         let autocommit = EventStore.canAutocommit(requests)
-        var slots: [EventStore.BatchSlot]
+        var slots = [EventStore.BatchSlot](repeating: nil, count: batch.count)
         var failure: (any Error)?
         do {
-            slots = try await pool.withConnection { connection in
-                if autocommit { return try EventStore.appendBatch(requests, on: connection, autocommit: true) }
-                return try connection.transaction { try EventStore.appendBatch(requests, on: $0, autocommit: false) }
+            let connection = try owner.connection(configuration)
+            if autocommit {
+                slots = try EventStore.appendBatch(requests, on: connection, autocommit: true)
+            } else {
+                slots = try connection.transaction { try EventStore.appendBatch(requests, on: $0, autocommit: false) }
             }
         } catch let stopped as EventStore.BatchStopped {
             // Autocommitted rounds before the failure stand; a transaction's work was rolled back.
-            slots = autocommit ? stopped.settled : Array(repeating: nil, count: batch.count)
+            if autocommit { slots = stopped.settled }
             failure = stopped.error
         } catch {
-            slots = Array(repeating: nil, count: batch.count)
             failure = error
         }
+        if failure != nil { owner.dropIfBroken() }
 
         var appended = 0
         var unsettled: [Entry] = []
@@ -85,21 +118,62 @@ final class AppendBatcher: Sendable {
                 unsettled.append(entry)
             }
         }
-        if appended > 0 { committed(appended) }
-        guard !unsettled.isEmpty else { return }
-
-        if let failure, let pg = failure as? PostgresError, pg.isUnavailable {
-            let error = EventStoreError.wrap(pg)
-            for entry in unsettled { entry.continuation.resume(throwing: error) }
+        guard !unsettled.isEmpty else {
+            if appended > 0 { committed(appended) }
             return
         }
+        if let failure, let pg = failure as? PostgresError, pg.isUnavailable || !owner.isHealthy {
+            let error = EventStoreError.wrap(pg.isUnavailable ? pg : PostgresError(code: .unavailable, message: pg.message))
+            for entry in unsettled { entry.continuation.resume(throwing: error) }
+            if appended > 0 { committed(appended) }
+            return
+        }
+        if let failure { logger.info("batch refused; appending its entries one by one", ["error": "\(failure)"]) }
         // Isolate whatever stopped the batch: each remaining append alone, in its own transaction.
         for entry in unsettled {
             do {
-                entry.continuation.resume(returning: try await direct(entry.request))
+                let connection = try owner.connection(configuration)
+                let limits = self.limits
+                let result = try connection.transaction { try EventStore.append(entry.request, on: $0, limits: limits) }
+                if !result.deduplicated { appended += result.globalPositions.count }
+                entry.continuation.resume(returning: result)
             } catch {
-                entry.continuation.resume(throwing: error)
+                owner.dropIfBroken()
+                entry.continuation.resume(throwing: EventStoreError.wrap(error))
             }
+        }
+        if appended > 0 { committed(appended) }
+    }
+
+    /// Batch size and time, for `/metrics` and the benchmark (mean batch size = appends / batches).
+    static func record(appends: Int, seconds: Double) {
+        let metrics = Metrics.shared
+        metrics.increment("livevisits_append_batches_total", help: "Group-commit batches run.")
+        metrics.increment(
+            "livevisits_append_batched_appends_total", help: "Appends that went through group commit.", by: Double(appends))
+        metrics.increment(
+            "livevisits_append_batch_seconds_total", help: "Time spent running group-commit batches.", by: seconds)
+    }
+
+    /// The worker's connection, opened on first use and replaced after it breaks.
+    private final class ConnectionOwner {
+        // Used only by the worker thread that created it.
+        private var current: PostgresConnection?
+
+        func connection(_ configuration: PostgresConfiguration) throws -> PostgresConnection {
+            if let current, current.isHealthy { return current }
+            current = nil
+            let fresh = try PostgresConnection(
+                url: configuration.url, connectTimeoutSeconds: configuration.connectTimeoutSeconds,
+                usePreparedStatements: configuration.usePreparedStatements)
+            current = fresh
+            return fresh
+        }
+
+        var isHealthy: Bool { current?.isHealthy ?? false }
+
+        func dropIfBroken() {
+            if let current, !current.isHealthy { self.current = nil }
         }
     }
 }

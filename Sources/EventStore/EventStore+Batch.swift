@@ -21,11 +21,19 @@ extension EventStore {
     /// `wrongExpectedVersion` (waiting behind an earlier append to its stream in the batch does not count).
     static let maxRounds = 8
 
-    /// True when a batch of these appends can run without an explicit transaction: each round is then one
-    /// autocommitted statement, one round trip. That is safe only when no append can be half done by a
-    /// round — a single event with no idempotency key is either inserted or not.
+    /// True when a batch of these appends should run without an explicit transaction: its one round is
+    /// then one autocommitted statement, one round trip. That is safe only when no append can be half done
+    /// by a round — a single event with no idempotency key is either inserted or not — and worth it only
+    /// when the streams are distinct: appends to one stream need a round each, and in one transaction
+    /// those rounds share a single commit (one WAL flush) instead of paying one each.
     static func canAutocommit(_ requests: [AppendRequest]) -> Bool {
-        requests.allSatisfy { $0.events.count == 1 && $0.idempotencyKey == nil }
+        var streams = Set<String>()
+        streams.reserveCapacity(requests.count)
+        for request in requests {
+            guard request.events.count == 1, request.idempotencyKey == nil, streams.insert(request.streamName).inserted
+            else { return false }
+        }
+        return true
     }
 
     /// Appends a batch on `connection`. With `autocommit`, each round commits by itself (see

@@ -26,8 +26,7 @@ public final class EventStore: Sendable {
         self.notifier = notifier
         if groupCommit.mode == .batched {
             batcher = AppendBatcher(
-                pool: pool, configuration: groupCommit,
-                direct: { request in try await EventStore.appendDirect(request, pool: pool, limits: limits, notifier: notifier) },
+                configuration: pool.configuration, limits: limits, groupCommit: groupCommit,
                 committed: { count in EventStore.eventsCommitted(count: count, notifier: notifier) })
         } else {
             batcher = nil

@@ -14,8 +14,9 @@ public struct GroupCommit: Sendable {
     public var maxBatchSize: Int
     /// The most events one batch carries (a batch stops growing at whichever limit it reaches first).
     public var maxBatchEvents: Int
-    /// Batches in flight at once, each on its own pooled connection. While they are all busy, new appends
-    /// queue and leave together in the next batch: that queueing is what forms batches, no timer is involved.
+    /// Batches in flight at once, each run by a worker thread with its own connection (in addition to the
+    /// pool's). While they are all busy, new appends queue and leave together in the next batch: that
+    /// queueing is what forms batches, no timer is involved.
     public var maxConcurrentBatches: Int
 
     public init(mode: Mode = .batched, maxBatchSize: Int = 256, maxBatchEvents: Int = 2000, maxConcurrentBatches: Int = 2) {

@@ -1,6 +1,7 @@
 import EventStore
 import Foundation
 import Postgres
+import Runtime
 import Synchronization
 
 /// `livevisits-bench append`: appends ~200-byte events with expected versions to many streams (uniform and
@@ -17,6 +18,7 @@ struct AppendBenchmark {
           --streams N              number of streams (default 10000)
           --distribution LIST      uniform,zipf (default both)
           --mode LIST              batched (group commit, the default) and/or direct (one transaction per append)
+          --batches N              group commit: batches in flight at once (default \(GroupCommit().maxConcurrentBatches))
           --pgbench PATH           pgbench binary (default /usr/lib/postgresql/15/bin/pgbench)
           --no-pgbench             skip the pgbench baseline
           --migrations DIR         migration files (default ./Migrations)
@@ -29,6 +31,7 @@ struct AppendBenchmark {
     var streams = 10_000
     var distributions: [StreamPicker.Distribution] = [.uniform, .zipf]
     var modes: [GroupCommit.Mode] = [.batched]
+    var concurrentBatches = GroupCommit().maxConcurrentBatches
     var pgbenchPath = "/usr/lib/postgresql/15/bin/pgbench"
     var runPgbench = true
     var migrations = URL(fileURLWithPath: "Migrations")
@@ -67,6 +70,9 @@ struct AppendBenchmark {
                     default: throw BenchmarkUsageError(message: "unknown mode \($0)")
                     }
                 }
+            case "--batches":
+                guard let n = Int(try value(arg)), n > 0 else { throw BenchmarkUsageError(message: "bad --batches") }
+                concurrentBatches = n
             case "--pgbench": pgbenchPath = try value(arg)
             case "--no-pgbench": runPgbench = false
             case "--migrations": migrations = URL(fileURLWithPath: try value(arg))
@@ -87,6 +93,9 @@ struct AppendBenchmark {
         var p50: Double
         var p99: Double
         var conflictsPerSecond: Double
+        /// Group commit only: appends per batch and the database time of one batch.
+        var meanBatch: Double
+        var meanBatchMilliseconds: Double
     }
 
     func run() async throws {
@@ -122,7 +131,7 @@ struct AppendBenchmark {
         var runIndex = 0
         for mode in modes {
             let pool = PostgresPool(configuration: PostgresConfiguration(url: database.url, size: maxWriters + 2))
-            let store = EventStore(pool: pool, groupCommit: GroupCommit(mode: mode))
+            let store = EventStore(pool: pool, groupCommit: GroupCommit(mode: mode, maxConcurrentBatches: concurrentBatches))
             for distribution in distributions {
                 let picker = StreamPicker(distribution, count: streams)
                 for writers in writerCounts {
@@ -137,8 +146,9 @@ struct AppendBenchmark {
             await pool.close()
         }
 
-        print("\nsummary (events/s; p50/p99 latency of one append; ratio to pgbench tps at the same client count)")
-        print("mode     distribution  writers   events/s   p50 ms   p99 ms  conflicts/s  vs pgbench")
+        print("\nsummary (events/s; p50/p99 latency of one append; ratio to pgbench tps at the same client count;")
+        print("         group commit: mean appends per batch and mean database time of one batch)")
+        print("mode     distribution  writers   events/s   p50 ms   p99 ms  conflicts/s  vs pgbench  batch  batch ms")
         for f in figures { print(line(f, baseline: baseline[f.writers])) }
     }
 
@@ -147,7 +157,8 @@ struct AppendBenchmark {
         let label = f.label.padding(toLength: 22, withPad: " ", startingAt: 0)
         return label + String(
             format: " %7d %10.0f %8.2f %8.2f %12.0f  ", f.writers, f.eventsPerSecond, f.p50 * 1000, f.p99 * 1000,
-            f.conflictsPerSecond) + ratio
+            f.conflictsPerSecond) + ratio.padding(toLength: 10, withPad: " ", startingAt: 0)
+            + (f.meanBatch > 0 ? String(format: "%6.1f %7.2f", f.meanBatch, f.meanBatchMilliseconds) : "")
     }
 
     /// Runs `writers` tasks appending for `duration` seconds; each keeps the stream versions it learned.
@@ -155,6 +166,7 @@ struct AppendBenchmark {
         store: EventStore, picker: StreamPicker, writers: Int, streamPrefix: String
     ) async throws -> Figure {
         let versions = StreamVersions(count: picker.count)
+        let batchesBefore = BatchCounters.read()
         let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(duration * 1e9)
         let event = NewEvent(
             type: "visitProgressed", data: AppendBenchmark.eventData,
@@ -191,11 +203,14 @@ struct AppendBenchmark {
         func percentile(_ p: Double) -> Double {
             latencies.isEmpty ? 0 : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))]
         }
+        let batches = BatchCounters.read() - batchesBefore
         let events = outcomes.reduce(0) { $0 + $1.events }
         let conflicts = outcomes.reduce(0) { $0 + $1.conflicts }
         return Figure(
             label: "", writers: writers, eventsPerSecond: Double(events) / duration, p50: percentile(0.5),
-            p99: percentile(0.99), conflictsPerSecond: Double(conflicts) / duration)
+            p99: percentile(0.99), conflictsPerSecond: Double(conflicts) / duration,
+            meanBatch: batches.batches > 0 ? batches.appends / batches.batches : 0,
+            meanBatchMilliseconds: batches.batches > 0 ? batches.seconds * 1000 / batches.batches : 0)
     }
 
     private struct WriterOutcome: Sendable {
@@ -214,6 +229,25 @@ struct AppendBenchmark {
     }()
 
     static var eventBytes: Int { eventData.utf8.count }
+}
+
+/// Group-commit counters from the process's metrics.
+struct BatchCounters {
+    var batches = 0.0
+    var appends = 0.0
+    var seconds = 0.0
+
+    static func read() -> BatchCounters {
+        let m = Metrics.shared
+        return BatchCounters(
+            batches: m.value("livevisits_append_batches_total") ?? 0,
+            appends: m.value("livevisits_append_batched_appends_total") ?? 0,
+            seconds: m.value("livevisits_append_batch_seconds_total") ?? 0)
+    }
+
+    static func - (a: BatchCounters, b: BatchCounters) -> BatchCounters {
+        BatchCounters(batches: a.batches - b.batches, appends: a.appends - b.appends, seconds: a.seconds - b.seconds)
+    }
 }
 
 /// The version each writer last saw per stream, shared so that writers mostly append at the right version.
