@@ -85,6 +85,11 @@ final class AppendBatcher: Sendable {
             let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
             AppendBatcher.record(appends: batch.count, seconds: seconds)
         }
+        if batch.count == 1 {
+            // Nobody to share the commit with: the plain statements cost the database less than the batch's.
+            runAlone(batch[0], owner: owner)
+            return
+        }
         let requests = batch.map(\.request)
         let autocommit = EventStore.canAutocommit(requests)
         var slots = [EventStore.BatchSlot](repeating: nil, count: batch.count)
@@ -118,31 +123,30 @@ final class AppendBatcher: Sendable {
                 unsettled.append(entry)
             }
         }
-        guard !unsettled.isEmpty else {
-            if appended > 0 { committed(appended) }
-            return
-        }
+        if appended > 0 { committed(appended) }
+        guard !unsettled.isEmpty else { return }
         if let failure, let pg = failure as? PostgresError, pg.isUnavailable || !owner.isHealthy {
             let error = EventStoreError.wrap(pg.isUnavailable ? pg : PostgresError(code: .unavailable, message: pg.message))
             for entry in unsettled { entry.continuation.resume(throwing: error) }
-            if appended > 0 { committed(appended) }
             return
         }
         if let failure { logger.info("batch refused; appending its entries one by one", ["error": "\(failure)"]) }
         // Isolate whatever stopped the batch: each remaining append alone, in its own transaction.
-        for entry in unsettled {
-            do {
-                let connection = try owner.connection(configuration)
-                let limits = self.limits
-                let result = try connection.transaction { try EventStore.append(entry.request, on: $0, limits: limits) }
-                if !result.deduplicated { appended += result.globalPositions.count }
-                entry.continuation.resume(returning: result)
-            } catch {
-                owner.dropIfBroken()
-                entry.continuation.resume(throwing: EventStoreError.wrap(error))
-            }
+        for entry in unsettled { runAlone(entry, owner: owner) }
+    }
+
+    /// One append in its own transaction (the direct path's statements) on the worker's connection.
+    private func runAlone(_ entry: Entry, owner: ConnectionOwner) {
+        do {
+            let connection = try owner.connection(configuration)
+            let limits = self.limits
+            let result = try connection.transaction { try EventStore.append(entry.request, on: $0, limits: limits) }
+            if !result.deduplicated { committed(result.globalPositions.count) }
+            entry.continuation.resume(returning: result)
+        } catch {
+            owner.dropIfBroken()
+            entry.continuation.resume(throwing: EventStoreError.wrap(error))
         }
-        if appended > 0 { committed(appended) }
     }
 
     /// Batch size and time, for `/metrics` and the benchmark (mean batch size = appends / batches).

@@ -19,6 +19,8 @@ struct AppendBenchmark {
           --distribution LIST      uniform,zipf (default both)
           --mode LIST              batched (group commit, the default) and/or direct (one transaction per append)
           --batches N              group commit: batches in flight at once (default \(GroupCommit().maxConcurrentBatches))
+          --no-sync                synchronous_commit=off for both sides (what a fast WAL device would
+                                   show: commits cost CPU, not a flush wait)
           --pgbench PATH           pgbench binary (default /usr/lib/postgresql/15/bin/pgbench)
           --no-pgbench             skip the pgbench baseline
           --migrations DIR         migration files (default ./Migrations)
@@ -34,6 +36,7 @@ struct AppendBenchmark {
     var concurrentBatches = GroupCommit().maxConcurrentBatches
     var pgbenchPath = "/usr/lib/postgresql/15/bin/pgbench"
     var runPgbench = true
+    var synchronousCommit = true
     var migrations = URL(fileURLWithPath: "Migrations")
 
     init(arguments: [String]) throws {
@@ -75,6 +78,7 @@ struct AppendBenchmark {
                 concurrentBatches = n
             case "--pgbench": pgbenchPath = try value(arg)
             case "--no-pgbench": runPgbench = false
+            case "--no-sync": synchronousCommit = false
             case "--migrations": migrations = URL(fileURLWithPath: try value(arg))
             case "--help", "-h":
                 print(AppendBenchmark.help)
@@ -113,12 +117,15 @@ struct AppendBenchmark {
     }
 
     private func measureAll(database: ScratchDatabase) async throws {
+        // Both sides connect with the same URL, so a session setting applies to both.
+        let url = synchronousCommit ? database.url : ScratchDatabase.url(database.url, adding: "options=-csynchronous_commit%3Doff")
         let maxWriters = writerCounts.max() ?? 1
-        print("append benchmark: \(streams) streams, ~\(AppendBenchmark.eventBytes) bytes per event, \(Int(duration)) s per run, database \(database.name)")
+        print("append benchmark: \(streams) streams, ~\(AppendBenchmark.eventBytes) bytes per event, \(Int(duration)) s per run, database \(database.name)"
+            + (synchronousCommit ? "" : ", synchronous_commit=off"))
 
         var baseline: [Int: Double] = [:]
         if runPgbench {
-            let pgbench = PgBench(path: pgbenchPath, url: database.url, streams: streams)
+            let pgbench = PgBench(path: pgbenchPath, url: url, streams: streams)
             try await pgbench.prepare(eventData: AppendBenchmark.eventData)
             for writers in writerCounts {
                 let tps = try pgbench.run(clients: writers, seconds: duration)
@@ -130,7 +137,7 @@ struct AppendBenchmark {
         var figures: [Figure] = []
         var runIndex = 0
         for mode in modes {
-            let pool = PostgresPool(configuration: PostgresConfiguration(url: database.url, size: maxWriters + 2))
+            let pool = PostgresPool(configuration: PostgresConfiguration(url: url, size: maxWriters + 2))
             let store = EventStore(pool: pool, groupCommit: GroupCommit(mode: mode, maxConcurrentBatches: concurrentBatches))
             for distribution in distributions {
                 let picker = StreamPicker(distribution, count: streams)
