@@ -19,7 +19,7 @@ public struct GroupCommit: Sendable {
     /// queueing is what forms batches, no timer is involved.
     public var maxConcurrentBatches: Int
 
-    public init(mode: Mode = .batched, maxBatchSize: Int = 256, maxBatchEvents: Int = 2000, maxConcurrentBatches: Int = 2) {
+    public init(mode: Mode = .batched, maxBatchSize: Int = 256, maxBatchEvents: Int = 2000, maxConcurrentBatches: Int = 4) {
         self.mode = mode
         self.maxBatchSize = max(1, maxBatchSize)
         self.maxBatchEvents = max(1, maxBatchEvents)

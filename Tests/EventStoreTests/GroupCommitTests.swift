@@ -48,7 +48,7 @@ import Testing
         #expect(Set(outcomes.compactMap { try? $0.get().globalPositions[0] }).count == 300)
         let stats = try await pool.query("SELECT count(*) AS n, count(DISTINCT transaction_id) AS commits FROM events").first!
         #expect(try stats.int("n") == 300)
-        // Batched: fewer commits than appends (the pool has 8 connections and at most 2 batches run at once).
+        // Batched: fewer commits than appends (at most 4 batches run at once).
         #expect(try stats.int("commits") < 300)
         for i in [0, 150, 299] {
             let read = try await store.readStream("distinct-\(i)")
