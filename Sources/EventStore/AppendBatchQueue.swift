@@ -25,21 +25,25 @@ struct AppendBatchQueue<Entry> {
         case busy
     }
 
-    private var waiting: [(entry: Entry, events: Int)] = []
-    private var head = 0
+    private var waiting: [(entry: Entry, events: Int, exclusive: [String])] = []
+    /// Per worker, the exclusive tokens (streams, keys) of the batch it is running.
+    private var running: [Set<String>]
     private(set) var workers: [WorkerPhase]
     let configuration: GroupCommit
 
     init(configuration: GroupCommit) {
         self.configuration = configuration
         workers = Array(repeating: .stopped, count: configuration.maxConcurrentBatches)
+        running = Array(repeating: [], count: configuration.maxConcurrentBatches)
     }
 
-    var waitingCount: Int { waiting.count - head }
+    var waitingCount: Int { waiting.count }
 
-    /// Adds an append; says which worker to wake, if any.
-    mutating func enqueue(_ entry: Entry, events: Int) -> Wake {
-        waiting.append((entry, events))
+    /// Adds an append; says which worker to wake, if any. `exclusive` names what no two batches in
+    /// flight, and no one batch, may share (its stream, its idempotency key): a repeat waits for the next
+    /// batch, so batches never race each other on a stream and need a single round.
+    mutating func enqueue(_ entry: Entry, events: Int, exclusive: [String] = []) -> Wake {
+        waiting.append((entry, events, exclusive))
         if let idle = workers.firstIndex(of: .idle) {
             workers[idle] = .busy
             return .signal(worker: idle)
@@ -51,30 +55,37 @@ struct AppendBatchQueue<Entry> {
         return .none
     }
 
-    /// A worker asks for work: the next batch, or nil (the worker is then idle and should park).
+    /// A worker asks for work (which also says its previous batch is done): the next batch, or nil (the
+    /// worker is then idle and should park).
     mutating func next(worker: Int) -> [Entry]? {
-        guard head < waiting.count else {
+        running[worker] = []
+        var taken = Set<String>()
+        for (w, tokens) in running.enumerated() where w != worker { taken.formUnion(tokens) }
+        var batch: [Entry] = []
+        var mine = Set<String>()
+        var events = 0
+        var left: [(entry: Entry, events: Int, exclusive: [String])] = []
+        left.reserveCapacity(waiting.count)
+        for item in waiting {
+            let full = batch.count >= configuration.maxBatchSize
+                || (!batch.isEmpty && events + item.events > configuration.maxBatchEvents)
+            if full || item.exclusive.contains(where: { taken.contains($0) || mine.contains($0) }) {
+                left.append(item)
+                // Later appends with the same tokens must not overtake this one.
+                taken.formUnion(item.exclusive)
+                continue
+            }
+            batch.append(item.entry)
+            mine.formUnion(item.exclusive)
+            events += item.events
+        }
+        waiting = left
+        guard !batch.isEmpty else {
             workers[worker] = .idle
             return nil
         }
         workers[worker] = .busy
-        var batch: [Entry] = []
-        var events = 0
-        while head < waiting.count, batch.count < configuration.maxBatchSize {
-            let next = waiting[head]
-            // The first append always goes, even when it alone exceeds the event limit.
-            if !batch.isEmpty && events + next.events > configuration.maxBatchEvents { break }
-            batch.append(next.entry)
-            events += next.events
-            head += 1
-        }
-        if head == waiting.count {
-            waiting.removeAll(keepingCapacity: true)
-            head = 0
-        } else if head > 1024 {
-            waiting.removeFirst(head)
-            head = 0
-        }
+        running[worker] = mine
         return batch
     }
 

@@ -47,7 +47,9 @@ final class AppendBatcher: Sendable {
     func append(_ request: AppendRequest) async throws -> AppendResult {
         try await withCheckedThrowingContinuation { continuation in
             let wake = queue.withLock {
-                $0.enqueue(Entry(request: request, continuation: continuation), events: request.events.count)
+                $0.enqueue(
+                    Entry(request: request, continuation: continuation), events: request.events.count,
+                    exclusive: ["s:" + request.streamName] + (request.idempotencyKey.map { ["k:" + $0] } ?? []))
             }
             switch wake {
             case .none: break

@@ -57,4 +57,21 @@ import Testing
         do { let got = queue.next(worker: 0); #expect(got == [10]) }
         #expect(queue.waitingCount == 0)
     }
+
+    @Test func aStreamIsInOneBatchAtATimeAndRepeatsKeepTheirOrder() {
+        var queue = Queue(configuration: GroupCommit(maxConcurrentBatches: 2))
+        do { let got = queue.enqueue(1, events: 1, exclusive: ["s:a"]); #expect(got == .start(worker: 0)) }
+        do { let got = queue.enqueue(2, events: 1, exclusive: ["s:a"]); #expect(got == .start(worker: 1)) }
+        do { let got = queue.enqueue(3, events: 1, exclusive: ["s:b"]); #expect(got == .none) }
+        do { let got = queue.enqueue(4, events: 1, exclusive: ["s:a"]); #expect(got == .none) }
+        // Worker 0 takes one append per stream; the repeats of `a` wait, in order.
+        do { let got = queue.next(worker: 0); #expect(got == [1, 3]) }
+        // `a` is in flight on worker 0, so worker 1 finds nothing it may take.
+        do { let got = queue.next(worker: 1); #expect(got == nil) }
+        // Worker 0 finished: its next batch is the next `a`, and only that one.
+        do { let got = queue.next(worker: 0); #expect(got == [2]) }
+        do { let got = queue.next(worker: 0); #expect(got == [4]) }
+        do { let got = queue.next(worker: 0); #expect(got == nil) }
+        #expect(queue.waitingCount == 0)
+    }
 }
