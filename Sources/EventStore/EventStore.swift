@@ -10,24 +10,46 @@ import Runtime
 public final class EventStore: Sendable {
     public let pool: PostgresPool
     public let limits: EventStoreLimits
+    public let groupCommit: GroupCommit
     private let notifier: EventNotifier
+    private let batcher: AppendBatcher?
 
     /// The channel followers LISTEN on.
     public static let channel = "livevisits_events"
 
-    public init(pool: PostgresPool, limits: EventStoreLimits = EventStoreLimits()) {
+    /// - Parameter groupCommit: how `append(_:)` commits; batched by default (see `GroupCommit`).
+    public init(pool: PostgresPool, limits: EventStoreLimits = EventStoreLimits(), groupCommit: GroupCommit = .batched) {
         self.pool = pool
         self.limits = limits
-        self.notifier = EventNotifier(pool: pool, channel: EventStore.channel)
+        self.groupCommit = groupCommit
+        let notifier = EventNotifier(pool: pool, channel: EventStore.channel)
+        self.notifier = notifier
+        if groupCommit.mode == .batched {
+            batcher = AppendBatcher(
+                configuration: pool.configuration, limits: limits, groupCommit: groupCommit,
+                committed: { count in EventStore.eventsCommitted(count: count, notifier: notifier) })
+        } else {
+            batcher = nil
+        }
     }
 
     // MARK: append
 
     /// Appends events to one stream. Throws `wrongExpectedVersion` on a conflict.
+    ///
+    /// With group commit (the default), appends made at the same time share one statement and one commit
+    /// but keep their own outcome: a conflict or a refused append fails alone. See `GroupCommit`.
     @discardableResult
     public func append(_ request: AppendRequest) async throws -> AppendResult {
         try EventStore.validate(request, limits: limits)
-        let limits = self.limits
+        if let batcher { return try await batcher.append(request) }
+        return try await EventStore.appendDirect(request, pool: pool, limits: limits, notifier: notifier)
+    }
+
+    /// One append in its own transaction.
+    private static func appendDirect(
+        _ request: AppendRequest, pool: PostgresPool, limits: EventStoreLimits, notifier: EventNotifier
+    ) async throws -> AppendResult {
         let result: AppendResult
         do {
             result = try await pool.withTransaction { connection in
@@ -36,13 +58,17 @@ public final class EventStore: Sendable {
         } catch {
             throw EventStoreError.wrap(error)
         }
-        if !result.deduplicated { eventsCommitted(count: result.globalPositions.count) }
+        if !result.deduplicated { eventsCommitted(count: result.globalPositions.count, notifier: notifier) }
         return result
     }
 
     /// Tells followers (once per burst, outside the writing transaction) that events were committed.
     /// Call after committing a transaction that used the static `append(_:on:limits:)`.
     public func eventsCommitted(count: Int) {
+        EventStore.eventsCommitted(count: count, notifier: notifier)
+    }
+
+    private static func eventsCommitted(count: Int, notifier: EventNotifier) {
         Metrics.shared.increment(
             "livevisits_events_appended_total", help: "Events appended to the event store.", by: Double(count))
         notifier.poke()
@@ -66,9 +92,7 @@ public final class EventStore: Sendable {
         }
         let types = request.events.map(\.type)
         let datas = request.events.map(\.data)
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        let metadatas = try request.events.map { String(decoding: try encoder.encode($0.metadata), as: UTF8.self) }
+        let metadatas = request.events.map(\.metadata.jsonText)
         let rows: PostgresRows
         do {
             rows = try connection.query("""
@@ -170,6 +194,19 @@ public final class EventStore: Sendable {
             LIMIT \(limit)
             """)
         return try rows.rows.map(decode)
+    }
+
+    /// True when events after `checkpoint` are visible but not yet readable, because a transaction older
+    /// than theirs is still open (they wait behind the snapshot horizon).
+    public static func hasEventsBehindHorizon(after checkpoint: Checkpoint, on connection: PostgresConnection) throws -> Bool {
+        let rows = try connection.query("""
+            SELECT EXISTS (
+                SELECT 1 FROM events
+                WHERE (transaction_id, global_position) > (\(String(checkpoint.transactionId))::xid8, \(checkpoint.globalPosition))
+                  AND transaction_id >= pg_snapshot_xmin(pg_current_snapshot())
+            ) AS held
+            """)
+        return try rows.first?.bool("held") ?? false
     }
 
     /// The last checkpoint in follow order of everything committed so far (the end of the log for a reader).
@@ -282,7 +319,7 @@ public final class EventStore: Sendable {
         }
     }
 
-    private static func conflict(_ request: AppendRequest, actual: Int64) -> EventStoreError {
+    static func conflict(_ request: AppendRequest, actual: Int64, note: String? = nil) -> EventStoreError {
         let expected: String
         switch request.expectedVersion {
         case .any: expected = "any"
@@ -291,7 +328,8 @@ public final class EventStore: Sendable {
         }
         return EventStoreError(
             code: .wrongExpectedVersion,
-            message: "stream \(request.streamName) is at version \(actual), expected \(expected)", actualVersion: actual)
+            message: "stream \(request.streamName) is at version \(actual), expected \(expected)" + (note.map { " (\($0))" } ?? ""),
+            actualVersion: actual)
     }
 
     private static let metadataDecoder = JSONDecoder()

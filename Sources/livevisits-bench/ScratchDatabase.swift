@@ -27,6 +27,11 @@ struct ScratchDatabase {
         await admin.close()
     }
 
+    /// A URI with one more query parameter.
+    static func url(_ base: String, adding parameter: String) -> String {
+        base + (base.contains("?") ? "&" : "?") + parameter
+    }
+
     /// The server URL pointed at another database (URI or key=value form).
     static func url(_ base: String, database: String) -> String {
         if base.hasPrefix("postgres://") || base.hasPrefix("postgresql://"), var components = URLComponents(string: base) {

@@ -1,0 +1,33 @@
+/// How `EventStore.append(_:)` commits: each append in its own transaction, or concurrent appends batched
+/// into one statement and one commit (group commit). The static `append(_:on:limits:)` is never batched.
+public struct GroupCommit: Sendable {
+    public enum Mode: String, Sendable, CustomStringConvertible {
+        /// One transaction per append (the path of `append(_:on:limits:)`).
+        case direct
+        /// Appends waiting at the same time share one statement and one commit.
+        case batched
+        public var description: String { rawValue }
+    }
+
+    public var mode: Mode
+    /// The most appends one batch carries.
+    public var maxBatchSize: Int
+    /// The most events one batch carries (a batch stops growing at whichever limit it reaches first).
+    public var maxBatchEvents: Int
+    /// Batches in flight at once, each run by a worker thread with its own connection (in addition to the
+    /// pool's). While they are all busy, new appends queue and leave together in the next batch: that
+    /// queueing is what forms batches, no timer is involved.
+    public var maxConcurrentBatches: Int
+
+    public init(mode: Mode = .batched, maxBatchSize: Int = 256, maxBatchEvents: Int = 2000, maxConcurrentBatches: Int = 4) {
+        self.mode = mode
+        self.maxBatchSize = max(1, maxBatchSize)
+        self.maxBatchEvents = max(1, maxBatchEvents)
+        self.maxConcurrentBatches = max(1, maxConcurrentBatches)
+    }
+
+    /// Group commit with the defaults.
+    public static let batched = GroupCommit()
+    /// No batching.
+    public static let direct = GroupCommit(mode: .direct)
+}

@@ -1,0 +1,57 @@
+import Foundation
+import Postgres
+
+/// The machine's own limit: `pgbench -M prepared` inserting one event-sized jsonb row per transaction into
+/// `pgbench_events`, a copy of `events` with the same indexes (unique (stream_name, position) included),
+/// defaults and identity.
+struct PgBench {
+    let path: String
+    let url: String
+    let streams: Int
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Creates the table and writes the script next to the other temporary files.
+    func prepare(eventData: String) async throws {
+        let pool = PostgresPool(url: url, size: 1)
+        try await pool.withConnection { c in
+            try c.execute(script: """
+                CREATE TABLE pgbench_events (LIKE events INCLUDING ALL);
+                CREATE SEQUENCE pgbench_events_position;
+                """)
+        }
+        await pool.close()
+        // The payload is concatenated per row, so PostgreSQL parses a fresh jsonb each time as appends do.
+        let head = String(eventData.prefix(14))  // {"visitId":"v-
+        let tail = String(eventData.dropFirst(20))  // after the six digits
+        let sql = """
+            \\set s random(1, \(streams))
+            INSERT INTO pgbench_events (stream_name, position, type, data, metadata) VALUES ('bench-' || :s, nextval('pgbench_events_position'), 'visitProgressed', ('\(head)' || lpad(:s::text, 6, '0') || '\(tail)')::jsonb, '{"actorRole": "dispatcher", "actorSubject": "d-1"}');
+
+            """
+        try sql.write(to: scriptURL, atomically: true, encoding: .utf8)
+    }
+
+    private var scriptURL: URL {
+        FileManager.default.temporaryDirectory.appendingPathComponent("livevisits-pgbench-append.sql")
+    }
+
+    /// Runs pgbench for `seconds` with `clients` connections; returns its transactions per second.
+    func run(clients: Int, seconds: Double) throws -> Double {
+        let outcome = try PgBench.spawn(path, [
+            "-n", "-M", "prepared", "-c", String(clients), "-j", String(min(clients, 2)),
+            "-T", String(max(1, Int(seconds.rounded()))), "-f", scriptURL.path, url,
+        ])
+        guard outcome.status == 0 else {
+            throw Failure(description: "pgbench failed (\(outcome.status)): \(outcome.stderr.split(separator: "\n").last ?? "")")
+        }
+        let output = outcome.stdout
+        // "tps = 1234.567890 (without initial connection time)"
+        for line in output.split(separator: "\n") where line.hasPrefix("tps = ") {
+            if let number = line.dropFirst(6).split(separator: " ").first, let tps = Double(number) { return tps }
+        }
+        throw Failure(description: "pgbench printed no tps line")
+    }
+}

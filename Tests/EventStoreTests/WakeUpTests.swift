@@ -1,0 +1,120 @@
+import EventStore
+import Foundation
+import Postgres
+import Runtime
+import TestSupport
+import Testing
+
+/// How followers learn about new events: LISTEN/NOTIFY when available, polling otherwise.
+@Suite struct WakeUpTests {
+    /// Waits (without driving anything) until `condition` holds or `seconds` pass; a bound against hangs.
+    func eventually(within seconds: Double, _ condition: () -> Bool) async throws -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if condition() { return true }
+            try await Task.sleep(nanoseconds: 5_000_000)
+        }
+        return condition()
+    }
+
+    /// The follower's poll interval is an hour, so it can only see the event early if the NOTIFY sent
+    /// after the commit woke it through the listener.
+    @Test func aFollowerWokenByListenSeesANewEventWithoutPolling() async throws {
+        let (url, pool) = try await TestDatabase.create()
+        let store = EventStore(pool: pool)
+        let wake = WakeUp()
+        let notifications = Counter()
+        let listener = PostgresListener(url: url, channels: [EventStore.channel]) { _, _ in
+            notifications.add()
+            wake.signal()
+        }
+        let listening = Task { try await listener.run() }
+        defer { listening.cancel() }
+        #expect(try await eventually(within: 30) { listener.isListening.load(ordering: .sequentiallyConsistent) })
+
+        let seen = SeenLog()
+        let follower = EventFollower(name: "woken", store: store, wakeUp: wake, pollInterval: 3600) { _, events in
+            seen.append(events)
+        }
+        let following = Task { try await follower.run() }
+        defer { following.cancel() }
+        // A first event brings the follower to its steady state: handled, then parked for the poll interval.
+        let first = try await store.append(AppendRequest(streamName: "woken", events: [NewEvent(type: "e", data: "{}")]))
+        #expect(try await eventually(within: 60) { seen.count == 1 })
+        // Let the first event's own notification arrive and be spent, so it cannot explain what follows.
+        try await Task.sleep(nanoseconds: 300_000_000)
+        let notifiedBefore = notifications.value
+
+        let second = try await store.append(AppendRequest(streamName: "woken", events: [NewEvent(type: "e", data: "{}")]))
+        #expect(try await eventually(within: 60) { seen.count == 2 }, "the follower was not woken")
+        #expect(seen.positions == first.globalPositions + second.globalPositions)
+        #expect(notifications.value > notifiedBefore)
+    }
+
+    /// With LISTEN unavailable (the listener cannot reach its server, as behind a transaction-pooling proxy),
+    /// the follower's polling still delivers every event.
+    @Test func pollingDeliversWhenListenIsUnavailable() async throws {
+        let (_, pool) = try await TestDatabase.create()
+        let store = EventStore(pool: pool)
+        let wake = WakeUp()
+        let listener = PostgresListener(url: "postgresql://livevisits@127.0.0.1:1/none", channels: [EventStore.channel]) { _, _ in
+            wake.signal()
+        }
+        let listenerTask = Task { try await listener.run() }
+        defer { listenerTask.cancel() }
+        let seen = SeenLog()
+        let follower = EventFollower(name: "polling", store: store, wakeUp: wake, pollInterval: 0.1) { _, events in
+            seen.append(events)
+        }
+        let following = Task { try await follower.run() }
+        defer { following.cancel() }
+
+        var positions: [Int64] = []
+        for i in 0..<5 {
+            positions += try await store.append(AppendRequest(streamName: "p-\(i)", events: [NewEvent(type: "e", data: "{}")]))
+                .globalPositions
+        }
+        #expect(try await eventually(within: 60) { seen.count == 5 })
+        #expect(Set(seen.positions) == Set(positions))
+        let listening = listener.isListening.load(ordering: .sequentiallyConsistent)
+        #expect(!listening)
+    }
+
+    @Test func theHorizonMetricReportsTheOldestOpenTransaction() async throws {
+        let (url, pool) = try await TestDatabase.create()
+        let store = EventStore(pool: pool)
+        let held = try PostgresConnection(url: TestDatabase.url(url, adding: "application_name=long-open"))
+        try held.execute(script: "BEGIN")
+        try held.query("SELECT pg_current_xact_id()")
+        try await Task.sleep(nanoseconds: 50_000_000)
+        let text = await SnapshotHorizonMetric(store: store).render()
+        try held.execute(script: "ROLLBACK")
+        #expect(text.contains("# TYPE livevisits_snapshot_horizon_age_seconds gauge"))
+        let sample = text.split(separator: "\n").first { $0.hasPrefix("livevisits_snapshot_horizon_age_seconds ") }
+        let value = try #require(sample.flatMap { Double($0.split(separator: " ")[1]) })
+        // Some transaction is holding the horizon (ours at least), so the age is the oldest one's.
+        #expect(value > 0)
+
+        let registry = Metrics()
+        SnapshotHorizonMetric(store: store).install(in: registry)
+        #expect(await registry.render().contains("livevisits_snapshot_horizon_age_seconds "))
+    }
+
+    @Test func theHorizonMetricLeavesOutTheSampleWhenTheDatabaseIsDown() async throws {
+        let pool = PostgresPool(configuration: PostgresConfiguration(
+            url: "postgresql://livevisits@127.0.0.1:1/none", size: 1, acquireTimeoutSeconds: 1, connectTimeoutSeconds: 1))
+        let text = await SnapshotHorizonMetric(store: EventStore(pool: pool)).render()
+        #expect(text.contains("# TYPE livevisits_snapshot_horizon_age_seconds gauge"))
+        #expect(!text.contains("livevisits_snapshot_horizon_age_seconds 0"))
+        #expect(text.split(separator: "\n").allSatisfy { $0.hasPrefix("#") })
+    }
+}
+
+/// A thread-safe counter for callbacks that run on the listener's or a database thread.
+final class Counter: @unchecked Sendable {
+    // Guarded by `lock`.
+    private let lock = NSLock()
+    private var count = 0
+    func add() { lock.withLock { count += 1 } }
+    var value: Int { lock.withLock { count } }
+}
