@@ -83,6 +83,8 @@ enum ServeCommand {
             announce("livevisits API listening on http://\(server.address)")
         }
         OutboxStore(pool: pool, clock: clock).registerDepthCollector()
+        SnapshotHorizonMetric(store: EventStore(pool: pool)).install()
+        ProjectionLagMetric(pool: pool, synchronousProjections: [VisitReadModel.name]).install()
         return ServiceGroup(services: services, logger: logger)
     }
 }
