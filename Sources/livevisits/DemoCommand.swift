@@ -146,40 +146,50 @@ enum DemoCommand {
 
         // The services run until the scenario is done (or, with --keep-running, until Ctrl-C); a Ctrl-C
         // during the scenario ends the services first and the scenario is cancelled.
-        let outcome: Result<DemoPlayer.Keys, any Error>? = await withTaskGroup(of: Result<DemoPlayer.Keys, any Error>?.self) { group in
+        let (outcome, interrupted) = await withTaskGroup(of: Result<[SimulatedDelivery], any Error>?.self) { group in
             group.addTask {
                 do { try await services.run() } catch { return .failure(error) }
-                return nil
+                return nil  // a signal ended the services
             }
             group.addTask {
                 do {
                     let keys = try await player.play(pushTimeout: pushTimeoutSeconds)
+                    // Judged on what APNs received for the scripted visits, before any curl of the user's.
+                    let received = simulator.deliveries()
                     if options.keepRunning {
                         keepRunningHelp(baseURL: baseURL, keys: keys, scenario: scenario, endpoint: endpoint)
                         _ = await SignalWatcher.shared.next()
                     }
-                    return .success(keys)
+                    return .success(received)
                 } catch {
                     return .failure(error)
                 }
             }
-            let first = await group.next() ?? nil
+            var outcomes: [Result<[SimulatedDelivery], any Error>] = []
+            var interrupted = false
+            if let first = await group.next() {
+                if let first { outcomes.append(first) } else { interrupted = true }
+            }
             group.cancelAll()
-            while await group.next() != nil {}
-            return first
+            for await result in group {
+                if let result { outcomes.append(result) }
+            }
+            return (outcomes.first, interrupted)
         }
         await simulator.stop()
         progress("stopped the API, the worker and the APNs simulator")
 
         let expected = scenario.steps(dispatcher: "", technician: "", customerAKey: "", customerBKey: "", now: 0).compactMap(\.push)
-        let verdict = DemoVerdict(scenario: scenario, expected: expected, deliveries: simulator.deliveries())
+        let received: [SimulatedDelivery]
+        if case .success(let deliveries)? = outcome { received = deliveries } else { received = simulator.deliveries() }
+        let verdict = DemoVerdict(scenario: scenario, expected: expected, deliveries: received)
         if let file = options.recordFile {
             try verdict.record(scenario: scenario).write(to: URL(fileURLWithPath: file))
         }
         switch outcome {
-        case .failure(let error)?: throw error
-        case nil: throw CommandFailure("interrupted before the visits were played")
         case .success?: break
+        case .failure(let error)? where !interrupted: throw error
+        case .failure?, nil: throw CommandFailure("interrupted before the visits were played")
         }
         guard verdict.passed else {
             for problem in verdict.problems { CommandLineInterface.fail("demo: \(problem)") }
@@ -215,11 +225,11 @@ enum DemoCommand {
               customer     \(keys.customerA)   (subject \(scenario.customerA))
 
             Try:
-              curl -s \(baseURL)/v1/visits/\(scenario.visitA) -H 'Authorization: Bearer \(keys.customerA)'
-              curl -s \(baseURL)/v1/visits/\(scenario.visitA)/events -H 'Authorization: Bearer \(keys.dispatcher)'
-              curl -s -X POST \(baseURL)/v1/visits -H 'Authorization: Bearer \(keys.dispatcher)' -d '{"customerId": "\(scenario.customerA)", "attributes": {"customerFirstName": "Alex", "serviceAddress": "12 Elm Row", "jobSummary": "Boiler check"}, "technician": {"id": "\(scenario.technicianId)", "name": "Sam", "avatarSymbol": "person.crop.circle", "vanDescription": "White van"}, "arrivalWindow": {"start": \(Int(Date().timeIntervalSince1970) + 900), "end": \(Int(Date().timeIntervalSince1970) + 2700)}, "kilometresAway": 9.5}'
-              curl -s \(baseURL)/metrics | grep livevisits_outbox
-              curl -s --http2 --cacert \(endpoint.caFile) \(endpoint.url)/_sim/deliveries
+              curl -fsS \(baseURL)/v1/visits/\(scenario.visitA) -H 'Authorization: Bearer \(keys.customerA)'
+              curl -fsS \(baseURL)/v1/visits/\(scenario.visitA)/events -H 'Authorization: Bearer \(keys.dispatcher)'
+              curl -fsS -X POST \(baseURL)/v1/visits -H 'Authorization: Bearer \(keys.dispatcher)' -d '{"customerId": "\(scenario.customerA)", "attributes": {"customerFirstName": "Alex", "serviceAddress": "12 Elm Row", "jobSummary": "Boiler check"}, "technician": {"id": "\(scenario.technicianId)", "name": "Sam", "avatarSymbol": "person.crop.circle", "vanDescription": "White van"}, "arrivalWindow": {"start": \(Int(Date().timeIntervalSince1970) + 900), "end": \(Int(Date().timeIntervalSince1970) + 2700)}, "kilometresAway": 9.5}'
+              curl -fsS \(baseURL)/metrics | grep livevisits_outbox
+              curl -fsS --http2 --cacert \(endpoint.caFile) \(endpoint.url)/_sim/deliveries
             """)
     }
 
