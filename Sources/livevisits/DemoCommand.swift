@@ -75,6 +75,9 @@ enum DemoCommand {
             await cluster.stop()
             progress("stopped the PostgreSQL cluster")
         }
+        if !options.keepRunning {
+            Console.line("To keep the server running and try it with curl: livevisits demo --keep-running")
+        }
     }
 
     private static func play(options: Options, project: URL, folder: URL, databaseURL: String) async throws {
@@ -186,9 +189,10 @@ enum DemoCommand {
         if let file = options.recordFile {
             try verdict.record(scenario: scenario).write(to: URL(fileURLWithPath: file))
         }
+        let signalled = await signalReceived()
         switch outcome {
         case .success?: break
-        case .failure(let error)? where !interrupted: throw error
+        case .failure(let error)? where !interrupted && !signalled: throw error
         case .failure?, nil: throw CommandFailure("interrupted before the visits were played")
         }
         guard verdict.passed else {
@@ -196,9 +200,6 @@ enum DemoCommand {
             throw CommandFailure("the pushes APNs received are not what the visits imply (\(verdict.problems.count) problems)")
         }
         progress("done: \(verdict.received.count) pushes received by APNs, as the visits imply")
-        if !options.keepRunning {
-            Console.line("To keep the server running and try it with curl: livevisits demo --keep-running")
-        }
     }
 
     /// The demo's ES256 signing key (`.p8`, PKCS#8 PEM), generated once with the openssl CLI and reused, so
@@ -231,6 +232,13 @@ enum DemoCommand {
               curl -fsS \(baseURL)/metrics | grep livevisits_outbox
               curl -fsS --http2 --cacert \(endpoint.caFile) \(endpoint.url)/_sim/deliveries
             """)
+    }
+
+    /// Whether SIGINT/SIGTERM arrived (asked from a cancelled task, `next()` answers at once).
+    private static func signalReceived() async -> Bool {
+        let check = Task { await SignalWatcher.shared.next() }
+        check.cancel()
+        return await check.value != 0
     }
 
     static func progress(_ text: String) {
