@@ -7,7 +7,7 @@ import Testing
 /// scratch database). A doc that drifts from the code fails here.
 struct DocsCommandTests {
     static let root = TestDatabase.repositoryRoot
-    static let documents = ["README.md", "Docs/architecture.md", "Docs/operations.md", "Docs/live-activity-contract.md"]
+    static let documents = ["README.md", "Docs/architecture.md", "Docs/operations.md", "Docs/live-activity-contract.md", "Docs/demo.md"]
 
     static func text(_ document: String) throws -> String {
         try String(contentsOf: root.appendingPathComponent(document), encoding: .utf8)
