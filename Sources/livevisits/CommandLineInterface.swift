@@ -46,6 +46,7 @@ enum CommandLineInterface {
             case "keys": try await KeysCommand.run(rest)
             case "outbox": try await OutboxCommand.run(rest)
             case "apns-sim": try await APNsSimCommand.run(rest)
+            case "demo": try await DemoCommand.run(rest)
             case "help", "--help", "-h":
                 print(usage)
             default:

@@ -1,0 +1,26 @@
+# LiveVisits image: built and run on the official Swift image (Debian), with the -dev packages of the C
+# libraries it links (libpq, OpenSSL, libcurl with HTTP/2, libmicrohttpd, libnghttp2).
+FROM swift:6.3-bookworm AS build
+RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        pkg-config libpq-dev libssl-dev libcurl4-openssl-dev libmicrohttpd-dev libnghttp2-dev \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY Package.swift ./
+COPY Sources ./Sources
+COPY Tests ./Tests
+RUN swift build -c release --product livevisits \
+    && cp "$(swift build -c release --show-bin-path)/livevisits" /usr/local/bin/livevisits
+
+FROM swift:6.3-bookworm-slim
+RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        libpq5 libssl3 libcurl4 libmicrohttpd12 libnghttp2-14 curl ca-certificates \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+COPY --from=build /usr/local/bin/livevisits /usr/local/bin/livevisits
+COPY Migrations ./Migrations
+COPY Projections ./Projections
+ENV LIVEVISITS_PROJECTIONS_DIR=/app/Projections
+USER nobody
+EXPOSE 8080
+ENTRYPOINT ["livevisits"]
+CMD ["serve"]

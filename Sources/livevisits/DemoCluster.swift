@@ -1,0 +1,33 @@
+import Foundation
+
+/// The demo's private PostgreSQL cluster under `<project>/.demo/pgdata`, run through `scripts/pg` with
+/// `LIVEVISITS_PGDATA` (the script reuses a running cluster, recovers a stale one after a crash, and runs
+/// the server as the `postgres` user when we are root).
+struct DemoCluster: Sendable {
+    var script: String
+    var dataDirectory: String
+
+    private var environment: [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        environment["LIVEVISITS_PGDATA"] = dataDirectory
+        return environment
+    }
+
+    /// Whether the cluster is already running (then the demo reuses it and leaves it running).
+    func isRunning() async throws -> Bool {
+        try await DemoProcess(script, ["status"], environment: environment).run().status == 0
+    }
+
+    /// Starts (or reuses) the cluster and returns its connection URL.
+    func start() async throws -> String {
+        _ = try await DemoProcess(script, ["start"], environment: environment).check()
+        let url = try await DemoProcess(script, ["url"], environment: environment).check().stdout
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !url.isEmpty else { throw CommandFailure("scripts/pg url printed nothing") }
+        return url
+    }
+
+    func stop() async {
+        _ = try? await DemoProcess(script, ["stop"], environment: environment).run()
+    }
+}

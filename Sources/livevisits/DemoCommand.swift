@@ -1,0 +1,247 @@
+import APNsSimulator
+import Foundation
+import HTTPAPI
+import Postgres
+import Runtime
+
+/// `livevisits demo [--keep-running] [--record FILE] [--dir DIR]`: the embedded default. With no
+/// configuration it starts (or reuses) a private PostgreSQL cluster under `.demo/`, migrates, starts the
+/// APNs simulator in-process with a fresh P-256 key and certificate, starts the API and the worker, then
+/// plays a whole visit (and a cancelled one) through the HTTP API and prints every push as APNs received
+/// it. It stops everything it started (also on Ctrl-C) and exits 1 when the pushes are not what the
+/// visits imply.
+enum DemoCommand {
+    static let usage = "usage: livevisits demo [--keep-running] [--record FILE] [--dir DIR]"
+    static let teamId = "DEMOTEAM01"
+    static let keyId = "DEMOKEY001"
+    static let bundleId = "com.example.fieldservice"
+    /// How long one push may take to reach the simulator before the demo gives up.
+    static let pushTimeoutSeconds = 60.0
+
+    struct Options {
+        var keepRunning = false
+        var recordFile: String?
+        var directory: String?
+    }
+
+    static func parse(_ arguments: [String]) throws -> Options {
+        var options = Options()
+        var index = 0
+        while index < arguments.count {
+            switch arguments[index] {
+            case "--keep-running": options.keepRunning = true
+            case "--record", "--dir":
+                guard index + 1 < arguments.count, !arguments[index + 1].isEmpty else { throw UsageError(usage) }
+                if arguments[index] == "--record" { options.recordFile = arguments[index + 1] } else { options.directory = arguments[index + 1] }
+                index += 1
+            default: throw UsageError(usage)
+            }
+            index += 1
+        }
+        return options
+    }
+
+    static func run(_ arguments: [String]) async throws {
+        let options = try parse(arguments)
+        _ = SignalWatcher.shared  // Ctrl-C from here on is a graceful stop, not a kill.
+        if ProcessInfo.processInfo.environment["LIVEVISITS_LOG_LEVEL"] == nil {
+            Logger.minimumLevel.withLock { $0 = .warning }  // the pushes are the show; logs only when something is wrong
+        }
+        try DemoPrerequisites.check()
+        let project = try Configuration.locate("scripts").deletingLastPathComponent()
+        let folder = options.directory.map { URL(fileURLWithPath: $0).standardizedFileURL }
+            ?? project.appendingPathComponent(".demo")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+
+        let cluster = DemoCluster(
+            script: project.appendingPathComponent("scripts/pg").path,
+            dataDirectory: folder.appendingPathComponent("pgdata").path)
+        let reused = try await cluster.isRunning()
+        progress("PostgreSQL: \(reused ? "reusing the running cluster" : "starting a private cluster") in \(folder.path)/pgdata")
+        let databaseURL: String
+        do {
+            databaseURL = try await cluster.start()
+        } catch {
+            if !reused { await cluster.stop() }
+            throw error
+        }
+        do {
+            try await play(options: options, project: project, folder: folder, databaseURL: databaseURL)
+        } catch {
+            if !reused { await cluster.stop() }
+            throw error
+        }
+        if !reused {
+            await cluster.stop()
+            progress("stopped the PostgreSQL cluster")
+        }
+        if !options.keepRunning {
+            Console.line("To keep the server running and try it with curl: livevisits demo --keep-running")
+        }
+    }
+
+    private static func play(options: Options, project: URL, folder: URL, databaseURL: String) async throws {
+        // Migrate and mint the dispatcher's key (the one an operator makes with `livevisits keys create`).
+        let pool = PostgresPool(configuration: PostgresConfiguration(url: databaseURL, size: 1))
+        let dispatcherKey: MintedKey
+        do {
+            let report = try await Migrator(directory: project.appendingPathComponent("Migrations")).migrate(pool: pool)
+            progress("migrations: \(report.applied.isEmpty ? "current" : "applied \(report.applied.joined(separator: ", "))")")
+            dispatcherKey = try await pool.withConnection { connection in
+                try APIKeys.mint(role: .dispatcher, subject: nil, createdBy: "demo", on: connection)
+            }
+        } catch {
+            await pool.close()
+            throw error
+        }
+        await pool.close()
+
+        let keyFile = try await signingKey(in: folder)
+        let scenario = DemoScenario()
+        var simulatorConfiguration = SimulatorConfiguration()
+        do {
+            simulatorConfiguration.providerKeys = [try ProviderKey.load(file: keyFile, teamID: teamId, keyID: keyId)]
+        } catch {
+            throw CommandFailure("the demo's signing key: \(error)")
+        }
+        simulatorConfiguration.bundleID = bundleId
+        simulatorConfiguration.tls = .generate(directory: folder.appendingPathComponent("apns-sim").path)
+        simulatorConfiguration.onDelivery = { delivery in
+            guard let device = scenario.device(of: delivery) else { return }
+            Console.line("    APNs ← \(delivery.summaryLine) [\(device.rawValue)]")
+        }
+        let simulator: APNsSimulator
+        let endpoint: SimulatorEndpoint
+        do {
+            simulator = try APNsSimulator(configuration: simulatorConfiguration)
+            endpoint = try await simulator.start()
+        } catch {
+            throw CommandFailure("APNs simulator: \(error)")
+        }
+        progress("APNs simulator on \(endpoint.url) (CA \(endpoint.caFile))")
+
+        let (port, taken) = DemoPort.choose()
+        if taken { progress("port 8080 is taken; the API uses port \(port) instead") }
+        let environment = [
+            "LIVEVISITS_DATABASE_URL": databaseURL,
+            "LIVEVISITS_HTTP_ADDR": "127.0.0.1:\(port)",
+            "LIVEVISITS_APNS_URL": endpoint.url,
+            "LIVEVISITS_APNS_CA_FILE": endpoint.caFile,
+            "LIVEVISITS_APNS_KEY_FILE": keyFile,
+            "LIVEVISITS_APNS_KEY_ID": keyId,
+            "LIVEVISITS_APNS_TEAM_ID": teamId,
+            "LIVEVISITS_APNS_BUNDLE_ID": bundleId,
+            "LIVEVISITS_PROJECTIONS_DIR": project.appendingPathComponent("Projections").path,
+            "LIVEVISITS_MIGRATIONS_DIR": project.appendingPathComponent("Migrations").path,
+        ]
+        let services: ServiceGroup
+        do {
+            services = try await ServeCommand.services(
+                parts: [.api, .worker], configuration: Configuration(environment: environment), clock: SystemClock(),
+                announce: { progress($0.replacingOccurrences(of: "livevisits API", with: "API + worker")) })
+        } catch {
+            await simulator.stop()
+            throw error
+        }
+        let baseURL = "http://127.0.0.1:\(port)"
+        let player = DemoPlayer(
+            scenario: scenario, client: DemoClient(baseURL: baseURL), simulator: simulator, dispatcherKey: dispatcherKey.key)
+
+        // The services run until the scenario is done (or, with --keep-running, until Ctrl-C); a Ctrl-C
+        // during the scenario ends the services first and the scenario is cancelled.
+        let (outcome, interrupted) = await withTaskGroup(of: Result<[SimulatedDelivery], any Error>?.self) { group in
+            group.addTask {
+                do { try await services.run() } catch { return .failure(error) }
+                return nil  // a signal ended the services
+            }
+            group.addTask {
+                do {
+                    let keys = try await player.play(pushTimeout: pushTimeoutSeconds)
+                    // Judged on what APNs received for the scripted visits, before any curl of the user's.
+                    let received = simulator.deliveries()
+                    if options.keepRunning {
+                        keepRunningHelp(baseURL: baseURL, keys: keys, scenario: scenario, endpoint: endpoint)
+                        _ = await SignalWatcher.shared.next()
+                    }
+                    return .success(received)
+                } catch {
+                    return .failure(error)
+                }
+            }
+            var outcomes: [Result<[SimulatedDelivery], any Error>] = []
+            var interrupted = false
+            if let first = await group.next() {
+                if let first { outcomes.append(first) } else { interrupted = true }
+            }
+            group.cancelAll()
+            for await result in group {
+                if let result { outcomes.append(result) }
+            }
+            return (outcomes.first, interrupted)
+        }
+        await simulator.stop()
+        progress("stopped the API, the worker and the APNs simulator")
+
+        let expected = scenario.steps(dispatcher: "", technician: "", customerAKey: "", customerBKey: "", now: 0).compactMap(\.push)
+        let received: [SimulatedDelivery]
+        if case .success(let deliveries)? = outcome { received = deliveries } else { received = simulator.deliveries() }
+        let verdict = DemoVerdict(scenario: scenario, expected: expected, deliveries: received)
+        if let file = options.recordFile {
+            try verdict.record(scenario: scenario).write(to: URL(fileURLWithPath: file))
+        }
+        let signalled = await signalReceived()
+        switch outcome {
+        case .success?: break
+        case .failure(let error)? where !interrupted && !signalled: throw error
+        case .failure?, nil: throw CommandFailure("interrupted before the visits were played")
+        }
+        guard verdict.passed else {
+            for problem in verdict.problems { CommandLineInterface.fail("demo: \(problem)") }
+            throw CommandFailure("the pushes APNs received are not what the visits imply (\(verdict.problems.count) problems)")
+        }
+        progress("done: \(verdict.received.count) pushes received by APNs, as the visits imply")
+    }
+
+    /// The demo's ES256 signing key (`.p8`, PKCS#8 PEM), generated once with the openssl CLI and reused, so
+    /// the fleet-shared provider token stored in the database stays valid across runs.
+    private static func signingKey(in folder: URL) async throws -> String {
+        let file = folder.appendingPathComponent("AuthKey_\(keyId).p8").path
+        if FileManager.default.fileExists(atPath: file) { return file }
+        _ = try await DemoProcess(
+            "/usr/bin/openssl", ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", file]
+        ).check()
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file)
+        progress("generated the demo's APNs signing key \(file)")
+        return file
+    }
+
+    private static func keepRunningHelp(baseURL: String, keys: DemoPlayer.Keys, scenario: DemoScenario, endpoint: SimulatorEndpoint) {
+        Console.line("""
+
+            The server keeps running (Ctrl-C stops it and everything the demo started).
+              API          \(baseURL)   (/healthz, /readyz, /metrics)
+              APNs sim     \(endpoint.url)   (CA \(endpoint.caFile))
+              dispatcher   \(keys.dispatcher)
+              technician   \(keys.technician)   (subject \(scenario.technicianId))
+              customer     \(keys.customerA)   (subject \(scenario.customerA))
+
+            Try:
+              curl -fsS \(baseURL)/v1/visits/\(scenario.visitA) -H 'Authorization: Bearer \(keys.customerA)'
+              curl -fsS \(baseURL)/v1/visits/\(scenario.visitA)/events -H 'Authorization: Bearer \(keys.dispatcher)'
+              curl -fsS -X POST \(baseURL)/v1/visits -H 'Authorization: Bearer \(keys.dispatcher)' -d '{"customerId": "\(scenario.customerA)", "attributes": {"customerFirstName": "Alex", "serviceAddress": "12 Elm Row", "jobSummary": "Boiler check"}, "technician": {"id": "\(scenario.technicianId)", "name": "Sam", "avatarSymbol": "person.crop.circle", "vanDescription": "White van"}, "arrivalWindow": {"start": \(Int(Date().timeIntervalSince1970) + 900), "end": \(Int(Date().timeIntervalSince1970) + 2700)}, "kilometresAway": 9.5}'
+              curl -fsS \(baseURL)/metrics | grep livevisits_outbox
+              curl -fsS --http2 --cacert \(endpoint.caFile) \(endpoint.url)/_sim/deliveries
+            """)
+    }
+
+    /// Whether SIGINT/SIGTERM arrived (asked from a cancelled task, `next()` answers at once).
+    private static func signalReceived() async -> Bool {
+        let check = Task { await SignalWatcher.shared.next() }
+        check.cancel()
+        return await check.value != 0
+    }
+
+    static func progress(_ text: String) {
+        Console.line("demo: \(text)")
+    }
+}

@@ -1,0 +1,61 @@
+import APNsSimulator
+import Foundation
+
+/// Plays the scenario through the HTTP API: mints the technician's and customers' keys as the dispatcher,
+/// then performs each step and waits until APNs has received the push it implies before the next one
+/// (so no update is superseded by the next and the printout follows the story).
+struct DemoPlayer: Sendable {
+    /// The keys the demo used, printed by `--keep-running`.
+    struct Keys: Sendable {
+        var dispatcher: String
+        var technician: String
+        var customerA: String
+        var customerB: String
+    }
+
+    var scenario: DemoScenario
+    var client: DemoClient
+    var simulator: APNsSimulator
+    var dispatcherKey: String
+
+    func play(pushTimeout: Double) async throws -> Keys {
+        func mint(_ role: String, _ subject: String) async throws -> String {
+            let answer = try await client.send(
+                "POST", "/v1/keys", key: dispatcherKey, body: ["role": role, "subject": subject], expect: 201)
+            guard let key = answer["key"] as? String else { throw CommandFailure("POST /v1/keys answered no key") }
+            return key
+        }
+        DemoCommand.progress("dispatcher mints a technician key and two customer keys (POST /v1/keys)")
+        let keys = Keys(
+            dispatcher: dispatcherKey,
+            technician: try await mint("technician", scenario.technicianId),
+            customerA: try await mint("customer", scenario.customerA),
+            customerB: try await mint("customer", scenario.customerB))
+        let steps = scenario.steps(
+            dispatcher: keys.dispatcher, technician: keys.technician, customerAKey: keys.customerA,
+            customerBKey: keys.customerB, now: Int(Date().timeIntervalSince1970))
+        var expectedCount: [DemoScenario.Device: Int] = [:]
+        for (index, step) in steps.enumerated() {
+            try Task.checkCancellation()
+            DemoCommand.progress("[\(index + 1)/\(steps.count)] \(step.actor) \(step.description) — \(step.method) \(step.path)")
+            try await client.send(step.method, step.path, key: step.key, body: step.body, expect: step.expect)
+            guard let push = step.push else { continue }
+            expectedCount[push.device, default: 0] += 1
+            try await waitForPush(to: push.device, count: expectedCount[push.device]!, timeout: pushTimeout)
+        }
+        return keys
+    }
+
+    /// Polls the simulator's records until `count` pushes reached `device`.
+    private func waitForPush(to device: DemoScenario.Device, count: Int, timeout: Double) async throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            let received = simulator.deliveries().filter { scenario.device(of: $0) == device }.count
+            if received >= count { return }
+            guard Date() < deadline else {
+                throw CommandFailure("APNs received no push for \(device.rawValue) within \(Int(timeout)) s; see 'livevisits outbox list'")
+            }
+            try await Task.sleep(nanoseconds: 50_000_000)
+        }
+    }
+}

@@ -1,0 +1,134 @@
+import APNsSimulator
+import Foundation
+
+/// The two visits the demo plays through the HTTP API, step by step, and the pushes each step must make
+/// APNs receive. Visit A is followed from booking to completion by a customer whose iPhone registered a
+/// push-to-start token; visit B's customer started the Live Activity in the app and registers its update
+/// token; B is cancelled.
+struct DemoScenario: Sendable {
+    /// Which simulated device a push went to.
+    enum Device: String, Sendable {
+        case pushToStart = "push-to-start"
+        case activityA = "activity-A"
+        case activityB = "activity-B"
+    }
+
+    /// The end's dismissal the contract implies.
+    enum Dismissal: Sendable, Equatable {
+        case none
+        case immediate
+        case afterOneHour
+    }
+
+    /// One push APNs must receive.
+    struct ExpectedPush: Sendable {
+        var device: Device
+        var event: String
+        var status: String
+        var priority: String
+        var hasAlert: Bool
+        var dismissal: Dismissal = .none
+    }
+
+    /// One thing a person does, and the push it must cause (nil: none).
+    struct Step: Sendable {
+        var actor: String
+        var description: String
+        var method: String
+        var path: String
+        var key: String
+        var body: [String: any Sendable]?
+        var expect: Int
+        var push: ExpectedPush?
+    }
+
+    let run: String
+    let visitA: String
+    let visitB: String
+    let customerA: String
+    let customerB: String
+    let technicianId = "t-42"
+    let deviceId = "iphone-1"
+    let tokens: [Device: String]
+
+    init() {
+        let run = String(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(8)).lowercased()
+        self.run = run
+        visitA = "demo-\(run)-a"
+        visitB = "demo-\(run)-b"
+        customerA = "c-\(run)-a"
+        customerB = "c-\(run)-b"
+        func token() -> String {
+            (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        }
+        tokens = [.pushToStart: token(), .activityA: token(), .activityB: token()]
+    }
+
+    /// The device a recorded push went to, when it is one of this run's.
+    func device(of delivery: SimulatedDelivery) -> Device? {
+        guard let token = delivery.deviceToken else { return nil }
+        return tokens.first { $0.value == token }?.key
+    }
+
+    /// Every step, in order, for the given keys.
+    func steps(dispatcher: String, technician: String, customerAKey: String, customerBKey: String, now: Int) -> [Step] {
+        let window: [String: any Sendable] = ["start": now + 900, "end": now + 2700]
+        let technicianObject: [String: any Sendable] = [
+            "id": technicianId, "name": "Sam", "avatarSymbol": "person.crop.circle", "vanDescription": "White van, blue stripe",
+        ]
+        func schedule(_ visit: String, customer: String, summary: String) -> [String: any Sendable] {
+            [
+                "visitId": visit, "customerId": customer,
+                "attributes": ["customerFirstName": "Alex", "serviceAddress": "12 Elm Row", "jobSummary": summary] as [String: any Sendable],
+                "technician": technicianObject, "arrivalWindow": window, "kilometresAway": 14.5,
+            ]
+        }
+        func event(_ type: String, _ extra: [String: any Sendable] = [:]) -> [String: any Sendable] {
+            extra.merging(["type": type]) { $1 }
+        }
+        func update(_ status: String, alert: Bool = false) -> ExpectedPush {
+            ExpectedPush(device: .activityA, event: "update", status: status, priority: alert ? "10" : "5", hasAlert: alert)
+        }
+        let eventsA = "/v1/visits/\(visitA)/events"
+        return [
+            Step(actor: "customer A", description: "the iPhone registers its push-to-start token", method: "PUT",
+                 path: "/v1/customers/\(customerA)/push-to-start-tokens/\(deviceId)", key: customerAKey,
+                 body: ["pushToken": tokens[.pushToStart]!, "environment": "sandbox"], expect: 204, push: nil),
+            Step(actor: "dispatcher", description: "books visit \(visitA), arrival window opens in 15 min", method: "POST",
+                 path: "/v1/visits", key: dispatcher, body: schedule(visitA, customer: customerA, summary: "Boiler check"),
+                 expect: 201,
+                 push: ExpectedPush(device: .pushToStart, event: "start", status: "scheduled", priority: "10", hasAlert: true)),
+            Step(actor: "customer A", description: "the started Live Activity registers its update token (version 1)",
+                 method: "PUT", path: "/v1/visits/\(visitA)/live-activities/la-\(run)-a", key: customerAKey,
+                 body: ["pushToken": tokens[.activityA]!, "environment": "sandbox", "version": 1, "deviceId": deviceId],
+                 expect: 204, push: nil),
+            Step(actor: "technician", description: "is en route, 14.5 km away", method: "POST", path: eventsA, key: technician,
+                 body: event("enRoute", ["kilometresAway": 14.5]), expect: 201, push: update("enRoute")),
+            Step(actor: "technician", description: "progress: 8.2 km away", method: "POST", path: eventsA, key: technician,
+                 body: event("progress", ["kilometresAway": 8.2]), expect: 201, push: update("enRoute")),
+            Step(actor: "technician", description: "progress: 3.6 km away", method: "POST", path: eventsA, key: technician,
+                 body: event("progress", ["kilometresAway": 3.6]), expect: 201, push: update("enRoute")),
+            Step(actor: "technician", description: "is nearby, 1.2 km away", method: "POST", path: eventsA, key: technician,
+                 body: event("nearby", ["kilometresAway": 1.2]), expect: 201, push: update("nearby", alert: true)),
+            Step(actor: "technician", description: "is on site", method: "POST", path: eventsA, key: technician,
+                 body: event("onSite"), expect: 201, push: update("onSite", alert: true)),
+            Step(actor: "technician", description: "is finishing", method: "POST", path: eventsA, key: technician,
+                 body: event("finishing"), expect: 201, push: update("finishing")),
+            Step(actor: "technician", description: "completed the visit", method: "POST", path: eventsA, key: technician,
+                 body: event("completed"), expect: 201,
+                 push: ExpectedPush(device: .activityA, event: "end", status: "completed", priority: "10", hasAlert: false,
+                                    dismissal: .afterOneHour)),
+            Step(actor: "dispatcher", description: "books visit \(visitB) for another customer", method: "POST",
+                 path: "/v1/visits", key: dispatcher, body: schedule(visitB, customer: customerB, summary: "Radiator leak"),
+                 expect: 201, push: nil),
+            Step(actor: "customer B", description: "the Live Activity started in the app registers its token (version 1)",
+                 method: "PUT", path: "/v1/visits/\(visitB)/live-activities/la-\(run)-b", key: customerBKey,
+                 body: ["pushToken": tokens[.activityB]!, "environment": "sandbox", "version": 1], expect: 204, push: nil),
+            Step(actor: "dispatcher", description: "cancels visit \(visitB)", method: "POST",
+                 path: "/v1/visits/\(visitB)/events", key: dispatcher,
+                 body: event("cancelled", ["reason": "Customer rescheduled"]), expect: 201,
+                 push: ExpectedPush(device: .activityB, event: "end", status: "cancelled", priority: "10", hasAlert: false,
+                                    dismissal: .immediate)),
+        ]
+    }
+}

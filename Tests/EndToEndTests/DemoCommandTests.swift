@@ -1,0 +1,83 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// Runs the built `livevisits demo` to the end on a private cluster of its own and checks what the APNs
+/// simulator recorded (the `--record` summary), not only the exit status.
+@Suite(.serialized) struct DemoCommandTests {
+    static let binary = TestDatabase.repositoryRoot.appendingPathComponent(".build/debug/livevisits").path
+
+    /// Builds the executable when the test run did not (scripts/test builds every product first).
+    static func ensureBinary() async throws {
+        if FileManager.default.isExecutableFile(atPath: binary) { return }
+        let outcome = try await Subprocess.run(
+            "/usr/bin/env", ["swift", "build", "--package-path", TestDatabase.repositoryRoot.path, "--product", "livevisits"])
+        #expect(outcome.status == 0, "swift build: \(outcome.stderr)")
+    }
+
+    @Test func demoPlaysBothVisitsAndAPNsReceivesWhatTheyImply() async throws {
+        try await Self.ensureBinary()
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("lv-demo-\(UUID().uuidString.prefix(8))")
+        let record = folder.appendingPathComponent("record.json")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+
+        let outcome = try await Subprocess.run(Self.binary, ["demo", "--dir", folder.path, "--record", record.path])
+        #expect(outcome.status == 0, "demo failed: \(outcome.stderr.suffix(2000))")
+        #expect(outcome.stdout.components(separatedBy: "APNs ←").count - 1 == 9, "one printed line per push")
+        #expect(outcome.stdout.contains("stopped the PostgreSQL cluster"), "the demo stops the cluster it started")
+        #expect(outcome.stdout.contains("livevisits demo --keep-running"))
+
+        let data = try Data(contentsOf: record)
+        let summary = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        #expect(summary["passed"] as? Bool == true)
+        let deliveries = try #require(summary["deliveries"] as? [[String: Any]])
+        let completed = try #require(summary["completedVisit"] as? String)
+        let cancelled = try #require(summary["cancelledVisit"] as? String)
+
+        func events(_ kind: String) -> [[String: Any]] { deliveries.filter { $0["event"] as? String == kind } }
+        func contentState(_ push: [String: Any]) -> [String: Any] { push["contentState"] as? [String: Any] ?? [:] }
+        #expect(deliveries.allSatisfy { $0["status"] as? Int == 200 })
+        #expect(deliveries.allSatisfy { $0["pushType"] as? String == "liveactivity" })
+        #expect(deliveries.allSatisfy { $0["topic"] as? String == "com.example.fieldservice.push-type.liveactivity" })
+        #expect(events("start").count == 1)
+        #expect(events("update").count == 6)
+        #expect(events("end").count == 2)
+        #expect(deliveries.count == 9)
+
+        let start = try #require(events("start").first)
+        #expect(start["device"] as? String == "push-to-start")
+        #expect(start["priority"] as? Int == 10)
+        #expect(start["alertTitle"] as? String == "Visit booked")
+
+        let updates = events("update")
+        #expect(updates.map { contentState($0)["status"] as? String ?? "?" }
+            == ["enRoute", "enRoute", "enRoute", "nearby", "onSite", "finishing"])
+        let distances = updates.prefix(4).map { (contentState($0)["kilometresAway"] as? NSNumber)?.doubleValue ?? -1 }
+        #expect(distances == distances.sorted(by: >) && Set(distances).count == 4, "the technician comes closer")
+        #expect(updates.map { $0["priority"] as? Int ?? 0 } == [5, 5, 5, 10, 10, 5])
+
+        let ends = events("end")
+        let completedEnd = try #require(ends.first { $0["visitId"] as? String == completed })
+        let cancelledEnd = try #require(ends.first { $0["visitId"] as? String == cancelled })
+        let completedTimestamp = try #require(completedEnd["timestamp"] as? Int)
+        let cancelledTimestamp = try #require(cancelledEnd["timestamp"] as? Int)
+        #expect(completedEnd["dismissal-date"] as? Int == completedTimestamp + 3600)
+        #expect(cancelledEnd["dismissal-date"] as? Int == cancelledTimestamp)
+        #expect(contentState(completedEnd)["status"] as? String == "completed")
+        #expect(contentState(cancelledEnd)["status"] as? String == "cancelled")
+
+        let timestamps = deliveries
+            .filter { $0["visitId"] as? String == completed && $0["device"] as? String != "push-to-start" }
+            .compactMap { $0["timestamp"] as? Int }
+        #expect(timestamps.count == 7)
+        #expect(zip(timestamps, timestamps.dropFirst()).allSatisfy { $0 < $1 }, "strictly increasing aps.timestamp")
+    }
+
+    @Test func unknownFlagIsAUsageError() async throws {
+        try await Self.ensureBinary()
+        let outcome = try await Subprocess.run(Self.binary, ["demo", "--no-such-flag"])
+        #expect(outcome.status == 2)
+        #expect(outcome.stderr.contains("usage: livevisits demo"))
+    }
+}
