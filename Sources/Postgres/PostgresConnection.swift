@@ -9,7 +9,7 @@ public final class PostgresConnection {
     private let usePreparedStatements: Bool
 
     /// Opens a connection; throws `.unavailable` when the server cannot be reached.
-    public init(url: String, connectTimeoutSeconds: Int = 3, usePreparedStatements: Bool = true) throws {
+    public init(url: String, connectTimeoutSeconds: Int = 5, usePreparedStatements: Bool = true) throws {
         let conninfo = PostgresConnection.withTimeout(url, seconds: connectTimeoutSeconds)
         guard let conn = PQconnectdb(conninfo) else {
             throw PostgresError(code: .unavailable, message: "out of memory opening a connection")

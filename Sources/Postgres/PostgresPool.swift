@@ -17,7 +17,7 @@ public struct PostgresConfiguration: Sendable {
     public var usePreparedStatements: Bool
 
     public init(
-        url: String, size: Int = 8, acquireTimeoutSeconds: Double = 5, connectTimeoutSeconds: Int = 3,
+        url: String, size: Int = 8, acquireTimeoutSeconds: Double = 5, connectTimeoutSeconds: Int = 5,
         usePreparedStatements: Bool = true
     ) {
         self.url = url
