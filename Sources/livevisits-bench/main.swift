@@ -3,6 +3,7 @@ import Foundation
 // A small dispatcher: each benchmark lives in its own file and registers here by name.
 let benchmarks: [String: (summary: String, run: ([String]) async throws -> Void)] = [
     "replay": (ReplayBenchmark.summary, { try await ReplayBenchmark(arguments: $0).run() }),
+    "api": (APIBenchmark.summary, { try await APIBenchmark(arguments: $0).run() }),
 ]
 
 let arguments = Array(CommandLine.arguments.dropFirst())

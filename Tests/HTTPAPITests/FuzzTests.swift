@@ -171,3 +171,42 @@ import Testing
         #expect(try await api.call("GET", "/healthz", key: nil).status == 200)
     }
 }
+
+/// Strings PostgreSQL cannot store (`\u0000` in jsonb and text) and lone surrogates, in every string field.
+@Suite struct UnstorableStringTests {
+    static let nasty = [#"a\u0000b"#, #"\ud800"#, #"\udfff\ud800"#, #"\u001f"#, #"\u2028"#]
+
+    @Test func everyStringFieldRefusesOrStoresThem() async throws {
+        let api = try await APIServer.start()
+        defer { Task { await api.stop() } }
+        let id = uniqueID("nul")
+        try await api.schedule(id, customer: "c-1", technician: "t-1")
+        let customer = try await api.key(.customer, "c-1")
+        var answers: [(String, RawResponse)] = []
+        for (n, text) in UnstorableStringTests.nasty.enumerated() {
+            let fresh = "\(id)-\(n)"
+            let now = Int(Date().timeIntervalSince1970)
+            let schedules = [
+                "{\"visitId\":\"\(fresh)a\",\"customerId\":\"\(text)\",\"attributes\":{\"customerFirstName\":\"A\",\"serviceAddress\":\"B\",\"jobSummary\":\"C\"},\"technician\":{\"id\":\"t\",\"name\":\"S\",\"avatarSymbol\":\"p\",\"vanDescription\":\"V\"},\"arrivalWindow\":{\"start\":\(now),\"end\":\(now + 60)}}",
+                "{\"visitId\":\"\(fresh)b\",\"customerId\":\"c\",\"attributes\":{\"customerFirstName\":\"\(text)\",\"serviceAddress\":\"\(text)\",\"jobSummary\":\"\(text)\"},\"technician\":{\"id\":\"t\",\"name\":\"S\",\"avatarSymbol\":\"p\",\"vanDescription\":\"V\"},\"arrivalWindow\":{\"start\":\(now),\"end\":\(now + 60)}}",
+                "{\"visitId\":\"\(fresh)c\",\"customerId\":\"c\",\"attributes\":{\"customerFirstName\":\"A\",\"serviceAddress\":\"B\",\"jobSummary\":\"C\"},\"technician\":{\"id\":\"\(text)\",\"name\":\"\(text)\",\"avatarSymbol\":\"\(text)\",\"vanDescription\":\"\(text)\"},\"arrivalWindow\":{\"start\":\(now),\"end\":\(now + 60)}}",
+            ]
+            for body in schedules {
+                answers.append(("schedule", try await api.call("POST", "/v1/visits", key: api.dispatcher, json: body, headers: [("Idempotency-Key", "i-\(UUID())")])))
+            }
+            answers.append(("failed", try await api.post(id, "{\"type\":\"progress\",\"kilometresAway\":1,\"x\":\"\(text)\"}")))
+            answers.append(("reassigned", try await api.post(id, "{\"type\":\"reassigned\",\"technician\":{\"id\":\"t-1\",\"name\":\"\(text)\",\"avatarSymbol\":\"p\",\"vanDescription\":\"V\"}}")))
+            answers.append(("key", try await api.call("POST", "/v1/keys", key: api.dispatcher, json: "{\"role\":\"customer\",\"subject\":\"\(text)\"}")))
+            answers.append(("token", try await api.call("PUT", "/v1/visits/\(id)/live-activities/a-\(n)", key: customer,
+                                                       json: "{\"pushToken\":\"\(pushToken("n"))\",\"environment\":\"sandbox\",\"deviceId\":\"\(text)\"}")))
+        }
+        // The reason last: it ends the visit when it is accepted.
+        for text in UnstorableStringTests.nasty {
+            answers.append(("failed", try await api.post(id, "{\"type\":\"failed\",\"reason\":\"\(text)\"}")))
+        }
+        for (what, answer) in answers {
+            #expect(answer.status < 500, "\(what) → \(answer.status) \(answer.text)")
+        }
+        #expect(try await api.call("GET", "/v1/visits/\(id)/events", key: api.dispatcher).status == 200)
+    }
+}
