@@ -78,7 +78,10 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "Runtime"]),
         .testTarget(
             name: "HTTPAPITests",
-            dependencies: ["HTTPAPI", "HTTPServer", "Outbox", "VisitDomain", "VisitProjections", "Postgres", "Runtime", "TestSupport"]
+            dependencies: [
+                "HTTPAPI", "HTTPServer", "Outbox", "APNs", "APNsSimulator", "VisitDomain", "VisitProjections", "Postgres", "Runtime",
+                "TestSupport",
+            ]
         ),
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport"]),
     ],
