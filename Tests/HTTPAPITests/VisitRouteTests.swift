@@ -178,3 +178,22 @@ import Testing
         #expect(metrics.text.contains("livevisits_"))
     }
 }
+
+/// The 4 KB budget is checked at accept time on the largest push the event implies (contract §6).
+@Suite struct PushBudgetTests {
+    @Test func aVisitWhosePushWouldPassFourKilobytesIsRefused() async throws {
+        let api = try await APIServer.start()
+        defer { Task { await api.stop() } }
+        let now = Int(Date().timeIntervalSince1970)
+        let long = String(repeating: "x", count: 1024), name = String(repeating: "n", count: 256)
+        let body = """
+            {"visitId":"\(uniqueID("big"))","customerId":"c-1",\
+            "attributes":{"customerFirstName":"\(name)","serviceAddress":"\(long)","jobSummary":"\(long)"},\
+            "technician":{"id":"t-1","name":"\(name)","avatarSymbol":"\(name)","vanDescription":"\(long)"},\
+            "arrivalWindow":{"start":\(now + 600),"end":\(now + 1200)}}
+            """
+        let refused = try await api.call("POST", "/v1/visits", key: api.dispatcher, json: body)
+        #expect(refused.status == 422)
+        #expect(refused.errorCode == "push_too_large", "\(refused.text)")
+    }
+}
