@@ -76,7 +76,13 @@ let package = Package(
         .testTarget(name: "OutboxTests", dependencies: ["Outbox", "APNs", "APNsSimulator", "VisitProjections", "TestSupport"]),
         .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "Runtime"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "Runtime"]),
-        .testTarget(name: "HTTPAPITests", dependencies: ["HTTPAPI", "HTTPServer", "TestSupport"]),
+        .testTarget(
+            name: "HTTPAPITests",
+            dependencies: [
+                "HTTPAPI", "HTTPServer", "Outbox", "APNs", "APNsSimulator", "VisitDomain", "VisitProjections", "Postgres", "Runtime",
+                "TestSupport",
+            ]
+        ),
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -5,6 +5,7 @@ let benchmarks: [String: (summary: String, run: ([String]) async throws -> Void)
     "append": (AppendBenchmark.summary, { try await AppendBenchmark(arguments: $0).run() }),
     "outbox": (OutboxBenchmark.summary, { try await OutboxBenchmark.main(arguments: $0) }),
     "replay": (ReplayBenchmark.summary, { try await ReplayBenchmark(arguments: $0).run() }),
+    "api": (APIBenchmark.summary, { try await APIBenchmark(arguments: $0).run() }),
 ]
 
 let arguments = Array(CommandLine.arguments.dropFirst())

@@ -1,0 +1,270 @@
+import EventStore
+import Foundation
+import HTTPAPI
+import Outbox
+import Postgres
+import Runtime
+import VisitCommands
+import VisitDomain
+import VisitProjections
+
+/// `livevisits-bench api [--connections 1,16,64] [--duration S] [--visits N] [--keep]`: drives
+/// `POST /v1/visits/{id}/events` (progress events spread over many visits) through a child
+/// `livevisits serve --api-only` with wrk over keep-alive connections, then runs the same command
+/// in-process (`VisitCommandHandler.post`: event, read model and push intent in one transaction) at the
+/// same concurrency, and prints requests/s, p50/p99, the HTTP/in-process ratio and the server's VmRSS.
+struct APIBenchmark {
+    static let summary = "wrk on POST /v1/visits/{id}/events at 1/16/64 connections vs the in-process command"
+    var connections = [1, 16, 64]
+    var duration = 10
+    var visits = 2000
+    var keep = false
+
+    init(arguments: [String]) throws {
+        var rest = arguments[...]
+        while let flag = rest.popFirst() {
+            switch flag {
+            case "--connections":
+                guard let list = rest.popFirst()?.split(separator: ",").compactMap({ Int($0) }), !list.isEmpty, list.allSatisfy({ $0 > 0 })
+                else { throw BenchmarkUsageError(message: "--connections needs a list such as 1,16,64") }
+                connections = list
+            case "--duration":
+                guard let value = rest.popFirst().flatMap(Int.init), value > 0 else {
+                    throw BenchmarkUsageError(message: "--duration needs whole seconds")
+                }
+                duration = value
+            case "--visits":
+                guard let value = rest.popFirst().flatMap(Int.init), value > 0 else {
+                    throw BenchmarkUsageError(message: "--visits needs a whole number")
+                }
+                visits = value
+            case "--keep": keep = true
+            default: throw BenchmarkUsageError(message: "unknown option \(flag) for api")
+            }
+        }
+    }
+
+    /// One measured run.
+    struct Figures {
+        var requestsPerSecond: Double
+        var p50Milliseconds: Double
+        var p99Milliseconds: Double
+        var errors: Int
+    }
+
+    func run() async throws {
+        guard let serverURL = ProcessInfo.processInfo.environment["LIVEVISITS_DATABASE_URL"] else {
+            throw BenchmarkUsageError(message: "set LIVEVISITS_DATABASE_URL (export LIVEVISITS_DATABASE_URL=$(scripts/pg url))")
+        }
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/wrk") else {
+            throw BenchmarkUsageError(message: "wrk is not installed (apt-get install wrk)")
+        }
+        let root = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+            .deletingLastPathComponent().appendingPathComponent("livevisits")
+        guard FileManager.default.isExecutableFile(atPath: executable.path) else {
+            throw BenchmarkUsageError(message: "build livevisits first (swift build -c release --product livevisits)")
+        }
+        let database = try await ScratchDatabase.create(serverURL: serverURL, migrations: root.appendingPathComponent("Migrations"))
+        let projections = root.appendingPathComponent("Projections")
+        let rules = try ProjectionRules.load(directory: projections)
+        let readModel = try VisitReadModel(projectionsDirectory: projections, rules: rules)
+        let pool = PostgresPool(configuration: PostgresConfiguration(url: database.url, size: 24))
+        let handler = VisitCommandHandler(
+            store: EventStore(pool: pool), readModel: readModel, pushes: OutboxPushes(outbox: Outbox(pool: pool)))
+        let context = VisitCommandContext(actor: EventMetadata(actorRole: "dispatcher", actorSubject: "bench"))
+        let key = try await pool.withConnection { try APIKeys.mint(role: .dispatcher, subject: nil, createdBy: nil, on: $0).key }
+
+        // Two sets of visits (HTTP and in-process), each a fresh stream per run so streams stay short.
+        let runs = connections.count
+        print("scheduling \(visits * runs * 2) visits in \(database.name) …")
+        try await schedule(prefix: "h", runs: runs, handler: handler, context: context)
+        try await schedule(prefix: "p", runs: runs, handler: handler, context: context)
+
+        let port = try freePort()
+        let server = Process()
+        server.executableURL = executable
+        server.arguments = ["serve", "--api-only"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["LIVEVISITS_DATABASE_URL"] = database.url
+        environment["LIVEVISITS_HTTP_ADDR"] = "127.0.0.1:\(port)"
+        environment["LIVEVISITS_PROJECTIONS_DIR"] = projections.path
+        environment["LIVEVISITS_MIGRATIONS_DIR"] = root.appendingPathComponent("Migrations").path
+        environment["LIVEVISITS_LOG_LEVEL"] = "warning"
+        server.environment = environment
+        server.standardOutput = FileHandle.nullDevice
+        try server.run()
+        defer { if server.isRunning { server.terminate(); server.waitUntilExit() } }
+        try await waitForHealth(port: port, server: server)
+        print(String(format: "server pid %d on 127.0.0.1:%d, VmRSS at start %.1f MB", server.processIdentifier, Int(port), rss(server.processIdentifier)))
+
+        let script = FileManager.default.temporaryDirectory.appendingPathComponent("lv-bench-\(UUID().uuidString).lua")
+        defer { try? FileManager.default.removeItem(at: script) }
+        print("")
+        print("conns   HTTP req/s   p50 ms   p99 ms   errors | in-process req/s   p50 ms   p99 ms | ratio   server VmRSS MB")
+        var peak = 0.0
+        for (index, count) in connections.enumerated() {
+            try luaScript(key: key, prefix: "h\(index)-").write(to: script, atomically: true, encoding: .utf8)
+            let http = try runWrk(port: port, connections: count, script: script)
+            let memory = rss(server.processIdentifier)
+            peak = max(peak, memory)
+            let local = try await runInProcess(prefix: "p\(index)-", concurrency: count, handler: handler, context: context)
+            print(String(format: "%5d %12.0f %8.2f %8.2f %8d | %16.0f %8.2f %8.2f | %5.2f %12.1f",
+                         count, http.requestsPerSecond, http.p50Milliseconds, http.p99Milliseconds, http.errors,
+                         local.requestsPerSecond, local.p50Milliseconds, local.p99Milliseconds,
+                         http.requestsPerSecond / max(local.requestsPerSecond, 0.001), memory))
+        }
+        print(String(format: "server peak VmRSS %.1f MB", peak))
+        server.terminate()
+        server.waitUntilExit()
+        await pool.close()
+        if keep { print("kept database \(database.name)") } else { await database.drop() }
+    }
+
+    func schedule(prefix: String, runs: Int, handler: VisitCommandHandler, context: VisitCommandContext) async throws {
+        let start = Int(Date().timeIntervalSince1970) + 900
+        let all = (0..<runs).flatMap { run in (0..<visits).map { "\(prefix)\(run)-\($0)" } }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for lane in 0..<8 {
+                group.addTask {
+                    for id in stride(from: lane, to: all.count, by: 8) {
+                        let body = """
+                            {"visitId":"\(all[id])","customerId":"c-\(id % 97)",\
+                            "attributes":{"customerFirstName":"Alex","serviceAddress":"12 Elm Row","jobSummary":"Boiler check"},\
+                            "technician":{"id":"t-\(id % 13)","name":"Sam","avatarSymbol":"person.crop.circle","vanDescription":"White van"},\
+                            "arrivalWindow":{"start":\(start),"end":\(start + 600)},"kilometresAway":14.0}
+                            """
+                        _ = try await handler.schedule(try ScheduleVisitRequest.parse(Array(body.utf8)) { all[id] }, context: context)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    /// A wrk script: each request a progress event on a random visit of this run's set.
+    func luaScript(key: String, prefix: String) -> String {
+        """
+        math.randomseed(42)
+        wrk.method = "POST"
+        wrk.headers["Authorization"] = "Bearer \(key)"
+        wrk.headers["Content-Type"] = "application/json"
+        request = function()
+          local v = math.random(0, \(visits - 1))
+          local km = math.random(1, 400) / 10
+          return wrk.format(nil, "/v1/visits/\(prefix)" .. v .. "/events", nil, '{"type":"progress","kilometresAway":' .. km .. '}')
+        end
+        done = function(summary, latency, requests)
+          io.write(string.format("LV %f %f %d %d\\n", latency:percentile(50), latency:percentile(99),
+            summary.requests, summary.errors.status + summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout))
+        end
+        """
+    }
+
+    func runWrk(port: UInt16, connections: Int, script: URL) throws -> Figures {
+        let wrk = Process()
+        wrk.executableURL = URL(fileURLWithPath: "/usr/bin/wrk")
+        wrk.arguments = ["-t", "\(min(connections, 2))", "-c", "\(connections)", "-d", "\(duration)s", "--timeout", "10s",
+                         "-s", script.path, "http://127.0.0.1:\(port)"]
+        let pipe = Pipe()
+        wrk.standardOutput = pipe
+        try wrk.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        wrk.waitUntilExit()
+        guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("LV ") }) else {
+            throw BenchmarkUsageError(message: "wrk gave no figures:\n\(output)")
+        }
+        let parts = line.split(separator: " ").dropFirst().compactMap { Double($0) }
+        let rate = output.split(separator: "\n").first { $0.hasPrefix("Requests/sec:") }
+            .flatMap { Double($0.split(separator: " ").last ?? "") } ?? parts[2] / Double(duration)
+        return Figures(requestsPerSecond: rate, p50Milliseconds: parts[0] / 1000, p99Milliseconds: parts[1] / 1000, errors: Int(parts[3]))
+    }
+
+    /// The same command without HTTP: `concurrency` tasks posting for `duration` seconds.
+    func runInProcess(prefix: String, concurrency: Int, handler: VisitCommandHandler, context: VisitCommandContext) async throws -> Figures {
+        let deadline = Date().addingTimeInterval(Double(duration))
+        let visits = self.visits
+        let started = Date()
+        let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
+            for lane in 0..<concurrency {
+                group.addTask {
+                    var generator = SystemRandomNumberGenerator()
+                    var mine: [Double] = []
+                    _ = lane
+                    while Date() < deadline {
+                        let visit = "\(prefix)\(Int.random(in: 0..<visits, using: &generator))"
+                        let km = Double(Int.random(in: 1...400, using: &generator)) / 10
+                        let event = try VisitEventRequest.parse(Array("{\"type\":\"progress\",\"kilometresAway\":\(km)}".utf8))
+                        let t0 = Date()
+                        _ = try await handler.post(visitId: visit, event: event, context: context)
+                        mine.append(Date().timeIntervalSince(t0))
+                    }
+                    return mine
+                }
+            }
+            return try await group.reduce(into: [Double]()) { $0 += $1 }
+        }
+        let elapsed = Date().timeIntervalSince(started)
+        let sorted = latencies.sorted()
+        func percentile(_ p: Double) -> Double {
+            sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] * 1000
+        }
+        return Figures(requestsPerSecond: Double(sorted.count) / elapsed, p50Milliseconds: percentile(0.5),
+                       p99Milliseconds: percentile(0.99), errors: 0)
+    }
+
+    func waitForHealth(port: UInt16, server: Process) async throws {
+        for _ in 0..<200 {
+            if healthy(port: port) { return }
+            guard server.isRunning else { throw BenchmarkUsageError(message: "the server exited (status \(server.terminationStatus))") }
+            try await Task.sleep(nanoseconds: 50_000_000)
+        }
+        throw BenchmarkUsageError(message: "the server did not come up on port \(port)")
+    }
+
+    /// `GET /healthz` answers 200 (a plain socket: no HTTP client library needed).
+    func healthy(port: UInt16) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = port.bigEndian
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+        guard connected else { return false }
+        let request = Array("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8)
+        guard request.withUnsafeBytes({ Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else { return false }
+        var buffer = [UInt8](repeating: 0, count: 256)
+        let n = recv(fd, &buffer, buffer.count, 0)
+        return n > 12 && String(decoding: buffer[0..<n], as: UTF8.self).hasPrefix("HTTP/1.1 200")
+    }
+
+    /// Resident memory of a process in MB (VmRSS from /proc).
+    func rss(_ pid: Int32) -> Double {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+              let kb = line.split(separator: " ").compactMap({ Double($0) }).first
+        else { return 0 }
+        return kb / 1024
+    }
+
+    /// A port the kernel says is free now.
+    func freePort() throws -> UInt16 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Bool in
+                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
+            }
+        }
+        guard bound else { throw BenchmarkUsageError(message: "cannot find a free port") }
+        return UInt16(bigEndian: address.sin_port)
+    }
+}

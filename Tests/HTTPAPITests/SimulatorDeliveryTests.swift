@@ -1,0 +1,91 @@
+import APNs
+import APNsSimulator
+import Foundation
+import Outbox
+import Runtime
+import TestSupport
+import Testing
+
+/// Token registration through HTTP, delivered for real: the outbox worker and the APNs client run
+/// in-process against the APNs simulator (HTTP/2 over TLS, ES256 provider tokens).
+@Suite(.serialized) struct SimulatorDeliveryTests {
+    static let teamID = "TEAM123456"
+    static let keyID = "KEY1234567"
+    static let bundleID = "com.example.visits"
+
+    /// A fresh P-256 key as a PKCS#8 PEM (what a `.p8` file holds).
+    static func signingKeyPEM() throws -> String {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("api-apns-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let sec1 = dir.appendingPathComponent("sec1.pem").path, p8 = dir.appendingPathComponent("key.p8").path
+        let generated = try Subprocess.runBlocking("/usr/bin/openssl", ["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", sec1])
+        let converted = try Subprocess.runBlocking("/usr/bin/openssl", ["pkcs8", "-topk8", "-nocrypt", "-in", sec1, "-out", p8])
+        guard generated.status == 0, converted.status == 0 else { throw RawHTTPError(description: "openssl: \(generated.stderr) \(converted.stderr)") }
+        return try String(contentsOfFile: p8, encoding: .utf8)
+    }
+
+    @Test func catchUpAndLateStartLandInTheSimulator() async throws {
+        let pem = try SimulatorDeliveryTests.signingKeyPEM()
+        var settings = SimulatorConfiguration()
+        settings.providerKeys = [ProviderKey(teamID: Self.teamID, keyID: Self.keyID, publicKeyPEM: pem)]
+        settings.bundleID = Self.bundleID
+        settings.logger = Logger(label: "apns-sim-test")
+        let simulator = try APNsSimulator(configuration: settings)
+        let endpoint = try await simulator.start()
+        let apns = APNsConfiguration(
+            baseURLs: [.sandbox: endpoint.url, .production: endpoint.url],
+            trustedCertificates: try APNsTrustedCertificates(contentsOfFile: endpoint.caFile),
+            signingKey: try APNsSigningKey(pem: Array(pem.utf8)), keyId: Self.keyID, teamId: Self.teamID, bundleId: Self.bundleID)
+        let client = APNsClient(configuration: apns, metrics: Metrics())
+        let api = try await APIServer.start()
+        let worker = OutboxWorker(pool: api.pool, sender: APNsPushSender(client: client), metrics: Metrics())
+
+        func delivered(to token: String) -> [SimulatedDelivery] {
+            simulator.deliveries().filter { $0.deviceToken?.lowercased() == token }
+        }
+        /// Runs the worker until `token` got something or the bound passes.
+        func drain(until token: String) async throws {
+            for _ in 0..<200 {
+                _ = try await worker.runOnce()
+                if !delivered(to: token).isEmpty { return }
+                try await Task.sleep(nanoseconds: 25_000_000)
+            }
+        }
+
+        let id = uniqueID("sim")
+        try await api.schedule(id, customer: "c-1")
+        try await api.post(id, #"{"type":"enRoute","kilometresAway":7}"#)
+        let customer = try await api.key(.customer, "c-1")
+        let behind = pushToken("sim-behind"), level = pushToken("sim-level"), starter = pushToken("sim-start")
+
+        // Equal version first: nothing for it; then an older version: a catch-up update at once.
+        #expect(try await api.call("PUT", "/v1/visits/\(id)/live-activities/a-level", key: customer,
+                                   json: "{\"pushToken\":\"\(level)\",\"environment\":\"sandbox\",\"version\":2}").status == 204)
+        #expect(try await api.call("PUT", "/v1/visits/\(id)/live-activities/a-behind", key: customer,
+                                   json: "{\"pushToken\":\"\(behind)\",\"environment\":\"sandbox\",\"version\":1}").status == 204)
+        try await drain(until: behind)
+        let catchUp = try #require(delivered(to: behind).first)
+        #expect(catchUp.status == 200)
+        #expect(catchUp.aps?["event"]?.stringValue == "update")
+        #expect(catchUp.aps?["content-state"]?["status"]?.stringValue == "enRoute")
+        #expect(catchUp.header("apns-push-type") == "liveactivity")
+        for _ in 0..<5 { _ = try await worker.runOnce() }
+        #expect(delivered(to: level).isEmpty)
+
+        // A push-to-start token registered after scheduling: the start, on another visit with no activity.
+        let quiet = uniqueID("sim")
+        try await api.schedule(quiet, customer: "c-1")
+        #expect(try await api.call("PUT", "/v1/customers/c-1/push-to-start-tokens/d-1", key: customer,
+                                   json: "{\"pushToken\":\"\(starter)\",\"environment\":\"production\"}").status == 204)
+        try await drain(until: starter)
+        let start = try #require(delivered(to: starter).first)
+        #expect(start.aps?["event"]?.stringValue == "start")
+        #expect(start.aps?["attributes"]?["visitId"]?.stringValue == quiet)
+        #expect(delivered(to: starter).allSatisfy { $0.aps?["attributes"]?["visitId"]?.stringValue != id })
+
+        await client.shutdown()
+        await api.stop()
+        await simulator.stop()
+    }
+}

@@ -1,0 +1,150 @@
+import Foundation
+import Postgres
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Live Activity and push-to-start token routes: catch-up pushes, late starts, counts, forgetting,
+/// and secrets kept out of bodies and logs. Pushes are observed where the API puts them: the outbox.
+@Suite(.serialized) struct TokenRegistrationTests {
+    struct Delivery: Equatable {
+        let kind: String
+        let activityId: String?
+        let deviceId: String?
+    }
+
+    func deliveries(_ api: APIServer, visit: String) async throws -> [Delivery] {
+        try await api.pool.withConnection { c in
+            try c.query("SELECT kind, activity_id, device_id FROM deliveries WHERE visit_id = \(visit) ORDER BY id").map {
+                Delivery(kind: try $0.string("kind"), activityId: $0["activity_id"], deviceId: $0["device_id"])
+            }
+        }
+    }
+
+    func register(_ api: APIServer, _ visit: String, _ activity: String, key: String, version: Int?, token: String) async throws -> RawResponse {
+        let v = version.map { ",\"version\":\($0)" } ?? ""
+        return try await api.call("PUT", "/v1/visits/\(visit)/live-activities/\(activity)", key: key,
+                                  json: "{\"pushToken\":\"\(token)\",\"environment\":\"sandbox\"\(v)}")
+    }
+
+    @Test func registrationBehindOrSilentCatchesUpAndEqualDoesNot() async throws {
+        let api = try await APIServer.start()
+        defer { Task { await api.stop() } }
+        let id = uniqueID("v")
+        try await api.schedule(id, customer: "c-1")
+        try await api.post(id, #"{"type":"enRoute"}"#)
+        let customer = try await api.key(.customer, "c-1")
+
+        #expect(try await register(api, id, "a-old", key: customer, version: 1, token: pushToken("old")).status == 204)
+        #expect(try await register(api, id, "a-none", key: customer, version: nil, token: pushToken("none")).status == 204)
+        #expect(try await register(api, id, "a-same", key: customer, version: 2, token: pushToken("same")).status == 204)
+        let pushed = try await deliveries(api, visit: id)
+        #expect(pushed.filter { $0.activityId == "a-old" } == [Delivery(kind: "update", activityId: "a-old", deviceId: nil)])
+        #expect(pushed.filter { $0.activityId == "a-none" }.map(\.kind) == ["update"])
+        #expect(pushed.filter { $0.activityId == "a-same" }.isEmpty)
+
+        let read = try await api.call("GET", "/v1/visits/\(id)", key: customer)
+        #expect(read.json?["liveActivities"] as? Int == 3)
+        #expect(try await api.call("DELETE", "/v1/visits/\(id)/live-activities/a-same", key: customer).status == 204)
+        #expect(try await api.call("GET", "/v1/visits/\(id)", key: customer).json?["liveActivities"] as? Int == 2)
+        // Rotating a token keeps the count.
+        #expect(try await register(api, id, "a-old", key: customer, version: 2, token: pushToken("rotated")).status == 204)
+        #expect(try await api.call("GET", "/v1/visits/\(id)", key: customer).json?["liveActivities"] as? Int == 2)
+    }
+
+    @Test func catchUpOnAnEndedVisitIsTheEnd() async throws {
+        let api = try await APIServer.start()
+        defer { Task { await api.stop() } }
+        let id = uniqueID("v")
+        try await api.schedule(id, customer: "c-1")
+        try await api.post(id, #"{"type":"cancelled","reason":"rain"}"#)
+        let customer = try await api.key(.customer, "c-1")
+        #expect(try await register(api, id, "a-1", key: customer, version: 1, token: pushToken("end")).status == 204)
+        #expect(try await deliveries(api, visit: id).filter { $0.activityId == "a-1" }.map(\.kind) == ["end"])
+    }
+
+    @Test func pushToStartAfterSchedulingGetsTheStart() async throws {
+        let api = try await APIServer.start()
+        defer { Task { await api.stop() } }
+        let quiet = uniqueID("v"), followed = uniqueID("v"), ended = uniqueID("v")
+        try await api.schedule(quiet, customer: "c-5")
+        try await api.schedule(followed, customer: "c-5")
+        try await api.schedule(ended, customer: "c-5")
+        try await api.post(ended, #"{"type":"cancelled","reason":"x"}"#)
+        let customer = try await api.key(.customer, "c-5")
+        #expect(try await register(api, followed, "a-1", key: customer, version: 1, token: pushToken("f")).status == 204)
+
+        let body = "{\"pushToken\":\"\(pushToken("start"))\",\"environment\":\"production\"}"
+        #expect(try await api.call("PUT", "/v1/customers/c-5/push-to-start-tokens/d-1", key: customer, json: body).status == 204)
+        #expect(try await deliveries(api, visit: quiet).filter { $0.kind == "start" }.map(\.deviceId) == ["d-1"])
+        #expect(try await deliveries(api, visit: followed).filter { $0.kind == "start" }.isEmpty)
+        #expect(try await deliveries(api, visit: ended).filter { $0.kind == "start" }.isEmpty)
+        #expect(try await api.call("DELETE", "/v1/customers/c-5/push-to-start-tokens/d-1", key: customer).status == 204)
+    }
+
+    @Test func badTokenBodies() async throws {
+        let api = try await APIServer.start()
+        defer { Task { await api.stop() } }
+        let id = uniqueID("v")
+        try await api.schedule(id, customer: "c-1")
+        let customer = try await api.key(.customer, "c-1")
+        let path = "/v1/visits/\(id)/live-activities/a-1"
+        #expect(try await api.call("PUT", path, key: customer, json: "{").status == 400)
+        #expect(try await api.call("PUT", path, key: customer, json: "[]").status == 422)
+        #expect(try await api.call("PUT", path, key: customer, json: #"{"environment":"sandbox"}"#).status == 422)
+        #expect(try await api.call("PUT", path, key: customer, json: #"{"pushToken":"zz-not-hex","environment":"sandbox"}"#).status == 422)
+        #expect(try await api.call("PUT", path, key: customer, json: "{\"pushToken\":\"\(pushToken("x"))\",\"environment\":\"moon\"}").status == 422)
+        #expect(try await api.call("PUT", path, key: customer, json: "{\"pushToken\":\"\(pushToken("x"))\",\"environment\":\"sandbox\",\"version\":-1}").status == 422)
+        #expect(try await api.call("PUT", "/v1/visits/nope/live-activities/a-1", key: customer,
+                                   json: "{\"pushToken\":\"\(pushToken("x"))\",\"environment\":\"sandbox\"}").status == 404)
+        #expect(try await api.call("PUT", "/v1/customers/c-1/devices/d-1/preferences", key: customer, json: #"{"liveActivitiesEnabled":"yes","frequentPushesEnabled":true}"#).status == 422)
+    }
+
+    @Test func secretsAppearInNoBodyAndNoLogLine() async throws {
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("api-log-\(UUID().uuidString).txt")
+        let saved = dup(2)
+        let file = open(log.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        dup2(file, 2)
+        var bodies: [String] = []
+        let updateToken = pushToken("secret-update-token-1")
+        let startToken = pushToken("secret-start-token-2")
+        var keys: [String] = []
+        do {
+            let api = try await APIServer.start()
+            let id = uniqueID("v")
+            let customer = try await api.key(.customer, "c-1")
+            keys = [api.dispatcher, api.ops, customer]
+            bodies.append(try await api.schedule(id, customer: "c-1").text)
+            let minted = try await api.call("POST", "/v1/keys", key: api.dispatcher, json: #"{"role":"customer","subject":"c-1"}"#)
+            keys.append(minted.json?["key"] as? String ?? "")
+            bodies.append(try await register(api, id, "a-1", key: customer, version: nil, token: updateToken).text)
+            bodies.append(try await api.call("PUT", "/v1/customers/c-1/push-to-start-tokens/d-1", key: customer,
+                                             json: "{\"pushToken\":\"\(startToken)\",\"environment\":\"sandbox\"}").text)
+            bodies.append(try await api.post(id, #"{"type":"nearby"}"#).text)
+            bodies.append(try await api.call("GET", "/v1/visits/\(id)", key: customer).text)
+            bodies.append(try await api.call("GET", "/v1/visits/\(id)/events", key: api.ops).text)
+            bodies.append(try await api.call("GET", "/v1/visits", key: customer).text)
+            bodies.append(try await api.call("GET", "/v1/ops/outbox", key: api.ops).text)
+            bodies.append(try await api.call("GET", "/metrics", key: nil).text)
+            // Wrong and revoked keys are not echoed either.
+            bodies.append(try await api.call("GET", "/v1/visits", key: keys[3] + "0").text)
+            await api.stop()
+        } catch {
+            dup2(saved, 2)
+            throw error
+        }
+        fsync(2)
+        dup2(saved, 2)
+        close(file)
+        close(saved)
+        let logged = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+        try? FileManager.default.removeItem(at: log)
+        #expect(logged.contains("/v1/visits"), "the request log was captured")
+        for secret in [updateToken, startToken] + keys.filter({ !$0.isEmpty }).map({ String($0.split(separator: "_").last!) }) {
+            #expect(!logged.contains(secret))
+            #expect(!bodies.contains { $0.contains(secret) })
+        }
+    }
+}
