@@ -11,7 +11,7 @@ public final class EventStore: Sendable {
     public let pool: PostgresPool
     public let limits: EventStoreLimits
     public let groupCommit: GroupCommit
-    private let notifier: EventNotifier
+    private let notifier: PostgresNotifier
     private let batcher: AppendBatcher?
 
     /// The channel followers LISTEN on.
@@ -22,7 +22,7 @@ public final class EventStore: Sendable {
         self.pool = pool
         self.limits = limits
         self.groupCommit = groupCommit
-        let notifier = EventNotifier(pool: pool, channel: EventStore.channel)
+        let notifier = PostgresNotifier(pool: pool, channel: EventStore.channel)
         self.notifier = notifier
         if groupCommit.mode == .batched {
             batcher = AppendBatcher(
@@ -48,7 +48,7 @@ public final class EventStore: Sendable {
 
     /// One append in its own transaction.
     private static func appendDirect(
-        _ request: AppendRequest, pool: PostgresPool, limits: EventStoreLimits, notifier: EventNotifier
+        _ request: AppendRequest, pool: PostgresPool, limits: EventStoreLimits, notifier: PostgresNotifier
     ) async throws -> AppendResult {
         let result: AppendResult
         do {
@@ -68,7 +68,7 @@ public final class EventStore: Sendable {
         EventStore.eventsCommitted(count: count, notifier: notifier)
     }
 
-    private static func eventsCommitted(count: Int, notifier: EventNotifier) {
+    private static func eventsCommitted(count: Int, notifier: PostgresNotifier) {
         Metrics.shared.increment(
             "livevisits_events_appended_total", help: "Events appended to the event store.", by: Double(count))
         notifier.poke()
@@ -190,7 +190,7 @@ public final class EventStore: Sendable {
             FROM events
             WHERE (transaction_id, global_position) > (\(String(checkpoint.transactionId))::xid8, \(checkpoint.globalPosition))
               AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-            ORDER BY transaction_id, global_position
+            ORDER BY events.transaction_id, events.global_position  -- the xid8 column, not the text alias
             LIMIT \(limit)
             """)
         return try rows.rows.map(decode)
@@ -214,7 +214,7 @@ public final class EventStore: Sendable {
         let rows = try connection.query("""
             SELECT transaction_id::text AS transaction_id, global_position FROM events
             WHERE transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-            ORDER BY transaction_id DESC, global_position DESC LIMIT 1
+            ORDER BY events.transaction_id DESC, events.global_position DESC LIMIT 1  -- xid8, not the text alias
             """)
         guard let row = rows.first else { return .start }
         return Checkpoint(transactionId: UInt64(try row.string("transaction_id")) ?? 0, globalPosition: try row.int64("global_position"))

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPServer
 import Postgres
+import VisitDomain
 
 extension LiveVisitsAPI {
     func addKeyRoutes(to router: inout Router) {
@@ -47,18 +48,7 @@ extension LiveVisitsAPI {
     }
 }
 
+/// A JSON string literal for `text` (the domain's writer does the escaping).
 func jsonString(_ text: String) -> String {
-    var out = "\""
-    for scalar in text.unicodeScalars {
-        switch scalar {
-        case "\"": out += "\\\""
-        case "\\": out += "\\\\"
-        case "\n": out += "\\n"
-        case "\r": out += "\\r"
-        case "\t": out += "\\t"
-        default:
-            if scalar.value < 0x20 { out += String(format: "\\u%04x", scalar.value) } else { out.unicodeScalars.append(scalar) }
-        }
-    }
-    return out + "\""
+    JSONValue.string(text).serializedString()
 }

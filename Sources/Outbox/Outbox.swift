@@ -17,12 +17,12 @@ public final class Outbox: Sendable {
 
     public let configuration: OutboxConfiguration
     private let clock: any WallClock
-    private let notifier: OutboxNotifier
+    private let notifier: PostgresNotifier
 
     public init(pool: PostgresPool, configuration: OutboxConfiguration = OutboxConfiguration(), clock: any WallClock = SystemClock()) {
         self.configuration = configuration
         self.clock = clock
-        self.notifier = OutboxNotifier(pool: pool, channel: Outbox.channel)
+        self.notifier = PostgresNotifier(pool: pool, channel: Outbox.channel)
     }
 
     /// What one `enqueue` did.

@@ -36,6 +36,27 @@ import Testing
         #expect(Set(seen).count == 6)
     }
 
+    /// Follow order compares transaction ids as numbers: 9 comes before 10 (as text it would not).
+    /// A fresh cluster crossing from 3- to 4-digit ids once made a follower redeliver and reorder events.
+    @Test func followOrderIsNumericAcrossDigitBoundaries() async throws {
+        let (_, pool) = try await TestDatabase.create()
+        let store = EventStore(pool: pool)
+        try await pool.withConnection { c in
+            try c.execute(script: """
+                INSERT INTO events (stream_name, position, type, data, transaction_id) VALUES
+                    ('a', 1, 'e', '{}', '10'), ('b', 1, 'e', '{}', '9'), ('c', 1, 'e', '{}', '100'), ('d', 1, 'e', '{}', '99')
+                """)
+        }
+        let all = try await store.readAll(after: .start, limit: 10)
+        #expect(all.map(\.streamName) == ["b", "a", "d", "c"])
+        #expect(all.map(\.transactionId) == [9, 10, 99, 100])
+        // Resuming from a checkpoint in the middle continues in the same order.
+        let rest = try await store.readAll(after: all[1].checkpoint, limit: 10)
+        #expect(rest.map(\.streamName) == ["d", "c"])
+        let head = try await pool.withConnection { try EventStore.head(on: $0) }
+        #expect(head.transactionId == 100)
+    }
+
     @Test func theHorizonHolderIsNamed() async throws {
         let (url, pool) = try await TestDatabase.create()
         let store = EventStore(pool: pool)

@@ -1,21 +1,23 @@
-import Postgres
+import Runtime
 import Synchronization
 
-/// Sends `NOTIFY` on the outbox channel, coalesced: any number of pokes while one is pending or in flight
-/// become a single NOTIFY. It runs outside the enqueueing transactions, because a NOTIFY inside a
-/// transaction takes a cluster-wide lock at commit and serializes every committing writer.
-final class OutboxNotifier: Sendable {
+/// Sends `NOTIFY` on one channel after commits, coalesced: any number of pokes while one NOTIFY is pending
+/// or in flight become a single NOTIFY. Used for new events and new outbox rows. It runs outside the writing
+/// transactions, because a NOTIFY inside a transaction takes a cluster-wide lock at commit and serializes
+/// every committing writer.
+public final class PostgresNotifier: Sendable {
     private enum Phase { case idle, sending, sendingAndDirty }
     private let pool: PostgresPool
     private let channel: String
     private let phase = Mutex(Phase.idle)
 
-    init(pool: PostgresPool, channel: String) {
+    public init(pool: PostgresPool, channel: String) {
         self.pool = pool
         self.channel = channel
     }
 
-    func poke() {
+    /// Asks for one NOTIFY soon (coalesced with any already pending).
+    public func poke() {
         let start = phase.withLock { p -> Bool in
             switch p {
             case .idle:
