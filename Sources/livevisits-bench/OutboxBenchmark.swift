@@ -206,7 +206,7 @@ enum OutboxBenchmark {
     }
 
     /// The simulator on a free loopback port, and an APNs client trusting its CA with a fresh P-256 key.
-    private static func startSimulator() async throws -> (APNsSimulator, APNsClient) {
+    static func startSimulator() async throws -> (APNsSimulator, APNsClient) {
         var configuration = SimulatorConfiguration()
         configuration.bundleID = "com.example.visits"
         configuration.logger = Logger(label: "apns-sim", metadata: [:])

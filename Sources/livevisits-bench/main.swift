@@ -3,6 +3,7 @@ import Foundation
 // A small dispatcher: each benchmark lives in its own file and registers here by name.
 let benchmarks: [String: (summary: String, run: ([String]) async throws -> Void)] = [
     "append": (AppendBenchmark.summary, { try await AppendBenchmark(arguments: $0).run() }),
+    "apns": (APNsClientBenchmark.summary, { try await APNsClientBenchmark(arguments: $0).run() }),
     "outbox": (OutboxBenchmark.summary, { try await OutboxBenchmark.main(arguments: $0) }),
     "replay": (ReplayBenchmark.summary, { try await ReplayBenchmark(arguments: $0).run() }),
     "api": (APIBenchmark.summary, { try await APIBenchmark(arguments: $0).run() }),
