@@ -3,6 +3,7 @@ import Foundation
 import HTTPServer
 import Postgres
 import Runtime
+import Synchronization
 import VisitCommands
 import VisitDomain
 import VisitProjections
@@ -15,6 +16,20 @@ public struct LiveVisitsAPI: Sendable {
     public init(environment: APIEnvironment) {
         self.environment = environment
     }
+
+    /// The server's handler: the router, plus the caller's role on the request's log line.
+    public func handler() -> HTTPHandler {
+        let inner = router().handler
+        return { request in
+            let caller = CallerRecord()
+            var response = await LiveVisitsAPI.$currentCaller.withValue(caller) { await inner(request) }
+            if let role = caller.role { response.logMetadata["actor.role"] = role }
+            return response
+        }
+    }
+
+    /// Where `authenticate` leaves the caller's role for the log line of the current request.
+    @TaskLocal static var currentCaller: CallerRecord?
 
     /// Every route of the contract.
     public func router() -> Router {
@@ -43,6 +58,7 @@ public struct LiveVisitsAPI: Sendable {
         let presented = String(parts[1]).trimmingCharacters(in: .whitespaces)
         let caller = try await mapped { try await environment.pool.withConnection { try APIKeys.authenticate(presented, on: $0) } }
         guard let caller else { throw APIError.unauthorized }
+        LiveVisitsAPI.currentCaller?.set(role: caller.role.rawValue)
         return caller
     }
 
@@ -180,4 +196,11 @@ public struct LiveVisitsAPI: Sendable {
         }
         return Answer(status: status, body: row["response_body"] ?? "", etag: row["response_etag"])
     }
+}
+
+/// The authenticated role of one request, for its log line (never the key).
+final class CallerRecord: Sendable {
+    private let value = Mutex<String?>(nil)
+    var role: String? { value.withLock { $0 } }
+    func set(role: String) { value.withLock { $0 = role } }
 }

@@ -75,7 +75,7 @@ enum ServeCommand {
             do {
                 var httpConfiguration = try HTTPServerConfiguration(environment: configuration.environment)
                 httpConfiguration.threadCount = max(httpConfiguration.threadCount, 2)
-                server = try HTTPServer(configuration: httpConfiguration, clock: clock, handler: api.router().handler)
+                server = try HTTPServer(configuration: httpConfiguration, clock: clock, handler: api.handler())
             } catch {
                 throw ConfigurationError("LIVEVISITS_HTTP_ADDR: \(error.message)")
             }

@@ -49,7 +49,7 @@ final class APIServer: Sendable {
         let api = LiveVisitsAPI(environment: environment)
         var httpConfiguration = HTTPServerConfiguration(listenAddress: ListenAddress(host: "127.0.0.1", port: 0))
         httpConfiguration.threadCount = 4
-        let server = try HTTPServer(configuration: httpConfiguration, clock: clock, metrics: Metrics(), handler: api.router().handler)
+        let server = try HTTPServer(configuration: httpConfiguration, clock: clock, metrics: Metrics(), handler: api.handler())
         let task = Task { try await server.run() }
         let (dispatcher, ops) = try await pool.withConnection { c in
             (try APIKeys.mint(role: .dispatcher, subject: nil, createdBy: nil, on: c).key,
