@@ -23,7 +23,6 @@ public struct APIError: Error, HTTPErrorConvertible, Sendable, CustomStringConve
     static func forbidden(_ message: String) -> APIError { APIError(403, "forbidden", message) }
     static func notFound(_ what: String) -> APIError { APIError(404, "not_found", "\(what) not found") }
     static func malformed(_ message: String) -> APIError { APIError(400, "malformed_request", message) }
-    static func invalid(_ field: String, _ message: String) -> APIError { APIError(422, "invalid_value", "\(field): \(message)") }
     static let unavailable = APIError(503, "unavailable", "the database is unreachable; retry later")
 
     /// Maps anything a handler may throw to its answer; nil for errors that are the server's own fault.

@@ -62,7 +62,7 @@ enum ServeCommand {
             let client = APNsClient(
                 configuration: apns,
                 tokenStore: PostgresProviderTokenStore(pool: pool, teamId: signer.teamId, keyId: signer.keyId), clock: clock)
-            let worker = OutboxWorker(pool: pool, sender: APNsPushSender(client: client), clock: clock)
+            let worker = OutboxWorker(pool: pool, sender: client, clock: clock)
             services += [client, worker.listener(url: url), worker]
             logger.info("outbox worker configured", ["apns.topic": apns.topic])
         }

@@ -39,7 +39,7 @@ import Testing
             signingKey: try APNsSigningKey(pem: Array(pem.utf8)), keyId: Self.keyID, teamId: Self.teamID, bundleId: Self.bundleID)
         let client = APNsClient(configuration: apns, metrics: Metrics())
         let api = try await APIServer.start()
-        let worker = OutboxWorker(pool: api.pool, sender: APNsPushSender(client: client), metrics: Metrics())
+        let worker = OutboxWorker(pool: api.pool, sender: client, metrics: Metrics())
 
         func delivered(to token: String) -> [SimulatedDelivery] {
             simulator.deliveries().filter { $0.deviceToken?.lowercased() == token }
