@@ -14,7 +14,7 @@ import Synchronization
 /// without an idempotency key on a distinct stream) or as one transaction. Each append gets its own
 /// result; a conflict fails only its append. When a batch fails for a reason other than the database being
 /// unavailable (say, one append's data is not valid JSON and PostgreSQL refuses the statement), the appends
-/// it had not settled are retried one by one, each in its own transaction, so one bad append cannot fail
+/// it had not settled are retried one by one, each by itself, so one bad append cannot fail
 /// its neighbours.
 final class AppendBatcher: Sendable {
     private struct Entry: Sendable {
@@ -137,12 +137,12 @@ final class AppendBatcher: Sendable {
         for entry in unsettled { runAlone(entry, owner: owner) }
     }
 
-    /// One append in its own transaction (the direct path's statements) on the worker's connection.
+    /// One append, one autocommitted statement (the direct path's) on the worker's connection.
     private func runAlone(_ entry: Entry, owner: ConnectionOwner) {
         do {
             let connection = try owner.connection(configuration)
             let limits = self.limits
-            let result = try connection.transaction { try EventStore.append(entry.request, on: $0, limits: limits) }
+            let result = try EventStore.append(entry.request, on: connection, limits: limits)
             if !result.deduplicated { committed(result.globalPositions.count) }
             entry.continuation.resume(returning: result)
         } catch {

@@ -46,15 +46,13 @@ public final class EventStore: Sendable {
         return try await EventStore.appendDirect(request, pool: pool, limits: limits, notifier: notifier)
     }
 
-    /// One append in its own transaction.
+    /// One append, one autocommitted statement.
     private static func appendDirect(
         _ request: AppendRequest, pool: PostgresPool, limits: EventStoreLimits, notifier: PostgresNotifier
     ) async throws -> AppendResult {
         let result: AppendResult
         do {
-            result = try await pool.withTransaction { connection in
-                try EventStore.append(request, on: connection, limits: limits)
-            }
+            result = try await pool.withConnection { try EventStore.append(request, on: $0, limits: limits) }
         } catch {
             throw EventStoreError.wrap(error)
         }
@@ -74,63 +72,108 @@ public final class EventStore: Sendable {
         notifier.poke()
     }
 
-    /// Appends on a connection that is already inside a transaction (the caller commits).
+    /// Appends with one statement (`appendStatement`). Outside a transaction the statement commits by
+    /// itself — one round trip; inside one (the caller's), it is part of it and the caller commits.
     @discardableResult
     public static func append(
         _ request: AppendRequest, on connection: PostgresConnection, limits: EventStoreLimits = EventStoreLimits()
     ) throws -> AppendResult {
         try validate(request, limits: limits)
-        if let key = request.idempotencyKey, let earlier = try previousResult(for: key, on: connection) {
-            return earlier
+        let rows: PostgresRows
+        do {
+            rows = try connection.query(appendStatement(request))
+        } catch let error as PostgresError {
+            switch try appendFailure(error, request, on: connection) {
+            case .success(let earlier): return earlier
+            case .failure(let failure): throw failure
+            }
         }
-        let current = try version(of: request.streamName, on: connection)
+        return try appendResult(request, rows, on: connection)
+    }
+
+    /// One statement that appends `request` if, and only if, its idempotency key is new and the stream is
+    /// at the expected version: it inserts the events (at positions after the expected version, or after
+    /// the stream's last one for `.any`) and records the key, and answers one row per event inserted
+    /// (`global_position`, `position`, `recorded_at`) — no row when the key was used or the stream is
+    /// behind the expected version. A stream ahead of it, or a concurrent writer, makes the insert hit the
+    /// unique indexes: see `appendFailure`. Several of these can share a round trip (`pipeline`).
+    public static func appendStatement(_ request: AppendRequest) -> PostgresQuery {
+        let expected: Int64?
         switch request.expectedVersion {
-        case .any: break
-        case .noStream where current != 0, .exactly(_) where request.expectedVersion != .exactly(current):
-            throw conflict(request, actual: current)
-        default: break
+        case .any: expected = nil
+        case .noStream: expected = 0
+        case .exactly(let v): expected = v
         }
+        let stream = request.streamName
+        let key = request.idempotencyKey
         let types = request.events.map(\.type)
         let datas = request.events.map(\.data)
         let metadatas = request.events.map(\.metadata.jsonText)
-        let rows: PostgresRows
-        do {
-            rows = try connection.query("""
+        return """
+            WITH base AS (
+                SELECT COALESCE(\(expected)::bigint,
+                                (SELECT COALESCE(max(position), 0) FROM events WHERE stream_name = \(stream))) AS version
+                WHERE (\(key)::text IS NULL OR NOT EXISTS (SELECT 1 FROM event_idempotency WHERE idempotency_key = \(key)))
+                  AND (\(expected)::bigint IS NULL OR \(expected)::bigint = 0
+                       OR EXISTS (SELECT 1 FROM events WHERE stream_name = \(stream) AND position = \(expected)))
+            ),
+            ins AS (
                 INSERT INTO events (stream_name, position, type, data, metadata, recorded_at)
-                SELECT \(request.streamName), \(current) + x.ord, x.t, x.d::jsonb, x.m::jsonb,
+                SELECT \(stream), b.version + x.ord, x.t, x.d::jsonb, x.m::jsonb,
                        COALESCE(to_timestamp(\(request.recordedAt)::double precision), now())
-                FROM unnest(\(types)::text[], \(datas)::text[], \(metadatas)::text[]) WITH ORDINALITY AS x(t, d, m, ord)
+                FROM base b, unnest(\(types)::text[], \(datas)::text[], \(metadatas)::text[]) WITH ORDINALITY AS x(t, d, m, ord)
                 ORDER BY x.ord
-                RETURNING global_position, position, extract(epoch FROM recorded_at)::float8 AS recorded_at
-                """)
-        } catch let error as PostgresError where error.code == .uniqueViolation {
-            // Another writer took the position between our read and our insert.
-            let actual = (try? version(of: request.streamName, on: connection)) ?? current + 1
-            throw conflict(request, actual: actual)
-        } catch let error as PostgresError where error.sqlState == "22P02" {
-            throw EventStoreError(code: .invalidEventData, message: "event data is not valid JSON: \(error.message)")
-        }
-        let sorted = try rows.rows.map { (try $0.int64("position"), try $0.int64("global_position"), try $0.double("recorded_at")) }
-            .sorted { $0.0 < $1.0 }
-        let result = AppendResult(
-            streamName: request.streamName, firstPosition: current + 1, lastPosition: current + Int64(request.events.count),
-            globalPositions: sorted.map(\.1), recordedAt: sorted.first?.2 ?? 0, deduplicated: false)
-        if let key = request.idempotencyKey {
-            let inserted = try connection.query("""
+                RETURNING global_position, position, recorded_at
+            ),
+            keyed AS (
                 INSERT INTO event_idempotency (idempotency_key, stream_name, first_position, last_position, global_positions, recorded_at)
-                VALUES (\(key), \(result.streamName), \(result.firstPosition), \(result.lastPosition),
-                        \(result.globalPositions)::bigint[], to_timestamp(\(result.recordedAt)::double precision))
-                ON CONFLICT (idempotency_key) DO NOTHING
-                RETURNING 1
-                """)
-            if inserted.isEmpty {
-                // A concurrent append with the same key committed first: ours must not count.
-                throw EventStoreError(
-                    code: .wrongExpectedVersion, message: "idempotency key already used by a concurrent append",
-                    actualVersion: try version(of: request.streamName, on: connection))
-            }
+                SELECT \(key), \(stream), min(position), max(position), array_agg(global_position ORDER BY position), min(recorded_at)
+                FROM ins WHERE \(key)::text IS NOT NULL HAVING count(*) > 0
+            )
+            SELECT global_position, position, extract(epoch FROM recorded_at)::float8 AS recorded_at FROM ins ORDER BY position
+            """
+    }
+
+    /// The result of an `appendStatement`: its rows, or — when it inserted nothing — the earlier result of
+    /// its idempotency key, or the conflict with the stream's version.
+    public static func appendResult(_ request: AppendRequest, _ rows: PostgresRows, on connection: PostgresConnection) throws -> AppendResult {
+        guard !rows.isEmpty else {
+            if let key = request.idempotencyKey, let earlier = try previousResult(for: key, on: connection) { return earlier }
+            throw conflict(request, actual: try version(of: request.streamName, on: connection))
         }
-        return result
+        let events = try rows.rows.map { (try $0.int64("position"), try $0.int64("global_position"), try $0.double("recorded_at")) }
+        guard events.count == request.events.count, let first = events.first else {
+            throw PostgresError(code: .protocolViolation, message: "an append of \(request.events.count) events inserted \(events.count)")
+        }
+        return AppendResult(
+            streamName: request.streamName, firstPosition: first.0, lastPosition: events.last!.0,
+            globalPositions: events.map(\.1), recordedAt: first.2, deduplicated: false)
+    }
+
+    /// What a failed `appendStatement` means: a unique violation is a lost race — for the key (`.success`
+    /// with its earlier result when no transaction is open; inside one, a conflict the caller retries after rolling
+    /// back) or for a position (a conflict with the stream's version); other errors pass through.
+    public static func appendFailure(
+        _ error: PostgresError, _ request: AppendRequest, on connection: PostgresConnection
+    ) throws -> Result<AppendResult, any Error> {
+        if error.sqlState == "22P02" {
+            return .failure(EventStoreError(code: .invalidEventData, message: "event data is not valid JSON: \(error.message)"))
+        }
+        guard error.code == .uniqueViolation else { return .failure(error) }
+        // Inside a transaction that the error aborted nothing more can be read: the caller rolls back and retries.
+        let canRead = !connection.inTransaction
+        if let key = request.idempotencyKey, canRead, let earlier = try previousResult(for: key, on: connection) {
+            return .success(earlier)
+        }
+        let actual = canRead ? try version(of: request.streamName, on: connection) : nil
+        let fallback: Int64 = switch request.expectedVersion {
+        case .exactly(let v): v + 1
+        case .noStream: 1
+        case .any: 0
+        }
+        return .failure(conflict(
+            request, actual: actual ?? fallback,
+            note: error.constraint == "event_idempotency_pkey" ? "idempotency key used by a concurrent append" : nil))
     }
 
     /// The earlier result recorded for an idempotency key, marked deduplicated.

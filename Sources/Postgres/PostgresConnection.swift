@@ -55,6 +55,94 @@ public final class PostgresConnection {
         return try consume(result)
     }
 
+    /// Runs several parameterized statements in one round trip (libpq pipeline mode) and returns their
+    /// results in order. Outside a transaction block the statements form one implicit transaction that
+    /// commits at the pipeline's sync point: all of them or none. Inside `transaction { }` they are simply
+    /// part of it. The first statement that fails stops the rest (PostgreSQL skips them) and its error is
+    /// thrown.
+    @discardableResult
+    public func pipeline(_ queries: [PostgresQuery]) throws -> [PostgresRows] {
+        if queries.count == 1 { return [try query(queries[0])] }
+        if queries.isEmpty { return [] }
+        if usePreparedStatements && prepared.count + queries.count > 512 {
+            try execute(script: "DEALLOCATE ALL")
+            prepared.removeAll()
+        }
+        guard PQenterPipelineMode(conn) == 1 else {
+            throw connectionError(PostgresConnection.firstLine(PQerrorMessage(conn)))
+        }
+        // What was sent, in order: a Parse for a statement not yet prepared, or a statement to run.
+        enum Sent { case prepare(sql: String, name: String), run(index: Int) }
+        var sent: [Sent] = []
+        var names = prepared
+        var sendFailed = false
+        for (index, query) in queries.enumerated() {
+            var ok: Int32 = 1
+            if usePreparedStatements {
+                let name: String
+                if let known = names[query.sql] {
+                    name = known
+                } else {
+                    name = "lv\(names.count)"
+                    names[query.sql] = name
+                    ok = PQsendPrepare(conn, name, query.sql, Int32(query.binds.count), nil)
+                    sent.append(.prepare(sql: query.sql, name: name))
+                }
+                if ok == 1 {
+                    ok = PostgresConnection.withCStrings(query.binds) { values in
+                        PQsendQueryPrepared(conn, name, Int32(values.count), values, nil, nil, 0)
+                    }
+                }
+            } else {
+                ok = PostgresConnection.withCStrings(query.binds) { values in
+                    PQsendQueryParams(conn, query.sql, Int32(values.count), nil, values, nil, nil, 0)
+                }
+            }
+            guard ok == 1 else { sendFailed = true; break }
+            sent.append(.run(index: index))
+        }
+        if sendFailed || PQpipelineSync(conn) != 1 {
+            let message = PostgresConnection.firstLine(PQerrorMessage(conn))
+            PQexitPipelineMode(conn)
+            throw connectionError(message)
+        }
+        var results = [PostgresRows?](repeating: nil, count: queries.count)
+        var failure: (any Error)?
+        for item in sent {
+            // One result per command, then NULL. No result at all means the connection is gone.
+            guard let result = PQgetResult(conn) else {
+                throw connectionError(PostgresConnection.firstLine(PQerrorMessage(conn)))
+            }
+            while let extra = PQgetResult(conn) { PQclear(extra) }
+            if PQresultStatus(result) == PGRES_PIPELINE_ABORTED {
+                PQclear(result)
+                continue
+            }
+            switch item {
+            case .prepare(let sql, let name):
+                do {
+                    _ = try consume(result)
+                    prepared[sql] = name
+                } catch {
+                    if failure == nil { failure = error }
+                }
+            case .run(let index):
+                do {
+                    results[index] = try consume(result)
+                } catch {
+                    if failure == nil { failure = error }
+                }
+            }
+        }
+        guard let sync = PQgetResult(conn) else {
+            throw connectionError(PostgresConnection.firstLine(PQerrorMessage(conn)))
+        }
+        PQclear(sync)
+        PQexitPipelineMode(conn)
+        if let failure { throw failure }
+        return results.map { $0 ?? PostgresRows(columns: [], rows: [], affectedRows: 0) }
+    }
+
     /// Runs SQL text with no parameters over the simple protocol (several statements allowed). For
     /// migrations and fixed statements only: never build this text from input.
     public func execute(script: String) throws {
