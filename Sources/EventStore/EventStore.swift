@@ -97,7 +97,12 @@ public final class EventStore: Sendable {
     /// (`global_position`, `position`, `recorded_at`) — no row when the key was used or the stream is
     /// behind the expected version. A stream ahead of it, or a concurrent writer, makes the insert hit the
     /// unique indexes: see `appendFailure`. Several of these can share a round trip (`pipeline`).
-    public static func appendStatement(_ request: AppendRequest) -> PostgresQuery {
+    ///
+    /// `guarded: false` leaves out the two checks that make it insert nothing, for a caller that read the
+    /// stream's version and checked the key itself, and pipelines more statements after this one in the
+    /// same transaction (which must not commit without the event): a version that moved on or a key used
+    /// meanwhile then fails on a unique index and aborts the transaction instead.
+    public static func appendStatement(_ request: AppendRequest, guarded: Bool = true) -> PostgresQuery {
         let expected: Int64?
         switch request.expectedVersion {
         case .any: expected = nil
@@ -109,13 +114,15 @@ public final class EventStore: Sendable {
         let types = request.events.map(\.type)
         let datas = request.events.map(\.data)
         let metadatas = request.events.map(\.metadata.jsonText)
+        let checkKey: String? = guarded ? key : nil
+        let checkVersion: Int64? = guarded ? expected : nil
         return """
             WITH base AS (
                 SELECT COALESCE(\(expected)::bigint,
                                 (SELECT COALESCE(max(position), 0) FROM events WHERE stream_name = \(stream))) AS version
-                WHERE (\(key)::text IS NULL OR NOT EXISTS (SELECT 1 FROM event_idempotency WHERE idempotency_key = \(key)))
-                  AND (\(expected)::bigint IS NULL OR \(expected)::bigint = 0
-                       OR EXISTS (SELECT 1 FROM events WHERE stream_name = \(stream) AND position = \(expected)))
+                WHERE (\(checkKey)::text IS NULL OR NOT EXISTS (SELECT 1 FROM event_idempotency WHERE idempotency_key = \(checkKey)))
+                  AND (\(checkVersion)::bigint IS NULL OR \(checkVersion)::bigint = 0
+                       OR EXISTS (SELECT 1 FROM events WHERE stream_name = \(stream) AND position = \(checkVersion)))
             ),
             ins AS (
                 INSERT INTO events (stream_name, position, type, data, metadata, recorded_at)
@@ -159,7 +166,9 @@ public final class EventStore: Sendable {
         if error.sqlState == "22P02" {
             return .failure(EventStoreError(code: .invalidEventData, message: "event data is not valid JSON: \(error.message)"))
         }
-        guard error.code == .uniqueViolation else { return .failure(error) }
+        guard error.code == .uniqueViolation,
+              error.constraint == nil || error.constraint == "events_stream_position" || error.constraint == "event_idempotency_pkey"
+        else { return .failure(error) }
         // Inside a transaction that the error aborted nothing more can be read: the caller rolls back and retries.
         let canRead = !connection.inTransaction
         if let key = request.idempotencyKey, canRead, let earlier = try previousResult(for: key, on: connection) {
@@ -330,7 +339,8 @@ public final class EventStore: Sendable {
 
     // MARK: private
 
-    static func validate(_ request: AppendRequest, limits: EventStoreLimits) throws {
+    /// Checks a request against the limits (`invalidStreamName`, `invalidEventType`, `eventTooLarge`, …).
+    public static func validate(_ request: AppendRequest, limits: EventStoreLimits) throws {
         let name = request.streamName
         if name.isEmpty || name.utf8.count > limits.maxStreamNameLength
             || name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })

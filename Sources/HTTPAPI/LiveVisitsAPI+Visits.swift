@@ -1,6 +1,7 @@
 import EventStore
 import Foundation
 import HTTPServer
+import Outbox
 import Postgres
 import VisitCommands
 import VisitDomain
@@ -26,11 +27,18 @@ extension LiveVisitsAPI {
         }
     }
 
-    /// The visit's answer (GET shape, ETag) read inside a transaction.
-    static func visitAnswer(_ visitId: String, status: Int, environment: APIEnvironment, on c: PostgresConnection) throws -> Answer {
-        guard let row = try VisitReadModel.row(visitId: visitId, on: c) else { throw APIError.notFound("visit") }
-        let live = try environment.tokens.liveActivityCount(visitId: visitId, on: c)
-        return Answer(status: status, body: row.body(liveActivities: live), etag: "\"\(row.version)\"")
+    /// Runs a visit command and answers 201 with the visit after it (GET shape, ETag); the count of live
+    /// activities is read in the command's own round trip.
+    static func command(
+        _ event: VisitEvent, visitId: String, context: VisitCommandContext, isCreation: Bool, environment: APIEnvironment,
+        on c: PostgresConnection
+    ) throws -> Answer {
+        let result = try environment.commands.execute(
+            visitId: visitId, event: event, context: context, isCreation: isCreation,
+            alsoRun: [environment.tokens.liveActivityCountQuery(visitId: visitId)], on: c)
+        let live = try TokenRegistry.liveActivityCount(result.alsoRows[0])
+        return Answer(
+            status: 201, body: VisitReadModel.body(view: result.view, liveActivities: live), etag: "\"\(result.state.version)\"")
     }
 
     // MARK: handlers
@@ -45,9 +53,9 @@ extension LiveVisitsAPI {
         let context = VisitCommandContext(actor: EventMetadata(actorRole: caller.role.rawValue, actorSubject: caller.subject ?? caller.keyId,
                                                               correlationId: request.id))
         let visitId = scheduled.attributes.visitId
-        return try await write(request, caller: caller, retryOnConflict: true) { c in
-            _ = try environment.commands.execute(visitId: visitId, event: .scheduled(scheduled), context: context, isCreation: true, on: c)
-            return try LiveVisitsAPI.visitAnswer(visitId, status: 201, environment: environment, on: c)
+        return try await write(request, caller: caller, retryOnConflict: true, atomicWork: true) { c in
+            try LiveVisitsAPI.command(
+                .scheduled(scheduled), visitId: visitId, context: context, isCreation: true, environment: environment, on: c)
         }
     }
 
@@ -71,9 +79,8 @@ extension LiveVisitsAPI {
                     throw APIError.notFound("visit")
                 }
             })
-        return try await write(request, caller: caller, retryOnConflict: expected == nil) { c in
-            _ = try environment.commands.execute(visitId: visitId, event: event, context: context, isCreation: false, on: c)
-            return try LiveVisitsAPI.visitAnswer(visitId, status: 201, environment: environment, on: c)
+        return try await write(request, caller: caller, retryOnConflict: expected == nil, atomicWork: true) { c in
+            try LiveVisitsAPI.command(event, visitId: visitId, context: context, isCreation: false, environment: environment, on: c)
         }
     }
 

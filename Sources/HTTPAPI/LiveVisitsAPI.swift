@@ -126,9 +126,11 @@ public struct LiveVisitsAPI: Sendable {
 
     /// Runs a write in one transaction. With an `Idempotency-Key`, the first answer (4xx included, 503 not)
     /// is stored in the same transaction and a retry with equal JSON gets it back; another body gets 409.
-    /// Lost version races are retried when the caller did not pin a version.
+    /// Lost version races are retried when the caller did not pin a version. `atomicWork` says that `work`
+    /// makes its own writes atomic (a visit command writes in one pipeline): without a key it then runs
+    /// without BEGIN/COMMIT.
     func write(
-        _ request: HTTPRequest, caller: Caller, retryOnConflict: Bool,
+        _ request: HTTPRequest, caller: Caller, retryOnConflict: Bool, atomicWork: Bool = false,
         _ work: @escaping @Sendable (PostgresConnection) throws -> Answer
     ) async throws -> HTTPResponse {
         let key = try RequestChecks.idempotencyKey(request.headers["idempotency-key"])
@@ -138,6 +140,11 @@ public struct LiveVisitsAPI: Sendable {
         while true {
             attempt += 1
             do {
+                if key == nil && atomicWork {
+                    let answer = try await environment.pool.withConnection { try work($0) }
+                    if answer.status < 300 { committed() }
+                    return answer.response
+                }
                 let answer = try await environment.pool.withTransaction { c -> (Answer, Bool) in
                     guard let key else { return (try work(c), true) }
                     let claimed = try !c.query("""
@@ -165,10 +172,7 @@ public struct LiveVisitsAPI: Sendable {
                         """)
                     return (answer, answer.status < 300)
                 }
-                if answer.1 && answer.0.status < 300 {
-                    environment.store.eventsCommitted(count: 1)
-                    environment.pushes.committed()
-                }
+                if answer.1 && answer.0.status < 300 { committed() }
                 return answer.0.response
             } catch let error as EventStoreError where error.code == .wrongExpectedVersion && retryOnConflict && attempt < 50 {
                 try await Task.sleep(nanoseconds: UInt64.random(in: 0...UInt64(min(attempt, 10)) * 2_000_000))
@@ -178,6 +182,12 @@ public struct LiveVisitsAPI: Sendable {
                 throw error
             }
         }
+    }
+
+    /// After a write committed: count the event and wake the followers and the outbox workers.
+    private func committed() {
+        environment.store.eventsCommitted(count: 1)
+        environment.pushes.committed()
     }
 
     static func storedAnswer(keyId: String, route: String, key: String, body: String, on c: PostgresConnection) throws -> Answer {

@@ -33,6 +33,12 @@ public final class Outbox: Sendable {
         public var superseded: Int = 0
         /// Pending starts cancelled because their visit ended first.
         public var cancelledStarts: Int = 0
+
+        mutating func add(_ other: EnqueueResult) {
+            created += other.created
+            superseded += other.superseded
+            cancelledStarts += other.cancelledStarts
+        }
     }
 
     /// Fans the intents out into deliveries, on a connection inside the caller's transaction.
@@ -45,18 +51,27 @@ public final class Outbox: Sendable {
     @discardableResult
     public func enqueue(_ intents: [PushIntent], on connection: PostgresConnection) throws -> EnqueueResult {
         var result = EnqueueResult()
-        let now = clock.now()
-        for intent in intents {
-            try Outbox.validate(intent)
-            let due = dueTime(of: intent, now: now)
-            let rows = try connection.query(Outbox.enqueueQuery(intent, now: now, due: due, configuration: configuration))
-            if let row = rows.first {
-                result.created += try row.int("created")
-                result.superseded += try row.int("superseded")
-                result.cancelledStarts += try row.int("cancelled")
-            }
+        for rows in try connection.pipeline(try enqueueStatements(intents)) {
+            result.add(try Outbox.enqueueResult(rows))
         }
         return result
+    }
+
+    /// The statements of `enqueue`, one per intent, for a caller that runs them in the same round trip as
+    /// its own writes (`PostgresConnection.pipeline`); `enqueueResult` reads what each did.
+    public func enqueueStatements(_ intents: [PushIntent]) throws -> [PostgresQuery] {
+        let now = clock.now()
+        return try intents.map { intent in
+            try Outbox.validate(intent)
+            return Outbox.enqueueQuery(intent, now: now, due: dueTime(of: intent, now: now), configuration: configuration)
+        }
+    }
+
+    /// What one enqueue statement did.
+    public static func enqueueResult(_ rows: PostgresRows) throws -> EnqueueResult {
+        guard let row = rows.first else { return EnqueueResult() }
+        return EnqueueResult(
+            created: try row.int("created"), superseded: try row.int("superseded"), cancelledStarts: try row.int("cancelled"))
     }
 
     /// Wakes idle workers (one NOTIFY per burst, outside any transaction). Call after committing a

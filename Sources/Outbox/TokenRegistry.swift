@@ -101,9 +101,17 @@ public struct TokenRegistry: Sendable {
 
     /// Live (not retired) Live Activities of a visit: the visit's `liveActivities`.
     public func liveActivityCount(visitId: String, on connection: PostgresConnection) throws -> Int {
-        try connection.query(
-            "SELECT count(*) AS n FROM live_activities WHERE visit_id = \(visitId) AND retired_at_ms IS NULL"
-        ).first?.int("n") ?? 0
+        try TokenRegistry.liveActivityCount(connection.query(liveActivityCountQuery(visitId: visitId)))
+    }
+
+    /// The statement behind `liveActivityCount`, to run with others (`PostgresConnection.pipeline`).
+    public func liveActivityCountQuery(visitId: String) -> PostgresQuery {
+        "SELECT count(*) AS n FROM live_activities WHERE visit_id = \(visitId) AND retired_at_ms IS NULL"
+    }
+
+    /// Reads the rows of `liveActivityCountQuery`.
+    public static func liveActivityCount(_ rows: PostgresRows) throws -> Int {
+        try rows.first?.int("n") ?? 0
     }
 
     // MARK: push-to-start tokens

@@ -11,8 +11,8 @@ public struct OutboxPushes: PushEnqueuer {
         self.outbox = outbox
     }
 
-    public func enqueue(_ plans: [PushPlan], for state: VisitState, on connection: PostgresConnection) throws {
-        _ = try outbox.enqueue(plans.map { OutboxPushes.intent($0, state: state, audience: nil) }, on: connection)
+    public func statements(for plans: [PushPlan], state: VisitState) throws -> [PostgresQuery] {
+        try outbox.enqueueStatements(plans.map { OutboxPushes.intent($0, state: state, audience: nil) })
     }
 
     public func committed() { outbox.committed() }

@@ -5,9 +5,10 @@ import Runtime
 import VisitDomain
 import VisitProjections
 
-/// Where the pushes an accepted event implies go, inside the event's own transaction (the outbox).
+/// Where the pushes an accepted event implies go: statements that write them to the outbox, run in the
+/// event's own transaction (in the same round trip as the event and the read-model row).
 public protocol PushEnqueuer: Sendable {
-    func enqueue(_ plans: [PushPlan], for state: VisitState, on connection: PostgresConnection) throws
+    func statements(for plans: [PushPlan], state: VisitState) throws -> [PostgresQuery]
     /// Called after the transaction that enqueued committed (wake the workers).
     func committed()
 }
@@ -42,6 +43,11 @@ public struct VisitCommandResult: Sendable {
     public let state: VisitState
     public let appended: AppendResult
     public let pushes: Int
+    /// The visit's view text after the command (`VisitReadModel.body(view:liveActivities:)` makes it a
+    /// response body).
+    public let view: String
+    /// The rows of the `alsoRun` statements, in order.
+    public let alsoRows: [PostgresRows]
 }
 
 /// A version precondition that failed (`If-Match`): 409.
@@ -51,9 +57,15 @@ public struct VersionMismatch: Error, Sendable, CustomStringConvertible {
     public var description: String { "the visit is at version \(actual), not \(expected)" }
 }
 
-/// The write side of a visit: fold its stream, decide, append the event, update the read model and enqueue
-/// the pushes — all in one PostgreSQL transaction, so a crash never leaves an event without its read-model
-/// row or its outbox rows.
+/// The write side of a visit: read its state, decide, then append the event, update the read model and
+/// enqueue the pushes in one transaction, so a crash never leaves an event without its read-model row or
+/// its outbox rows.
+///
+/// Two round trips: one statement reads the folded state kept in the read model (`visits.state`) and the
+/// stream's version — when they differ (the row is behind the stream), the stream is folded instead —
+/// and one pipeline writes the event (at the next position, so a concurrent writer makes it fail on the
+/// unique index), the read-model row and the outbox rows. Outside a transaction that pipeline is its own
+/// transaction; inside the caller's, it is part of it.
 public struct VisitCommandHandler: Sendable {
     public let store: EventStore
     public let readModel: VisitReadModel
@@ -79,23 +91,19 @@ public struct VisitCommandHandler: Sendable {
         try await execute(visitId: visitId, event: event, context: context, isCreation: false)
     }
 
-    /// The same, on a connection inside the caller's transaction (the HTTP layer stores its idempotent
-    /// answer in that transaction too). The caller calls `store.eventsCommitted` after committing.
+    /// The same on a connection: by itself (its writes are then one implicit transaction), or inside the
+    /// caller's transaction (the HTTP layer stores its idempotent answer in it too). `alsoRun` statements
+    /// run after the writes in the same round trip and transaction; their rows come back in `alsoRows`.
+    /// The caller calls `store.eventsCommitted` and `pushes.committed()` after the commit.
     public func execute(
-        visitId: String, event: VisitEvent, context: VisitCommandContext, isCreation: Bool, on connection: PostgresConnection
+        visitId: String, event: VisitEvent, context: VisitCommandContext, isCreation: Bool,
+        alsoRun: [PostgresQuery] = [], on connection: PostgresConnection
     ) throws -> VisitCommandResult {
         let stream = VisitCommandHandler.streamName(for: visitId)
         if let key = context.idempotencyKey, let earlier = try EventStore.previousResult(for: key, on: connection) {
-            guard let state = try VisitReadModel.state(visitId: visitId, on: connection) else {
-                throw VisitDecisionError(code: .notScheduled, message: "visit \(visitId) does not exist", status: nil, eventType: event.type)
-            }
-            return VisitCommandResult(state: state, appended: earlier, pushes: 0)
+            return try deduplicated(earlier, visitId: visitId, event: event, alsoRun: alsoRun, on: connection)
         }
-        let history = try EventStore.readStream(stream, on: connection).map {
-            StoredVisitEvent(eventType: $0.type, data: Array($0.data.utf8), version: Int($0.position),
-                             recordedAt: Int($0.recordedAt.rounded(.down)))
-        }
-        let state = try VisitDecider.replay(history)
+        let state = try currentState(visitId: visitId, stream: stream, on: connection)
         if let state { try context.authorize(state) }
         if let expected = context.expectedVersion, expected != (state?.version ?? 0) {
             throw VersionMismatch(expected: expected, actual: state?.version ?? 0)
@@ -107,18 +115,65 @@ public struct VisitCommandHandler: Sendable {
         // Timestamps never go backwards within a visit even if this clock is behind the last event.
         let recordedAt = max(now, state?.lastRecordedAt ?? now)
         let accepted = try VisitDecider.accept(event, given: state, recordedAt: recordedAt, rules: readModel.rules)
-        let appended = try EventStore.append(
-            AppendRequest(
-                streamName: stream,
-                events: [NewEvent(type: accepted.recorded.event.eventType,
-                                  data: String(decoding: accepted.recorded.event.storedData(), as: UTF8.self),
-                                  metadata: context.actor)],
-                expectedVersion: state.map { .exactly(Int64($0.version)) } ?? .noStream,
-                idempotencyKey: context.idempotencyKey, recordedAt: Double(accepted.recorded.recordedAt)),
-            on: connection, limits: store.limits)
-        try readModel.upsert([accepted.state], on: connection)
-        try pushes.enqueue(accepted.pushes, for: accepted.state, on: connection)
-        return VisitCommandResult(state: accepted.state, appended: appended, pushes: accepted.pushes.count)
+        let request = AppendRequest(
+            streamName: stream,
+            events: [NewEvent(type: accepted.recorded.event.eventType,
+                              data: String(decoding: accepted.recorded.event.storedData(), as: UTF8.self),
+                              metadata: context.actor)],
+            expectedVersion: state.map { .exactly(Int64($0.version)) } ?? .noStream,
+            idempotencyKey: context.idempotencyKey, recordedAt: Double(accepted.recorded.recordedAt))
+        try EventStore.validate(request, limits: store.limits)
+        let encoded = readModel.encode([accepted.state])
+        var statements = [EventStore.appendStatement(request, guarded: false), readModel.upsertStatement(encoded)]
+        statements += try pushes.statements(for: accepted.pushes, state: accepted.state)
+        let firstExtra = statements.count
+        statements += alsoRun
+        let results: [PostgresRows]
+        do {
+            results = try connection.pipeline(statements)
+        } catch let error as PostgresError {
+            switch try EventStore.appendFailure(error, request, on: connection) {
+            case .success(let earlier):
+                // A concurrent command with the same key won the race.
+                return try deduplicated(earlier, visitId: visitId, event: event, alsoRun: alsoRun, on: connection)
+            case .failure(let failure):
+                throw failure
+            }
+        }
+        return VisitCommandResult(
+            state: accepted.state, appended: try EventStore.appendResult(request, results[0], on: connection),
+            pushes: accepted.pushes.count, view: encoded.views[0], alsoRows: Array(results[firstExtra...]))
+    }
+
+    /// The visit's state before a command: the snapshot in the read model when it is at the stream's
+    /// version (one statement reads both), else the stream folded.
+    func currentState(visitId: String, stream: String, on connection: PostgresConnection) throws -> VisitState? {
+        let row = try connection.query("""
+            SELECT (SELECT state::text FROM visits WHERE visit_id = \(visitId)) AS state,
+                   (SELECT COALESCE(max(position), 0) FROM events WHERE stream_name = \(stream)) AS version
+            """).first
+        let version = try row?.int("version") ?? 0
+        if let text = row?["state"], let snapshot = try? VisitState(snapshot: Array(text.utf8)), snapshot.version == version {
+            return snapshot
+        }
+        if version == 0 { return nil }
+        let history = try EventStore.readStream(stream, on: connection).map {
+            StoredVisitEvent(eventType: $0.type, data: Array($0.data.utf8), version: Int($0.position),
+                             recordedAt: Int($0.recordedAt.rounded(.down)))
+        }
+        return try VisitDecider.replay(history)
+    }
+
+    /// The answer to a command whose idempotency key was already used: the visit as it is now.
+    private func deduplicated(
+        _ earlier: AppendResult, visitId: String, event: VisitEvent, alsoRun: [PostgresQuery], on connection: PostgresConnection
+    ) throws -> VisitCommandResult {
+        guard let state = try VisitReadModel.state(visitId: visitId, on: connection) else {
+            throw VisitDecisionError(code: .notScheduled, message: "visit \(visitId) does not exist", status: nil, eventType: event.type)
+        }
+        return VisitCommandResult(
+            state: state, appended: earlier, pushes: 0, view: readModel.viewText(for: state),
+            alsoRows: try connection.pipeline(alsoRun))
     }
 
     private func execute(visitId: String, event: VisitEvent, context: VisitCommandContext, isCreation: Bool) async throws
@@ -129,7 +184,7 @@ public struct VisitCommandHandler: Sendable {
         while true {
             attempt += 1
             do {
-                let result = try await store.pool.withTransaction { connection in
+                let result = try await store.pool.withConnection { connection in
                     try execute(visitId: visitId, event: event, context: context, isCreation: isCreation, on: connection)
                 }
                 if !result.appended.deduplicated {

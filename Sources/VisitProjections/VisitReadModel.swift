@@ -14,6 +14,8 @@ public struct VisitReadModel: Sendable {
     public let rules: ProjectionRules
     /// The upsert statement from `Projections/visits.sql`, with `{table}` still in it.
     let upsertTemplate: String
+    /// The template for the live table, resolved once.
+    let liveUpsert: String
 
     public struct LoadError: Error, CustomStringConvertible, Sendable {
         public let message: String
@@ -30,6 +32,7 @@ public struct VisitReadModel: Sendable {
             throw LoadError(message: "\(file.path): the statement must name its table as {table}")
         }
         self.upsertTemplate = sql
+        self.liveUpsert = sql.replacingOccurrences(of: "{table}", with: "\"\(VisitReadModel.table)\"")
         self.rules = rules
     }
 
@@ -47,9 +50,14 @@ public struct VisitReadModel: Sendable {
 
         /// The response body of `GET /v1/visits/{id}`.
         public func body(liveActivities: Int) -> String {
-            guard view.hasSuffix("}") else { return view }
-            return String(view.dropLast()) + ",\"liveActivities\":\(liveActivities)}"
+            VisitReadModel.body(view: view, liveActivities: liveActivities)
         }
+    }
+
+    /// A visit's response body: its stored view text with `liveActivities` added.
+    public static func body(view: String, liveActivities: Int) -> String {
+        guard view.hasSuffix("}") else { return view }
+        return String(view.dropLast()) + ",\"liveActivities\":\(liveActivities)}"
     }
 
     /// The view text stored for a state: the contract's JSON with `liveActivities` left for read time.
@@ -66,6 +74,8 @@ public struct VisitReadModel: Sendable {
     public struct EncodedBatch: Sendable {
         let binds: [String?]
         public let count: Int
+        /// The view text of each state (`viewText(for:)`), in order.
+        public let views: [String]
     }
 
     /// Encodes states for `write` (view text and snapshot per state).
@@ -86,14 +96,20 @@ public struct VisitReadModel: Sendable {
         return EncodedBatch(binds: [
             ids.postgresText, customers.postgresText, technicians.postgresText, statuses.postgresText,
             ended.postgresText, versions.postgresText, scheduled.postgresText, views.postgresText, snapshots.postgresText,
-        ], count: states.count)
+        ], count: states.count, views: views)
     }
 
     /// Writes an encoded batch (newest version wins; an older one never overwrites a newer one).
     public func write(_ batch: EncodedBatch, into table: String = VisitReadModel.table, on connection: PostgresConnection) throws {
         guard batch.count > 0 else { return }
-        let sql = upsertTemplate.replacingOccurrences(of: "{table}", with: "\"\(table)\"")
-        try connection.query(PostgresQuery(sql: sql, binds: batch.binds))
+        try connection.query(upsertStatement(batch, into: table))
+    }
+
+    /// The upsert of an encoded batch as a statement, to run with others (`PostgresConnection.pipeline`).
+    public func upsertStatement(_ batch: EncodedBatch, into table: String = VisitReadModel.table) -> PostgresQuery {
+        let sql = table == VisitReadModel.table
+            ? liveUpsert : upsertTemplate.replacingOccurrences(of: "{table}", with: "\"\(table)\"")
+        return PostgresQuery(sql: sql, binds: batch.binds)
     }
 
     /// Writes the states (newest version wins; an older one never overwrites a newer one).

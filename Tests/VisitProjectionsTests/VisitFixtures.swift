@@ -63,8 +63,9 @@ final class CountingEnqueuer: PushEnqueuer, @unchecked Sendable {
     // Guarded by `lock`.
     private let lock = NSLock()
     private var plans: [PushPlan] = []
-    func enqueue(_ plans: [PushPlan], for state: VisitState, on connection: PostgresConnection) throws {
+    func statements(for plans: [PushPlan], state: VisitState) throws -> [PostgresQuery] {
         lock.withLock { self.plans += plans }
+        return []
     }
     var count: Int { lock.withLock { plans.count } }
     var all: [PushPlan] { lock.withLock { plans } }
