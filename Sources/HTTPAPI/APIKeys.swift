@@ -79,7 +79,19 @@ public enum APIKeys {
         bytes.withUnsafeBufferPointer { input in
             _ = SHA256(input.baseAddress, input.count, &digest)
         }
-        return digest.map { String(format: "%02x", $0) }.joined()
+        return hex(digest)
+    }
+
+    /// Lower-case hex of bytes (a hashed key is computed per request: no `String(format:)` per byte).
+    static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     static func randomHex(bytes count: Int) -> String {
@@ -87,7 +99,7 @@ public enum APIKeys {
         if RAND_bytes(&bytes, Int32(count)) != 1 {
             for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255) }
         }
-        return bytes.map { String(format: "%02x", $0) }.joined()
+        return hex(bytes)
     }
 
     static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {

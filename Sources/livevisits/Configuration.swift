@@ -24,6 +24,16 @@ struct Configuration {
 
     var httpAddress: String { environment["LIVEVISITS_HTTP_ADDR"] ?? "127.0.0.1:8080" }
 
+    /// `LIVEVISITS_DB_POOL_SIZE`: database connections of a `serve` process (its pool; group commit and the
+    /// listener have their own), or nil for the default.
+    func databasePoolSize() throws -> Int? {
+        guard let text = environment["LIVEVISITS_DB_POOL_SIZE"] else { return nil }
+        guard let size = Int(text), (1...500).contains(size) else {
+            throw ConfigurationError("LIVEVISITS_DB_POOL_SIZE must be a whole number from 1 to 500, not \(text)")
+        }
+        return size
+    }
+
     var projectionsDirectory: URL {
         URL(fileURLWithPath: environment["LIVEVISITS_PROJECTIONS_DIR"] ?? "./Projections")
     }
