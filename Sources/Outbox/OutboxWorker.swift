@@ -2,6 +2,7 @@ import APNs
 import Foundation
 import Postgres
 import Runtime
+import Synchronization
 
 /// Delivers the outbox: claims due deliveries in batches under a lease, sends them through a `PushSender`,
 /// and completes each batch in one fenced statement. Any number of workers (processes or loops) may run
@@ -27,6 +28,9 @@ public final class OutboxWorker: Service {
     /// Signalled when a claim came back full (a backlog): the extra claim loops join in only then, so a
     /// trickle of pushes costs one claim per wake-up, not one per loop.
     private let backlog = WakeUp()
+    /// Claim loops between claiming and completing a batch. A wake-up that comes while one is busy also
+    /// wakes an extra loop, so a push that arrives during a slow batch does not wait for it to finish.
+    private let busyLoops = Atomic<Int>(0)
 
     /// - Parameters:
     ///   - sender: the APNs client (or a test double).
@@ -50,8 +54,13 @@ public final class OutboxWorker: Service {
 
     /// A LISTEN service that wakes this worker on `Outbox.channel` (and after any reconnect).
     public func listener(url: String) -> PostgresListener {
-        let wakeUp = self.wakeUp
-        return PostgresListener(url: url, channels: [Outbox.channel]) { _, _ in wakeUp.signal() }
+        PostgresListener(url: url, channels: [Outbox.channel]) { [self] _, _ in wake() }
+    }
+
+    /// New deliveries may be due: wakes the first loop, and an extra one when a loop is mid-batch.
+    public func wake() {
+        wakeUp.signal()
+        if busyLoops.load(ordering: .relaxed) > 0 { backlog.signal() }
     }
 
     public func run() async throws {
@@ -79,7 +88,15 @@ public final class OutboxWorker: Service {
                 continue
             }
             do {
-                let handled = try await runOnce()
+                busyLoops.add(1, ordering: .relaxed)
+                let handled: Int
+                do {
+                    handled = try await runOnce()
+                    busyLoops.subtract(1, ordering: .relaxed)
+                } catch {
+                    busyLoops.subtract(1, ordering: .relaxed)
+                    throw error
+                }
                 failures = 0
                 lastClaimWasFull = handled >= configuration.batchSize
                 if lastClaimWasFull { backlog.signal() }

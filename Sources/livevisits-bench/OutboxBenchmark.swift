@@ -7,8 +7,8 @@ import Postgres
 import Runtime
 import Synchronization
 
-/// The outbox benchmark: appends N visit events, each with its push intent in the same transaction (as the
-/// command handler does), while one `OutboxWorker` delivers them, and prints pushes/s and the delay from
+/// The outbox benchmark: appends N visit events, each with its push intent in the same transaction and round
+/// trip (as the command handler does), while one `OutboxWorker` delivers them, and prints pushes/s and the delay from
 /// append to APNs acknowledgement (p50, p99).
 ///
 /// Two phases on a scratch database (created and dropped on `LIVEVISITS_DATABASE_URL`'s server):
@@ -150,15 +150,14 @@ enum OutboxBenchmark {
                         let recordedAt = Date().timeIntervalSince1970
                         let ts = Int64(recordedAt) + 1
                         acks.expect(token: token(prefix, v), timestamp: ts, recordedAt: recordedAt)
-                        try await pool.withTransaction { connection in
-                            try EventStore.append(
-                                AppendRequest(
-                                    streamName: "visit-\(visit)",
-                                    events: [NewEvent(type: "nearby", data: "{\"kilometresAway\":1.2}")],
-                                    recordedAt: recordedAt),
-                                on: connection, limits: limits)
-                            try outbox.enqueue([intent(visit: visit, timestamp: ts, recordedAt: recordedAt)], on: connection)
-                        }
+                        // As the visit command writes: the event and its outbox rows in one pipelined transaction.
+                        let request = AppendRequest(
+                            streamName: "visit-\(visit)", events: [NewEvent(type: "nearby", data: "{\"kilometresAway\":1.2}")],
+                            recordedAt: recordedAt)
+                        try EventStore.validate(request, limits: limits)
+                        let statements = [EventStore.appendStatement(request, guarded: false)]
+                            + (try outbox.enqueueStatements([intent(visit: visit, timestamp: ts, recordedAt: recordedAt)]))
+                        try await pool.withConnection { try $0.pipeline(statements) }
                         outbox.committed()
                     }
                 }
