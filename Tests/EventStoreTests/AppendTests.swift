@@ -4,14 +4,17 @@ import Postgres
 import TestSupport
 import Testing
 
+/// Every test runs twice: through group commit and through the direct path (one statement per append).
 @Suite struct AppendTests {
+    static let modes: [GroupCommit.Mode] = [.batched, .direct]
+
     func event(_ n: Int) -> NewEvent {
         NewEvent(type: "tested", data: #"{"n": \#(n)}"#, metadata: EventMetadata(actorRole: "dispatcher", actorSubject: "d-1"))
     }
 
-    @Test func appendsAndReadsAStreamInOrder() async throws {
+    @Test(arguments: AppendTests.modes) func appendsAndReadsAStreamInOrder(mode: GroupCommit.Mode) async throws {
         let (_, pool) = try await TestDatabase.create()
-        let store = EventStore(pool: pool)
+        let store = EventStore(pool: pool, groupCommit: GroupCommit(mode: mode))
         let first = try await store.append(AppendRequest(streamName: "visit-a", events: [event(1), event(2)], expectedVersion: .noStream))
         #expect(first.firstPosition == 1)
         #expect(first.lastPosition == 2)
@@ -26,17 +29,17 @@ import Testing
         #expect(read[0].metadata.actorSubject == "d-1")
     }
 
-    @Test func recordsTheCallersTime() async throws {
+    @Test(arguments: AppendTests.modes) func recordsTheCallersTime(mode: GroupCommit.Mode) async throws {
         let (_, pool) = try await TestDatabase.create()
-        let store = EventStore(pool: pool)
+        let store = EventStore(pool: pool, groupCommit: GroupCommit(mode: mode))
         let result = try await store.append(AppendRequest(streamName: "s", events: [event(1)], recordedAt: 1_790_000_123))
         #expect(result.recordedAt == 1_790_000_123)
         #expect(try await store.readStream("s")[0].recordedAt == 1_790_000_123)
     }
 
-    @Test func wrongExpectedVersionIsATypedConflict() async throws {
+    @Test(arguments: AppendTests.modes) func wrongExpectedVersionIsATypedConflict(mode: GroupCommit.Mode) async throws {
         let (_, pool) = try await TestDatabase.create()
-        let store = EventStore(pool: pool)
+        let store = EventStore(pool: pool, groupCommit: GroupCommit(mode: mode))
         try await store.append(AppendRequest(streamName: "s", events: [event(1)], expectedVersion: .noStream))
         await #expect(throws: EventStoreError.self) {
             try await store.append(AppendRequest(streamName: "s", events: [event(2)], expectedVersion: .noStream))
@@ -51,9 +54,9 @@ import Testing
         #expect(try await store.readStream("s").count == 1)
     }
 
-    @Test func concurrentAppendsAtTheSameVersionHaveExactlyOneWinner() async throws {
+    @Test(arguments: AppendTests.modes) func concurrentAppendsAtTheSameVersionHaveExactlyOneWinner(mode: GroupCommit.Mode) async throws {
         let (_, pool) = try await TestDatabase.create(poolSize: 8)
-        let store = EventStore(pool: pool)
+        let store = EventStore(pool: pool, groupCommit: GroupCommit(mode: mode))
         let rounds = 40
         let writers = 6
         for round in 0..<rounds {
@@ -87,9 +90,9 @@ import Testing
         #expect(total == rounds)
     }
 
-    @Test func idempotentAppendReturnsTheFirstResult() async throws {
+    @Test(arguments: AppendTests.modes) func idempotentAppendReturnsTheFirstResult(mode: GroupCommit.Mode) async throws {
         let (_, pool) = try await TestDatabase.create()
-        let store = EventStore(pool: pool)
+        let store = EventStore(pool: pool, groupCommit: GroupCommit(mode: mode))
         let first = try await store.append(AppendRequest(streamName: "s", events: [event(1)], idempotencyKey: "k-1"))
         let again = try await store.append(AppendRequest(streamName: "s", events: [event(1)], idempotencyKey: "k-1"))
         #expect(again.deduplicated)
@@ -110,9 +113,9 @@ import Testing
         #expect(Set(results.compactMap { $0?.globalPositions }).count == 1)
     }
 
-    @Test func badInputIsRefusedBeforeTheDatabase() async throws {
+    @Test(arguments: AppendTests.modes) func badInputIsRefusedBeforeTheDatabase(mode: GroupCommit.Mode) async throws {
         let (_, pool) = try await TestDatabase.create()
-        let store = EventStore(pool: pool)
+        let store = EventStore(pool: pool, groupCommit: GroupCommit(mode: mode))
         let cases: [(AppendRequest, EventStoreError.Code)] = [
             (AppendRequest(streamName: "", events: [event(1)]), .invalidStreamName),
             (AppendRequest(streamName: String(repeating: "x", count: 201), events: [event(1)]), .invalidStreamName),

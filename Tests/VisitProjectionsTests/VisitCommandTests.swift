@@ -68,4 +68,34 @@ import VisitProjections
         #expect(events.count == 9)
         #expect(try await f.rows()["v-3"]?.version == 9)
     }
+
+    /// The command decides from the snapshot in the read model only when it is at the stream's version:
+    /// an event appended behind its back (or a row lost) makes it fold the stream instead, never append
+    /// at a stale version or leave a gap.
+    @Test func aReadModelRowBehindTheStreamIsNotTrusted() async throws {
+        let f = try await VisitFixtures.make()
+        _ = try await f.schedule("v-4")
+        try await f.post("v-4", #"{"type": "enRoute", "kilometresAway": 9}"#)
+        // Rewind the row to version 1 (as if a write had bypassed it): the stream is at 2.
+        let scheduledOnly = try #require(try await f.handler.store.readStream("visit-v-4").first)
+        let state = try VisitDecider.replay([StoredVisitEvent(
+            eventType: scheduledOnly.type, data: Array(scheduledOnly.data.utf8), version: 1,
+            recordedAt: Int(scheduledOnly.recordedAt.rounded(.down)))])
+        try await f.pool.withConnection { c in
+            try c.query("DELETE FROM visits WHERE visit_id = \("v-4")")
+            try f.readModel.upsert([try #require(state)], on: c)
+        }
+        #expect(try await f.rows()["v-4"]?.version == 1)
+        // nearby is legal from enRoute (the stream's truth), and lands at version 3.
+        let result = try await f.post("v-4", #"{"type": "nearby", "kilometresAway": 1.2}"#)
+        #expect(result.state.version == 3)
+        #expect(result.state.status == .nearby)
+        #expect(try await f.handler.store.readStream("visit-v-4").map(\.position) == [1, 2, 3])
+        #expect(try await f.rows()["v-4"]?.version == 3)
+        // With the row gone entirely, the stream still answers.
+        try await f.pool.withConnection { c in try c.query("DELETE FROM visits WHERE visit_id = \("v-4")") }
+        let after = try await f.post("v-4", #"{"type": "onSite"}"#)
+        #expect(after.state.version == 4)
+        #expect(try await f.rows()["v-4"]?.status == "onSite")
+    }
 }

@@ -1,0 +1,113 @@
+import EventStore
+import Foundation
+import Postgres
+import TestSupport
+import Testing
+
+/// `PostgresConnection.pipeline`: several statements in one round trip, all or nothing outside a
+/// transaction, part of the transaction inside one; and the single-statement append in it.
+@Suite struct PipelineTests {
+    func request(_ stream: String, _ expected: ExpectedVersion, key: String? = nil) -> AppendRequest {
+        AppendRequest(streamName: stream, events: [NewEvent(type: "tested", data: #"{"n": 1}"#)], expectedVersion: expected,
+                      idempotencyKey: key)
+    }
+
+    @Test func resultsComeBackInOrderAndTheStatementsCommitTogether() async throws {
+        let (_, pool) = try await TestDatabase.create()
+        defer { Task { await pool.close() } }
+        let rows = try await pool.withConnection { c -> [[String]] in
+            try c.execute(script: "CREATE TABLE t (n int PRIMARY KEY)")
+            let results = try c.pipeline([
+                "INSERT INTO t VALUES (\(1)) RETURNING n", "INSERT INTO t VALUES (\(2)) RETURNING n",
+                "SELECT count(*) AS n FROM t",
+            ])
+            return try results.map { try $0.rows.map { try $0.string("n") } }
+        }
+        #expect(rows == [["1"], ["2"], ["2"]])
+        // Run again on the same connection: the statements are prepared now, and a failure in the middle
+        // undoes the statements before it and skips the ones after it.
+        let outcome = try await pool.withConnection { c -> (String, Int) in
+            var failure = ""
+            do {
+                try c.pipeline(["INSERT INTO t VALUES (\(3))", "INSERT INTO t VALUES (\(1))", "INSERT INTO t VALUES (\(4))"])
+            } catch let error as PostgresError {
+                failure = error.code == .uniqueViolation ? "unique" : "\(error)"
+            }
+            // The connection is usable afterwards, outside pipeline mode.
+            return (failure, try c.query("SELECT count(*) AS n FROM t").first!.int("n"))
+        }
+        #expect(outcome.0 == "unique")
+        #expect(outcome.1 == 2, "the rows of a failed pipeline were committed")
+    }
+
+    @Test func insideATransactionThePipelineIsPartOfIt() async throws {
+        let (_, pool) = try await TestDatabase.create()
+        defer { Task { await pool.close() } }
+        let count = try await pool.withConnection { c -> Int in
+            try c.execute(script: "CREATE TABLE t (n int PRIMARY KEY)")
+            struct Abandon: Error {}
+            _ = try? c.transaction { c -> Void in
+                try c.pipeline(["INSERT INTO t VALUES (\(1))", "INSERT INTO t VALUES (\(2))"])
+                throw Abandon()
+            }
+            return try c.query("SELECT count(*) AS n FROM t").first!.int("n")
+        }
+        #expect(count == 0)
+    }
+
+    @Test func aStatementThatDoesNotPrepareFailsAloneAndIsNotRemembered() async throws {
+        let (_, pool) = try await TestDatabase.create()
+        defer { Task { await pool.close() } }
+        let answers = try await pool.withConnection { c -> [String] in
+            var out: [String] = []
+            for _ in 0..<2 {
+                do {
+                    try c.pipeline(["SELECT 1 AS n", "SELECT FROM nowhere_at_all", "SELECT 2 AS n"])
+                    out.append("ran")
+                } catch let error as PostgresError {
+                    out.append(error.isUnavailable ? "unavailable" : "refused")
+                }
+            }
+            out.append(try c.pipeline(["SELECT 1 AS n", "SELECT 2 AS n"]).map { try $0.first!.string("n") }.joined())
+            return out
+        }
+        #expect(answers == ["refused", "refused", "12"])
+    }
+
+    @Test func anUnguardedAppendInAPipelineNeverCommitsWithoutItsEvent() async throws {
+        let (_, pool) = try await TestDatabase.create()
+        defer { Task { await pool.close() } }
+        try await EventStore(pool: pool, groupCommit: .direct).append(request("s", .noStream))
+        // Stream at 1; a writer that believes it is at 0 (its read is stale) must not write its side effects.
+        let error = try await pool.withConnection { c -> EventStoreError? in
+            try c.execute(script: "CREATE TABLE side (n int)")
+            let stale = request("s", .noStream)
+            do {
+                try c.pipeline([EventStore.appendStatement(stale, guarded: false), "INSERT INTO side VALUES (\(1))"])
+                return nil
+            } catch let error as PostgresError {
+                guard case .failure(let failure) = try EventStore.appendFailure(error, stale, on: c) else { return nil }
+                return failure as? EventStoreError
+            }
+        }
+        #expect(error?.code == .wrongExpectedVersion)
+        #expect(error?.actualVersion == 1)
+        let side = try await pool.withConnection { try $0.query("SELECT count(*) AS n FROM side").first!.int("n") }
+        #expect(side == 0)
+        // A reused key fails the same way, and the failure hands back the first result.
+        let first = try await EventStore(pool: pool, groupCommit: .direct).append(request("k", .noStream, key: "key-1"))
+        let again = try await pool.withConnection { c -> AppendResult? in
+            let retry = request("k2", .noStream, key: "key-1")
+            do {
+                try c.pipeline([EventStore.appendStatement(retry, guarded: false), "INSERT INTO side VALUES (\(2))"])
+                return nil
+            } catch let error as PostgresError {
+                guard case .success(let earlier) = try EventStore.appendFailure(error, retry, on: c) else { return nil }
+                return earlier
+            }
+        }
+        #expect(again?.deduplicated == true)
+        #expect(again?.globalPositions == first.globalPositions)
+        #expect(try await EventStore(pool: pool).readStream("k2").isEmpty)
+    }
+}
