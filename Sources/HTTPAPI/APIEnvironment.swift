@@ -18,10 +18,14 @@ public struct APIEnvironment: Sendable {
     public let outboxStore: OutboxStore
     public let migrator: Migrator
     public let clock: any WallClock
+    /// Live keys recently read; used once its `listener(url:)` runs (see `APIKeyCache`).
+    public let keyCache: APIKeyCache
 
     public init(
-        pool: PostgresPool, readModel: VisitReadModel, outbox: Outbox, migrator: Migrator, clock: any WallClock = SystemClock()
+        pool: PostgresPool, readModel: VisitReadModel, outbox: Outbox, migrator: Migrator, clock: any WallClock = SystemClock(),
+        keyCache: APIKeyCache = APIKeyCache()
     ) {
+        self.keyCache = keyCache
         self.pool = pool
         self.store = EventStore(pool: pool)
         self.readModel = readModel

@@ -49,27 +49,55 @@ public enum APIKeys {
 
     /// The caller a presented key belongs to, or nil (unknown, malformed, revoked or wrong secret).
     public static func authenticate(_ presented: String, on connection: PostgresConnection) throws -> Caller? {
+        guard let (keyId, secret) = parse(presented), let stored = try lookup(keyId: keyId, on: connection) else { return nil }
+        return stored.caller(presenting: secret)
+    }
+
+    /// The id and secret of a well-formed key (`lv_<16 hex>_<48 hex>`), or nil.
+    public static func parse(_ presented: String) -> (keyId: String, secret: String)? {
         let parts = presented.split(separator: "_", omittingEmptySubsequences: false)
         guard parts.count == 3, parts[0] == "lv", parts[1].count == 16, parts[2].count == 48,
               parts[1].allSatisfy(\.isHexDigit), parts[2].allSatisfy(\.isHexDigit)
         else { return nil }
-        let keyId = String(parts[1])
+        return (String(parts[1]), String(parts[2]))
+    }
+
+    /// What is stored for a live key: the hash of its secret, its role and subject.
+    public struct StoredKey: Sendable {
+        public let keyId: String
+        let secretHash: [UInt8]
+        public let role: Role
+        public let subject: String?
+
+        /// The caller when `secret` hashes to the stored hash (compared in constant time), else nil.
+        public func caller(presenting secret: String) -> Caller? {
+            guard APIKeys.constantTimeEqual(secretHash, Array(APIKeys.sha256Hex(secret).utf8)) else { return nil }
+            return Caller(keyId: keyId, role: role, subject: subject)
+        }
+    }
+
+    /// The live (not revoked) key with this id, or nil.
+    public static func lookup(keyId: String, on connection: PostgresConnection) throws -> StoredKey? {
         guard let row = try connection.query("""
             SELECT secret_hash, role, subject FROM api_keys WHERE key_id = \(keyId) AND revoked_at IS NULL
-            """).first else { return nil }
-        let stored = Array(try row.string("secret_hash").utf8)
-        let offered = Array(sha256Hex(String(parts[2])).utf8)
-        guard constantTimeEqual(stored, offered), let role = Role(rawValue: try row.string("role")) else { return nil }
-        return Caller(keyId: keyId, role: role, subject: row["subject"])
+            """).first, let role = Role(rawValue: try row.string("role")) else { return nil }
+        return StoredKey(keyId: keyId, secretHash: Array(try row.string("secret_hash").utf8), role: role, subject: row["subject"])
     }
+
+    /// The channel a revocation is announced on (payload: the key id), so that every process drops the
+    /// key from its `APIKeyCache` at once.
+    public static let revocationChannel = "livevisits_keys"
 
     /// Revokes a key at once; false when no live key has that id. `allowedRoles` limits whose keys may go.
     public static func revoke(keyId: String, allowedRoles: [Role], on connection: PostgresConnection) throws -> Bool {
         let roles = allowedRoles.map(\.rawValue)
         return try !connection.query("""
-            UPDATE api_keys SET revoked_at = now()
-            WHERE key_id = \(keyId) AND revoked_at IS NULL AND role = ANY(\(roles)::text[])
-            RETURNING 1
+            WITH revoked AS (
+                UPDATE api_keys SET revoked_at = now()
+                WHERE key_id = \(keyId) AND revoked_at IS NULL AND role = ANY(\(roles)::text[])
+                RETURNING key_id
+            )
+            SELECT pg_notify(\(revocationChannel), key_id) FROM revoked
             """).isEmpty
     }
 

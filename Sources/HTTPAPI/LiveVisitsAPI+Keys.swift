@@ -44,6 +44,7 @@ extension LiveVisitsAPI {
             try await environment.pool.withConnection { c in try APIKeys.revoke(keyId: keyId, allowedRoles: allowed, on: c) }
         }
         guard revoked else { throw APIError.notFound("key") }
+        environment.keyCache.forget(keyId)  // this process at once; the others when the NOTIFY arrives
         return HTTPResponse(status: 204)
     }
 }

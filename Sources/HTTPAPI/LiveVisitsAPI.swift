@@ -56,8 +56,14 @@ public struct LiveVisitsAPI: Sendable {
         let parts = header.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { throw APIError.unauthorized }
         let presented = String(parts[1]).trimmingCharacters(in: .whitespaces)
-        let caller = try await mapped { try await environment.pool.withConnection { try APIKeys.authenticate(presented, on: $0) } }
-        guard let caller else { throw APIError.unauthorized }
+        guard let (keyId, secret) = APIKeys.parse(presented) else { throw APIError.unauthorized }
+        let cache = environment.keyCache
+        var stored = cache.key(keyId)
+        if stored == nil {
+            stored = try await mapped { try await environment.pool.withConnection { try APIKeys.lookup(keyId: keyId, on: $0) } }
+            if let stored { cache.remember(stored) }
+        }
+        guard let caller = stored?.caller(presenting: secret) else { throw APIError.unauthorized }
         LiveVisitsAPI.currentCaller?.set(role: caller.role.rawValue)
         return caller
     }

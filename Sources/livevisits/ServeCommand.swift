@@ -83,7 +83,7 @@ enum ServeCommand {
             } catch {
                 throw ConfigurationError("LIVEVISITS_HTTP_ADDR: \(error.message)")
             }
-            services.append(server)
+            services += [environment.keyCache.listener(url: url), server]
             announce("livevisits API listening on http://\(server.address)")
         }
         OutboxStore(pool: pool, clock: clock).registerDepthCollector()

@@ -30,7 +30,11 @@ final class APIServer: Sendable {
     }
 
     /// Starts the API on a fresh migrated database, or on `databaseURL` (already migrated) when given.
-    static func start(databaseURL: String? = nil, poolSize: Int = 8, acquireTimeoutSeconds: Double? = nil) async throws -> APIServer {
+    /// With `keyCache`, its revocation listener runs next to the server (as in `livevisits serve`).
+    static func start(
+        databaseURL: String? = nil, poolSize: Int = 8, acquireTimeoutSeconds: Double? = nil, keyCache: APIKeyCache = APIKeyCache(),
+        listenForRevocations: Bool = false
+    ) async throws -> APIServer {
         let url: String
         if let databaseURL {
             url = databaseURL
@@ -45,12 +49,20 @@ final class APIServer: Sendable {
         let readModel = try VisitReadModel(projectionsDirectory: TestDatabase.projectionsDirectory, rules: rules)
         let environment = APIEnvironment(
             pool: pool, readModel: readModel, outbox: Outbox(pool: pool, clock: clock),
-            migrator: Migrator(directory: TestDatabase.migrationsDirectory), clock: clock)
+            migrator: Migrator(directory: TestDatabase.migrationsDirectory), clock: clock, keyCache: keyCache)
         let api = LiveVisitsAPI(environment: environment)
         var httpConfiguration = HTTPServerConfiguration(listenAddress: ListenAddress(host: "127.0.0.1", port: 0))
         httpConfiguration.threadCount = 4
         let server = try HTTPServer(configuration: httpConfiguration, clock: clock, metrics: Metrics(), handler: api.handler())
-        let task = Task { try await server.run() }
+        let listener = listenForRevocations ? keyCache.listener(url: url) : nil
+        let task = Task {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                if let listener { group.addTask { try await listener.run() } }
+                group.addTask { try await server.run() }
+                try await group.next()
+                group.cancelAll()
+            }
+        }
         let (dispatcher, ops) = try await pool.withConnection { c in
             (try APIKeys.mint(role: .dispatcher, subject: nil, createdBy: nil, on: c).key,
              try APIKeys.mint(role: .ops, subject: nil, createdBy: nil, on: c).key)
