@@ -141,6 +141,57 @@ public final class EventStore: Sendable {
             """
     }
 
+    /// One statement appending each request's events right after its expected version — one request per
+    /// stream, no idempotency keys, `.exactly` or `.noStream` only (a caller that read the versions, like the
+    /// visit commands' group commit). Unguarded like `appendStatement(_:guarded: false)`: a version that
+    /// moved on fails the whole statement on the unique index. `appendResults` reads its rows.
+    public static func appendStatement(forEach requests: [AppendRequest]) -> PostgresQuery {
+        var streams: [String] = [], positions: [Int64] = [], types: [String] = [], datas: [String] = []
+        var metadatas: [String] = [], recorded: [Double?] = []
+        for request in requests {
+            let base: Int64
+            switch request.expectedVersion {
+            case .exactly(let v): base = v
+            case .noStream, .any: base = 0
+            }
+            precondition(request.idempotencyKey == nil && request.expectedVersion != .any, "a batched append needs a version and no key")
+            for (k, event) in request.events.enumerated() {
+                streams.append(request.streamName)
+                positions.append(base + Int64(k) + 1)
+                types.append(event.type)
+                datas.append(event.data)
+                metadatas.append(event.metadata.jsonText)
+                recorded.append(request.recordedAt)
+            }
+        }
+        return """
+            INSERT INTO events (stream_name, position, type, data, metadata, recorded_at)
+            SELECT x.s, x.p, x.t, x.d::jsonb, x.m::jsonb, COALESCE(to_timestamp(x.r), now())
+            FROM unnest(\(streams)::text[], \(positions)::bigint[], \(types)::text[], \(datas)::text[], \(metadatas)::text[],
+                        \(PostgresNullableArray(recorded))::float8[]) AS x(s, p, t, d, m, r)
+            ORDER BY x.s, x.p
+            RETURNING stream_name, position, global_position, extract(epoch FROM recorded_at)::float8 AS recorded_at
+            """
+    }
+
+    /// The result of each request of an `appendStatement(forEach:)`, in order.
+    public static func appendResults(_ requests: [AppendRequest], _ rows: PostgresRows) throws -> [AppendResult] {
+        var byStream: [String: [(Int64, Int64, Double)]] = [:]
+        for row in rows.rows {
+            byStream[try row.string("stream_name"), default: []].append(
+                (try row.int64("position"), try row.int64("global_position"), try row.double("recorded_at")))
+        }
+        return try requests.map { request in
+            let events = (byStream[request.streamName] ?? []).sorted { $0.0 < $1.0 }
+            guard events.count == request.events.count, let first = events.first else {
+                throw PostgresError(code: .protocolViolation, message: "a batched append to \(request.streamName) inserted \(events.count) events")
+            }
+            return AppendResult(
+                streamName: request.streamName, firstPosition: first.0, lastPosition: events.last!.0,
+                globalPositions: events.map(\.1), recordedAt: first.2, deduplicated: false)
+        }
+    }
+
     /// The result of an `appendStatement`: its rows, or — when it inserted nothing — the earlier result of
     /// its idempotency key, or the conflict with the stream's version.
     public static func appendResult(_ request: AppendRequest, _ rows: PostgresRows, on connection: PostgresConnection) throws -> AppendResult {

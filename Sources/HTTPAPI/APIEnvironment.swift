@@ -13,6 +13,8 @@ public struct APIEnvironment: Sendable {
     public let store: EventStore
     public let readModel: VisitReadModel
     public let commands: VisitCommandHandler
+    /// Group commit for commands without an idempotency key.
+    public let batcher: VisitCommandBatcher
     public let pushes: OutboxPushes
     public let tokens: TokenRegistry
     public let outboxStore: OutboxStore
@@ -31,6 +33,7 @@ public struct APIEnvironment: Sendable {
         self.readModel = readModel
         self.pushes = OutboxPushes(outbox: outbox)
         self.commands = VisitCommandHandler(store: store, readModel: readModel, pushes: pushes, clock: clock)
+        self.batcher = VisitCommandBatcher(handler: commands)
         self.tokens = TokenRegistry(clock: clock)
         self.outboxStore = OutboxStore(pool: pool, clock: clock)
         self.migrator = migrator

@@ -27,15 +27,26 @@ extension LiveVisitsAPI {
         }
     }
 
-    /// Runs a visit command and answers 201 with the visit after it (GET shape, ETag); the count of live
-    /// activities is read in the command's own round trip.
-    static func command(
-        _ event: VisitEvent, visitId: String, context: VisitCommandContext, isCreation: Bool, environment: APIEnvironment,
-        on c: PostgresConnection
-    ) throws -> Answer {
-        let result = try environment.commands.execute(
-            visitId: visitId, event: event, context: context, isCreation: isCreation,
-            alsoRun: [environment.tokens.liveActivityCountQuery(visitId: visitId)], on: c)
+    /// Runs a visit command on a connection (inside the idempotency transaction) and answers 201 with the
+    /// visit after it (GET shape, ETag); the count of live activities is read in the command's round trip.
+    static func command(_ command: VisitCommand, environment: APIEnvironment, on c: PostgresConnection) throws -> Answer {
+        try answer(environment.commands.execute(command, on: c))
+    }
+
+    /// The same through group commit (no idempotency key).
+    static func batchedCommand(_ command: VisitCommand, environment: APIEnvironment) async throws -> Answer {
+        try answer(try await environment.batcher.execute(command))
+    }
+
+    /// The command with the statement its answer needs.
+    static func visitCommand(
+        _ event: VisitEvent, visitId: String, context: VisitCommandContext, isCreation: Bool, environment: APIEnvironment
+    ) -> VisitCommand {
+        VisitCommand(visitId: visitId, event: event, context: context, isCreation: isCreation,
+                     alsoRun: [environment.tokens.liveActivityCountQuery(visitId: visitId)])
+    }
+
+    private static func answer(_ result: VisitCommandResult) throws -> Answer {
         let live = try TokenRegistry.liveActivityCount(result.alsoRows[0])
         return Answer(
             status: 201, body: VisitReadModel.body(view: result.view, liveActivities: live), etag: "\"\(result.state.version)\"")
@@ -53,10 +64,12 @@ extension LiveVisitsAPI {
         let context = VisitCommandContext(actor: EventMetadata(actorRole: caller.role.rawValue, actorSubject: caller.subject ?? caller.keyId,
                                                               correlationId: request.id))
         let visitId = scheduled.attributes.visitId
-        return try await write(request, caller: caller, retryOnConflict: true, atomicWork: true) { c in
-            try LiveVisitsAPI.command(
-                .scheduled(scheduled), visitId: visitId, context: context, isCreation: true, environment: environment, on: c)
-        }
+        let command = LiveVisitsAPI.visitCommand(
+            .scheduled(scheduled), visitId: visitId, context: context, isCreation: true, environment: environment)
+        return try await write(
+            request, caller: caller, retryOnConflict: true,
+            unkeyed: { try await LiveVisitsAPI.batchedCommand(command, environment: environment) }
+        ) { c in try LiveVisitsAPI.command(command, environment: environment, on: c) }
     }
 
     func postEvent(_ request: HTTPRequest, id: String?) async throws -> HTTPResponse {
@@ -79,9 +92,11 @@ extension LiveVisitsAPI {
                     throw APIError.notFound("visit")
                 }
             })
-        return try await write(request, caller: caller, retryOnConflict: expected == nil, atomicWork: true) { c in
-            try LiveVisitsAPI.command(event, visitId: visitId, context: context, isCreation: false, environment: environment, on: c)
-        }
+        let command = LiveVisitsAPI.visitCommand(event, visitId: visitId, context: context, isCreation: false, environment: environment)
+        return try await write(
+            request, caller: caller, retryOnConflict: expected == nil,
+            unkeyed: { try await LiveVisitsAPI.batchedCommand(command, environment: environment) }
+        ) { c in try LiveVisitsAPI.command(command, environment: environment, on: c) }
     }
 
     func getVisit(_ request: HTTPRequest, id: String?) async throws -> HTTPResponse {

@@ -132,11 +132,11 @@ public struct LiveVisitsAPI: Sendable {
 
     /// Runs a write in one transaction. With an `Idempotency-Key`, the first answer (4xx included, 503 not)
     /// is stored in the same transaction and a retry with equal JSON gets it back; another body gets 409.
-    /// Lost version races are retried when the caller did not pin a version. `atomicWork` says that `work`
-    /// makes its own writes atomic (a visit command writes in one pipeline): without a key it then runs
-    /// without BEGIN/COMMIT.
+    /// Lost version races are retried when the caller did not pin a version. Without a key, `unkeyed` (when
+    /// given) runs instead of `work` in a transaction: a visit command goes through group commit.
     func write(
-        _ request: HTTPRequest, caller: Caller, retryOnConflict: Bool, atomicWork: Bool = false,
+        _ request: HTTPRequest, caller: Caller, retryOnConflict: Bool,
+        unkeyed: (@Sendable () async throws -> Answer)? = nil,
         _ work: @escaping @Sendable (PostgresConnection) throws -> Answer
     ) async throws -> HTTPResponse {
         let key = try RequestChecks.idempotencyKey(request.headers["idempotency-key"])
@@ -146,8 +146,8 @@ public struct LiveVisitsAPI: Sendable {
         while true {
             attempt += 1
             do {
-                if key == nil && atomicWork {
-                    let answer = try await environment.pool.withConnection { try work($0) }
+                if key == nil, let unkeyed {
+                    let answer = try await unkeyed()
                     if answer.status < 300 { committed() }
                     return answer.response
                 }

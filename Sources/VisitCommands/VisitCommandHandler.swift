@@ -38,6 +38,27 @@ public struct VisitCommandContext: Sendable {
     }
 }
 
+/// One command on one visit: the event, who asks and under which conditions, and statements to run in the
+/// same round trip after its writes (`alsoRun`, such as reading what the answer needs).
+public struct VisitCommand: Sendable {
+    public var visitId: String
+    public var event: VisitEvent
+    public var context: VisitCommandContext
+    /// True for `scheduled` (the visit must not exist yet).
+    public var isCreation: Bool
+    public var alsoRun: [PostgresQuery]
+
+    public init(visitId: String, event: VisitEvent, context: VisitCommandContext, isCreation: Bool, alsoRun: [PostgresQuery] = []) {
+        self.visitId = visitId
+        self.event = event
+        self.context = context
+        self.isCreation = isCreation
+        self.alsoRun = alsoRun
+    }
+
+    var stream: String { VisitCommandHandler.streamName(for: visitId) }
+}
+
 /// What a command did.
 public struct VisitCommandResult: Sendable {
     public let state: VisitState
@@ -99,50 +120,157 @@ public struct VisitCommandHandler: Sendable {
         visitId: String, event: VisitEvent, context: VisitCommandContext, isCreation: Bool,
         alsoRun: [PostgresQuery] = [], on connection: PostgresConnection
     ) throws -> VisitCommandResult {
-        let stream = VisitCommandHandler.streamName(for: visitId)
-        if let key = context.idempotencyKey, let earlier = try EventStore.previousResult(for: key, on: connection) {
-            return try deduplicated(earlier, visitId: visitId, event: event, alsoRun: alsoRun, on: connection)
+        try execute(VisitCommand(visitId: visitId, event: event, context: context, isCreation: isCreation, alsoRun: alsoRun),
+                    on: connection)
+    }
+
+    public func execute(_ command: VisitCommand, on connection: PostgresConnection) throws -> VisitCommandResult {
+        if let key = command.context.idempotencyKey, let earlier = try EventStore.previousResult(for: key, on: connection) {
+            return try deduplicated(earlier, command, on: connection)
         }
-        let state = try currentState(visitId: visitId, stream: stream, on: connection)
-        if let state { try context.authorize(state) }
-        if let expected = context.expectedVersion, expected != (state?.version ?? 0) {
-            throw VersionMismatch(expected: expected, actual: state?.version ?? 0)
-        }
-        if isCreation == false && state == nil {
-            throw VisitDecisionError(code: .notScheduled, message: "visit \(visitId) does not exist", status: nil, eventType: event.type)
-        }
-        let now = Int(clock.epochSeconds())
-        // Timestamps never go backwards within a visit even if this clock is behind the last event.
-        let recordedAt = max(now, state?.lastRecordedAt ?? now)
-        let accepted = try VisitDecider.accept(event, given: state, recordedAt: recordedAt, rules: readModel.rules)
-        let request = AppendRequest(
-            streamName: stream,
-            events: [NewEvent(type: accepted.recorded.event.eventType,
-                              data: String(decoding: accepted.recorded.event.storedData(), as: UTF8.self),
-                              metadata: context.actor)],
-            expectedVersion: state.map { .exactly(Int64($0.version)) } ?? .noStream,
-            idempotencyKey: context.idempotencyKey, recordedAt: Double(accepted.recorded.recordedAt))
-        try EventStore.validate(request, limits: store.limits)
-        let encoded = readModel.encode([accepted.state])
-        var statements = [EventStore.appendStatement(request, guarded: false), readModel.upsertStatement(encoded)]
-        statements += try pushes.statements(for: accepted.pushes, state: accepted.state)
+        let prepared = try prepare(command, state: try currentState(visitId: command.visitId, stream: command.stream, on: connection))
+        let encoded = readModel.encode([prepared.accepted.state])
+        var statements = [EventStore.appendStatement(prepared.request, guarded: false), readModel.upsertStatement(encoded)]
+        statements += prepared.pushStatements
         let firstExtra = statements.count
-        statements += alsoRun
+        statements += command.alsoRun
         let results: [PostgresRows]
         do {
             results = try connection.pipeline(statements)
         } catch let error as PostgresError {
-            switch try EventStore.appendFailure(error, request, on: connection) {
+            switch try EventStore.appendFailure(error, prepared.request, on: connection) {
             case .success(let earlier):
                 // A concurrent command with the same key won the race.
-                return try deduplicated(earlier, visitId: visitId, event: event, alsoRun: alsoRun, on: connection)
+                return try deduplicated(earlier, command, on: connection)
             case .failure(let failure):
                 throw failure
             }
         }
         return VisitCommandResult(
-            state: accepted.state, appended: try EventStore.appendResult(request, results[0], on: connection),
-            pushes: accepted.pushes.count, view: encoded.views[0], alsoRows: Array(results[firstExtra...]))
+            state: prepared.accepted.state, appended: try EventStore.appendResult(prepared.request, results[0], on: connection),
+            pushes: prepared.accepted.pushes.count, view: encoded.views[0], alsoRows: Array(results[firstExtra...]))
+    }
+
+    /// Runs commands on distinct visits together (group commit, see `VisitCommandBatcher`): one statement
+    /// reads their states, each is decided on its own, and one pipeline writes all that were accepted —
+    /// their events in one statement, their read-model rows in one, their outbox rows — in one transaction.
+    /// Each command gets its own outcome. If the shared write fails for anything but the database being
+    /// unreachable (a concurrent writer took a position, say), nothing of it stands and each command is run
+    /// again alone, so one command's conflict cannot fail its neighbours. Commands with an idempotency key,
+    /// or on a visit already in the batch, run alone.
+    public func executeBatch(_ commands: [VisitCommand], on connection: PostgresConnection) -> [Result<VisitCommandResult, any Error>] {
+        var outcomes = [Result<VisitCommandResult, any Error>?](repeating: nil, count: commands.count)
+        var batched: [Int] = []
+        var visits = Set<String>()
+        for (i, command) in commands.enumerated() {
+            if command.context.idempotencyKey == nil, visits.insert(command.visitId).inserted { batched.append(i) }
+        }
+        let states: [VisitState?]
+        do {
+            states = try currentStates(batched.map { commands[$0] }, on: connection)
+        } catch {
+            for i in batched { outcomes[i] = .failure(error) }
+            batched = []
+            states = []
+        }
+        var prepared: [(index: Int, prepared: Prepared)] = []
+        for (i, state) in zip(batched, states) {
+            do {
+                prepared.append((i, try prepare(commands[i], state: state)))
+            } catch {
+                outcomes[i] = .failure(error)
+            }
+        }
+        if !prepared.isEmpty {
+            let requests = prepared.map(\.prepared.request)
+            let encoded = readModel.encode(prepared.map(\.prepared.accepted.state))
+            var statements = [EventStore.appendStatement(forEach: requests), readModel.upsertStatement(encoded)]
+            statements += prepared.flatMap(\.prepared.pushStatements)
+            var extras: [Range<Int>] = []
+            for (_, p) in prepared {
+                extras.append(statements.count..<(statements.count + p.command.alsoRun.count))
+                statements += p.command.alsoRun
+            }
+            var results: [PostgresRows]?
+            do {
+                results = try connection.pipeline(statements)
+            } catch let error as PostgresError where error.isUnavailable {
+                for (i, _) in prepared { outcomes[i] = .failure(error) }
+            } catch {
+                // Nothing of the batch stands: left for the one-by-one pass below.
+            }
+            if let results {
+                // Committed: whatever happens now, these commands are not run again.
+                do {
+                    let appended = try EventStore.appendResults(requests, results[0])
+                    for (n, (i, p)) in prepared.enumerated() {
+                        outcomes[i] = .success(VisitCommandResult(
+                            state: p.accepted.state, appended: appended[n], pushes: p.accepted.pushes.count, view: encoded.views[n],
+                            alsoRows: Array(results[extras[n]])))
+                    }
+                } catch {
+                    for (i, _) in prepared { outcomes[i] = .failure(error) }
+                }
+            }
+        }
+        return commands.indices.map { i in
+            if let outcome = outcomes[i] { return outcome }
+            return Result { try execute(commands[i], on: connection) }
+        }
+    }
+
+    /// The states of several visits before their commands (see `currentState`), in one statement.
+    func currentStates(_ commands: [VisitCommand], on connection: PostgresConnection) throws -> [VisitState?] {
+        guard !commands.isEmpty else { return [] }
+        let ids = commands.map(\.visitId)
+        let streams = commands.map(\.stream)
+        let rows = try connection.query("""
+            SELECT r.idx, (SELECT state::text FROM visits WHERE visit_id = r.visit_id) AS state,
+                   (SELECT COALESCE(max(position), 0) FROM events WHERE stream_name = r.stream) AS version
+            FROM unnest(\(ids)::text[], \(streams)::text[]) WITH ORDINALITY AS r(visit_id, stream, idx)
+            ORDER BY r.idx
+            """)
+        guard rows.count == commands.count else {
+            throw PostgresError(code: .protocolViolation, message: "read \(rows.count) visit states for \(commands.count) commands")
+        }
+        return try zip(commands, rows.rows).map { command, row in
+            try state(fromSnapshot: row["state"], version: try row.int("version"), stream: command.stream, on: connection)
+        }
+    }
+
+    /// A command decided and ready to write: its event, read-model row and outbox statements.
+    struct Prepared {
+        let command: VisitCommand
+        let accepted: AcceptedVisitEvent
+        let request: AppendRequest
+        let pushStatements: [PostgresQuery]
+    }
+
+    /// Checks the command against the visit's state (authorization, `If-Match`, existence) and decides.
+    func prepare(_ command: VisitCommand, state: VisitState?) throws -> Prepared {
+        if let state { try command.context.authorize(state) }
+        if let expected = command.context.expectedVersion, expected != (state?.version ?? 0) {
+            throw VersionMismatch(expected: expected, actual: state?.version ?? 0)
+        }
+        if command.isCreation == false && state == nil {
+            throw VisitDecisionError(
+                code: .notScheduled, message: "visit \(command.visitId) does not exist", status: nil, eventType: command.event.type)
+        }
+        let now = Int(clock.epochSeconds())
+        // Timestamps never go backwards within a visit even if this clock is behind the last event.
+        let recordedAt = max(now, state?.lastRecordedAt ?? now)
+        let accepted = try VisitDecider.accept(command.event, given: state, recordedAt: recordedAt, rules: readModel.rules)
+        let request = AppendRequest(
+            streamName: command.stream,
+            events: [NewEvent(type: accepted.recorded.event.eventType,
+                              data: String(decoding: accepted.recorded.event.storedData(), as: UTF8.self),
+                              metadata: command.context.actor)],
+            expectedVersion: state.map { .exactly(Int64($0.version)) } ?? .noStream,
+            idempotencyKey: command.context.idempotencyKey, recordedAt: Double(accepted.recorded.recordedAt))
+        try EventStore.validate(request, limits: store.limits)
+        return Prepared(
+            command: command, accepted: accepted, request: request,
+            pushStatements: try pushes.statements(for: accepted.pushes, state: accepted.state))
     }
 
     /// The visit's state before a command: the snapshot in the read model when it is at the stream's
@@ -152,8 +280,12 @@ public struct VisitCommandHandler: Sendable {
             SELECT (SELECT state::text FROM visits WHERE visit_id = \(visitId)) AS state,
                    (SELECT COALESCE(max(position), 0) FROM events WHERE stream_name = \(stream)) AS version
             """).first
-        let version = try row?.int("version") ?? 0
-        if let text = row?["state"], let snapshot = try? VisitState(snapshot: Array(text.utf8)), snapshot.version == version {
+        return try state(fromSnapshot: row?["state"], version: try row?.int("version") ?? 0, stream: stream, on: connection)
+    }
+
+    /// The snapshot when it is at the stream's version, else the stream folded (nil: no such visit).
+    private func state(fromSnapshot text: String?, version: Int, stream: String, on connection: PostgresConnection) throws -> VisitState? {
+        if let text, let snapshot = try? VisitState(snapshot: Array(text.utf8)), snapshot.version == version {
             return snapshot
         }
         if version == 0 { return nil }
@@ -165,15 +297,16 @@ public struct VisitCommandHandler: Sendable {
     }
 
     /// The answer to a command whose idempotency key was already used: the visit as it is now.
-    private func deduplicated(
-        _ earlier: AppendResult, visitId: String, event: VisitEvent, alsoRun: [PostgresQuery], on connection: PostgresConnection
-    ) throws -> VisitCommandResult {
-        guard let state = try VisitReadModel.state(visitId: visitId, on: connection) else {
-            throw VisitDecisionError(code: .notScheduled, message: "visit \(visitId) does not exist", status: nil, eventType: event.type)
+    private func deduplicated(_ earlier: AppendResult, _ command: VisitCommand, on connection: PostgresConnection) throws
+        -> VisitCommandResult
+    {
+        guard let state = try VisitReadModel.state(visitId: command.visitId, on: connection) else {
+            throw VisitDecisionError(
+                code: .notScheduled, message: "visit \(command.visitId) does not exist", status: nil, eventType: command.event.type)
         }
         return VisitCommandResult(
             state: state, appended: earlier, pushes: 0, view: readModel.viewText(for: state),
-            alsoRows: try connection.pipeline(alsoRun))
+            alsoRows: try connection.pipeline(command.alsoRun))
     }
 
     private func execute(visitId: String, event: VisitEvent, context: VisitCommandContext, isCreation: Bool) async throws

@@ -11,7 +11,7 @@ import VisitProjections
 /// `livevisits-bench api [--connections 1,16,64] [--duration S] [--visits N] [--keep]`: drives
 /// `POST /v1/visits/{id}/events` (progress events spread over many visits) through a child
 /// `livevisits serve --api-only` with wrk over keep-alive connections, then runs the same command
-/// in-process (`VisitCommandHandler.post`: event, read model and push intent in one transaction) at the
+/// in-process (`VisitCommandBatcher`: event, read model and push intent in one transaction, as the route) at the
 /// same concurrency, and prints requests/s, p50/p99, the HTTP/in-process ratio and the server's VmRSS.
 struct APIBenchmark {
     static let summary = "wrk on POST /v1/visits/{id}/events at 1/16/64 connections vs the in-process command"
@@ -184,6 +184,8 @@ struct APIBenchmark {
     func runInProcess(prefix: String, concurrency: Int, handler: VisitCommandHandler, context: VisitCommandContext) async throws -> Figures {
         let deadline = Date().addingTimeInterval(Double(duration))
         let visits = self.visits
+        let batcher = VisitCommandBatcher(handler: handler)
+        let tokens = TokenRegistry()
         let started = Date()
         let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
             for lane in 0..<concurrency {
@@ -196,7 +198,10 @@ struct APIBenchmark {
                         let km = Double(Int.random(in: 1...400, using: &generator)) / 10
                         let event = try VisitEventRequest.parse(Array("{\"type\":\"progress\",\"kilometresAway\":\(km)}".utf8))
                         let t0 = Date()
-                        _ = try await handler.post(visitId: visit, event: event, context: context)
+                        // What the route runs: the command (with the read its answer needs) through group commit.
+                        _ = try await batcher.execute(VisitCommand(
+                            visitId: visit, event: event, context: context, isCreation: false,
+                            alsoRun: [tokens.liveActivityCountQuery(visitId: visit)]))
                         mine.append(Date().timeIntervalSince(t0))
                     }
                     return mine

@@ -1,0 +1,103 @@
+import EventStore
+import Postgres
+import Runtime
+import Synchronization
+
+/// Group commit for visit commands: commands submitted at the same time, on distinct visits, run as one
+/// batch (`VisitCommandHandler.executeBatch`: one statement reads their states, one pipeline writes them
+/// in one transaction), each keeping its own outcome. While `maxConcurrentBatches` batches are in flight,
+/// new commands wait and leave together in the next one — that waiting is what forms batches; no timer
+/// is involved, so a lone command leaves at once. A command on a visit that is in a batch in flight waits
+/// for the next batch, so batches never race each other on a visit.
+///
+/// Commands with an idempotency key are not for this path (they run alone inside the caller's
+/// transaction). Like `execute(_:on:)`, a lost race comes back as `wrongExpectedVersion` for the caller to
+/// retry on the new state.
+public final class VisitCommandBatcher: Sendable {
+    private struct Entry: Sendable {
+        let command: VisitCommand
+        let continuation: CheckedContinuation<VisitCommandResult, any Error>
+    }
+
+    private struct State {
+        var waiting: [Entry] = []
+        var running = 0
+        var inFlight: Set<String> = []
+    }
+
+    public let handler: VisitCommandHandler
+    public let maxBatchSize: Int
+    public let maxConcurrentBatches: Int
+    private let state = Mutex(State())
+
+    public init(handler: VisitCommandHandler, maxBatchSize: Int = 64, maxConcurrentBatches: Int = 2) {
+        self.handler = handler
+        self.maxBatchSize = max(1, maxBatchSize)
+        self.maxConcurrentBatches = max(1, maxConcurrentBatches)
+    }
+
+    /// Runs `command` in the next batch and returns its own result. The caller tells followers and workers
+    /// (`store.eventsCommitted`, `pushes.committed()`); the batcher does too, once per batch.
+    public func execute(_ command: VisitCommand) async throws -> VisitCommandResult {
+        try await withCheckedThrowingContinuation { continuation in
+            let start = state.withLock { s -> Bool in
+                s.waiting.append(Entry(command: command, continuation: continuation))
+                guard s.running < maxConcurrentBatches else { return false }
+                s.running += 1
+                return true
+            }
+            if start { Task { await self.drain() } }
+        }
+    }
+
+    /// One runner: takes batches until nothing it may take is waiting.
+    private func drain() async {
+        while let batch = take() {
+            await run(batch)
+            state.withLock { s in for entry in batch { s.inFlight.remove(entry.command.visitId) } }
+        }
+    }
+
+    /// The next batch (oldest first, one command per visit, none on a visit in flight), or nil — in which
+    /// case this runner has stopped.
+    private func take() -> [Entry]? {
+        state.withLock { s in
+            var batch: [Entry] = []
+            var rest: [Entry] = []
+            var visits = Set<String>()
+            for entry in s.waiting {
+                let visit = entry.command.visitId
+                if batch.count < maxBatchSize, !s.inFlight.contains(visit), visits.insert(visit).inserted {
+                    batch.append(entry)
+                } else {
+                    rest.append(entry)
+                }
+            }
+            guard !batch.isEmpty else {
+                s.running -= 1
+                return nil
+            }
+            s.waiting = rest
+            s.inFlight.formUnion(visits)
+            return batch
+        }
+    }
+
+    private func run(_ batch: [Entry]) async {
+        let handler = self.handler
+        let commands = batch.map(\.command)
+        let outcomes: [Result<VisitCommandResult, any Error>]
+        do {
+            outcomes = try await handler.store.pool.withConnection { handler.executeBatch(commands, on: $0) }
+        } catch {
+            for entry in batch { entry.continuation.resume(throwing: error) }
+            return
+        }
+        Metrics.shared.increment("livevisits_command_batches_total", help: "Visit-command group-commit batches run.")
+        Metrics.shared.increment(
+            "livevisits_command_batched_total", help: "Visit commands that went through group commit.", by: Double(batch.count))
+        for (entry, outcome) in zip(batch, outcomes) {
+            entry.continuation.resume(with: outcome)
+        }
+    }
+}
