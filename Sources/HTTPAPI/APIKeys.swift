@@ -55,11 +55,17 @@ public enum APIKeys {
 
     /// The id and secret of a well-formed key (`lv_<16 hex>_<48 hex>`), or nil.
     public static func parse(_ presented: String) -> (keyId: String, secret: String)? {
-        let parts = presented.split(separator: "_", omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[0] == "lv", parts[1].count == 16, parts[2].count == 48,
-              parts[1].allSatisfy(\.isHexDigit), parts[2].allSatisfy(\.isHexDigit)
+        let bytes = Array(presented.utf8)
+        // "lv_" + 16 hex + "_" + 48 hex
+        guard bytes.count == 68, bytes[0] == UInt8(ascii: "l"), bytes[1] == UInt8(ascii: "v"), bytes[2] == UInt8(ascii: "_"),
+              bytes[19] == UInt8(ascii: "_")
         else { return nil }
-        return (String(parts[1]), String(parts[2]))
+        let isHex: (UInt8) -> Bool = {
+            ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "f"))
+                || ($0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "F"))
+        }
+        guard bytes[3..<19].allSatisfy(isHex), bytes[20...].allSatisfy(isHex) else { return nil }
+        return (String(decoding: bytes[3..<19], as: UTF8.self), String(decoding: bytes[20...], as: UTF8.self))
     }
 
     /// What is stored for a live key: the hash of its secret, its role and subject.

@@ -53,10 +53,13 @@ public struct LiveVisitsAPI: Sendable {
     /// The caller behind `Authorization: Bearer <key>`, or 401.
     func authenticate(_ request: HTTPRequest) async throws -> Caller {
         guard let header = request.headers["authorization"] else { throw APIError.unauthorized }
-        let parts = header.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else { throw APIError.unauthorized }
-        let presented = String(parts[1]).trimmingCharacters(in: .whitespaces)
-        guard let (keyId, secret) = APIKeys.parse(presented) else { throw APIError.unauthorized }
+        let parts = header.utf8.split(separator: UInt8(ascii: " "), maxSplits: 1)
+        guard parts.count == 2, parts[0].count == 6, String(decoding: parts[0], as: UTF8.self).lowercased() == "bearer"
+        else { throw APIError.unauthorized }
+        // Per request: trim spaces and tabs by hand (Foundation's trimming costs more than the rest of this).
+        let blank: (UInt8) -> Bool = { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
+        let trimmed = parts[1].drop(while: blank).reversed().drop(while: blank).reversed()
+        guard let (keyId, secret) = APIKeys.parse(String(decoding: trimmed, as: UTF8.self)) else { throw APIError.unauthorized }
         let cache = environment.keyCache
         var stored = cache.key(keyId)
         if stored == nil {

@@ -108,10 +108,11 @@ public final class HTTPServer: Service, Sendable {
     /// Answers 503 `timeout` for handlers past `requestTimeout` and cancels their tasks.
     func answerOverdue() {
         for (serial, task) in registry.overdue(at: clock.now()) {
-            task?.cancel()
+            // Answer first, then cancel: a handler that ends quickly on cancellation must not answer first.
             deliver(
                 serial,
                 .error(status: 503, code: "timeout", message: "The request took too long to process; try again."))
+            task?.cancel()
         }
     }
 
@@ -142,8 +143,8 @@ public final class HTTPServer: Service, Sendable {
             logger.warning("http server grace period over", ["http.unfinished": String(unfinished.count)])
         }
         for (serial, task) in unfinished {
-            task?.cancel()
             deliver(serial, .error(status: 503, code: "shutting_down", message: "The server is shutting down; try again."))
+            task?.cancel()
         }
         // MHD must not be stopped while a connection is suspended: wait for every resume to return.
         while registry.counts.resuming > 0 || registry.counts.inFlight > 0 {

@@ -1,0 +1,103 @@
+import EventStore
+import Foundation
+import Postgres
+import Runtime
+import Testing
+import VisitCommands
+import VisitDomain
+import VisitProjections
+
+/// Group commit for visit commands (`VisitCommandBatcher`, `VisitCommandHandler.executeBatch`).
+@Suite(.serialized) struct CommandBatchTests {
+    func progress(_ km: Double) throws -> VisitEvent {
+        try VisitEventRequest.parse(Array(#"{"type": "progress", "kilometresAway": \#(km)}"#.utf8))
+    }
+
+    func command(_ visit: String, _ event: VisitEvent) -> VisitCommand {
+        VisitCommand(visitId: visit, event: event, context: VisitFixtures.dispatcher, isCreation: false)
+    }
+
+    @Test func concurrentCommandsShareBatchesAndEachLandsOnce() async throws {
+        let pushes = CountingEnqueuer()
+        let f = try await VisitFixtures.make(pushes: pushes)
+        let visits = (0..<20).map { "v-b\($0)" }
+        for v in visits { _ = try await f.schedule(v) }
+        let batcher = VisitCommandBatcher(handler: f.handler)
+        let batchesBefore = Metrics.shared.value("livevisits_command_batches_total") ?? 0
+        // 200 commands, 10 per visit, all at once: same-visit commands must queue behind each other.
+        let results = try await withThrowingTaskGroup(of: VisitCommandResult.self) { group -> [VisitCommandResult] in
+            for round in 0..<10 {
+                for v in visits {
+                    let event = try progress(Double(round) + 0.5)
+                    group.addTask { try await batcher.execute(command(v, event)) }
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(results.count == 200)
+        let batches = (Metrics.shared.value("livevisits_command_batches_total") ?? 0) - batchesBefore
+        #expect(batches < 200, "no two commands shared a batch")
+        let rows = try await f.rows()
+        for v in visits {
+            let stream = try await f.handler.store.readStream("visit-\(v)")
+            #expect(stream.map(\.position) == Array(1...11), "\(v)")
+            #expect(rows[v]?.version == 11)
+            // Each command saw the version before it: the results of one visit are its versions 2…11, once each.
+            let versions = results.filter { $0.state.visitId == v }.map(\.state.version).sorted()
+            #expect(versions == Array(2...11))
+        }
+    }
+
+    @Test func aRefusedCommandFailsAloneInItsBatch() async throws {
+        let f = try await VisitFixtures.make()
+        for v in ["v-ok1", "v-ok2", "v-bad"] { _ = try await f.schedule(v) }
+        let finishing = try VisitEventRequest.parse(Array(#"{"type": "finishing"}"#.utf8))  // illegal from scheduled
+        let outcomes = try await f.pool.withConnection { c in
+            f.handler.executeBatch([command("v-ok1", try progress(3)), command("v-bad", finishing), command("v-ok2", try progress(4))], on: c)
+        }
+        #expect((try? outcomes[0].get())?.state.version == 2)
+        #expect((try? outcomes[2].get())?.state.version == 2)
+        #expect(throws: VisitDecisionError.self) { try outcomes[1].get() }
+        #expect(try await f.handler.store.readStream("visit-v-bad").count == 1)
+        #expect(try await f.rows()["v-bad"]?.version == 1)
+    }
+
+    /// A writer outside the batch takes a position the batch counted on: the batch's shared write fails on
+    /// the unique index, nothing of it stands, and each command is run again alone on the new state.
+    @Test func aBatchThatLosesARaceIsRedoneCommandByCommand() async throws {
+        let f = try await VisitFixtures.make()
+        _ = try await f.schedule("v-race")
+        _ = try await f.schedule("v-other")
+        let holder = PostgresPool(configuration: PostgresConfiguration(url: f.pool.configuration.url, size: 1))
+        defer { Task { await holder.close() } }
+        let handler = f.handler
+        let started = WakeUp()
+        let release = WakeUp()
+        let outsider = try progress(9)
+        // The outsider appends version 2 of v-race inside a transaction it keeps open for a moment.
+        let held = Task {
+            try await holder.withConnection { c in
+                try c.transaction { c in
+                    _ = try handler.execute(command("v-race", outsider), on: c)
+                    started.signal()
+                    Thread.sleep(forTimeInterval: 0.5)
+                }
+            }
+            release.signal()
+        }
+        #expect(await started.wait(upTo: 30))
+        // The batch reads v-race at version 1 (the outsider has not committed), writes version 2, waits on
+        // the outsider's row and then fails on the unique index.
+        let outcomes = try await f.pool.withConnection { c in
+            handler.executeBatch([command("v-race", try progress(2)), command("v-other", try progress(3))], on: c)
+        }
+        try await held.value
+        let race = try outcomes[0].get()
+        let other = try outcomes[1].get()
+        #expect(race.state.version == 3)
+        #expect(other.state.version == 2)
+        #expect(try await f.handler.store.readStream("visit-v-race").map(\.position) == [1, 2, 3])
+        #expect(try await f.handler.store.readStream("visit-v-other").map(\.position) == [1, 2])
+        #expect(try await f.rows()["v-race"]?.version == 3)
+    }
+}
