@@ -16,12 +16,14 @@ public struct GroupCommit: Sendable {
     public var maxBatchEvents: Int
     /// Batches in flight at once, each run by a worker thread with its own connection (in addition to the
     /// pool's). While they are all busy, new appends queue and leave together in the next batch: that
-    /// queueing is what forms batches, no timer is involved. Two is best on a 2-core machine: measured
-    /// with `livevisits-bench append --batches N` at 16 writers, 2 batches of ~5.5 appends beat 4 batches
-    /// of ~3.4 by about a quarter, and 8 or 16 batches fall to half (more backends, smaller batches).
+    /// queueing is what forms batches, no timer is involved. The default, 3, is a compromise measured with
+    /// `livevisits-bench append --batches N` at 16 writers on 2 cores: when commits are cheap (a quick
+    /// fsync) fewer, larger batches win (2: 0.80–0.87× pgbench, 3: 0.83–0.87×, 4: 0.75–0.78×, 8 or 16
+    /// fall to half); when each commit waits long on a slow disk, a batch waiting on its flush holds the
+    /// next appends back and more batches in flight win (4 beat 2 by 1.4–2.5× on a loaded machine).
     public var maxConcurrentBatches: Int
 
-    public init(mode: Mode = .batched, maxBatchSize: Int = 256, maxBatchEvents: Int = 2000, maxConcurrentBatches: Int = 2) {
+    public init(mode: Mode = .batched, maxBatchSize: Int = 256, maxBatchEvents: Int = 2000, maxConcurrentBatches: Int = 3) {
         self.mode = mode
         self.maxBatchSize = max(1, maxBatchSize)
         self.maxBatchEvents = max(1, maxBatchEvents)
