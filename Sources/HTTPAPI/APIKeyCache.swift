@@ -16,8 +16,14 @@ public final class APIKeyCache: Sendable {
         let expires: ContinuousClock.Instant
     }
 
+    private struct Entries {
+        var byId: [String: Entry] = [:]
+        /// Moves on every forget: a row read before a revocation is not remembered after it.
+        var generation: UInt64 = 0
+    }
+
     public let timeToLive: Duration
-    private let entries = Mutex<[String: Entry]>([:])
+    private let entries = Mutex(Entries())
     /// More keys than this and the cache starts over (a bound on memory, far above real fleets' needs).
     private let capacity = 10_000
 
@@ -37,32 +43,46 @@ public final class APIKeyCache: Sendable {
         guard isActive else { return nil }
         let now = ContinuousClock.now
         return entries.withLock { entries in
-            guard let entry = entries[keyId] else { return nil }
+            guard let entry = entries.byId[keyId] else { return nil }
             guard entry.expires > now else {
-                entries[keyId] = nil
+                entries.byId[keyId] = nil
                 return nil
             }
             return entry.key
         }
     }
 
-    func remember(_ key: APIKeys.StoredKey) {
+    /// Take this before reading a key's row; pass it to `remember`.
+    func generation() -> UInt64 {
+        entries.withLock { $0.generation }
+    }
+
+    /// Remembers a row read from the database, unless a key was forgotten since `generation` (the row may
+    /// predate a revocation whose notification has already been handled).
+    func remember(_ key: APIKeys.StoredKey, readAt generation: UInt64) {
         guard timeToLive > .zero, isActive else { return }
         let expires = ContinuousClock.now + timeToLive
         entries.withLock { entries in
-            if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
-            entries[key.keyId] = Entry(key: key, expires: expires)
+            guard entries.generation == generation else { return }
+            if entries.byId.count >= capacity { entries.byId.removeAll(keepingCapacity: true) }
+            entries.byId[key.keyId] = Entry(key: key, expires: expires)
         }
     }
 
     /// Drops one key (it was revoked).
     public func forget(_ keyId: String) {
-        _ = entries.withLock { $0.removeValue(forKey: keyId) }
+        entries.withLock {
+            $0.generation &+= 1
+            $0.byId[keyId] = nil
+        }
     }
 
     /// Drops every key.
     public func forgetAll() {
-        entries.withLock { $0.removeAll() }
+        entries.withLock {
+            $0.generation &+= 1
+            $0.byId.removeAll()
+        }
     }
 
     /// The LISTEN service that forgets keys as they are revoked (and everything after a reconnect); run it

@@ -63,8 +63,9 @@ public struct LiveVisitsAPI: Sendable {
         let cache = environment.keyCache
         var stored = cache.key(keyId)
         if stored == nil {
+            let generation = cache.generation()
             stored = try await mapped { try await environment.pool.withConnection { try APIKeys.lookup(keyId: keyId, on: $0) } }
-            if let stored { cache.remember(stored) }
+            if let stored { cache.remember(stored, readAt: generation) }
         }
         guard let caller = stored?.caller(presenting: secret) else { throw APIError.unauthorized }
         LiveVisitsAPI.currentCaller?.set(role: caller.role.rawValue)

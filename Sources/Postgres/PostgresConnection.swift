@@ -26,8 +26,12 @@ public final class PostgresConnection {
 
     deinit { PQfinish(conn) }
 
-    /// False once the server has gone away; the pool replaces such a connection.
-    public var isHealthy: Bool { PQstatus(conn) == CONNECTION_OK }
+    /// Set when a pipeline could not be brought back to normal mode: the pool must replace it.
+    private var broken = false
+
+    /// False once the server has gone away (or a pipeline left the connection unusable); the pool
+    /// replaces such a connection.
+    public var isHealthy: Bool { !broken && PQstatus(conn) == CONNECTION_OK }
 
     /// True while a transaction block is open (or failed) on this connection.
     public var inTransaction: Bool {
@@ -69,6 +73,7 @@ public final class PostgresConnection {
             prepared.removeAll()
         }
         guard PQenterPipelineMode(conn) == 1 else {
+            broken = true
             throw connectionError(PostgresConnection.firstLine(PQerrorMessage(conn)))
         }
         // What was sent, in order: a Parse for a statement not yet prepared, or a statement to run.
@@ -103,7 +108,7 @@ public final class PostgresConnection {
         }
         if sendFailed || PQpipelineSync(conn) != 1 {
             let message = PostgresConnection.firstLine(PQerrorMessage(conn))
-            PQexitPipelineMode(conn)
+            broken = true  // what was sent and what runs is unknown
             throw connectionError(message)
         }
         var results = [PostgresRows?](repeating: nil, count: queries.count)
@@ -111,6 +116,7 @@ public final class PostgresConnection {
         for item in sent {
             // One result per command, then NULL. No result at all means the connection is gone.
             guard let result = PQgetResult(conn) else {
+                broken = true
                 throw connectionError(PostgresConnection.firstLine(PQerrorMessage(conn)))
             }
             while let extra = PQgetResult(conn) { PQclear(extra) }
@@ -134,11 +140,34 @@ public final class PostgresConnection {
                 }
             }
         }
-        guard let sync = PQgetResult(conn) else {
-            throw connectionError(PostgresConnection.firstLine(PQerrorMessage(conn)))
+        // Then the sync point, where the implicit transaction commits. An error before it (the commit
+        // failed, or the connection went away while committing) means the statements did not stand, or
+        // that nobody knows: never report success without seeing the sync.
+        var emptyReads = 0
+        while true {
+            guard let result = PQgetResult(conn) else {
+                emptyReads += 1
+                if emptyReads > 1 || PQstatus(conn) != CONNECTION_OK {
+                    broken = true
+                    throw connectionError("no answer at the pipeline's sync point: " + PostgresConnection.firstLine(PQerrorMessage(conn)))
+                }
+                continue
+            }
+            emptyReads = 0
+            if PQresultStatus(result) == PGRES_PIPELINE_SYNC {
+                PQclear(result)
+                break
+            }
+            do {
+                _ = try consume(result)
+            } catch {
+                if failure == nil { failure = error }
+            }
         }
-        PQclear(sync)
-        PQexitPipelineMode(conn)
+        if PQexitPipelineMode(conn) != 1 {
+            broken = true
+            throw connectionError("cannot leave pipeline mode: " + PostgresConnection.firstLine(PQerrorMessage(conn)))
+        }
         if let failure { throw failure }
         return results.map { $0 ?? PostgresRows(columns: [], rows: [], affectedRows: 0) }
     }

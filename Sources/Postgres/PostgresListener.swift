@@ -61,8 +61,8 @@ public final class PostgresListener: Service {
                 backoff = min(backoff * 2, 5)
                 continue
             }
+            if !first { onNotify("", "") }  // we may have missed notifications while away (before isListening)
             isListening.store(true, ordering: .sequentiallyConsistent)
-            if !first { onNotify("", "") }  // we may have missed notifications while away
             first = false
             backoff = 0.1
             while !stopping.load(ordering: .sequentiallyConsistent) {

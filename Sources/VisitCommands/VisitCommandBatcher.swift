@@ -12,9 +12,12 @@ import Synchronization
 ///
 /// Commands with an idempotency key are not for this path (they run alone inside the caller's
 /// transaction). Like `execute(_:on:)`, a lost race comes back as `wrongExpectedVersion` for the caller to
-/// retry on the new state.
+/// retry on the new state. A caller cancelled while its command still waits (the HTTP server gave up on
+/// the request) takes it back: it is never run, so a retry of the request cannot append it twice. Once in
+/// a batch, it runs to its end.
 public final class VisitCommandBatcher: Sendable {
     private struct Entry: Sendable {
+        let id: UInt64
         let command: VisitCommand
         let continuation: CheckedContinuation<VisitCommandResult, any Error>
     }
@@ -23,6 +26,8 @@ public final class VisitCommandBatcher: Sendable {
         var waiting: [Entry] = []
         var running = 0
         var inFlight: Set<String> = []
+        var nextId: UInt64 = 0
+        var batches = 0
     }
 
     public let handler: VisitCommandHandler
@@ -37,18 +42,38 @@ public final class VisitCommandBatcher: Sendable {
     }
 
     /// Runs `command` in the next batch and returns its own result. The caller tells followers and workers
-    /// (`store.eventsCommitted`, `pushes.committed()`); the batcher does too, once per batch.
+    /// after a success (`store.eventsCommitted`, `pushes.committed()`).
     public func execute(_ command: VisitCommand) async throws -> VisitCommandResult {
-        try await withCheckedThrowingContinuation { continuation in
-            let start = state.withLock { s -> Bool in
-                s.waiting.append(Entry(command: command, continuation: continuation))
-                guard s.running < maxConcurrentBatches else { return false }
-                s.running += 1
-                return true
+        let id = state.withLock { s -> UInt64 in
+            s.nextId += 1
+            return s.nextId
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let start = state.withLock { s -> Bool? in
+                    if Task.isCancelled { return nil }
+                    s.waiting.append(Entry(id: id, command: command, continuation: continuation))
+                    guard s.running < maxConcurrentBatches else { return false }
+                    s.running += 1
+                    return true
+                }
+                switch start {
+                case nil: continuation.resume(throwing: CancellationError())
+                case true?: Task { await self.drain() }
+                case false?: break
+                }
             }
-            if start { Task { await self.drain() } }
+        } onCancel: {
+            let withdrawn = state.withLock { s -> Entry? in
+                guard let index = s.waiting.firstIndex(where: { $0.id == id }) else { return nil }
+                return s.waiting.remove(at: index)
+            }
+            withdrawn?.continuation.resume(throwing: CancellationError())
         }
     }
+
+    /// Batches run so far (each may carry many commands).
+    public var batchesRun: Int { state.withLock { $0.batches } }
 
     /// One runner: takes batches until nothing it may take is waiting.
     private func drain() async {
@@ -79,6 +104,7 @@ public final class VisitCommandBatcher: Sendable {
             }
             s.waiting = rest
             s.inFlight.formUnion(visits)
+            s.batches += 1
             return batch
         }
     }

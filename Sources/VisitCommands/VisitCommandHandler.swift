@@ -165,7 +165,7 @@ public struct VisitCommandHandler: Sendable {
         for (i, command) in commands.enumerated() {
             if command.context.idempotencyKey == nil, visits.insert(command.visitId).inserted { batched.append(i) }
         }
-        let states: [VisitState?]
+        let states: [Result<VisitState?, any Error>]
         do {
             states = try currentStates(batched.map { commands[$0] }, on: connection)
         } catch {
@@ -176,7 +176,7 @@ public struct VisitCommandHandler: Sendable {
         var prepared: [(index: Int, prepared: Prepared)] = []
         for (i, state) in zip(batched, states) {
             do {
-                prepared.append((i, try prepare(commands[i], state: state)))
+                prepared.append((i, try prepare(commands[i], state: try state.get())))
             } catch {
                 outcomes[i] = .failure(error)
             }
@@ -198,6 +198,8 @@ public struct VisitCommandHandler: Sendable {
                 for (i, _) in prepared { outcomes[i] = .failure(error) }
             } catch {
                 // Nothing of the batch stands: left for the one-by-one pass below.
+                Metrics.shared.increment(
+                    "livevisits_command_batches_redone_total", help: "Command batches whose shared write failed and was redone one by one.")
             }
             if let results {
                 // Committed: whatever happens now, these commands are not run again.
@@ -219,8 +221,9 @@ public struct VisitCommandHandler: Sendable {
         }
     }
 
-    /// The states of several visits before their commands (see `currentState`), in one statement.
-    func currentStates(_ commands: [VisitCommand], on connection: PostgresConnection) throws -> [VisitState?] {
+    /// The states of several visits before their commands (see `currentState`), in one statement; a
+    /// visit whose stream cannot be folded fails alone.
+    func currentStates(_ commands: [VisitCommand], on connection: PostgresConnection) throws -> [Result<VisitState?, any Error>] {
         guard !commands.isEmpty else { return [] }
         let ids = commands.map(\.visitId)
         let streams = commands.map(\.stream)
@@ -233,8 +236,8 @@ public struct VisitCommandHandler: Sendable {
         guard rows.count == commands.count else {
             throw PostgresError(code: .protocolViolation, message: "read \(rows.count) visit states for \(commands.count) commands")
         }
-        return try zip(commands, rows.rows).map { command, row in
-            try state(fromSnapshot: row["state"], version: try row.int("version"), stream: command.stream, on: connection)
+        return zip(commands, rows.rows).map { command, row in
+            Result { try state(fromSnapshot: row["state"], version: try row.int("version"), stream: command.stream, on: connection) }
         }
     }
 

@@ -15,29 +15,25 @@ import Testing
     @Test func resultsComeBackInOrderAndTheStatementsCommitTogether() async throws {
         let (_, pool) = try await TestDatabase.create()
         defer { Task { await pool.close() } }
-        let rows = try await pool.withConnection { c -> [[String]] in
+        @Sendable func insert(_ n: Int) -> PostgresQuery { "INSERT INTO t VALUES (\(n)) RETURNING n" }
+        let (rows, failure, count) = try await pool.withConnection { c -> ([[String]], String, Int) in
             try c.execute(script: "CREATE TABLE t (n int PRIMARY KEY)")
-            let results = try c.pipeline([
-                "INSERT INTO t VALUES (\(1)) RETURNING n", "INSERT INTO t VALUES (\(2)) RETURNING n",
-                "SELECT count(*) AS n FROM t",
-            ])
-            return try results.map { try $0.rows.map { try $0.string("n") } }
-        }
-        #expect(rows == [["1"], ["2"], ["2"]])
-        // Run again on the same connection: the statements are prepared now, and a failure in the middle
-        // undoes the statements before it and skips the ones after it.
-        let outcome = try await pool.withConnection { c -> (String, Int) in
+            let results = try c.pipeline([insert(1), insert(2), "SELECT count(*) AS n FROM t"])
+            let rows = try results.map { try $0.rows.map { try $0.string("n") } }
+            // Again on the same connection, the statement prepared now: a failure in the middle undoes
+            // the statement before it and skips the one after it.
             var failure = ""
             do {
-                try c.pipeline(["INSERT INTO t VALUES (\(3))", "INSERT INTO t VALUES (\(1))", "INSERT INTO t VALUES (\(4))"])
+                try c.pipeline([insert(3), insert(1), insert(4)])
             } catch let error as PostgresError {
                 failure = error.code == .uniqueViolation ? "unique" : "\(error)"
             }
             // The connection is usable afterwards, outside pipeline mode.
-            return (failure, try c.query("SELECT count(*) AS n FROM t").first!.int("n"))
+            return (rows, failure, try c.query("SELECT count(*) AS n FROM t").first!.int("n"))
         }
-        #expect(outcome.0 == "unique")
-        #expect(outcome.1 == 2, "the rows of a failed pipeline were committed")
+        #expect(rows == [["1"], ["2"], ["2"]])
+        #expect(failure == "unique")
+        #expect(count == 2, "the rows of a failed pipeline were committed")
     }
 
     @Test func insideATransactionThePipelineIsPartOfIt() async throws {

@@ -41,6 +41,7 @@ import Testing
         let worker = f.worker(sender)
         let running = Task { try await worker.run() }
         defer { running.cancel() }
+        try await Task.sleep(nanoseconds: 300_000_000)  // let the first (empty) claim finish: the worker idles
 
         let now = Int64(Date().timeIntervalSince1970)
         _ = try await f.enqueue(update("v-slow", timestamp: now))

@@ -23,7 +23,6 @@ import VisitProjections
         let visits = (0..<20).map { "v-b\($0)" }
         for v in visits { _ = try await f.schedule(v) }
         let batcher = VisitCommandBatcher(handler: f.handler)
-        let batchesBefore = Metrics.shared.value("livevisits_command_batches_total") ?? 0
         // 200 commands, 10 per visit, all at once: same-visit commands must queue behind each other.
         let results = try await withThrowingTaskGroup(of: VisitCommandResult.self) { group -> [VisitCommandResult] in
             for round in 0..<10 {
@@ -35,8 +34,7 @@ import VisitProjections
             return try await group.reduce(into: []) { $0.append($1) }
         }
         #expect(results.count == 200)
-        let batches = (Metrics.shared.value("livevisits_command_batches_total") ?? 0) - batchesBefore
-        #expect(batches < 200, "no two commands shared a batch")
+        #expect(batcher.batchesRun < 200, "no two commands shared a batch")
         let rows = try await f.rows()
         for v in visits {
             let stream = try await f.handler.store.readStream("visit-\(v)")
@@ -72,18 +70,18 @@ import VisitProjections
         defer { Task { await holder.close() } }
         let handler = f.handler
         let started = WakeUp()
-        let release = WakeUp()
         let outsider = try progress(9)
-        // The outsider appends version 2 of v-race inside a transaction it keeps open for a moment.
+        let redoneBefore = Metrics.shared.value("livevisits_command_batches_redone_total") ?? 0
+        // The outsider appends version 2 of v-race inside a transaction it keeps open until the batch
+        // waits on its row.
         let held = Task {
             try await holder.withConnection { c in
                 try c.transaction { c in
                     _ = try handler.execute(command("v-race", outsider), on: c)
                     started.signal()
-                    Thread.sleep(forTimeInterval: 0.5)
+                    try CommandBatchTests.waitForALockWaiter(on: c)
                 }
             }
-            release.signal()
         }
         #expect(await started.wait(upTo: 30))
         // The batch reads v-race at version 1 (the outsider has not committed), writes version 2, waits on
@@ -99,5 +97,57 @@ import VisitProjections
         #expect(try await f.handler.store.readStream("visit-v-race").map(\.position) == [1, 2, 3])
         #expect(try await f.handler.store.readStream("visit-v-other").map(\.position) == [1, 2])
         #expect(try await f.rows()["v-race"]?.version == 3)
+        #expect((Metrics.shared.value("livevisits_command_batches_redone_total") ?? 0) > redoneBefore, "the batch was not redone")
+    }
+
+    /// A command withdrawn by its caller (the HTTP server gave up) while it waits for a batch never runs.
+    @Test func aCancelledWaitingCommandIsNeverRun() async throws {
+        let f = try await VisitFixtures.make()
+        _ = try await f.schedule("v-stuck")
+        _ = try await f.schedule("v-free")
+        let holder = PostgresPool(configuration: PostgresConfiguration(url: f.pool.configuration.url, size: 1))
+        defer { Task { await holder.close() } }
+        let handler = f.handler
+        let batcher = VisitCommandBatcher(handler: handler, maxConcurrentBatches: 1)
+        let started = WakeUp()
+        let release = WakeUp()
+        let outsider = try progress(9)
+        // The only batch runner gets stuck behind the outsider's open transaction on v-stuck.
+        let held = Task {
+            try await holder.withConnection { c in
+                try c.transaction { c in
+                    _ = try handler.execute(command("v-stuck", outsider), on: c)
+                    started.signal()
+                    try CommandBatchTests.waitForALockWaiter(on: c)
+                    _ = release  // keep the transaction open until the waiting command was withdrawn
+                    Thread.sleep(forTimeInterval: 0.2)
+                }
+            }
+        }
+        #expect(await started.wait(upTo: 30))
+        let stuck = Task { try await batcher.execute(command("v-stuck", try progress(2))) }
+        // Wait until that batch runs, then queue a command behind it and withdraw it.
+        for _ in 0..<1000 where batcher.batchesRun == 0 { try await Task.sleep(nanoseconds: 5_000_000) }
+        let withdrawn = Task { try await batcher.execute(command("v-free", try progress(3))) }
+        try await Task.sleep(nanoseconds: 50_000_000)
+        withdrawn.cancel()
+        await #expect(throws: CancellationError.self) { try await withdrawn.value }
+        try await held.value
+        #expect(try await stuck.value.state.version == 3)
+        try await Task.sleep(nanoseconds: 200_000_000)
+        #expect(try await f.handler.store.readStream("visit-v-free").count == 1, "a withdrawn command was appended")
+        #expect(batcher.batchesRun == 1)
+    }
+
+    /// Blocks (on the holder's own connection) until another backend waits on a lock, or 20 s pass.
+    static func waitForALockWaiter(on c: PostgresConnection) throws {
+        for _ in 0..<2000 {
+            let waiting = try c.query("""
+                SELECT count(*) AS n FROM pg_stat_activity
+                WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()
+                """).first?.int("n") ?? 0
+            if waiting > 0 { return }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
     }
 }
