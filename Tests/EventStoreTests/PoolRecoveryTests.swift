@@ -9,7 +9,7 @@ import Testing
     func pg(_ data: URL, _ args: String...) throws -> String {
         var env = ProcessInfo.processInfo.environment
         env["LIVEVISITS_PGDATA"] = data.path
-        env["LIVEVISITS_PGPORT"] = "56432"
+        env["LIVEVISITS_PGPORT"] = "26432"
         let outcome = try Subprocess.runBlocking(
             TestDatabase.repositoryRoot.appendingPathComponent("scripts/pg").path, args, environment: env)
         guard outcome.status == 0 else {

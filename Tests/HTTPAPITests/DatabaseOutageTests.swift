@@ -8,7 +8,7 @@ import Testing
 /// other suites): requests during the outage answer 503 quickly, the API recovers without a restart,
 /// and every 201 it gave is in the event log.
 @Suite(.serialized) struct DatabaseOutageTests {
-    let port = "56447"
+    let port = "26447"
 
     func pg(_ data: URL, _ args: String...) throws -> String {
         var env = ProcessInfo.processInfo.environment
