@@ -1,3 +1,5 @@
+import Runtime
+
 /// A JSON document as the simulator received it.
 ///
 /// Numbers keep their literal text, so a recorded body re-encodes exactly as the client sent it
@@ -74,7 +76,7 @@ public enum ReceivedJSON: Sendable, Equatable, Hashable {
         case .null: out += "null"
         case .bool(let b): out += b ? "true" : "false"
         case .number(let text): out += text
-        case .string(let s): ReceivedJSON.writeString(s, to: &out)
+        case .string(let s): JSONString.appendQuoted(s, to: &out)
         case .array(let items):
             out += "["
             for (i, item) in items.enumerated() {
@@ -86,33 +88,12 @@ public enum ReceivedJSON: Sendable, Equatable, Hashable {
             out += "{"
             for (i, member) in members.enumerated() {
                 if i > 0 { out += "," }
-                ReceivedJSON.writeString(member.key, to: &out)
+                JSONString.appendQuoted(member.key, to: &out)
                 out += ":"
                 member.value.write(to: &out)
             }
             out += "}"
         }
-    }
-
-    static func writeString(_ s: String, to out: inout String) {
-        out += "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 {
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        out += "\""
     }
 
     /// Parses one JSON document (RFC 8259) from `bytes`; `nil` when it is not exactly one valid document.

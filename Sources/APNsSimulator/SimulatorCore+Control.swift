@@ -1,4 +1,5 @@
 import Foundation
+import Runtime
 
 /// The control endpoint, served on the simulator's own port for other processes:
 /// `GET /_sim/deliveries[?token=HEX&since=SEQUENCE]` (JSON list), `POST /_sim/faults` (JSON
@@ -61,20 +62,20 @@ extension SimulatorCore {
     static func encode(_ d: SimulatedDelivery) -> String {
         var out = "{\"sequence\":\(d.sequence),\"receivedAt\":\(d.receivedAt),\"connectionId\":\(d.connectionID)"
         out += ",\"streamId\":\(d.streamID),\"method\":"
-        ReceivedJSON.writeString(d.method, to: &out)
+        JSONString.appendQuoted(d.method, to: &out)
         out += ",\"path\":"
-        ReceivedJSON.writeString(d.path, to: &out)
+        JSONString.appendQuoted(d.path, to: &out)
         out += ",\"token\":"
-        if let t = d.deviceToken { ReceivedJSON.writeString(t, to: &out) } else { out += "null" }
+        if let t = d.deviceToken { JSONString.appendQuoted(t, to: &out) } else { out += "null" }
         out += ",\"headers\":{"
         var seen = Set<String>()
         var first = true
         for (name, _) in d.headers.reversed() where seen.insert(name).inserted {
             if !first { out += "," }
             first = false
-            ReceivedJSON.writeString(name, to: &out)
+            JSONString.appendQuoted(name, to: &out)
             out += ":"
-            ReceivedJSON.writeString(d.header(name) ?? "", to: &out)
+            JSONString.appendQuoted(d.header(name) ?? "", to: &out)
         }
         out += "},\"providerToken\":"
         if let p = d.providerToken {
@@ -89,9 +90,9 @@ extension SimulatorCore {
         }
         out += ",\"payloadSize\":\(d.payloadSize),\"body\":" + (d.json?.encoded() ?? "null")
         out += ",\"status\":\(d.status),\"reason\":"
-        if let r = d.reason { ReceivedJSON.writeString(r, to: &out) } else { out += "null" }
+        if let r = d.reason { JSONString.appendQuoted(r, to: &out) } else { out += "null" }
         out += ",\"apnsId\":"
-        ReceivedJSON.writeString(d.apnsID, to: &out)
+        JSONString.appendQuoted(d.apnsID, to: &out)
         if let t = d.unregisteredTimestamp { out += ",\"timestamp\":\(t)" }
         out += ",\"answered\":\(d.answered)"
         if let t = d.answeredAt { out += ",\"answeredAt\":\(t)" }

@@ -85,7 +85,7 @@ final class SimulatorCore: Sendable {
         if let reason = verdict.reason {
             headers.append(("content-type", "application/json"))
             var text = "{\"reason\":"
-            ReceivedJSON.writeString(reason, to: &text)
+            JSONString.appendQuoted(reason, to: &text)
             if let at = unregisteredAt { text += ",\"timestamp\":\(at)" }
             text += "}"
             body = Array(text.utf8)

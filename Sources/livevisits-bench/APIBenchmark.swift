@@ -81,7 +81,7 @@ struct APIBenchmark {
         try await schedule(prefix: "h", runs: runs, handler: handler, context: context)
         try await schedule(prefix: "p", runs: runs, handler: handler, context: context)
 
-        let port = try freePort()
+        guard let port = LoopbackPort.bindable() else { throw BenchmarkUsageError(message: "cannot find a free port") }
         let server = Process()
         server.executableURL = executable
         server.arguments = ["serve", "--api-only"]
@@ -253,23 +253,5 @@ struct APIBenchmark {
               let kb = line.split(separator: " ").compactMap({ Double($0) }).first
         else { return 0 }
         return kb / 1024
-    }
-
-    /// A port the kernel says is free now.
-    func freePort() throws -> UInt16 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Bool in
-                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
-            }
-        }
-        guard bound else { throw BenchmarkUsageError(message: "cannot find a free port") }
-        return UInt16(bigEndian: address.sin_port)
     }
 }

@@ -157,7 +157,7 @@ enum OutboxBenchmark {
                         try EventStore.validate(request, limits: limits)
                         let statements = [EventStore.appendStatement(request, guarded: false)]
                             + (try outbox.enqueueStatements([intent(visit: visit, timestamp: ts, recordedAt: recordedAt)]))
-                        try await pool.withConnection { try $0.pipeline(statements) }
+                        _ = try await pool.withConnection { try $0.pipeline(statements) }
                         outbox.committed()
                     }
                 }

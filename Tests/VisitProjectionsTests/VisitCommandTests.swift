@@ -93,7 +93,7 @@ import VisitProjections
         #expect(try await f.handler.store.readStream("visit-v-4").map(\.position) == [1, 2, 3])
         #expect(try await f.rows()["v-4"]?.version == 3)
         // With the row gone entirely, the stream still answers.
-        try await f.pool.withConnection { c in try c.query("DELETE FROM visits WHERE visit_id = \("v-4")") }
+        _ = try await f.pool.withConnection { c in try c.query("DELETE FROM visits WHERE visit_id = \("v-4")") }
         let after = try await f.post("v-4", #"{"type": "onSite"}"#)
         #expect(after.state.version == 4)
         #expect(try await f.rows()["v-4"]?.status == "onSite")

@@ -1,4 +1,5 @@
 import Foundation
+import Runtime
 
 #if canImport(Glibc)
 import Glibc
@@ -53,20 +54,8 @@ final class NGHTTPDPeer {
     }
 
     static func freePort() throws -> UInt16 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Bool in
-                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
-            }
-        }
-        guard bound else { throw OpenSSLTool.Failure(description: "no free port") }
-        return UInt16(bigEndian: address.sin_port)
+        guard let port = LoopbackPort.bindable() else { throw OpenSSLTool.Failure(description: "no free port") }
+        return port
     }
 
     static func waitUntilListening(_ port: UInt16) throws {
