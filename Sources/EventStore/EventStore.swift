@@ -137,7 +137,9 @@ public final class EventStore: Sendable {
                 SELECT \(key), \(stream), min(position), max(position), array_agg(global_position ORDER BY position), min(recorded_at)
                 FROM ins WHERE \(key)::text IS NOT NULL HAVING count(*) > 0
             )
-            SELECT global_position, position, extract(epoch FROM recorded_at)::float8 AS recorded_at FROM ins ORDER BY position
+            SELECT \(stream)::text AS stream_name, global_position, position,
+                   extract(epoch FROM recorded_at)::float8 AS recorded_at
+            FROM ins ORDER BY position
             """
     }
 
@@ -174,7 +176,7 @@ public final class EventStore: Sendable {
             """
     }
 
-    /// The result of each request of an `appendStatement(forEach:)`, in order.
+    /// The result of each request of an `appendStatement(forEach:)` (or of one `appendStatement`), in order.
     public static func appendResults(_ requests: [AppendRequest], _ rows: PostgresRows) throws -> [AppendResult] {
         var byStream: [String: [(Int64, Int64, Double)]] = [:]
         for row in rows.rows {
@@ -184,7 +186,9 @@ public final class EventStore: Sendable {
         return try requests.map { request in
             let events = (byStream[request.streamName] ?? []).sorted { $0.0 < $1.0 }
             guard events.count == request.events.count, let first = events.first else {
-                throw PostgresError(code: .protocolViolation, message: "a batched append to \(request.streamName) inserted \(events.count) events")
+                throw PostgresError(
+                    code: .protocolViolation,
+                    message: "an append of \(request.events.count) events to \(request.streamName) inserted \(events.count)")
             }
             return AppendResult(
                 streamName: request.streamName, firstPosition: first.0, lastPosition: events.last!.0,
@@ -199,13 +203,7 @@ public final class EventStore: Sendable {
             if let key = request.idempotencyKey, let earlier = try previousResult(for: key, on: connection) { return earlier }
             throw conflict(request, actual: try version(of: request.streamName, on: connection))
         }
-        let events = try rows.rows.map { (try $0.int64("position"), try $0.int64("global_position"), try $0.double("recorded_at")) }
-        guard events.count == request.events.count, let first = events.first else {
-            throw PostgresError(code: .protocolViolation, message: "an append of \(request.events.count) events inserted \(events.count)")
-        }
-        return AppendResult(
-            streamName: request.streamName, firstPosition: first.0, lastPosition: events.last!.0,
-            globalPositions: events.map(\.1), recordedAt: first.2, deduplicated: false)
+        return try appendResults([request], rows)[0]
     }
 
     /// What a failed `appendStatement` means: a unique violation is a lost race — for the key (`.success`

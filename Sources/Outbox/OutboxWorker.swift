@@ -88,15 +88,7 @@ public final class OutboxWorker: Service {
                 continue
             }
             do {
-                busyLoops.add(1, ordering: .relaxed)
-                let handled: Int
-                do {
-                    handled = try await runOnce()
-                    busyLoops.subtract(1, ordering: .relaxed)
-                } catch {
-                    busyLoops.subtract(1, ordering: .relaxed)
-                    throw error
-                }
+                let handled = try await runOnceCountedBusy()
                 failures = 0
                 lastClaimWasFull = handled >= configuration.batchSize
                 if lastClaimWasFull { backlog.signal() }
@@ -109,6 +101,13 @@ public final class OutboxWorker: Service {
                 _ = await wakeUp.wait(upTo: min(configuration.pollIntervalSeconds * Double(failures), 5))
             }
         }
+    }
+
+    /// `runOnce`, counted in `busyLoops` while it runs.
+    private func runOnceCountedBusy() async throws -> Int {
+        busyLoops.add(1, ordering: .relaxed)
+        defer { busyLoops.subtract(1, ordering: .relaxed) }
+        return try await runOnce()
     }
 
     private func idleWait() async throws {

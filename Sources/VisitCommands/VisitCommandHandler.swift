@@ -128,7 +128,7 @@ public struct VisitCommandHandler: Sendable {
         if let key = command.context.idempotencyKey, let earlier = try EventStore.previousResult(for: key, on: connection) {
             return try deduplicated(earlier, command, on: connection)
         }
-        let prepared = try prepare(command, state: try currentState(visitId: command.visitId, stream: command.stream, on: connection))
+        let prepared = try prepare(command, state: try currentStates([command], on: connection)[0].get())
         let encoded = readModel.encode([prepared.accepted.state])
         var statements = [EventStore.appendStatement(prepared.request, guarded: false), readModel.upsertStatement(encoded)]
         statements += prepared.pushStatements
@@ -221,7 +221,8 @@ public struct VisitCommandHandler: Sendable {
         }
     }
 
-    /// The states of several visits before their commands (see `currentState`), in one statement; a
+    /// The states of visits before their commands, in one statement: for each, the snapshot in the read
+    /// model when it is at the stream's version (the statement reads both), else the stream folded. A
     /// visit whose stream cannot be folded fails alone.
     func currentStates(_ commands: [VisitCommand], on connection: PostgresConnection) throws -> [Result<VisitState?, any Error>] {
         guard !commands.isEmpty else { return [] }
@@ -274,16 +275,6 @@ public struct VisitCommandHandler: Sendable {
         return Prepared(
             command: command, accepted: accepted, request: request,
             pushStatements: try pushes.statements(for: accepted.pushes, state: accepted.state))
-    }
-
-    /// The visit's state before a command: the snapshot in the read model when it is at the stream's
-    /// version (one statement reads both), else the stream folded.
-    func currentState(visitId: String, stream: String, on connection: PostgresConnection) throws -> VisitState? {
-        let row = try connection.query("""
-            SELECT (SELECT state::text FROM visits WHERE visit_id = \(visitId)) AS state,
-                   (SELECT COALESCE(max(position), 0) FROM events WHERE stream_name = \(stream)) AS version
-            """).first
-        return try state(fromSnapshot: row?["state"], version: try row?.int("version") ?? 0, stream: stream, on: connection)
     }
 
     /// The snapshot when it is at the stream's version, else the stream folded (nil: no such visit).

@@ -56,8 +56,9 @@ public struct VisitReadModel: Sendable {
 
     /// A visit's response body: its stored view text with `liveActivities` added.
     public static func body(view: String, liveActivities: Int) -> String {
-        guard view.hasSuffix("}") else { return view }
-        return String(view.dropLast()) + ",\"liveActivities\":\(liveActivities)}"
+        // On every visit answer: drop the closing brace as a byte, not by walking the String's characters.
+        guard view.utf8.last == UInt8(ascii: "}") else { return view }
+        return String(decoding: view.utf8.dropLast(), as: UTF8.self) + ",\"liveActivities\":\(liveActivities)}"
     }
 
     /// The view text stored for a state: the contract's JSON with `liveActivities` left for read time.

@@ -66,24 +66,11 @@ import VisitProjections
         let f = try await VisitFixtures.make()
         _ = try await f.schedule("v-race")
         _ = try await f.schedule("v-other")
-        let holder = PostgresPool(configuration: PostgresConfiguration(url: f.pool.configuration.url, size: 1))
-        defer { Task { await holder.close() } }
         let handler = f.handler
-        let started = WakeUp()
-        let outsider = try progress(9)
         let redoneBefore = Metrics.shared.value("livevisits_command_batches_redone_total") ?? 0
         // The outsider appends version 2 of v-race inside a transaction it keeps open until the batch
         // waits on its row.
-        let held = Task {
-            try await holder.withConnection { c in
-                try c.transaction { c in
-                    _ = try handler.execute(command("v-race", outsider), on: c)
-                    started.signal()
-                    try CommandBatchTests.waitForALockWaiter(on: c)
-                }
-            }
-        }
-        #expect(await started.wait(upTo: 30))
+        let held = try await holdOpen(f, appendingTo: "v-race")
         // The batch reads v-race at version 1 (the outsider has not committed), writes version 2, waits on
         // the outsider's row and then fails on the unique index.
         let outcomes = try await f.pool.withConnection { c in
@@ -105,26 +92,11 @@ import VisitProjections
         let f = try await VisitFixtures.make()
         _ = try await f.schedule("v-stuck")
         _ = try await f.schedule("v-free")
-        let holder = PostgresPool(configuration: PostgresConfiguration(url: f.pool.configuration.url, size: 1))
-        defer { Task { await holder.close() } }
-        let handler = f.handler
-        let batcher = VisitCommandBatcher(handler: handler, maxConcurrentBatches: 1)
-        let started = WakeUp()
-        let release = WakeUp()
-        let outsider = try progress(9)
-        // The only batch runner gets stuck behind the outsider's open transaction on v-stuck.
-        let held = Task {
-            try await holder.withConnection { c in
-                try c.transaction { c in
-                    _ = try handler.execute(command("v-stuck", outsider), on: c)
-                    started.signal()
-                    try CommandBatchTests.waitForALockWaiter(on: c)
-                    _ = release  // keep the transaction open until the waiting command was withdrawn
-                    Thread.sleep(forTimeInterval: 0.2)
-                }
-            }
-        }
-        #expect(await started.wait(upTo: 30))
+        let batcher = VisitCommandBatcher(handler: f.handler, maxConcurrentBatches: 1)
+        // The only batch runner gets stuck behind the outsider's open transaction on v-stuck, which stays
+        // open until the waiting command was withdrawn.
+        let release = DispatchSemaphore(value: 0)
+        let held = try await holdOpen(f, appendingTo: "v-stuck", until: release)
         let stuck = Task { try await batcher.execute(command("v-stuck", try progress(2))) }
         // Wait until that batch runs, then queue a command behind it and withdraw it.
         for _ in 0..<1000 where batcher.batchesRun == 0 { try await Task.sleep(nanoseconds: 5_000_000) }
@@ -132,11 +104,39 @@ import VisitProjections
         try await Task.sleep(nanoseconds: 50_000_000)
         withdrawn.cancel()
         await #expect(throws: CancellationError.self) { try await withdrawn.value }
+        release.signal()
         try await held.value
         #expect(try await stuck.value.state.version == 3)
         try await Task.sleep(nanoseconds: 200_000_000)
         #expect(try await f.handler.store.readStream("visit-v-free").count == 1, "a withdrawn command was appended")
         #expect(batcher.batchesRun == 1)
+    }
+
+    /// An outsider: appends a progress event to `visit` in a transaction on a connection of its own, and
+    /// keeps it open until another backend waits on a lock (the batch, on the outsider's row), then until
+    /// `release` is signalled (if given; 20 s at most). Returns once the event is in; await the task for
+    /// the commit.
+    func holdOpen(_ f: VisitFixtures, appendingTo visit: String, until release: DispatchSemaphore? = nil) async throws
+        -> Task<Void, any Error>
+    {
+        let handler = f.handler
+        let url = f.pool.configuration.url
+        let started = WakeUp()
+        let outsider = command(visit, try progress(9))
+        let held = Task {
+            let holder = PostgresPool(configuration: PostgresConfiguration(url: url, size: 1))
+            defer { Task { await holder.close() } }
+            try await holder.withConnection { c in
+                try c.transaction { c in
+                    _ = try handler.execute(outsider, on: c)
+                    started.signal()
+                    try CommandBatchTests.waitForALockWaiter(on: c)
+                    _ = release?.wait(timeout: .now() + 20)
+                }
+            }
+        }
+        #expect(await started.wait(upTo: 30))
+        return held
     }
 
     /// Blocks (on the holder's own connection) until another backend waits on a lock, or 20 s pass.
