@@ -50,6 +50,8 @@ struct APIBenchmark {
         var p50Milliseconds: Double
         var p99Milliseconds: Double
         var errors: Int
+        /// Commands per group-commit batch (mean over the run).
+        var meanBatch: Double
     }
 
     func run() async throws {
@@ -101,20 +103,40 @@ struct APIBenchmark {
         let script = FileManager.default.temporaryDirectory.appendingPathComponent("lv-bench-\(UUID().uuidString).lua")
         defer { try? FileManager.default.removeItem(at: script) }
         print("")
-        print("conns   HTTP req/s   p50 ms   p99 ms   errors | in-process req/s   p50 ms   p99 ms | ratio   server VmRSS MB")
+        print("conns   HTTP req/s   p50 ms   p99 ms   errors  batch | in-process req/s   p50 ms   p99 ms  batch | ratio   server VmRSS MB")
         var peak = 0.0
+        var cpuLines: [String] = []
+        /// CPU microseconds per request of a run.
+        func perRequest(_ seconds: Double, _ figures: Figures) -> Double {
+            seconds * 1e6 / max(figures.requestsPerSecond * Double(duration), 1)
+        }
         for (index, count) in connections.enumerated() {
             try luaScript(key: key, prefix: "h\(index)-").write(to: script, atomically: true, encoding: .utf8)
-            let http = try runWrk(port: port, connections: count, script: script)
+            let before = batchCounters(port: port)
+            let cpuBefore = CPUSample.take(process: server.processIdentifier)
+            var http = try runWrk(port: port, connections: count, script: script)
+            let httpCPU = CPUSample.take(process: server.processIdentifier) - cpuBefore
+            let after = batchCounters(port: port)
+            http.meanBatch = (after.commands - before.commands) / max(after.batches - before.batches, 1)
             let memory = rss(server.processIdentifier)
             peak = max(peak, memory)
+            let localBefore = CPUSample.take(process: server.processIdentifier)
             let local = try await runInProcess(prefix: "p\(index)-", concurrency: count, handler: handler, context: context)
-            print(String(format: "%5d %12.0f %8.2f %8.2f %8d | %16.0f %8.2f %8.2f | %5.2f %12.1f",
-                         count, http.requestsPerSecond, http.p50Milliseconds, http.p99Milliseconds, http.errors,
-                         local.requestsPerSecond, local.p50Milliseconds, local.p99Milliseconds,
+            let localCPU = CPUSample.take(process: server.processIdentifier) - localBefore
+            cpuLines.append(String(
+                format: "%5d   HTTP: server %4.0f  wrk %4.0f  postgres %4.0f  = %4.0f | in-process: bench %4.0f  postgres %4.0f  = %4.0f",
+                count, perRequest(httpCPU.process, http), perRequest(httpCPU.children, http), perRequest(httpCPU.postgres, http),
+                perRequest(httpCPU.process + httpCPU.children + httpCPU.postgres, http),
+                perRequest(localCPU.this, local), perRequest(localCPU.postgres, local), perRequest(localCPU.this + localCPU.postgres, local)))
+            print(String(format: "%5d %12.0f %8.2f %8.2f %8d %6.1f | %16.0f %8.2f %8.2f %6.1f | %5.2f %12.1f",
+                         count, http.requestsPerSecond, http.p50Milliseconds, http.p99Milliseconds, http.errors, http.meanBatch,
+                         local.requestsPerSecond, local.p50Milliseconds, local.p99Milliseconds, local.meanBatch,
                          http.requestsPerSecond / max(local.requestsPerSecond, 0.001), memory))
         }
         print(String(format: "server peak VmRSS %.1f MB", peak))
+        print("")
+        print("CPU µs per request (utime + stime; postgres = every postgres process on the machine)")
+        for line in cpuLines { print(line) }
         server.terminate()
         server.waitUntilExit()
         await pool.close()
@@ -177,7 +199,8 @@ struct APIBenchmark {
         let parts = line.split(separator: " ").dropFirst().compactMap { Double($0) }
         let rate = output.split(separator: "\n").first { $0.hasPrefix("Requests/sec:") }
             .flatMap { Double($0.split(separator: " ").last ?? "") } ?? parts[2] / Double(duration)
-        return Figures(requestsPerSecond: rate, p50Milliseconds: parts[0] / 1000, p99Milliseconds: parts[1] / 1000, errors: Int(parts[3]))
+        return Figures(requestsPerSecond: rate, p50Milliseconds: parts[0] / 1000, p99Milliseconds: parts[1] / 1000, errors: Int(parts[3]),
+                       meanBatch: 0)
     }
 
     /// The same command without HTTP: `concurrency` tasks posting for `duration` seconds.
@@ -215,7 +238,8 @@ struct APIBenchmark {
             sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] * 1000
         }
         return Figures(requestsPerSecond: Double(sorted.count) / elapsed, p50Milliseconds: percentile(0.5),
-                       p99Milliseconds: percentile(0.99), errors: 0)
+                       p99Milliseconds: percentile(0.99), errors: 0,
+                       meanBatch: Double(sorted.count) / Double(max(batcher.batchesRun, 1)))
     }
 
     func waitForHealth(port: UInt16, server: Process) async throws {
@@ -229,6 +253,23 @@ struct APIBenchmark {
 
     /// `GET /healthz` answers 200 (a plain socket: no HTTP client library needed).
     func healthy(port: UInt16) -> Bool {
+        get(port: port, path: "/healthz").hasPrefix("HTTP/1.1 200")
+    }
+
+    /// The server's group-commit counters (`livevisits_command_batches_total`, `…_batched_total`) from `/metrics`.
+    func batchCounters(port: UInt16) -> (batches: Double, commands: Double) {
+        var batches = 0.0, commands = 0.0
+        for line in get(port: port, path: "/metrics").split(separator: "\n") {
+            let parts = line.split(separator: " ")
+            guard parts.count == 2, let value = Double(parts[1]) else { continue }
+            if parts[0] == "livevisits_command_batches_total" { batches = value }
+            if parts[0] == "livevisits_command_batched_total" { commands = value }
+        }
+        return (batches, commands)
+    }
+
+    /// One `GET` over a fresh connection, the whole answer as text ("" when the server cannot be reached).
+    func get(port: UInt16, path: String) -> String {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = sockaddr_in()
@@ -238,12 +279,17 @@ struct APIBenchmark {
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
         }
-        guard connected else { return false }
-        let request = Array("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8)
-        guard request.withUnsafeBytes({ Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else { return false }
-        var buffer = [UInt8](repeating: 0, count: 256)
-        let n = recv(fd, &buffer, buffer.count, 0)
-        return n > 12 && String(decoding: buffer[0..<n], as: UTF8.self).hasPrefix("HTTP/1.1 200")
+        guard connected else { return "" }
+        let request = Array("GET \(path) HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8)
+        guard request.withUnsafeBytes({ Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else { return "" }
+        var answer: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 16_384)
+        while true {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n <= 0 { break }
+            answer += buffer[0..<n]
+        }
+        return String(decoding: answer, as: UTF8.self)
     }
 
     /// Resident memory of a process in MB (VmRSS from /proc).

@@ -1,0 +1,58 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// CPU seconds used so far by the processes a benchmark cares about, read from `/proc` and `getrusage`:
+/// one process by pid, this process, its reaped children (wrk, once it has exited), and every PostgreSQL
+/// process on the machine. The difference of two samples over a run, divided by the operations of the run,
+/// is the CPU each operation cost each party — a figure that holds still far better than a rate on a
+/// shared 2-core machine.
+struct CPUSample {
+    var process: Double
+    var this: Double
+    var children: Double
+    var postgres: Double
+
+    static func take(process pid: Int32) -> CPUSample {
+        CPUSample(process: seconds(pid: pid), this: rusage(RUSAGE_SELF.rawValue), children: rusage(RUSAGE_CHILDREN.rawValue), postgres: postgresSeconds())
+    }
+
+    static func - (a: CPUSample, b: CPUSample) -> CPUSample {
+        CPUSample(process: a.process - b.process, this: a.this - b.this, children: a.children - b.children, postgres: a.postgres - b.postgres)
+    }
+
+    private static let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
+
+    /// utime + stime of one process (fields 14 and 15 of /proc/PID/stat, after the parenthesised name).
+    static func seconds(pid: Int32) -> Double {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")")
+        else { return 0 }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) / ticksPerSecond
+    }
+
+    private static func rusage(_ who: __rusage_who_t) -> Double {
+        var usage = Glibc.rusage()
+        getrusage(who, &usage)
+        func s(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+        return s(usage.ru_utime) + s(usage.ru_stime)
+    }
+
+    /// Every process named `postgres` (the cluster's backends and background processes).
+    private static func postgresSeconds() -> Double {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return 0 }
+        var total = 0.0
+        for entry in entries {
+            guard let pid = Int32(entry),
+                  let name = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8),
+                  name.hasPrefix("postgres")
+            else { continue }
+            total += seconds(pid: pid)
+        }
+        return total
+    }
+}
