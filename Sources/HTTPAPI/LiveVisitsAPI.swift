@@ -82,16 +82,6 @@ public struct LiveVisitsAPI: Sendable {
         }
     }
 
-    /// The synchronous twin of `mapped` (request parsing).
-    func checked<T>(_ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch {
-            if let api = APIError.map(error) { throw api }
-            throw error
-        }
-    }
-
     /// `/readyz`: the database answers and every migration is applied.
     func readiness() async -> HTTPResponse {
         do {
@@ -134,29 +124,56 @@ public struct LiveVisitsAPI: Sendable {
         }
     }
 
-    /// Runs a write in one transaction. With an `Idempotency-Key`, the first answer (4xx included, 503 not)
-    /// is stored in the same transaction and a retry with equal JSON gets it back; another body gets 409.
-    /// Lost version races are retried when the caller did not pin a version. Without a key, `unkeyed` (when
-    /// given) runs instead of `work` in a transaction: a visit command goes through group commit.
-    func write(
-        _ request: HTTPRequest, caller: Caller, retryOnConflict: Bool,
-        unkeyed: (@Sendable () async throws -> Answer)? = nil,
-        _ work: @escaping @Sendable (PostgresConnection) throws -> Answer
-    ) async throws -> HTTPResponse {
+    /// A write route once its request is parsed and checked: how it runs with and without an `Idempotency-Key`.
+    struct Write: Sendable {
+        /// Lost version races are retried on the new state (not when the caller pinned a version).
+        var retryOnConflict: Bool
+        /// Without a key, runs instead of `work` (a visit command goes through group commit).
+        var unkeyed: (@Sendable () async throws -> Answer)?
+        /// The write on a connection, inside the transaction that also stores a keyed answer.
+        var work: @Sendable (PostgresConnection) throws -> Answer
+
+        init(
+            retryOnConflict: Bool = false, unkeyed: (@Sendable () async throws -> Answer)? = nil,
+            _ work: @escaping @Sendable (PostgresConnection) throws -> Answer
+        ) {
+            self.retryOnConflict = retryOnConflict
+            self.unkeyed = unkeyed
+            self.work = work
+        }
+    }
+
+    /// Runs a write route for an authenticated caller. `prepare` checks the request (role, path ids,
+    /// headers, body) and says what to write. With an `Idempotency-Key`, the request's first answer is
+    /// stored under the key in the write's transaction — a refusal from `prepare` or from the write, 4xx
+    /// included, 503 not — and a retry with equal JSON gets it back; another body gets 409. A malformed
+    /// key answers 400 and nothing is stored. Without a key, nothing is stored and no statement is added:
+    /// `prepare`'s refusal is answered at once, and `unkeyed` (when given) runs instead of `work`.
+    /// Lost version races are retried when the write allows it.
+    func write(_ request: HTTPRequest, caller: Caller, _ prepare: () throws -> Write) async throws -> HTTPResponse {
         let key = try RequestChecks.idempotencyKey(request.headers["idempotency-key"])
+        let write: Write
+        do {
+            write = try prepare()
+        } catch {
+            guard let refusal = APIError.map(error) else { throw error }
+            guard key != nil, (400..<500).contains(refusal.httpStatus) else { throw refusal }
+            // Refused before any work: kept as the key's first answer like a refusal from the write itself.
+            write = Write { _ in throw refusal }
+        }
         let route = "\(request.method) \(request.rawPath)"
-        let body = String(decoding: request.body, as: UTF8.self)
+        let body = key == nil ? "" : LiveVisitsAPI.storedBody(request.body)
         var attempt = 0
         while true {
             attempt += 1
             do {
-                if key == nil, let unkeyed {
+                if key == nil, let unkeyed = write.unkeyed {
                     let answer = try await unkeyed()
                     if answer.status < 300 { committed() }
                     return answer.response
                 }
                 let answer = try await environment.pool.withTransaction { c -> (Answer, Bool) in
-                    guard let key else { return (try work(c), true) }
+                    guard let key else { return (try write.work(c), true) }
                     let claimed = try !c.query("""
                         INSERT INTO http_idempotency (key_id, route, idempotency_key, request_body)
                         VALUES (\(caller.keyId), \(route), \(key), \(body))
@@ -168,11 +185,11 @@ public struct LiveVisitsAPI: Sendable {
                     try c.execute(script: "SAVEPOINT command")
                     var answer: Answer
                     do {
-                        answer = try work(c)
+                        answer = try write.work(c)
                         try c.execute(script: "RELEASE SAVEPOINT command")
                     } catch {
                         guard let api = APIError.map(error), api.httpStatus != 503 else { throw error }
-                        if retryOnConflict, (error as? EventStoreError)?.code == .wrongExpectedVersion { throw error }
+                        if write.retryOnConflict, (error as? EventStoreError)?.code == .wrongExpectedVersion { throw error }
                         try c.execute(script: "ROLLBACK TO SAVEPOINT command")
                         answer = Answer(error: api)
                     }
@@ -184,7 +201,7 @@ public struct LiveVisitsAPI: Sendable {
                 }
                 if answer.1 && answer.0.status < 300 { committed() }
                 return answer.0.response
-            } catch let error as EventStoreError where error.code == .wrongExpectedVersion && retryOnConflict && attempt < 50 {
+            } catch let error as EventStoreError where error.code == .wrongExpectedVersion && write.retryOnConflict && attempt < 50 {
                 try await Task.sleep(nanoseconds: UInt64.random(in: 0...UInt64(min(attempt, 10)) * 2_000_000))
                 continue
             } catch {
@@ -198,6 +215,14 @@ public struct LiveVisitsAPI: Sendable {
     private func committed() {
         environment.store.eventsCommitted(count: 1)
         environment.pushes.committed()
+    }
+
+    /// The request body as kept under an idempotency key. A raw NUL cannot travel as a text parameter
+    /// (libpq would cut the body there); it is never valid JSON, so such a body is only compared as text,
+    /// with the same stand-in on both sides.
+    static func storedBody(_ bytes: Data) -> String {
+        let text = String(decoding: bytes, as: UTF8.self)
+        return text.contains("\u{0}") ? text.replacingOccurrences(of: "\u{0}", with: "\u{FFFD}") : text
     }
 
     static func storedAnswer(keyId: String, route: String, key: String, body: String, on c: PostgresConnection) throws -> Answer {
