@@ -39,7 +39,7 @@ public struct LiveVisitsAPI: Sendable {
         router.add(.get, "/metrics") { _, _ in
             var headers = HTTPHeaders()
             headers.add(name: "Content-Type", value: "text/plain; version=0.0.4")
-            return HTTPResponse(status: 200, headers: headers, body: Data(await Metrics.shared.render().utf8))
+            return HTTPResponse(status: 200, headers: headers, body: Data(await environment.metrics.render().utf8))
         }
         addVisitRoutes(to: &router)
         addDeviceRoutes(to: &router)
