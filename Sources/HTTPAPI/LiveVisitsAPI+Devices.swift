@@ -61,11 +61,12 @@ extension LiveVisitsAPI {
                 try environment.tokens.registerLiveActivity(
                     visitId: visitId, activityId: activityId, pushToken: token, environment: pushEnvironment, deviceId: deviceId, on: c)
                 // Behind (or silent about) the visit's version: push the latest state at once.
-                if version.map({ $0 < state.version }) ?? true {
+                let behind = version.map { $0 < state.version } ?? true
+                if behind {
                     let plan = PushPlanner.catchUp(for: state, rules: environment.rules)
                     try environment.pushes.enqueueCatchUp(plan, for: state, activityId: activityId, on: c)
                 }
-                return Answer(status: 204, body: "")
+                return Answer(status: 204, body: "", enqueuedPushes: behind)
             }
         }
     }
@@ -119,6 +120,7 @@ extension LiveVisitsAPI {
                 try environment.tokens.registerPushToStart(
                     customerId: customerId, deviceId: deviceId, pushToken: token, environment: pushEnvironment, on: c)
                 // Active visits of this customer without a Live Activity yet get their start on this device.
+                var started = false
                 var after: (Int64, String)? = nil
                 while true {
                     let page = try VisitReadModel.list(.init(customerId: customerId, ended: false, limit: 200, after: after), on: c)
@@ -127,12 +129,13 @@ extension LiveVisitsAPI {
                            let plan = PushPlanner.lateStart(for: state, rules: environment.rules)
                         {
                             try environment.pushes.enqueueLateStart(plan, for: state, deviceId: deviceId, on: c)
+                            started = true
                         }
                     }
                     guard page.count > 200, let last = page.prefix(200).last else { break }
                     after = (last.scheduledAt, last.visitId)
                 }
-                return Answer(status: 204, body: "")
+                return Answer(status: 204, body: "", enqueuedPushes: started)
             }
         }
     }

@@ -47,7 +47,8 @@ extension LiveVisitsAPI {
     private static func answer(_ result: VisitCommandResult) throws -> Answer {
         let live = try TokenRegistry.liveActivityCount(result.alsoRows[0])
         return Answer(
-            status: 201, body: VisitReadModel.body(view: result.view, liveActivities: live), etag: "\"\(result.state.version)\"")
+            status: 201, body: VisitReadModel.body(view: result.view, liveActivities: live), etag: "\"\(result.state.version)\"",
+            eventsAppended: result.appended.deduplicated ? 0 : result.appended.globalPositions.count, enqueuedPushes: result.pushes > 0)
     }
 
     // MARK: handlers

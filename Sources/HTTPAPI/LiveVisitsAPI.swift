@@ -99,11 +99,16 @@ public struct LiveVisitsAPI: Sendable {
 
     // MARK: command transactions
 
-    /// What a write answers: status, JSON body, optional ETag.
+    /// What a write answers: status, JSON body, optional ETag; and, for this run only (never stored with
+    /// the answer), what it left for others to pick up after the commit.
     struct Answer: Sendable {
         var status: Int
         var body: String
         var etag: String?
+        /// Events the write appended: counted and announced to the followers.
+        var eventsAppended = 0
+        /// Whether the write enqueued deliveries: the outbox workers are woken.
+        var enqueuedPushes = false
 
         var response: HTTPResponse {
             var headers = HTTPHeaders()
@@ -112,10 +117,12 @@ public struct LiveVisitsAPI: Sendable {
             return .json(status: status, body: Data(body.utf8), headers: headers)
         }
 
-        init(status: Int, body: String, etag: String? = nil) {
+        init(status: Int, body: String, etag: String? = nil, eventsAppended: Int = 0, enqueuedPushes: Bool = false) {
             self.status = status
             self.body = body
             self.etag = etag
+            self.eventsAppended = eventsAppended
+            self.enqueuedPushes = enqueuedPushes
         }
 
         init(error: APIError) {
@@ -169,18 +176,18 @@ public struct LiveVisitsAPI: Sendable {
             do {
                 if key == nil, let unkeyed = write.unkeyed {
                     let answer = try await unkeyed()
-                    if answer.status < 300 { committed() }
+                    committed(answer)
                     return answer.response
                 }
-                let answer = try await environment.pool.withTransaction { c -> (Answer, Bool) in
-                    guard let key else { return (try write.work(c), true) }
+                let answer = try await environment.pool.withTransaction { c -> Answer in
+                    guard let key else { return try write.work(c) }
                     let claimed = try !c.query("""
                         INSERT INTO http_idempotency (key_id, route, idempotency_key, request_body)
                         VALUES (\(caller.keyId), \(route), \(key), \(body))
                         ON CONFLICT DO NOTHING RETURNING 1
                         """).isEmpty
                     if !claimed {
-                        return (try LiveVisitsAPI.storedAnswer(keyId: caller.keyId, route: route, key: key, body: body, on: c), false)
+                        return try LiveVisitsAPI.storedAnswer(keyId: caller.keyId, route: route, key: key, body: body, on: c)
                     }
                     try c.execute(script: "SAVEPOINT command")
                     var answer: Answer
@@ -197,10 +204,10 @@ public struct LiveVisitsAPI: Sendable {
                         UPDATE http_idempotency SET status = \(answer.status), response_body = \(answer.body), response_etag = \(answer.etag)
                         WHERE key_id = \(caller.keyId) AND route = \(route) AND idempotency_key = \(key)
                         """)
-                    return (answer, answer.status < 300)
+                    return answer
                 }
-                if answer.1 && answer.0.status < 300 { committed() }
-                return answer.0.response
+                committed(answer)
+                return answer.response
             } catch let error as EventStoreError where error.code == .wrongExpectedVersion && write.retryOnConflict && attempt < 50 {
                 try await Task.sleep(nanoseconds: UInt64.random(in: 0...UInt64(min(attempt, 10)) * 2_000_000))
                 continue
@@ -211,10 +218,11 @@ public struct LiveVisitsAPI: Sendable {
         }
     }
 
-    /// After a write committed: count the event and wake the followers and the outbox workers.
-    private func committed() {
-        environment.store.eventsCommitted(count: 1)
-        environment.pushes.committed()
+    /// After a write committed: count the events it appended and wake the followers, and wake the outbox
+    /// workers when it enqueued deliveries. A stored answer or a refusal did neither.
+    private func committed(_ answer: Answer) {
+        if answer.eventsAppended > 0 { environment.store.eventsCommitted(count: answer.eventsAppended) }
+        if answer.enqueuedPushes { environment.pushes.committed() }
     }
 
     /// The request body as kept under an idempotency key. A raw NUL cannot travel as a text parameter
