@@ -11,23 +11,30 @@ public final class EventStore: Sendable {
     public let pool: PostgresPool
     public let limits: EventStoreLimits
     public let groupCommit: GroupCommit
+    /// Where `livevisits_events_appended_total` is counted.
+    public let metrics: Metrics
     private let notifier: PostgresNotifier
     private let batcher: AppendBatcher?
 
     /// The channel followers LISTEN on.
     public static let channel = "livevisits_events"
 
-    /// - Parameter groupCommit: how `append(_:)` commits; batched by default (see `GroupCommit`).
-    public init(pool: PostgresPool, limits: EventStoreLimits = EventStoreLimits(), groupCommit: GroupCommit = .batched) {
+    /// - Parameters:
+    ///   - groupCommit: how `append(_:)` commits; batched by default (see `GroupCommit`).
+    ///   - metrics: the registry that counts appended events.
+    public init(
+        pool: PostgresPool, limits: EventStoreLimits = EventStoreLimits(), groupCommit: GroupCommit = .batched, metrics: Metrics = .shared
+    ) {
         self.pool = pool
         self.limits = limits
         self.groupCommit = groupCommit
+        self.metrics = metrics
         let notifier = PostgresNotifier(pool: pool, channel: EventStore.channel)
         self.notifier = notifier
         if groupCommit.mode == .batched {
             batcher = AppendBatcher(
                 configuration: pool.configuration, limits: limits, groupCommit: groupCommit,
-                committed: { count in EventStore.eventsCommitted(count: count, notifier: notifier) })
+                committed: { count in EventStore.eventsCommitted(count: count, notifier: notifier, metrics: metrics) })
         } else {
             batcher = nil
         }
@@ -43,12 +50,12 @@ public final class EventStore: Sendable {
     public func append(_ request: AppendRequest) async throws -> AppendResult {
         try EventStore.validate(request, limits: limits)
         if let batcher { return try await batcher.append(request) }
-        return try await EventStore.appendDirect(request, pool: pool, limits: limits, notifier: notifier)
+        return try await EventStore.appendDirect(request, pool: pool, limits: limits, notifier: notifier, metrics: metrics)
     }
 
     /// One append, one autocommitted statement.
     private static func appendDirect(
-        _ request: AppendRequest, pool: PostgresPool, limits: EventStoreLimits, notifier: PostgresNotifier
+        _ request: AppendRequest, pool: PostgresPool, limits: EventStoreLimits, notifier: PostgresNotifier, metrics: Metrics
     ) async throws -> AppendResult {
         let result: AppendResult
         do {
@@ -56,18 +63,18 @@ public final class EventStore: Sendable {
         } catch {
             throw EventStoreError.wrap(error)
         }
-        if !result.deduplicated { eventsCommitted(count: result.globalPositions.count, notifier: notifier) }
+        if !result.deduplicated { eventsCommitted(count: result.globalPositions.count, notifier: notifier, metrics: metrics) }
         return result
     }
 
     /// Tells followers (once per burst, outside the writing transaction) that events were committed.
     /// Call after committing a transaction that used the static `append(_:on:limits:)`.
     public func eventsCommitted(count: Int) {
-        EventStore.eventsCommitted(count: count, notifier: notifier)
+        EventStore.eventsCommitted(count: count, notifier: notifier, metrics: metrics)
     }
 
-    private static func eventsCommitted(count: Int, notifier: PostgresNotifier) {
-        Metrics.shared.increment(
+    private static func eventsCommitted(count: Int, notifier: PostgresNotifier, metrics: Metrics) {
+        metrics.increment(
             "livevisits_events_appended_total", help: "Events appended to the event store.", by: Double(count))
         notifier.poke()
     }

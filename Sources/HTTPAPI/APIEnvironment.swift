@@ -22,14 +22,17 @@ public struct APIEnvironment: Sendable {
     public let clock: any WallClock
     /// Live keys recently read; used once its `listener(url:)` runs (see `APIKeyCache`).
     public let keyCache: APIKeyCache
+    /// What `GET /metrics` renders; the event store counts appended events in it.
+    public let metrics: Metrics
 
     public init(
         pool: PostgresPool, readModel: VisitReadModel, outbox: Outbox, migrator: Migrator, clock: any WallClock = SystemClock(),
-        keyCache: APIKeyCache = APIKeyCache()
+        keyCache: APIKeyCache = APIKeyCache(), metrics: Metrics = .shared
     ) {
         self.keyCache = keyCache
+        self.metrics = metrics
         self.pool = pool
-        self.store = EventStore(pool: pool)
+        self.store = EventStore(pool: pool, metrics: metrics)
         self.readModel = readModel
         self.pushes = OutboxPushes(outbox: outbox)
         self.commands = VisitCommandHandler(store: store, readModel: readModel, pushes: pushes, clock: clock)

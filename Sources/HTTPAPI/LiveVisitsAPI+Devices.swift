@@ -25,13 +25,12 @@ extension LiveVisitsAPI {
         }
     }
 
-    /// A customer key acting for the customer it belongs to.
-    func customer(_ request: HTTPRequest, id: String?) async throws -> (Caller, String) {
-        let caller = try await authenticate(request)
+    /// The customer id in the path, when the caller is that customer's key.
+    static func customer(_ caller: Caller, id: String?) throws -> String {
         guard caller.role == .customer else { throw APIError.forbidden("only the customer's own app registers devices") }
         let customerId = try RequestChecks.id(id, name: "customer")
         guard caller.subject == customerId else { throw APIError.notFound("customer") }
-        return (caller, customerId)
+        return customerId
     }
 
     static func environment(_ body: RequestBody) throws -> PushEnvironment {
@@ -44,97 +43,113 @@ extension LiveVisitsAPI {
 
     func registerLiveActivity(_ request: HTTPRequest, visit: String?, activity: String?) async throws -> HTTPResponse {
         let caller = try await authenticate(request)
-        guard caller.role == .customer else { throw APIError.forbidden("only the customer's app registers Live Activities") }
-        let visitId = try RequestChecks.id(visit, name: "visit")
-        let activityId = try RequestChecks.id(activity, name: "live activity")
-        let body = try RequestBody(request)
-        try body.allowOnly(["pushToken", "environment", "version", "deviceId"])
-        let token = try body.requiredString("pushToken", maxBytes: 400)
-        let pushEnvironment = try LiveVisitsAPI.environment(body)
-        let version = try body.integer("version")
-        let deviceId = try body.string("deviceId", maxBytes: 128)
         let environment = self.environment
-        return try await write(request, caller: caller, retryOnConflict: false) { c in
-            guard let state = try VisitReadModel.state(visitId: visitId, on: c), state.customerId == caller.subject else {
-                throw APIError.notFound("visit")
+        return try await write(request, caller: caller) {
+            guard caller.role == .customer else { throw APIError.forbidden("only the customer's app registers Live Activities") }
+            let visitId = try RequestChecks.id(visit, name: "visit")
+            let activityId = try RequestChecks.id(activity, name: "live activity")
+            let body = try RequestBody(request)
+            try body.allowOnly(["pushToken", "environment", "version", "deviceId"])
+            let token = try body.requiredString("pushToken", maxBytes: 400)
+            let pushEnvironment = try LiveVisitsAPI.environment(body)
+            let version = try body.integer("version")
+            let deviceId = try body.string("deviceId", maxBytes: 128)
+            return Write { c in
+                guard let state = try VisitReadModel.state(visitId: visitId, on: c), state.customerId == caller.subject else {
+                    throw APIError.notFound("visit")
+                }
+                try environment.tokens.registerLiveActivity(
+                    visitId: visitId, activityId: activityId, pushToken: token, environment: pushEnvironment, deviceId: deviceId, on: c)
+                // Behind (or silent about) the visit's version: push the latest state at once.
+                let behind = version.map { $0 < state.version } ?? true
+                if behind {
+                    let plan = PushPlanner.catchUp(for: state, rules: environment.rules)
+                    try environment.pushes.enqueueCatchUp(plan, for: state, activityId: activityId, on: c)
+                }
+                return Answer(status: 204, body: "", enqueuedPushes: behind)
             }
-            try environment.tokens.registerLiveActivity(
-                visitId: visitId, activityId: activityId, pushToken: token, environment: pushEnvironment, deviceId: deviceId, on: c)
-            // Behind (or silent about) the visit's version: push the latest state at once.
-            if version.map({ $0 < state.version }) ?? true {
-                let plan = PushPlanner.catchUp(for: state, rules: environment.rules)
-                try environment.pushes.enqueueCatchUp(plan, for: state, activityId: activityId, on: c)
-            }
-            return Answer(status: 204, body: "")
         }
     }
 
     func forgetLiveActivity(_ request: HTTPRequest, visit: String?, activity: String?) async throws -> HTTPResponse {
         let caller = try await authenticate(request)
-        guard caller.role == .customer else { throw APIError.forbidden("only the customer's app removes Live Activities") }
-        let visitId = try RequestChecks.id(visit, name: "visit")
-        let activityId = try RequestChecks.id(activity, name: "live activity")
         let environment = self.environment
-        return try await write(request, caller: caller, retryOnConflict: false) { c in
-            guard let row = try VisitReadModel.row(visitId: visitId, on: c), row.customerId == caller.subject else {
-                throw APIError.notFound("visit")
+        return try await write(request, caller: caller) {
+            guard caller.role == .customer else { throw APIError.forbidden("only the customer's app removes Live Activities") }
+            let visitId = try RequestChecks.id(visit, name: "visit")
+            let activityId = try RequestChecks.id(activity, name: "live activity")
+            return Write { c in
+                guard let row = try VisitReadModel.row(visitId: visitId, on: c), row.customerId == caller.subject else {
+                    throw APIError.notFound("visit")
+                }
+                _ = try environment.tokens.forgetLiveActivity(visitId: visitId, activityId: activityId, on: c)
+                return Answer(status: 204, body: "")
             }
-            _ = try environment.tokens.forgetLiveActivity(visitId: visitId, activityId: activityId, on: c)
-            return Answer(status: 204, body: "")
         }
     }
 
     func setPreferences(_ request: HTTPRequest, customer: String?, device: String?) async throws -> HTTPResponse {
-        let (caller, customerId) = try await self.customer(request, id: customer)
-        let deviceId = try RequestChecks.id(device, name: "device")
-        let body = try RequestBody(request)
-        try body.allowOnly(["liveActivitiesEnabled", "frequentPushesEnabled"])
-        let enabled = try body.bool("liveActivitiesEnabled")
-        let frequent = try body.bool("frequentPushesEnabled")
+        let caller = try await authenticate(request)
         let environment = self.environment
-        return try await write(request, caller: caller, retryOnConflict: false) { c in
-            try environment.tokens.setPreferences(
-                customerId: customerId, deviceId: deviceId, liveActivitiesEnabled: enabled, frequentPushesEnabled: frequent, on: c)
-            return Answer(status: 204, body: "")
+        return try await write(request, caller: caller) {
+            let customerId = try LiveVisitsAPI.customer(caller, id: customer)
+            let deviceId = try RequestChecks.id(device, name: "device")
+            let body = try RequestBody(request)
+            try body.allowOnly(["liveActivitiesEnabled", "frequentPushesEnabled"])
+            let enabled = try body.bool("liveActivitiesEnabled")
+            let frequent = try body.bool("frequentPushesEnabled")
+            return Write { c in
+                try environment.tokens.setPreferences(
+                    customerId: customerId, deviceId: deviceId, liveActivitiesEnabled: enabled, frequentPushesEnabled: frequent, on: c)
+                return Answer(status: 204, body: "")
+            }
         }
     }
 
     func registerPushToStart(_ request: HTTPRequest, customer: String?, device: String?) async throws -> HTTPResponse {
-        let (caller, customerId) = try await self.customer(request, id: customer)
-        let deviceId = try RequestChecks.id(device, name: "device")
-        let body = try RequestBody(request)
-        try body.allowOnly(["pushToken", "environment"])
-        let token = try body.requiredString("pushToken", maxBytes: 400)
-        let pushEnvironment = try LiveVisitsAPI.environment(body)
+        let caller = try await authenticate(request)
         let environment = self.environment
-        return try await write(request, caller: caller, retryOnConflict: false) { c in
-            try environment.tokens.registerPushToStart(
-                customerId: customerId, deviceId: deviceId, pushToken: token, environment: pushEnvironment, on: c)
-            // Active visits of this customer without a Live Activity yet get their start on this device.
-            var after: (Int64, String)? = nil
-            while true {
-                let page = try VisitReadModel.list(.init(customerId: customerId, ended: false, limit: 200, after: after), on: c)
-                for row in page.prefix(200) where try environment.tokens.liveActivityCount(visitId: row.visitId, on: c) == 0 {
-                    if let state = try VisitReadModel.state(visitId: row.visitId, on: c),
-                       let plan = PushPlanner.lateStart(for: state, rules: environment.rules)
-                    {
-                        try environment.pushes.enqueueLateStart(plan, for: state, deviceId: deviceId, on: c)
+        return try await write(request, caller: caller) {
+            let customerId = try LiveVisitsAPI.customer(caller, id: customer)
+            let deviceId = try RequestChecks.id(device, name: "device")
+            let body = try RequestBody(request)
+            try body.allowOnly(["pushToken", "environment"])
+            let token = try body.requiredString("pushToken", maxBytes: 400)
+            let pushEnvironment = try LiveVisitsAPI.environment(body)
+            return Write { c in
+                try environment.tokens.registerPushToStart(
+                    customerId: customerId, deviceId: deviceId, pushToken: token, environment: pushEnvironment, on: c)
+                // Active visits of this customer without a Live Activity yet get their start on this device.
+                var started = false
+                var after: (Int64, String)? = nil
+                while true {
+                    let page = try VisitReadModel.list(.init(customerId: customerId, ended: false, limit: 200, after: after), on: c)
+                    for row in page.prefix(200) where try environment.tokens.liveActivityCount(visitId: row.visitId, on: c) == 0 {
+                        if let state = try VisitReadModel.state(visitId: row.visitId, on: c),
+                           let plan = PushPlanner.lateStart(for: state, rules: environment.rules)
+                        {
+                            try environment.pushes.enqueueLateStart(plan, for: state, deviceId: deviceId, on: c)
+                            started = true
+                        }
                     }
+                    guard page.count > 200, let last = page.prefix(200).last else { break }
+                    after = (last.scheduledAt, last.visitId)
                 }
-                guard page.count > 200, let last = page.prefix(200).last else { break }
-                after = (last.scheduledAt, last.visitId)
+                return Answer(status: 204, body: "", enqueuedPushes: started)
             }
-            return Answer(status: 204, body: "")
         }
     }
 
     func forgetPushToStart(_ request: HTTPRequest, customer: String?, device: String?) async throws -> HTTPResponse {
-        let (caller, customerId) = try await self.customer(request, id: customer)
-        let deviceId = try RequestChecks.id(device, name: "device")
+        let caller = try await authenticate(request)
         let environment = self.environment
-        return try await write(request, caller: caller, retryOnConflict: false) { c in
-            _ = try environment.tokens.forgetPushToStart(customerId: customerId, deviceId: deviceId, on: c)
-            return Answer(status: 204, body: "")
+        return try await write(request, caller: caller) {
+            let customerId = try LiveVisitsAPI.customer(caller, id: customer)
+            let deviceId = try RequestChecks.id(device, name: "device")
+            return Write { c in
+                _ = try environment.tokens.forgetPushToStart(customerId: customerId, deviceId: deviceId, on: c)
+                return Answer(status: 204, body: "")
+            }
         }
     }
 }

@@ -27,15 +27,13 @@ extension LiveVisitsAPI {
         }
     }
 
-    /// Runs a visit command on a connection (inside the idempotency transaction) and answers 201 with the
-    /// visit after it (GET shape, ETag); the count of live activities is read in the command's round trip.
-    static func command(_ command: VisitCommand, environment: APIEnvironment, on c: PostgresConnection) throws -> Answer {
-        try answer(environment.commands.execute(command, on: c))
-    }
-
-    /// The same through group commit (no idempotency key).
-    static func batchedCommand(_ command: VisitCommand, environment: APIEnvironment) async throws -> Answer {
-        try answer(try await environment.batcher.execute(command))
+    /// A visit command as a write: alone in the idempotency transaction with a key (its answer stored with
+    /// it), through group commit without. Either answers 201 with the visit after it (GET shape, ETag); the
+    /// count of live activities is read in the command's round trip.
+    static func commandWrite(_ command: VisitCommand, retryOnConflict: Bool, environment: APIEnvironment) -> Write {
+        Write(retryOnConflict: retryOnConflict, unkeyed: { try answer(try await environment.batcher.execute(command)) }) { c in
+            try answer(environment.commands.execute(command, on: c))
+        }
     }
 
     /// The command with the statement its answer needs.
@@ -49,54 +47,50 @@ extension LiveVisitsAPI {
     private static func answer(_ result: VisitCommandResult) throws -> Answer {
         let live = try TokenRegistry.liveActivityCount(result.alsoRows[0])
         return Answer(
-            status: 201, body: VisitReadModel.body(view: result.view, liveActivities: live), etag: "\"\(result.state.version)\"")
+            status: 201, body: VisitReadModel.body(view: result.view, liveActivities: live), etag: "\"\(result.state.version)\"",
+            eventsAppended: result.appended.deduplicated ? 0 : result.appended.globalPositions.count, enqueuedPushes: result.pushes > 0)
     }
 
     // MARK: handlers
 
     func scheduleVisit(_ request: HTTPRequest) async throws -> HTTPResponse {
         let caller = try await authenticate(request)
-        guard caller.role == .dispatcher else { throw APIError.forbidden("only a dispatcher schedules visits") }
-        let scheduled = try checked {
-            try ScheduleVisitRequest.parse(Array(request.body)) { "v-" + UUID().uuidString.lowercased() }
-        }
         let environment = self.environment
-        let context = VisitCommandContext(actor: EventMetadata(actorRole: caller.role.rawValue, actorSubject: caller.subject ?? caller.keyId,
-                                                              correlationId: request.id))
-        let visitId = scheduled.attributes.visitId
-        let command = LiveVisitsAPI.visitCommand(
-            .scheduled(scheduled), visitId: visitId, context: context, isCreation: true, environment: environment)
-        return try await write(
-            request, caller: caller, retryOnConflict: true,
-            unkeyed: { try await LiveVisitsAPI.batchedCommand(command, environment: environment) }
-        ) { c in try LiveVisitsAPI.command(command, environment: environment, on: c) }
+        return try await write(request, caller: caller) {
+            guard caller.role == .dispatcher else { throw APIError.forbidden("only a dispatcher schedules visits") }
+            let scheduled = try ScheduleVisitRequest.parse(Array(request.body)) { "v-" + UUID().uuidString.lowercased() }
+            let context = VisitCommandContext(
+                actor: EventMetadata(actorRole: caller.role.rawValue, actorSubject: caller.subject ?? caller.keyId, correlationId: request.id))
+            let command = LiveVisitsAPI.visitCommand(
+                .scheduled(scheduled), visitId: scheduled.attributes.visitId, context: context, isCreation: true, environment: environment)
+            return LiveVisitsAPI.commandWrite(command, retryOnConflict: true, environment: environment)
+        }
     }
 
     func postEvent(_ request: HTTPRequest, id: String?) async throws -> HTTPResponse {
         let caller = try await authenticate(request)
-        let visitId = try RequestChecks.id(id, name: "visit")
-        guard caller.role == .dispatcher || caller.role == .technician else {
-            throw APIError.forbidden("a \(caller.role.rawValue) key may not post visit events")
-        }
-        let expected = try RequestChecks.ifMatch(request.headers["if-match"])
-        let event = try checked { try VisitEventRequest.parse(Array(request.body)) }
-        if caller.role == .technician && !event.type.technicianMayPost {
-            throw APIError.forbidden("\(event.type.rawValue) is the dispatcher's to post")
-        }
         let environment = self.environment
-        let context = VisitCommandContext(
-            actor: EventMetadata(actorRole: caller.role.rawValue, actorSubject: caller.subject ?? caller.keyId, correlationId: request.id),
-            expectedVersion: expected,
-            authorize: { state in
-                guard LiveVisitsAPI.maySee(caller, customerId: state.customerId, technicianId: state.technician.id) else {
-                    throw APIError.notFound("visit")
-                }
-            })
-        let command = LiveVisitsAPI.visitCommand(event, visitId: visitId, context: context, isCreation: false, environment: environment)
-        return try await write(
-            request, caller: caller, retryOnConflict: expected == nil,
-            unkeyed: { try await LiveVisitsAPI.batchedCommand(command, environment: environment) }
-        ) { c in try LiveVisitsAPI.command(command, environment: environment, on: c) }
+        return try await write(request, caller: caller) {
+            let visitId = try RequestChecks.id(id, name: "visit")
+            guard caller.role == .dispatcher || caller.role == .technician else {
+                throw APIError.forbidden("a \(caller.role.rawValue) key may not post visit events")
+            }
+            let expected = try RequestChecks.ifMatch(request.headers["if-match"])
+            let event = try VisitEventRequest.parse(Array(request.body))
+            if caller.role == .technician && !event.type.technicianMayPost {
+                throw APIError.forbidden("\(event.type.rawValue) is the dispatcher's to post")
+            }
+            let context = VisitCommandContext(
+                actor: EventMetadata(actorRole: caller.role.rawValue, actorSubject: caller.subject ?? caller.keyId, correlationId: request.id),
+                expectedVersion: expected,
+                authorize: { state in
+                    guard LiveVisitsAPI.maySee(caller, customerId: state.customerId, technicianId: state.technician.id) else {
+                        throw APIError.notFound("visit")
+                    }
+                })
+            let command = LiveVisitsAPI.visitCommand(event, visitId: visitId, context: context, isCreation: false, environment: environment)
+            return LiveVisitsAPI.commandWrite(command, retryOnConflict: expected == nil, environment: environment)
+        }
     }
 
     func getVisit(_ request: HTTPRequest, id: String?) async throws -> HTTPResponse {

@@ -39,7 +39,7 @@ public struct LiveVisitsAPI: Sendable {
         router.add(.get, "/metrics") { _, _ in
             var headers = HTTPHeaders()
             headers.add(name: "Content-Type", value: "text/plain; version=0.0.4")
-            return HTTPResponse(status: 200, headers: headers, body: Data(await Metrics.shared.render().utf8))
+            return HTTPResponse(status: 200, headers: headers, body: Data(await environment.metrics.render().utf8))
         }
         addVisitRoutes(to: &router)
         addDeviceRoutes(to: &router)
@@ -82,16 +82,6 @@ public struct LiveVisitsAPI: Sendable {
         }
     }
 
-    /// The synchronous twin of `mapped` (request parsing).
-    func checked<T>(_ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch {
-            if let api = APIError.map(error) { throw api }
-            throw error
-        }
-    }
-
     /// `/readyz`: the database answers and every migration is applied.
     func readiness() async -> HTTPResponse {
         do {
@@ -109,11 +99,16 @@ public struct LiveVisitsAPI: Sendable {
 
     // MARK: command transactions
 
-    /// What a write answers: status, JSON body, optional ETag.
+    /// What a write answers: status, JSON body, optional ETag; and, for this run only (never stored with
+    /// the answer), what it left for others to pick up after the commit.
     struct Answer: Sendable {
         var status: Int
         var body: String
         var etag: String?
+        /// Events the write appended: counted and announced to the followers.
+        var eventsAppended = 0
+        /// Whether the write enqueued deliveries: the outbox workers are woken.
+        var enqueuedPushes = false
 
         var response: HTTPResponse {
             var headers = HTTPHeaders()
@@ -122,10 +117,12 @@ public struct LiveVisitsAPI: Sendable {
             return .json(status: status, body: Data(body.utf8), headers: headers)
         }
 
-        init(status: Int, body: String, etag: String? = nil) {
+        init(status: Int, body: String, etag: String? = nil, eventsAppended: Int = 0, enqueuedPushes: Bool = false) {
             self.status = status
             self.body = body
             self.etag = etag
+            self.eventsAppended = eventsAppended
+            self.enqueuedPushes = enqueuedPushes
         }
 
         init(error: APIError) {
@@ -134,45 +131,72 @@ public struct LiveVisitsAPI: Sendable {
         }
     }
 
-    /// Runs a write in one transaction. With an `Idempotency-Key`, the first answer (4xx included, 503 not)
-    /// is stored in the same transaction and a retry with equal JSON gets it back; another body gets 409.
-    /// Lost version races are retried when the caller did not pin a version. Without a key, `unkeyed` (when
-    /// given) runs instead of `work` in a transaction: a visit command goes through group commit.
-    func write(
-        _ request: HTTPRequest, caller: Caller, retryOnConflict: Bool,
-        unkeyed: (@Sendable () async throws -> Answer)? = nil,
-        _ work: @escaping @Sendable (PostgresConnection) throws -> Answer
-    ) async throws -> HTTPResponse {
+    /// A write route once its request is parsed and checked: how it runs with and without an `Idempotency-Key`.
+    struct Write: Sendable {
+        /// Lost version races are retried on the new state (not when the caller pinned a version).
+        var retryOnConflict: Bool
+        /// Without a key, runs instead of `work` (a visit command goes through group commit).
+        var unkeyed: (@Sendable () async throws -> Answer)?
+        /// The write on a connection, inside the transaction that also stores a keyed answer.
+        var work: @Sendable (PostgresConnection) throws -> Answer
+
+        init(
+            retryOnConflict: Bool = false, unkeyed: (@Sendable () async throws -> Answer)? = nil,
+            _ work: @escaping @Sendable (PostgresConnection) throws -> Answer
+        ) {
+            self.retryOnConflict = retryOnConflict
+            self.unkeyed = unkeyed
+            self.work = work
+        }
+    }
+
+    /// Runs a write route for an authenticated caller. `prepare` checks the request (role, path ids,
+    /// headers, body) and says what to write. With an `Idempotency-Key`, the request's first answer is
+    /// stored under the key in the write's transaction — a refusal from `prepare` or from the write, 4xx
+    /// included, 503 not — and a retry with equal JSON gets it back; another body gets 409. A malformed
+    /// key answers 400 and nothing is stored. Without a key, nothing is stored and no statement is added:
+    /// `prepare`'s refusal is answered at once, and `unkeyed` (when given) runs instead of `work`.
+    /// Lost version races are retried when the write allows it.
+    func write(_ request: HTTPRequest, caller: Caller, _ prepare: () throws -> Write) async throws -> HTTPResponse {
         let key = try RequestChecks.idempotencyKey(request.headers["idempotency-key"])
+        let write: Write
+        do {
+            write = try prepare()
+        } catch {
+            guard let refusal = APIError.map(error) else { throw error }
+            guard key != nil, (400..<500).contains(refusal.httpStatus) else { throw refusal }
+            // Refused before any work: kept as the key's first answer like a refusal from the write itself.
+            write = Write { _ in throw refusal }
+        }
         let route = "\(request.method) \(request.rawPath)"
-        let body = String(decoding: request.body, as: UTF8.self)
+        let body = key == nil ? "" : LiveVisitsAPI.storedBody(request.body)
         var attempt = 0
         while true {
             attempt += 1
             do {
-                if key == nil, let unkeyed {
+                if key == nil, let unkeyed = write.unkeyed {
                     let answer = try await unkeyed()
-                    if answer.status < 300 { committed() }
+                    committed(answer)
                     return answer.response
                 }
-                let answer = try await environment.pool.withTransaction { c -> (Answer, Bool) in
-                    guard let key else { return (try work(c), true) }
+                let answer = try await environment.pool.withTransaction { c -> Answer in
+                    guard let key else { return try write.work(c) }
                     let claimed = try !c.query("""
                         INSERT INTO http_idempotency (key_id, route, idempotency_key, request_body)
                         VALUES (\(caller.keyId), \(route), \(key), \(body))
                         ON CONFLICT DO NOTHING RETURNING 1
                         """).isEmpty
                     if !claimed {
-                        return (try LiveVisitsAPI.storedAnswer(keyId: caller.keyId, route: route, key: key, body: body, on: c), false)
+                        return try LiveVisitsAPI.storedAnswer(keyId: caller.keyId, route: route, key: key, body: body, on: c)
                     }
                     try c.execute(script: "SAVEPOINT command")
                     var answer: Answer
                     do {
-                        answer = try work(c)
+                        answer = try write.work(c)
                         try c.execute(script: "RELEASE SAVEPOINT command")
                     } catch {
                         guard let api = APIError.map(error), api.httpStatus != 503 else { throw error }
-                        if retryOnConflict, (error as? EventStoreError)?.code == .wrongExpectedVersion { throw error }
+                        if write.retryOnConflict, (error as? EventStoreError)?.code == .wrongExpectedVersion { throw error }
                         try c.execute(script: "ROLLBACK TO SAVEPOINT command")
                         answer = Answer(error: api)
                     }
@@ -180,11 +204,11 @@ public struct LiveVisitsAPI: Sendable {
                         UPDATE http_idempotency SET status = \(answer.status), response_body = \(answer.body), response_etag = \(answer.etag)
                         WHERE key_id = \(caller.keyId) AND route = \(route) AND idempotency_key = \(key)
                         """)
-                    return (answer, answer.status < 300)
+                    return answer
                 }
-                if answer.1 && answer.0.status < 300 { committed() }
-                return answer.0.response
-            } catch let error as EventStoreError where error.code == .wrongExpectedVersion && retryOnConflict && attempt < 50 {
+                committed(answer)
+                return answer.response
+            } catch let error as EventStoreError where error.code == .wrongExpectedVersion && write.retryOnConflict && attempt < 50 {
                 try await Task.sleep(nanoseconds: UInt64.random(in: 0...UInt64(min(attempt, 10)) * 2_000_000))
                 continue
             } catch {
@@ -194,10 +218,19 @@ public struct LiveVisitsAPI: Sendable {
         }
     }
 
-    /// After a write committed: count the event and wake the followers and the outbox workers.
-    private func committed() {
-        environment.store.eventsCommitted(count: 1)
-        environment.pushes.committed()
+    /// After a write committed: count the events it appended and wake the followers, and wake the outbox
+    /// workers when it enqueued deliveries. A stored answer or a refusal did neither.
+    private func committed(_ answer: Answer) {
+        if answer.eventsAppended > 0 { environment.store.eventsCommitted(count: answer.eventsAppended) }
+        if answer.enqueuedPushes { environment.pushes.committed() }
+    }
+
+    /// The request body as kept under an idempotency key. A raw NUL cannot travel as a text parameter
+    /// (libpq would cut the body there); it is never valid JSON, so such a body is only compared as text,
+    /// with the same stand-in on both sides.
+    static func storedBody(_ bytes: Data) -> String {
+        let text = String(decoding: bytes, as: UTF8.self)
+        return text.contains("\u{0}") ? text.replacingOccurrences(of: "\u{0}", with: "\u{FFFD}") : text
     }
 
     static func storedAnswer(keyId: String, route: String, key: String, body: String, on c: PostgresConnection) throws -> Answer {

@@ -250,15 +250,16 @@ public struct VisitCommandHandler: Sendable {
         let pushStatements: [PostgresQuery]
     }
 
-    /// Checks the command against the visit's state (authorization, `If-Match`, existence) and decides.
+    /// Checks the command against the visit's state (authorization, existence, `If-Match`) and decides.
+    /// An unknown visit is unknown whatever version the caller expected (404, not a version conflict).
     func prepare(_ command: VisitCommand, state: VisitState?) throws -> Prepared {
         if let state { try command.context.authorize(state) }
-        if let expected = command.context.expectedVersion, expected != (state?.version ?? 0) {
-            throw VersionMismatch(expected: expected, actual: state?.version ?? 0)
-        }
         if command.isCreation == false && state == nil {
             throw VisitDecisionError(
                 code: .notScheduled, message: "visit \(command.visitId) does not exist", status: nil, eventType: command.event.type)
+        }
+        if let expected = command.context.expectedVersion, expected != (state?.version ?? 0) {
+            throw VersionMismatch(expected: expected, actual: state?.version ?? 0)
         }
         let now = Int(clock.epochSeconds())
         // Timestamps never go backwards within a visit even if this clock is behind the last event.

@@ -61,5 +61,15 @@ struct DocsCommandTests {
             #expect(outcome.status == 0, "\(command): \(outcome.stderr)")
             #expect(expected.isEmpty || outcome.stdout.contains(expected), "\(command): \(outcome.stdout)")
         }
+        // Revoking as the runbook shows it, with the id `keys create` printed.
+        #expect(operations.contains("livevisits keys revoke KEY_ID"), "Docs/operations.md no longer shows 'livevisits keys revoke KEY_ID'")
+        #expect(operations.contains("DELETE /v1/keys/{keyId}"))
+        let created = try await Subprocess.run(DemoCommandTests.binary, ["keys", "create", "--role", "ops"], environment: environment)
+        let keyId = try #require(created.stdout.split(separator: "\n").first { $0.hasPrefix("key id: ") }?.dropFirst("key id: ".count))
+        let revoked = try await Subprocess.run(DemoCommandTests.binary, ["keys", "revoke", String(keyId)], environment: environment)
+        #expect(revoked.status == 0, "keys revoke: \(revoked.stderr)")
+        #expect(revoked.stdout.contains("revoked \(keyId)"))
+        let again = try await Subprocess.run(DemoCommandTests.binary, ["keys", "revoke", String(keyId)], environment: environment)
+        #expect(again.status == 1)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Postgres
 import Testing
 
 /// `Idempotency-Key` on POST /v1/visits and POST /v1/visits/{id}/events (contract §6).
@@ -46,6 +47,109 @@ import Testing
         #expect(again.status == 409)
         #expect(again.text == refused.text)
         #expect(try await api.eventCount(id) == 2)
+    }
+
+    /// Refusals raised while the request is checked (role, path, headers, body), before any write, are
+    /// the key's first answer like any other: a corrected body under the same key is another request (409).
+    @Test func aRefusalBeforeTheWriteIsKeptToo() async throws {
+        let api = try await APIServer.start()
+        defer { Task { await api.stop() } }
+        let id = uniqueID("v")
+        try await api.schedule(id, technician: "t-1")
+
+        // 422 body, then the corrected body under the same key: refused, nothing appended.
+        let bad = [("Idempotency-Key", "body-\(id)")]
+        let refused = try await api.post(id, #"{"type":"teleported"}"#, headers: bad)
+        #expect(refused.status == 422)
+        let corrected = try await api.post(id, #"{"type":"enRoute"}"#, headers: bad)
+        #expect(corrected.status == 409)
+        #expect(corrected.errorCode == "idempotency_key_reused")
+        #expect(try await api.eventCount(id) == 1)
+        // The same refused body again: the first answer, word for word.
+        let repeated = try await api.post(id, #"{ "type": "teleported" }"#, headers: bad)
+        #expect(repeated.status == 422)
+        #expect(repeated.text == refused.text)
+
+        // 400 If-Match: the same body with a good If-Match still gets the stored 400.
+        let pinned = [("Idempotency-Key", "pin-\(id)")]
+        #expect(try await api.post(id, #"{"type":"enRoute"}"#, headers: pinned + [("If-Match", "\"abc\"")]).status == 400)
+        #expect(try await api.post(id, #"{"type":"enRoute"}"#, headers: pinned + [("If-Match", "\"1\"")]).status == 400)
+        #expect(try await api.eventCount(id) == 1)
+
+        // 403: a technician posting the dispatcher's event, then a technician's event under that key.
+        let technician = try await api.key(.technician, "t-1")
+        let role = [("Idempotency-Key", "role-\(id)")]
+        #expect(try await api.post(id, #"{"type":"cancelled","reason":"x"}"#, key: technician, headers: role).status == 403)
+        let other = try await api.post(id, #"{"type":"enRoute"}"#, key: technician, headers: role)
+        #expect(other.errorCode == "idempotency_key_reused")
+
+        // 404 path id: kept under its route.
+        let path = [("Idempotency-Key", "path-\(id)")]
+        #expect(try await api.call("POST", "/v1/visits/no%20such/events", key: api.dispatcher, json: #"{"type":"enRoute"}"#,
+                                   headers: path).status == 404)
+        #expect(try await api.call("POST", "/v1/visits/no%20such/events", key: api.dispatcher, json: #"{"type":"nearby"}"#,
+                                   headers: path).errorCode == "idempotency_key_reused")
+
+        // 403 wrong role and 422 body on POST /v1/visits: no visit is made by the corrected retry.
+        let customer = try await api.key(.customer, "c-1")
+        let schedule = [("Idempotency-Key", "sched-\(id)")]
+        #expect(try await api.call("POST", "/v1/visits", key: customer, json: APIServer.visitJSON("\(id)-c"), headers: schedule).status == 403)
+        #expect(try await api.call("POST", "/v1/visits", key: customer, json: APIServer.visitJSON("\(id)-d"), headers: schedule).errorCode
+            == "idempotency_key_reused")
+        #expect(try await api.call("POST", "/v1/visits", key: api.dispatcher, json: #"{"customerId":"c-1"}"#, headers: schedule).status == 422)
+        let scheduled = try await api.call("POST", "/v1/visits", key: api.dispatcher, json: APIServer.visitJSON("\(id)-e"), headers: schedule)
+        #expect(scheduled.errorCode == "idempotency_key_reused")
+        #expect(try await api.eventCount("\(id)-e") == 0)
+
+        // A body that is not JSON (with a raw NUL, which no text parameter carries) is kept as text.
+        let raw = [("Idempotency-Key", "raw-\(id)")]
+        let broken = try await api.post(id, "{\u{0}}", headers: raw)
+        #expect(broken.status == 400)
+        #expect(try await api.post(id, "{\u{0}}", headers: raw).text == broken.text)
+        #expect(try await api.post(id, "{\u{0}\u{0}}", headers: raw).errorCode == "idempotency_key_reused")
+    }
+
+    /// The token and preference routes keep their refusals the same way.
+    @Test func aDeviceRouteRefusalIsKept() async throws {
+        let api = try await APIServer.start()
+        defer { Task { await api.stop() } }
+        let id = uniqueID("v")
+        try await api.schedule(id, customer: "c-1")
+        let customer = try await api.key(.customer, "c-1")
+        let path = "/v1/visits/\(id)/live-activities/a-1"
+        let header = [("Idempotency-Key", "token-\(id)")]
+        let moon = "{\"pushToken\":\"\(pushToken("a"))\",\"environment\":\"moon\"}"
+        let refused = try await api.call("PUT", path, key: customer, json: moon, headers: header)
+        #expect(refused.status == 422)
+        let good = "{\"pushToken\":\"\(pushToken("a"))\",\"environment\":\"sandbox\"}"
+        #expect(try await api.call("PUT", path, key: customer, json: good, headers: header).errorCode == "idempotency_key_reused")
+        #expect(try await api.call("GET", "/v1/visits/\(id)", key: customer).json?["liveActivities"] as? Int == 0)
+
+        let preferences = "/v1/customers/c-1/devices/d-1/preferences"
+        let keyed = [("Idempotency-Key", "prefs-\(id)")]
+        #expect(try await api.call("PUT", preferences, key: customer, json: #"{"liveActivitiesEnabled":true}"#, headers: keyed).status == 422)
+        #expect(try await api.call("PUT", preferences, key: customer, json: #"{"liveActivitiesEnabled":true,"frequentPushesEnabled":true}"#,
+                                   headers: keyed).errorCode == "idempotency_key_reused")
+    }
+
+    /// What is not kept: a 401 (no calling key to scope it to), a malformed key (400), and anything
+    /// without a key, which adds no statement at all.
+    @Test func whatIsNotKept() async throws {
+        let api = try await APIServer.start()
+        defer { Task { await api.stop() } }
+        let id = uniqueID("v")
+        try await api.schedule(id)
+        let header = [("Idempotency-Key", "anon-\(id)")]
+        #expect(try await api.post(id, #"{"type":"enRoute"}"#, key: "lv_nokey_nosecret", headers: header).status == 401)
+        #expect(try await api.post(id, #"{"type":"teleported"}"#).status == 422)
+        #expect(try await api.post(id, #"{"type":"enRoute"}"#, headers: [("Idempotency-Key", "bad key")]).status == 400)
+        #expect(try await storedAnswers(api) == 0)
+        #expect(try await api.post(id, #"{"type":"enRoute"}"#, headers: header).status == 201)
+        #expect(try await storedAnswers(api) == 1)
+    }
+
+    func storedAnswers(_ api: APIServer) async throws -> Int {
+        try await api.pool.withConnection { c in try c.query("SELECT count(*)::int AS n FROM http_idempotency").first!.int("n") }
     }
 
     @Test func keysAreScopedToTheCallingKeyAndRoute() async throws {

@@ -84,6 +84,44 @@ import Glibc
         #expect(try await api.call("DELETE", "/v1/customers/c-5/push-to-start-tokens/d-1", key: customer).status == 204)
     }
 
+    /// `livevisits_events_appended_total` on the server's own /metrics.
+    func eventsAppended(_ api: APIServer) async throws -> Double {
+        let text = try await api.call("GET", "/metrics", key: nil).text
+        let sample = text.split(separator: "\n").first { $0.hasPrefix("livevisits_events_appended_total ") }
+        return sample.flatMap { Double($0.split(separator: " ")[1]) } ?? 0
+    }
+
+    /// Token and preference writes append no event, so /metrics does not count one for them; visit
+    /// events are counted once, a stored answer and a refusal not at all.
+    @Test func onlyAppendedEventsAreCounted() async throws {
+        let api = try await APIServer.start()
+        defer { Task { await api.stop() } }
+        let id = uniqueID("v")
+        try await api.schedule(id, customer: "c-1")
+        try await api.post(id, #"{"type":"enRoute"}"#)
+        #expect(try await eventsAppended(api) == 2)
+        let keyed = [("Idempotency-Key", "m-\(id)")]
+        #expect(try await api.post(id, #"{"type":"nearby"}"#, headers: keyed).status == 201)
+        #expect(try await api.post(id, #"{"type":"nearby"}"#, headers: keyed).status == 201)
+        #expect(try await api.post(id, #"{"type":"completed"}"#).status == 409)
+        #expect(try await eventsAppended(api) == 3)
+
+        let customer = try await api.key(.customer, "c-1")
+        #expect(try await register(api, id, "a-1", key: customer, version: nil, token: pushToken("m1")).status == 204)
+        #expect(try await register(api, id, "a-2", key: customer, version: 3, token: pushToken("m2")).status == 204)
+        #expect(try await api.call("PUT", "/v1/visits/\(id)/live-activities/a-3", key: customer,
+                                   json: "{\"pushToken\":\"\(pushToken("m3"))\",\"environment\":\"sandbox\"}", headers: keyed).status == 204)
+        #expect(try await api.call("DELETE", "/v1/visits/\(id)/live-activities/a-2", key: customer).status == 204)
+        #expect(try await api.call("PUT", "/v1/customers/c-1/devices/d-1/preferences", key: customer,
+                                   json: #"{"liveActivitiesEnabled":true,"frequentPushesEnabled":false}"#).status == 204)
+        #expect(try await api.call("PUT", "/v1/customers/c-1/push-to-start-tokens/d-1", key: customer,
+                                   json: "{\"pushToken\":\"\(pushToken("m4"))\",\"environment\":\"sandbox\"}").status == 204)
+        #expect(try await api.call("DELETE", "/v1/customers/c-1/push-to-start-tokens/d-1", key: customer).status == 204)
+        #expect(try await eventsAppended(api) == 3)
+        // The catch-up of the registration without a version was still enqueued.
+        #expect(try await deliveries(api, visit: id).filter { $0.activityId == "a-1" }.map(\.kind) == ["update"])
+    }
+
     @Test func badTokenBodies() async throws {
         let api = try await APIServer.start()
         defer { Task { await api.stop() } }

@@ -136,6 +136,27 @@ import Testing
         #expect(try await api.eventCount(id) == 4)
     }
 
+    /// An unknown visit answers 404 whatever version `If-Match` names (0 included), with or without an
+    /// idempotency key; a known visit at another version stays 409.
+    @Test func ifMatchOnAnUnknownVisitIsNotFound() async throws {
+        let api = try await APIServer.start()
+        defer { Task { await api.stop() } }
+        let unknown = uniqueID("v")
+        let plain = try await api.post(unknown, #"{"type":"enRoute"}"#)
+        #expect(plain.status == 404)
+        for version in ["\"0\"", "1", "W/\"7\""] {
+            let unkeyed = try await api.post(unknown, #"{"type":"enRoute"}"#, headers: [("If-Match", version)])
+            #expect(unkeyed.status == 404, "If-Match \(version): \(unkeyed.text)")
+            #expect(unkeyed.errorCode == plain.errorCode)
+            let keyed = try await api.post(unknown, #"{"type":"enRoute"}"#, headers: [("If-Match", version), ("Idempotency-Key", "k-\(version)")])
+            #expect(keyed.status == 404, "If-Match \(version) with a key: \(keyed.text)")
+        }
+        let known = uniqueID("v")
+        try await api.schedule(known)
+        #expect(try await api.post(known, #"{"type":"enRoute"}"#, headers: [("If-Match", "\"0\"")]).errorCode == "version_conflict")
+        #expect(try await api.eventCount(unknown) == 0)
+    }
+
     @Test func concurrentIfMatchHasOneWinner() async throws {
         let api = try await APIServer.start()
         defer { Task { await api.stop() } }

@@ -69,6 +69,23 @@ import VisitProjections
         #expect(try await f.rows()["v-3"]?.version == 9)
     }
 
+    /// An unknown visit is unknown (404 `not_scheduled`) whatever version `If-Match` names: existence is
+    /// checked before the version.
+    @Test func ifMatchOnAnUnknownVisitIsNotAVersionConflict() async throws {
+        let f = try await VisitFixtures.make()
+        let progress = try VisitEventRequest.parse(Array(#"{"type":"progress","kilometresAway":3}"#.utf8))
+        for version in [0, 1] {
+            let pinned = VisitCommandContext(actor: VisitFixtures.dispatcher.actor, expectedVersion: version)
+            do {
+                _ = try await f.handler.post(visitId: "v-unknown", event: progress, context: pinned)
+                Issue.record("an unknown visit accepted an event")
+            } catch let error as VisitDecisionError {
+                #expect(error.code == .notScheduled)
+            }
+        }
+        #expect(try await f.handler.store.readStream("visit-v-unknown").isEmpty)
+    }
+
     /// The command decides from the snapshot in the read model only when it is at the stream's version:
     /// an event appended behind its back (or a row lost) makes it fold the stream instead, never append
     /// at a stale version or leave a gap.

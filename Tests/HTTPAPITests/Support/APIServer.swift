@@ -47,13 +47,15 @@ final class APIServer: Sendable {
         let clock = SystemClock()
         let rules = try ProjectionRules.load(directory: TestDatabase.projectionsDirectory)
         let readModel = try VisitReadModel(projectionsDirectory: TestDatabase.projectionsDirectory, rules: rules)
+        // One registry per server, so what its /metrics counts is this test's alone.
+        let metrics = Metrics()
         let environment = APIEnvironment(
             pool: pool, readModel: readModel, outbox: Outbox(pool: pool, clock: clock),
-            migrator: Migrator(directory: TestDatabase.migrationsDirectory), clock: clock, keyCache: keyCache)
+            migrator: Migrator(directory: TestDatabase.migrationsDirectory), clock: clock, keyCache: keyCache, metrics: metrics)
         let api = LiveVisitsAPI(environment: environment)
         var httpConfiguration = HTTPServerConfiguration(listenAddress: ListenAddress(host: "127.0.0.1", port: 0))
         httpConfiguration.threadCount = 4
-        let server = try HTTPServer(configuration: httpConfiguration, clock: clock, metrics: Metrics(), handler: api.handler())
+        let server = try HTTPServer(configuration: httpConfiguration, clock: clock, metrics: metrics, handler: api.handler())
         let listener = listenForRevocations ? keyCache.listener(url: url) : nil
         let task = Task {
             try await withThrowingTaskGroup(of: Void.self) { group in
