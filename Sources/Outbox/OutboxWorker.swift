@@ -270,6 +270,7 @@ public final class OutboxWorker: Service {
                             ["apns.reason": f.reasonLabel, "apns.token": Logger.fingerprint(s.request.deviceToken),
                              "outbox.delivery_id": String(s.delivery.id), "visit.id": s.delivery.visitId])
                     }
+                    if f.reason == .badDeviceToken { environmentMixup(s) }
                     if f.reason == .deviceTokenNotForTopic, pause.notForTopic(now: now) {
                         setAlert(true)
                         logger.error("many DeviceTokenNotForTopic: the topic looks wrong; sending paused")
@@ -285,6 +286,19 @@ public final class OutboxWorker: Service {
                 tokenRetired: retired[s.delivery.id] ?? false, configuration: configuration,
                 random: Double.random(in: 0...1))
         }
+    }
+
+    /// A 400 BadDeviceToken: the token is retired, but most often it is right and was registered for the
+    /// other APNs environment (a development build's token sent to production, or the reverse). Counted by
+    /// the environment it was sent to, so a spike after a release points at the app's `environment`.
+    private func environmentMixup(_ s: Sent) {
+        let environment = s.request.environment.rawValue
+        metrics.increment("livevisits_apns_environment_mixups_total",
+            help: "APNs BadDeviceToken answers (likely sandbox/production mix-ups) by the environment the token was sent to.",
+            labels: ["environment": environment])
+        logger.warning("APNs refused a token as BadDeviceToken: likely registered for the other environment",
+            ["apns.environment": environment, "apns.token": Logger.fingerprint(s.request.deviceToken),
+             "outbox.delivery_id": String(s.delivery.id), "visit.id": s.delivery.visitId])
     }
 
     // MARK: leases

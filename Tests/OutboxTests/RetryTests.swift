@@ -120,6 +120,34 @@ import Testing
         #expect(try await f.enqueue(start("v-2", timestamp: now)).created == 0)
     }
 
+    @Test func badDeviceTokenCountsAnEnvironmentMixupAndNamesTheTokenOnlyByItsHash() async throws {
+        let f = try await OutboxFixture.make()
+        defer { Task { await f.close() } }
+        try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("sandbox-1"), environment: .sandbox)
+        try await f.registerActivity(visit: "v-1", activity: "a-2", token: token("sandbox-2"), environment: .sandbox)
+        try await f.registerActivity(visit: "v-1", activity: "a-3", token: token("prod-1"), environment: .production)
+        try await f.registerActivity(visit: "v-1", activity: "a-4", token: token("fine"), environment: .production)
+        _ = try await f.enqueue(update("v-1", timestamp: now))
+        let sender = RecordingSender { request, _ in
+            request.deviceToken == token("fine") ? .ok : .fail(400, "BadDeviceToken", .tokenDead)
+        }
+        let metrics = Metrics()
+        let log = LogLines()
+        try await f.drain(f.worker(sender, metrics: metrics, logger: log.logger))
+        #expect(try await f.count(.cancelled) == 3)
+        let name = "livevisits_apns_environment_mixups_total"
+        #expect(metrics.value(name, labels: ["environment": "sandbox"]) == 2)
+        #expect(metrics.value(name, labels: ["environment": "production"]) == 1)
+        #expect(await metrics.render().contains("\(name){environment=\"sandbox\"} 2"))
+        let warnings = log.all.filter { $0.contains(" warning ") && $0.contains("BadDeviceToken") }
+        #expect(warnings.count == 3)
+        let prod = try #require(warnings.first { $0.contains("apns.environment=production") })
+        #expect(prod.contains("apns.token=\(Logger.fingerprint(token("prod-1")))"))
+        for line in log.all {
+            for t in ["sandbox-1", "sandbox-2", "prod-1", "fine"] { #expect(!line.contains(token(t))) }
+        }
+    }
+
     @Test func configurationErrorsPauseSendingInsteadOfBurningRetries() async throws {
         var configuration = OutboxFixture.fastConfiguration
         configuration.maximumAgeSeconds = 0.1
