@@ -21,18 +21,23 @@ enum DeliveryPolicy {
         if let last = d.lastSentTimestamp, d.apsTimestamp < last {
             return finish(.superseded, "target already received a newer state")
         }
-        if d.kind == .update, let stale = d.staleDate, Double(stale) < now {
+        // An update measured from its send (a catch-up: `expiresAfterSending` set) does not expire unsent.
+        if d.kind == .update, d.expiresAfterSending == nil, let stale = d.staleDate, Double(stale) < now {
             return finish(.expired, "past its apns-expiration")
         }
         if d.kind == .start, d.outcomeUnknownSince != nil, d.activityRegisteredSinceUnknown {
             return finish(.sent, "a live activity of the visit registered after the unknown send")
         }
+        let sentAt = Int64(now.rounded(.down))
         let expiration: Int64
-        if d.kind == .update, let stale = d.staleDate {
+        switch (d.kind, d.staleDate, d.expiresAfterSending) {
+        case (.update, let stale?, nil):
             expiration = stale
-        } else {
-            let after = d.expiresAfterSending ?? configuration.startEndExpirationSeconds
-            expiration = Int64(now.rounded(.down)) + after
+        case (.update, let stale?, let after?):
+            // A catch-up: its stale date, or at once when that has passed.
+            expiration = max(stale, sentAt + after)
+        default:
+            expiration = sentAt + (d.expiresAfterSending ?? configuration.startEndExpirationSeconds)
         }
         return .send(
             APNsRequest(

@@ -129,6 +129,54 @@ import Testing
         #expect(sender.calls.map(\.kind) == ["end"])
     }
 
+    /// A catch-up (an update measured from its send, `expiresAfterSendingSeconds` 0) for an activity that
+    /// registered after the state's stale date: sent at once with `apns-expiration` = now, never expired.
+    @Test func aCatchUpPastItsStaleDateIsSentAtOnce() async throws {
+        let clock = ManualClock(now: Self.t0)
+        let f = try await OutboxFixture.make(clock: clock)
+        defer { Task { await f.close() } }
+        try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
+        clock.advance(by: 600)
+        var catchUp = update("v-1", timestamp: Int64(Self.t0), stale: Int64(Self.t0) + 120, audience: .activity("a-1"))
+        catchUp.expiresAfterSendingSeconds = 0
+        _ = try await f.enqueue(catchUp)
+        clock.advance(by: 30)  // still waiting (in backoff, say): not expired either
+        let sender = RecordingSender()
+        #expect(try await f.worker(sender).runOnce() == 1)
+        #expect(sender.calls.map(\.kind) == ["update"])
+        #expect(sender.calls.first?.request.expiration == Int64(Self.t0) + 630)
+        #expect(try await f.count(.sent) == 1)
+        #expect(try await f.count(.expired) == 0)
+    }
+
+    /// Before its stale date a catch-up expires with it, as any update (contract §6 `apns-expiration`);
+    /// and a newer state still supersedes it: only the newer one goes.
+    @Test func aCatchUpKeepsItsStaleDateAheadAndYieldsToANewerState() async throws {
+        let clock = ManualClock(now: Self.t0)
+        let f = try await OutboxFixture.make(clock: clock)
+        defer { Task { await f.close() } }
+        try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
+        try await f.registerActivity(visit: "v-1", activity: "a-2", token: token("a2"))
+        var catchUp = update("v-1", timestamp: Int64(Self.t0), stale: Int64(Self.t0) + 120, audience: .activity("a-1"))
+        catchUp.expiresAfterSendingSeconds = 0
+        _ = try await f.enqueue(catchUp)
+        var second = catchUp
+        second.audience = .activity("a-2")
+        _ = try await f.enqueue(second)
+        let sender = RecordingSender()
+        let worker = f.worker(sender)
+        #expect(try await worker.runOnce() == 2)
+        #expect(sender.calls.map(\.request.expiration) == [Int64(Self.t0) + 120, Int64(Self.t0) + 120])
+
+        _ = try await f.enqueue(catchUp)  // a-1 registers again: a catch-up of the same state
+        clock.advance(by: 300)
+        let newer = try await f.enqueue(update("v-1", timestamp: Int64(Self.t0) + 300, stale: Int64(Self.t0) + 420))
+        #expect(newer.created == 2)
+        #expect(try await worker.runOnce() == 2)
+        #expect(sender.calls.dropFirst(2).compactMap { apsTimestamp(of: $0.request.body) } == [Int64(Self.t0) + 300, Int64(Self.t0) + 300])
+        #expect(try await f.count(.superseded) == 1)
+    }
+
     @Test func switchingLiveActivitiesOffStopsTheDevicesDeliveries() async throws {
         let f = try await OutboxFixture.make()
         defer { Task { await f.close() } }

@@ -21,7 +21,8 @@ public enum PushPlanner {
 
     /// The latest state for a newly registered (or rotated) Live Activity token: an `update`
     /// without alert, or the `end` once the visit has ended; it repeats the state's own
-    /// `aps.timestamp`, so an activity that already has this state ignores it.
+    /// `aps.timestamp`, so an activity that already has this state ignores it. The update is sent
+    /// even past its stale date (`PushExpiration.atOrWhenSent`): it is still the latest state.
     public static func catchUp(for state: VisitState, rules: ProjectionRules) -> PushPlan {
         state.hasEnded
             ? end(state, rules: rules, isCatchUp: true)
@@ -80,7 +81,7 @@ public enum PushPlanner {
             kind: .update, audience: .liveActivities, visitId: state.visitId, version: state.version,
             priority: alert == nil ? rules.quietPriority : rules.alertPriority, alert: alert,
             apsTimestamp: state.apsTimestamp, staleDate: staleDate, relevanceScore: relevance, dismissalDate: nil,
-            expiration: .at(staleDate), isCatchUp: isCatchUp,
+            expiration: isCatchUp ? .atOrWhenSent(staleDate) : .at(staleDate), isCatchUp: isCatchUp,
             body: JSONValue.object([JSONMember("aps", .object(aps))]).serialized())
     }
 
