@@ -134,6 +134,8 @@ public struct OutboxStore: Sendable {
             WITH candidates AS (
                 SELECT d.id FROM deliveries d
                 WHERE d.state = 'pending' AND d.next_attempt_at <= \(now)
+                  -- Nothing while another worker paused sending (an uncorrelated probe: evaluated once).
+                  AND NOT (SELECT EXISTS (SELECT 1 FROM outbox_pause WHERE paused_until > \(now)))
                   -- A scalar subquery, so it runs per row along the due index (an anti-join would read the
                   -- whole backlog on every claim).
                   AND NOT (SELECT EXISTS (
@@ -278,9 +280,22 @@ public struct OutboxStore: Sendable {
             """).affectedRows
     }
 
-    /// When the next pending delivery falls due (nil when none is pending).
+    /// When the next pending delivery falls due (nil when none is pending), never before a shared pause ends.
     static func nextDue(on connection: PostgresConnection) throws -> Double? {
-        try connection.query("SELECT min(next_attempt_at) AS due FROM deliveries WHERE state = 'pending'")
-            .first?.optionalDouble("due")
+        try connection.query("""
+            SELECT GREATEST(min(next_attempt_at), (SELECT paused_until FROM outbox_pause)) AS due
+            FROM deliveries WHERE state = 'pending'
+            HAVING count(*) > 0
+            """).first?.optionalDouble("due")
+    }
+
+    /// Pauses sending for every worker on the database until `until` (a configuration error); a pause
+    /// already running longer is kept.
+    static func pause(until: Double, reason: String, now: Double, on connection: PostgresConnection) throws {
+        try connection.query("""
+            INSERT INTO outbox_pause (singleton, paused_until, paused_at, reason) VALUES (true, \(until), \(now), \(reason))
+            ON CONFLICT (singleton) DO UPDATE
+            SET paused_until = GREATEST(EXCLUDED.paused_until, outbox_pause.paused_until), paused_at = EXCLUDED.paused_at, reason = EXCLUDED.reason
+            """)
     }
 }

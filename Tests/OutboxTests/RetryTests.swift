@@ -2,6 +2,7 @@ import Foundation
 import Outbox
 import Postgres
 import Runtime
+import Synchronization
 import Testing
 
 @Suite struct RetryTests {
@@ -146,6 +147,62 @@ import Testing
         for line in log.all {
             for t in ["sandbox-1", "sandbox-2", "prod-1", "fine"] { #expect(!line.contains(token(t))) }
         }
+    }
+
+    /// Contract §5: DeviceTokenNotForTopic retires the token, "but many in a short time mean our topic is
+    /// wrong". Past the threshold the rest of the batch is a configuration error: tokens kept, deliveries
+    /// pending, the alert raised, a success in the same batch not lifting the pause, and the pause shared
+    /// with every worker through the database.
+    @Test func manyNotForTopicPauseSendingAndKeepTheRestOfTheTokens() async throws {
+        let t0 = 1_790_000_000.0
+        let clock = ManualClock(now: t0)
+        var configuration = OutboxFixture.fastConfiguration
+        configuration.topicAlertThreshold = 3
+        configuration.configurationPauseSeconds = 30
+        configuration.maximumConcurrentSends = 1  // answers in claim order: the success comes last
+        let f = try await OutboxFixture.make(clock: clock, configuration: configuration)
+        defer { Task { await f.close() } }
+        for a in 0..<10 { try await f.registerActivity(visit: "v-1", activity: "a-\(a)", token: token("wrong\(a)")) }
+        try await f.registerActivity(visit: "v-2", activity: "a-ok", token: token("fine"))
+        _ = try await f.enqueue(update("v-1", timestamp: Int64(t0)))
+        _ = try await f.enqueue(update("v-2", timestamp: Int64(t0)))
+        let topicWrong = Mutex(true)
+        let sender = RecordingSender { request, _ in
+            request.deviceToken != token("fine") && topicWrong.withLock { $0 }
+                ? .fail(400, "DeviceTokenNotForTopic", .tokenDead) : .ok
+        }
+        let metrics = Metrics()
+        let worker = f.worker(sender, metrics: metrics)
+        #expect(try await worker.runOnce() == 11)
+        #expect(sender.calls.last?.request.deviceToken == token("fine"))
+
+        // The first two retired their tokens; from the third on the topic looks wrong: tokens kept.
+        #expect(try await f.count(.cancelled) == 2)
+        #expect(try await f.count(.pending) == 8)
+        #expect(try await f.count(.sent) == 1)
+        let live = try await f.pool.withConnection { [registry = f.registry] in try registry.liveActivityCount(visitId: "v-1", on: $0) }
+        #expect(live == 8)
+        #expect(metrics.value("livevisits_outbox_config_alert") == 1)  // not lowered by the batch's success
+        #expect(metrics.value("livevisits_outbox_tokens_retired_total", labels: ["reason": "DeviceTokenNotForTopic"]) == 2)
+
+        // Paused for every worker on the database, this one and a fresh one alike, even for a push that
+        // is due now.
+        try await f.registerActivity(visit: "v-3", activity: "a-new", token: token("new"))
+        _ = try await f.enqueue(update("v-3", timestamp: Int64(t0)))
+        let other = f.worker(sender)
+        #expect(try await other.runOnce() == 0)
+        clock.advance(by: 29)
+        #expect(try await worker.runOnce() == 0)
+        #expect(try await other.runOnce() == 0)
+        #expect(sender.calls.count == 11)
+
+        // The topic fixed, the kept deliveries go after the pause, to the tokens that were kept.
+        topicWrong.withLock { $0 = false }
+        clock.advance(by: 2)
+        #expect(try await other.runOnce() == 9)
+        #expect(try await f.count(.sent) == 10)
+        #expect(try await f.count(.dead) == 0)
+        #expect(Set(sender.accepted.dropFirst().map(\.request.deviceToken)).count == 9)
     }
 
     @Test func configurationErrorsPauseSendingInsteadOfBurningRetries() async throws {
