@@ -18,6 +18,9 @@ enum DeliveryPolicy {
             return finish(.cancelled, "token retired")
         }
         guard d.liveActivitiesEnabled else { return finish(.cancelled, "live activities switched off") }
+        if d.kind == .start, d.startTokenReplaced {
+            return finish(.cancelled, "push-to-start token replaced; the new token has its own start")
+        }
         if let last = d.lastSentTimestamp, d.apsTimestamp < last {
             return finish(.superseded, "target already received a newer state")
         }

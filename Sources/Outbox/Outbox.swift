@@ -46,7 +46,7 @@ public final class Outbox: Sendable {
     /// Only which targets exist is resolved here (registered, live activities; push-to-start devices),
     /// never the token, which is read at send time. Devices with Live Activities switched off get
     /// nothing; nothing is enqueued for a target after its `end`, at most one `start` per visit and
-    /// device, and nothing older than what a target already has pending or received. A new delivery
+    /// push-to-start token, and nothing older than what a target already has pending or received. A new delivery
     /// supersedes the target's older pending updates (never an end). Call `committed()` after COMMIT.
     @discardableResult
     public func enqueue(_ intents: [PushIntent], on connection: PostgresConnection) throws -> EnqueueResult {
@@ -129,16 +129,22 @@ public final class Outbox: Sendable {
         case .pushToStartTokens, .pushToStartDevice:
             var device: String? = nil
             if case .pushToStartDevice(let id) = intent.audience { device = id }
+            // One target per visit and push-to-start token (contract §6), named by the token's md5
+            // (`delivery_start_target`, migration 0007): a token registered under two device ids is one
+            // target (the newest registration's device is used), a rotated token a new one.
             targets = """
-                SELECT 'start' || json_build_array(\(intent.visitId)::text, t.customer_id, t.device_id)::text AS target,
-                       NULL::text AS activity_id, t.device_id
-                FROM push_to_start_tokens t
-                LEFT JOIN device_preferences p ON p.customer_id = t.customer_id AND p.device_id = t.device_id
-                WHERE t.customer_id = \(intent.customerId) AND t.retired_at_ms IS NULL
-                  AND COALESCE(p.live_activities_enabled, true)
-                  AND (\(device)::text IS NULL OR t.device_id = \(device))
-                  AND NOT EXISTS (SELECT 1 FROM live_activities la
-                                  WHERE la.visit_id = \(intent.visitId) AND la.retired_at_ms IS NULL)
+                SELECT DISTINCT ON (target) target, activity_id, device_id FROM (
+                    SELECT delivery_start_target(\(intent.visitId)::text, t.push_token) AS target,
+                           NULL::text AS activity_id, t.device_id, t.registered_at_ms
+                    FROM push_to_start_tokens t
+                    LEFT JOIN device_preferences p ON p.customer_id = t.customer_id AND p.device_id = t.device_id
+                    WHERE t.customer_id = \(intent.customerId) AND t.retired_at_ms IS NULL
+                      AND COALESCE(p.live_activities_enabled, true)
+                      AND (\(device)::text IS NULL OR t.device_id = \(device))
+                      AND NOT EXISTS (SELECT 1 FROM live_activities la
+                                      WHERE la.visit_id = \(intent.visitId) AND la.retired_at_ms IS NULL)
+                ) tokens
+                ORDER BY target, registered_at_ms DESC
                 """
         }
         // The rest binds after the target query's parameters: renumber by building on its text.

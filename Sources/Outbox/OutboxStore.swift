@@ -160,6 +160,9 @@ public struct OutboxStore: Sendable {
                    COALESCE((SELECT p.live_activities_enabled FROM device_preferences p
                              WHERE p.customer_id = c.customer_id AND p.device_id = c.device_id), true) AS enabled,
                    (SELECT t.last_sent_timestamp FROM delivery_targets t WHERE t.target = c.target) AS last_sent_timestamp,
+                   -- A start names the token it was enqueued for; one rotated since has a start of its own.
+                   (c.kind = 'start' AND tok.push_token IS NOT NULL
+                    AND c.target <> delivery_start_target(c.visit_id, tok.push_token)) AS token_replaced,
                    (c.outcome_unknown_since IS NOT NULL AND (SELECT EXISTS (
                         SELECT 1 FROM live_activities r
                         WHERE r.visit_id = c.visit_id AND r.retired_at_ms IS NULL
@@ -189,6 +192,7 @@ public struct OutboxStore: Sendable {
                 pushToken: row["push_token"], environment: row["environment"].flatMap(PushEnvironment.init(rawValue:)),
                 registeredAtMs: row.optionalInt64("registered_at_ms"), tokenRetired: try row.bool("retired"),
                 liveActivitiesEnabled: try row.bool("enabled"), lastSentTimestamp: row.optionalInt64("last_sent_timestamp"),
+                startTokenReplaced: try row.bool("token_replaced"),
                 activityRegisteredSinceUnknown: try row.bool("registered_since"))
         }
     }
