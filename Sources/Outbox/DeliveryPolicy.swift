@@ -31,6 +31,11 @@ enum DeliveryPolicy {
         if d.kind == .start, d.outcomeUnknownSince != nil, d.activityRegisteredSinceUnknown {
             return finish(.sent, "a live activity of the visit registered after the unknown send")
         }
+        // Checked again at send time: a deferred start waits hours, and an activity may have been started
+        // meanwhile (by the app, or by a start to another token). A second start is a second activity.
+        if d.kind == .start, d.visitHasLiveActivity {
+            return finish(.cancelled, "the visit already has a live activity")
+        }
         let sentAt = Int64(now.rounded(.down))
         let expiration: Int64
         switch (d.kind, d.staleDate, d.expiresAfterSending) {

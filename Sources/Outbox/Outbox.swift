@@ -47,7 +47,8 @@ public final class Outbox: Sendable {
     /// never the token, which is read at send time. Devices with Live Activities switched off get
     /// nothing; nothing is enqueued for a target after its `end`, at most one `start` per visit and
     /// push-to-start token, and nothing older than what a target already has pending or received. A new delivery
-    /// supersedes the target's older pending updates (never an end). Call `committed()` after COMMIT.
+    /// supersedes the target's older pending updates, and a newer start the target's start still waiting
+    /// to go out (never an end, never a start that may have gone out). Call `committed()` after COMMIT.
     @discardableResult
     public func enqueue(_ intents: [PushIntent], on connection: PostgresConnection) throws -> EnqueueResult {
         var result = EnqueueResult()
@@ -98,7 +99,7 @@ public final class Outbox: Sendable {
         guard !intent.body.isEmpty else { throw invalid("the push body is empty") }
         guard !intent.visitId.isEmpty, !intent.customerId.isEmpty else { throw invalid("visitId and customerId are required") }
         switch (intent.kind, intent.audience) {
-        case (.start, .pushToStartTokens), (.start, .pushToStartDevice): break
+        case (.start, .pushToStartTokens), (.start, .pushToStartDevice), (.start, .pendingStarts): break
         case (.update, .liveActivities), (.update, .activity), (.end, .liveActivities), (.end, .activity): break
         default: throw invalid("a \(intent.kind.rawValue) cannot go to that audience")
         }
@@ -146,6 +147,17 @@ public final class Outbox: Sendable {
                 ) tokens
                 ORDER BY target, registered_at_ms DESC
                 """
+        case .pendingStarts:
+            // The waiting starts' own targets (so a start enqueued for a token rotated since is not
+            // re-planned for the new one: it is cancelled at claim, and the new token has its own).
+            targets = """
+                SELECT DISTINCT d.target, NULL::text AS activity_id, d.device_id
+                FROM deliveries d
+                WHERE d.visit_id = \(intent.visitId) AND d.kind = 'start' AND d.state = 'pending'
+                  AND d.outcome_unknown_since IS NULL
+                  AND NOT EXISTS (SELECT 1 FROM live_activities la
+                                  WHERE la.visit_id = \(intent.visitId) AND la.retired_at_ms IS NULL)
+                """
         }
         // The rest binds after the target query's parameters: renumber by building on its text.
         var query = PostgresQuery(sql: "WITH targets AS (" + targets.sql + "),\n", binds: targets.binds)
@@ -172,7 +184,10 @@ public final class Outbox: Sendable {
                 WHERE NOT (SELECT EXISTS (
                         SELECT 1 FROM deliveries d
                         WHERE d.target = t.target AND d.kind IN ('start', 'end') AND d.state IN ('pending', 'sending', 'sent')
-                          AND (d.kind = 'end' OR (d.kind = 'start' AND \(kindParam)::text = 'start'))))
+                          AND (d.kind = 'end' OR (d.kind = 'start' AND \(kindParam)::text = 'start'
+                               -- An older start still waiting, known not to have gone out, is replaced.
+                               AND NOT (d.state = 'pending' AND d.outcome_unknown_since IS NULL
+                                        AND d.aps_timestamp < \(tsParam)::bigint)))))
                   AND NOT (SELECT EXISTS (
                         SELECT 1 FROM deliveries d
                         WHERE d.target = t.target AND d.state IN ('pending', 'sending')
@@ -197,7 +212,8 @@ public final class Outbox: Sendable {
                 SET state = 'superseded', superseded_by = i.id, finished_at = \(nowParam)::float8
                 FROM inserted i
                 WHERE d.target = ANY (ARRAY(SELECT target FROM inserted)) AND d.target = i.target
-                  AND d.state = 'pending' AND d.kind = 'update'
+                  AND d.state = 'pending' AND d.id <> i.id
+                  AND (d.kind = 'update' OR (d.kind = 'start' AND d.outcome_unknown_since IS NULL))
                 RETURNING d.id
             ),
             cancelled AS (

@@ -163,6 +163,10 @@ public struct OutboxStore: Sendable {
                    -- A start names the token it was enqueued for; one rotated since has a start of its own.
                    (c.kind = 'start' AND tok.push_token IS NOT NULL
                     AND c.target <> delivery_start_target(c.visit_id, tok.push_token)) AS token_replaced,
+                   -- A start goes only while its visit has no Live Activity (a second start, a second activity).
+                   (c.kind = 'start' AND (SELECT EXISTS (
+                        SELECT 1 FROM live_activities r WHERE r.visit_id = c.visit_id AND r.retired_at_ms IS NULL)))
+                       AS visit_has_activity,
                    (c.outcome_unknown_since IS NOT NULL AND (SELECT EXISTS (
                         SELECT 1 FROM live_activities r
                         WHERE r.visit_id = c.visit_id AND r.retired_at_ms IS NULL
@@ -192,7 +196,7 @@ public struct OutboxStore: Sendable {
                 pushToken: row["push_token"], environment: row["environment"].flatMap(PushEnvironment.init(rawValue:)),
                 registeredAtMs: row.optionalInt64("registered_at_ms"), tokenRetired: try row.bool("retired"),
                 liveActivitiesEnabled: try row.bool("enabled"), lastSentTimestamp: row.optionalInt64("last_sent_timestamp"),
-                startTokenReplaced: try row.bool("token_replaced"),
+                startTokenReplaced: try row.bool("token_replaced"), visitHasLiveActivity: try row.bool("visit_has_activity"),
                 activityRegisteredSinceUnknown: try row.bool("registered_since"))
         }
     }

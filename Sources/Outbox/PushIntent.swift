@@ -17,6 +17,10 @@ public struct PushIntent: Sendable, Hashable {
         case activity(String)
         /// One push-to-start device of the customer (a late start).
         case pushToStartDevice(String)
+        /// The start targets of the visit whose start is still pending (deferred, or in backoff with a
+        /// known outcome): the new start supersedes it (a new delivery, new apns-id, its own due time).
+        /// Nothing for a target whose start went out, may have gone out, or never was.
+        case pendingStarts
     }
 
     public var visitId: String

@@ -36,6 +36,7 @@ public struct OutboxPushes: PushEnqueuer {
         let defaultAudience: PushIntent.Audience = switch plan.audience {
         case .pushToStartTokens: .pushToStartTokens
         case .liveActivities: .liveActivities
+        case .pendingStarts: .pendingStarts
         }
         var staleDate: Int64? = nil
         var afterSending: Int64? = nil

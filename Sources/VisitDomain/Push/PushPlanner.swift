@@ -4,7 +4,11 @@ public enum PushPlanner {
     /// - `scheduled`: a `start` to push-to-start tokens and an `update` to activities already registered;
     /// - a status change (`enRoute`, `nearby`, `onSite`, `finishing`): an `update` with the status's alert;
     /// - `progress`, `reassigned`: an `update` without alert;
-    /// - `completed`, `cancelled`, `failed`: an `end`.
+    /// - `completed`, `cancelled`, `failed`: an `end` (the outbox cancels starts still waiting).
+    ///
+    /// After `scheduled`, every event of an active visit also re-plans the `start` for the starts still
+    /// waiting to go out (audience `pendingStarts`): every push carries the full current state, so a start
+    /// deferred until the arrival window does not go out with the booking-time state and window.
     public static func pushes(for state: VisitState, rules: ProjectionRules) -> [PushPlan] {
         if state.hasEnded { return [end(state, rules: rules, isCatchUp: false)] }
         let alert: AlertContent? =
@@ -16,7 +20,9 @@ public enum PushPlanner {
         if state.lastEventType == .scheduled {
             return [start(state, rules: rules, isCatchUp: false), updatePlan]
         }
-        return [updatePlan]
+        var replacement = start(state, rules: rules, isCatchUp: false)
+        replacement.audience = .pendingStarts
+        return [updatePlan, replacement]
     }
 
     /// The latest state for a newly registered (or rotated) Live Activity token: an `update`
