@@ -206,27 +206,37 @@ import Testing
     }
 
     @Test func configurationErrorsPauseSendingInsteadOfBurningRetries() async throws {
+        // The worker's own clock: the pause lasts until the test moves time on, however slow the machine.
+        let clock = ManualClock(now: Date().timeIntervalSince1970)
         var configuration = OutboxFixture.fastConfiguration
         configuration.maximumAgeSeconds = 0.1
         configuration.configurationPauseSeconds = 0.3
-        let f = try await OutboxFixture.make(configuration: configuration)
+        let f = try await OutboxFixture.make(clock: clock, configuration: configuration)
         defer { Task { await f.close() } }
         try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
         _ = try await f.enqueue(update("v-1", timestamp: now))
+        let id = try #require(try await f.store.list().first?.id)
         let sender = RecordingSender { _, n in
             n < 2 ? .fail(403, "InvalidProviderToken", .configuration) : .ok
         }
         let metrics = Metrics()
         let worker = f.worker(sender, metrics: metrics)
         let running = Task { try await worker.run() }
-        while sender.calls.isEmpty { try await Task.sleep(nanoseconds: 10_000_000) }
-        try await Task.sleep(nanoseconds: 100_000_000)
+        while try await f.store.attempts(deliveryId: id).isEmpty { try await Task.sleep(nanoseconds: 10_000_000) }
         #expect(metrics.value("livevisits_outbox_config_alert") == 1)
         #expect(try await f.count(.pending) == 1)
+        for _ in 0..<5 { worker.wake() }
+        try await Task.sleep(nanoseconds: 100_000_000)  // give the loops a chance to (wrongly) retry
         #expect(sender.calls.count == 1)  // paused: no retry burnt meanwhile
-        while try await f.count(.sent) == 0 { try await Task.sleep(nanoseconds: 20_000_000) }
+        // Past the pause (and the delivery's maximum age): retried, paused again (doubled), then sent.
+        while try await f.count(.sent) == 0 {
+            clock.advance(by: 1)
+            worker.wake()
+            try await Task.sleep(nanoseconds: 20_000_000)
+        }
         running.cancel()
         _ = await running.result
+        #expect(sender.calls.count == 3)
         #expect(try await f.count(.dead) == 0)  // past its maximum age, but configuration errors do not age it out
         #expect(metrics.value("livevisits_outbox_config_alert") == 0)
     }
