@@ -27,6 +27,11 @@ struct ClaimedDelivery: Sendable, Hashable {
     var tokenRetired: Bool
     var liveActivitiesEnabled: Bool
     var lastSentTimestamp: Int64?
+    /// For a start: the device's push-to-start token is no longer the one the start was enqueued for (its
+    /// target names the token); the new token has a start of its own.
+    var startTokenReplaced: Bool
+    /// For a start: a live (not retired) Live Activity of the visit is registered now.
+    var visitHasLiveActivity: Bool
     /// For a start of unknown outcome: a Live Activity of the visit registered since.
     var activityRegisteredSinceUnknown: Bool
 }

@@ -18,21 +18,34 @@ enum DeliveryPolicy {
             return finish(.cancelled, "token retired")
         }
         guard d.liveActivitiesEnabled else { return finish(.cancelled, "live activities switched off") }
+        if d.kind == .start, d.startTokenReplaced {
+            return finish(.cancelled, "push-to-start token replaced; the new token has its own start")
+        }
         if let last = d.lastSentTimestamp, d.apsTimestamp < last {
             return finish(.superseded, "target already received a newer state")
         }
-        if d.kind == .update, let stale = d.staleDate, Double(stale) < now {
+        // An update measured from its send (a catch-up: `expiresAfterSending` set) does not expire unsent.
+        if d.kind == .update, d.expiresAfterSending == nil, let stale = d.staleDate, Double(stale) < now {
             return finish(.expired, "past its apns-expiration")
         }
         if d.kind == .start, d.outcomeUnknownSince != nil, d.activityRegisteredSinceUnknown {
             return finish(.sent, "a live activity of the visit registered after the unknown send")
         }
+        // Checked again at send time: a deferred start waits hours, and an activity may have been started
+        // meanwhile (by the app, or by a start to another token). A second start is a second activity.
+        if d.kind == .start, d.visitHasLiveActivity {
+            return finish(.cancelled, "the visit already has a live activity")
+        }
+        let sentAt = Int64(now.rounded(.down))
         let expiration: Int64
-        if d.kind == .update, let stale = d.staleDate {
+        switch (d.kind, d.staleDate, d.expiresAfterSending) {
+        case (.update, let stale?, nil):
             expiration = stale
-        } else {
-            let after = d.expiresAfterSending ?? configuration.startEndExpirationSeconds
-            expiration = Int64(now.rounded(.down)) + after
+        case (.update, let stale?, let after?):
+            // A catch-up: its stale date, or at once when that has passed.
+            expiration = max(stale, sentAt + after)
+        default:
+            expiration = sentAt + (d.expiresAfterSending ?? configuration.startEndExpirationSeconds)
         }
         return .send(
             APNsRequest(

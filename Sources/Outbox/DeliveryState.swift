@@ -12,7 +12,8 @@ public enum DeliveryState: String, Sendable, Hashable, CaseIterable {
     case expired
     /// A newer state replaced it before it was sent, or the target had already received something newer.
     case superseded
-    /// Its token was retired or forgotten, Live Activities were switched off, or its visit ended first.
+    /// Its token was retired, forgotten or (a start's) replaced, Live Activities were switched off, its
+    /// visit ended first, or (a start) its visit already had a Live Activity when it came due.
     case cancelled
 
     /// True for states a delivery never leaves on its own.

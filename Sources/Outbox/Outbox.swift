@@ -46,8 +46,9 @@ public final class Outbox: Sendable {
     /// Only which targets exist is resolved here (registered, live activities; push-to-start devices),
     /// never the token, which is read at send time. Devices with Live Activities switched off get
     /// nothing; nothing is enqueued for a target after its `end`, at most one `start` per visit and
-    /// device, and nothing older than what a target already has pending or received. A new delivery
-    /// supersedes the target's older pending updates (never an end). Call `committed()` after COMMIT.
+    /// push-to-start token, and nothing older than what a target already has pending or received. A new delivery
+    /// supersedes the target's older pending updates, and a newer start the target's start still waiting
+    /// to go out (never an end, never a start that may have gone out). Call `committed()` after COMMIT.
     @discardableResult
     public func enqueue(_ intents: [PushIntent], on connection: PostgresConnection) throws -> EnqueueResult {
         var result = EnqueueResult()
@@ -98,7 +99,7 @@ public final class Outbox: Sendable {
         guard !intent.body.isEmpty else { throw invalid("the push body is empty") }
         guard !intent.visitId.isEmpty, !intent.customerId.isEmpty else { throw invalid("visitId and customerId are required") }
         switch (intent.kind, intent.audience) {
-        case (.start, .pushToStartTokens), (.start, .pushToStartDevice): break
+        case (.start, .pushToStartTokens), (.start, .pushToStartDevice), (.start, .pendingStarts): break
         case (.update, .liveActivities), (.update, .activity), (.end, .liveActivities), (.end, .activity): break
         default: throw invalid("a \(intent.kind.rawValue) cannot go to that audience")
         }
@@ -129,14 +130,31 @@ public final class Outbox: Sendable {
         case .pushToStartTokens, .pushToStartDevice:
             var device: String? = nil
             if case .pushToStartDevice(let id) = intent.audience { device = id }
+            // One target per visit and push-to-start token (contract §6), named by the token's md5
+            // (`delivery_start_target`, migration 0007): a token registered under two device ids is one
+            // target (the newest registration's device is used), a rotated token a new one.
             targets = """
-                SELECT 'start' || json_build_array(\(intent.visitId)::text, t.customer_id, t.device_id)::text AS target,
-                       NULL::text AS activity_id, t.device_id
-                FROM push_to_start_tokens t
-                LEFT JOIN device_preferences p ON p.customer_id = t.customer_id AND p.device_id = t.device_id
-                WHERE t.customer_id = \(intent.customerId) AND t.retired_at_ms IS NULL
-                  AND COALESCE(p.live_activities_enabled, true)
-                  AND (\(device)::text IS NULL OR t.device_id = \(device))
+                SELECT DISTINCT ON (target) target, activity_id, device_id FROM (
+                    SELECT delivery_start_target(\(intent.visitId)::text, t.push_token) AS target,
+                           NULL::text AS activity_id, t.device_id, t.registered_at_ms
+                    FROM push_to_start_tokens t
+                    LEFT JOIN device_preferences p ON p.customer_id = t.customer_id AND p.device_id = t.device_id
+                    WHERE t.customer_id = \(intent.customerId) AND t.retired_at_ms IS NULL
+                      AND COALESCE(p.live_activities_enabled, true)
+                      AND (\(device)::text IS NULL OR t.device_id = \(device))
+                      AND NOT EXISTS (SELECT 1 FROM live_activities la
+                                      WHERE la.visit_id = \(intent.visitId) AND la.retired_at_ms IS NULL)
+                ) tokens
+                ORDER BY target, registered_at_ms DESC
+                """
+        case .pendingStarts:
+            // The waiting starts' own targets (so a start enqueued for a token rotated since is not
+            // re-planned for the new one: it is cancelled at claim, and the new token has its own).
+            targets = """
+                SELECT DISTINCT d.target, NULL::text AS activity_id, d.device_id
+                FROM deliveries d
+                WHERE d.visit_id = \(intent.visitId) AND d.kind = 'start' AND d.state = 'pending'
+                  AND d.outcome_unknown_since IS NULL
                   AND NOT EXISTS (SELECT 1 FROM live_activities la
                                   WHERE la.visit_id = \(intent.visitId) AND la.retired_at_ms IS NULL)
                 """
@@ -166,7 +184,10 @@ public final class Outbox: Sendable {
                 WHERE NOT (SELECT EXISTS (
                         SELECT 1 FROM deliveries d
                         WHERE d.target = t.target AND d.kind IN ('start', 'end') AND d.state IN ('pending', 'sending', 'sent')
-                          AND (d.kind = 'end' OR (d.kind = 'start' AND \(kindParam)::text = 'start'))))
+                          AND (d.kind = 'end' OR (d.kind = 'start' AND \(kindParam)::text = 'start'
+                               -- An older start still waiting, known not to have gone out, is replaced.
+                               AND NOT (d.state = 'pending' AND d.outcome_unknown_since IS NULL
+                                        AND d.aps_timestamp < \(tsParam)::bigint)))))
                   AND NOT (SELECT EXISTS (
                         SELECT 1 FROM deliveries d
                         WHERE d.target = t.target AND d.state IN ('pending', 'sending')
@@ -191,7 +212,8 @@ public final class Outbox: Sendable {
                 SET state = 'superseded', superseded_by = i.id, finished_at = \(nowParam)::float8
                 FROM inserted i
                 WHERE d.target = ANY (ARRAY(SELECT target FROM inserted)) AND d.target = i.target
-                  AND d.state = 'pending' AND d.kind = 'update'
+                  AND d.state = 'pending' AND d.id <> i.id
+                  AND (d.kind = 'update' OR (d.kind = 'start' AND d.outcome_unknown_since IS NULL))
                 RETURNING d.id
             ),
             cancelled AS (

@@ -134,6 +134,8 @@ public struct OutboxStore: Sendable {
             WITH candidates AS (
                 SELECT d.id FROM deliveries d
                 WHERE d.state = 'pending' AND d.next_attempt_at <= \(now)
+                  -- Nothing while another worker paused sending (an uncorrelated probe: evaluated once).
+                  AND NOT (SELECT EXISTS (SELECT 1 FROM outbox_pause WHERE paused_until > \(now)))
                   -- A scalar subquery, so it runs per row along the due index (an anti-join would read the
                   -- whole backlog on every claim).
                   AND NOT (SELECT EXISTS (
@@ -158,6 +160,13 @@ public struct OutboxStore: Sendable {
                    COALESCE((SELECT p.live_activities_enabled FROM device_preferences p
                              WHERE p.customer_id = c.customer_id AND p.device_id = c.device_id), true) AS enabled,
                    (SELECT t.last_sent_timestamp FROM delivery_targets t WHERE t.target = c.target) AS last_sent_timestamp,
+                   -- A start names the token it was enqueued for; one rotated since has a start of its own.
+                   (c.kind = 'start' AND tok.push_token IS NOT NULL
+                    AND c.target <> delivery_start_target(c.visit_id, tok.push_token)) AS token_replaced,
+                   -- A start goes only while its visit has no Live Activity (a second start, a second activity).
+                   (c.kind = 'start' AND (SELECT EXISTS (
+                        SELECT 1 FROM live_activities r WHERE r.visit_id = c.visit_id AND r.retired_at_ms IS NULL)))
+                       AS visit_has_activity,
                    (c.outcome_unknown_since IS NOT NULL AND (SELECT EXISTS (
                         SELECT 1 FROM live_activities r
                         WHERE r.visit_id = c.visit_id AND r.retired_at_ms IS NULL
@@ -187,6 +196,7 @@ public struct OutboxStore: Sendable {
                 pushToken: row["push_token"], environment: row["environment"].flatMap(PushEnvironment.init(rawValue:)),
                 registeredAtMs: row.optionalInt64("registered_at_ms"), tokenRetired: try row.bool("retired"),
                 liveActivitiesEnabled: try row.bool("enabled"), lastSentTimestamp: row.optionalInt64("last_sent_timestamp"),
+                startTokenReplaced: try row.bool("token_replaced"), visitHasLiveActivity: try row.bool("visit_has_activity"),
                 activityRegisteredSinceUnknown: try row.bool("registered_since"))
         }
     }
@@ -278,9 +288,22 @@ public struct OutboxStore: Sendable {
             """).affectedRows
     }
 
-    /// When the next pending delivery falls due (nil when none is pending).
+    /// When the next pending delivery falls due (nil when none is pending), never before a shared pause ends.
     static func nextDue(on connection: PostgresConnection) throws -> Double? {
-        try connection.query("SELECT min(next_attempt_at) AS due FROM deliveries WHERE state = 'pending'")
-            .first?.optionalDouble("due")
+        try connection.query("""
+            SELECT GREATEST(min(next_attempt_at), (SELECT paused_until FROM outbox_pause)) AS due
+            FROM deliveries WHERE state = 'pending'
+            HAVING count(*) > 0
+            """).first?.optionalDouble("due")
+    }
+
+    /// Pauses sending for every worker on the database until `until` (a configuration error); a pause
+    /// already running longer is kept.
+    static func pause(until: Double, reason: String, now: Double, on connection: PostgresConnection) throws {
+        try connection.query("""
+            INSERT INTO outbox_pause (singleton, paused_until, paused_at, reason) VALUES (true, \(until), \(now), \(reason))
+            ON CONFLICT (singleton) DO UPDATE
+            SET paused_until = GREATEST(EXCLUDED.paused_until, outbox_pause.paused_until), paused_at = EXCLUDED.paused_at, reason = EXCLUDED.reason
+            """)
     }
 }

@@ -214,8 +214,11 @@ public final class OutboxWorker: Service {
     }
 
     /// Turns outcomes into completions, retiring dead tokens first (so a 410 older than the latest
-    /// registration does not retire it) and pausing on configuration errors.
-    private func outcomes(_ sent: [Sent]) async throws -> [DeliveryCompletion] {
+    /// registration does not retire it) and pausing on configuration errors — for this worker and, through
+    /// the database, for every worker on it.
+    private func outcomes(_ answered: [Sent]) async throws -> [DeliveryCompletion] {
+        let now = clock.now()
+        let sent = judged(answered, now: now)
         var retired: [Int64: Bool] = [:]
         let dead = sent.filter { $0.outcome.classification == .tokenDead }
         if !dead.isEmpty {
@@ -242,9 +245,8 @@ public final class OutboxWorker: Service {
                 return out
             }
         }
-        let now = clock.now()
         // One configuration error per batch counts once towards the pause (a batch of 500 BadTopic is one
-        // problem, not 500 doublings).
+        // problem, not 500 doublings). While the batch had one, an accepted push in it does not lift the pause.
         let configurationFailure = sent.lazy.compactMap({ s -> APNsFailure? in
             if case .failure(let f) = s.outcome, f.classification == .configuration { return f }
             return nil
@@ -252,8 +254,13 @@ public final class OutboxWorker: Service {
         if let f = configurationFailure {
             let until = pause.configurationError(now: now)
             setAlert(true)
-            logger.error("APNs reports a configuration problem; sending paused",
-                ["apns.status": f.status.map(String.init) ?? "none", "apns.reason": f.reasonLabel,
+            let reason = f.reasonLabel
+            try await pool.withConnection { try OutboxStore.pause(until: until, reason: reason, now: now, on: $0) }
+            logger.error(
+                f.reason == .deviceTokenNotForTopic
+                    ? "many DeviceTokenNotForTopic: the topic looks wrong; sending paused, tokens kept"
+                    : "APNs reports a configuration problem; sending paused",
+                ["apns.status": f.status.map(String.init) ?? "none", "apns.reason": reason,
                  "outbox.paused_until": String(until)])
         }
         return sent.map { s in
@@ -270,10 +277,7 @@ public final class OutboxWorker: Service {
                             ["apns.reason": f.reasonLabel, "apns.token": Logger.fingerprint(s.request.deviceToken),
                              "outbox.delivery_id": String(s.delivery.id), "visit.id": s.delivery.visitId])
                     }
-                    if f.reason == .deviceTokenNotForTopic, pause.notForTopic(now: now) {
-                        setAlert(true)
-                        logger.error("many DeviceTokenNotForTopic: the topic looks wrong; sending paused")
-                    }
+                    if f.reason == .badDeviceToken { environmentMixup(s) }
                 case .retryable, .permanent: break
                 }
             } else if configurationFailure == nil {
@@ -285,6 +289,37 @@ public final class OutboxWorker: Service {
                 tokenRetired: retired[s.delivery.id] ?? false, configuration: configuration,
                 random: Double.random(in: 0...1))
         }
+    }
+
+    /// The answers as the outbox judges them. `DeviceTokenNotForTopic` retires its token, but once
+    /// `topicAlertThreshold` came within `topicAlertWindowSeconds` our topic is the likelier culprit
+    /// (contract §5): from that answer on each one is a configuration error — the token is kept and the
+    /// delivery waits out the pause, not aged out — instead of retiring a whole batch of good tokens.
+    private func judged(_ sent: [Sent], now: Double) -> [Sent] {
+        sent.map { s in
+            guard case .failure(let f) = s.outcome, f.reason == .deviceTokenNotForTopic, pause.notForTopic(now: now) else {
+                return s
+            }
+            let configuration = APNsFailure(
+                cause: f.cause, status: f.status, reason: f.reason, timestamp: f.timestamp, apnsId: f.apnsId,
+                latency: f.latency, classification: .configuration)
+            return Sent(
+                delivery: s.delivery, request: s.request, outcome: .failure(configuration), attemptedAt: s.attemptedAt,
+                answeredAt: s.answeredAt)
+        }
+    }
+
+    /// A 400 BadDeviceToken: the token is retired, but most often it is right and was registered for the
+    /// other APNs environment (a development build's token sent to production, or the reverse). Counted by
+    /// the environment it was sent to, so a spike after a release points at the app's `environment`.
+    private func environmentMixup(_ s: Sent) {
+        let environment = s.request.environment.rawValue
+        metrics.increment("livevisits_apns_environment_mixups_total",
+            help: "APNs BadDeviceToken answers (likely sandbox/production mix-ups) by the environment the token was sent to.",
+            labels: ["environment": environment])
+        logger.warning("APNs refused a token as BadDeviceToken: likely registered for the other environment",
+            ["apns.environment": environment, "apns.token": Logger.fingerprint(s.request.deviceToken),
+             "outbox.delivery_id": String(s.delivery.id), "visit.id": s.delivery.visitId])
     }
 
     // MARK: leases

@@ -17,6 +17,10 @@ public struct PushIntent: Sendable, Hashable {
         case activity(String)
         /// One push-to-start device of the customer (a late start).
         case pushToStartDevice(String)
+        /// The start targets of the visit whose start is still pending (deferred, or in backoff with a
+        /// known outcome): the new start supersedes it (a new delivery, new apns-id, its own due time).
+        /// Nothing for a target whose start went out, may have gone out, or never was.
+        case pendingStarts
     }
 
     public var visitId: String
@@ -29,9 +33,12 @@ public struct PushIntent: Sendable, Hashable {
     public var apsTimestamp: Int64
     /// The exact body, `{"aps":{…}}`, UTF-8 JSON.
     public var body: [UInt8]
-    /// Updates: the stale date, which is also the `apns-expiration`; past it the update is not sent.
+    /// Updates: the stale date, which is also the `apns-expiration`; past it the update is not sent —
+    /// unless `expiresAfterSendingSeconds` is set too (a catch-up).
     public var staleDate: Int64?
     /// Start/end: `apns-expiration` is this many seconds after sending (nil: the worker's default, 4 h).
+    /// An update with it (a catch-up, 0) is measured from the send: never expired before it is sent, its
+    /// `apns-expiration` the later of its stale date and the send + this; only a newer state stops it.
     public var expiresAfterSendingSeconds: Int64?
     /// The visit version whose state the body carries.
     public var visitVersion: Int64

@@ -2,7 +2,9 @@ import Synchronization
 
 /// The worker's configuration alarm as a small state machine: a configuration error from APNs (bad key,
 /// topic, clock) pauses sending for a while (doubling while it persists, up to a cap) instead of burning
-/// retries; an accepted push clears it. Many `DeviceTokenNotForTopic` in a short window count as one.
+/// retries; an accepted push in a batch without one clears it. `DeviceTokenNotForTopic` answers are
+/// counted in a sliding window: past the threshold they mean our topic is wrong, and the worker treats
+/// them as configuration errors (the pause is the worker's, once per batch; see `OutboxWorker`).
 final class SendingPause: Sendable {
     private struct State {
         var pausedUntil: Double?
@@ -37,15 +39,15 @@ final class SendingPause: Sendable {
         }
     }
 
-    /// A `DeviceTokenNotForTopic`; true when enough came in the window to mean our topic is wrong (paused).
+    /// Counts a `DeviceTokenNotForTopic`; true once `topicAlertThreshold` of them (this one included) came
+    /// within `topicAlertWindowSeconds`: the topic looks wrong, so this answer is a configuration error,
+    /// not a verdict on the token. Pausing is left to the caller (once per batch).
     func notForTopic(now: Double) -> Bool {
-        let tooMany = state.withLock { s -> Bool in
+        state.withLock { s -> Bool in
             s.notForTopic.append(now)
             s.notForTopic.removeAll { $0 < now - configuration.topicAlertWindowSeconds }
             return s.notForTopic.count >= configuration.topicAlertThreshold
         }
-        if tooMany { configurationError(now: now) }
-        return tooMany
     }
 
     /// A push was accepted: the configuration is fine again.
@@ -56,5 +58,4 @@ final class SendingPause: Sendable {
         }
     }
 
-    var isRaised: Bool { state.withLock { $0.consecutive > 0 } }
 }

@@ -20,10 +20,14 @@ public struct Logger: Sendable {
 
     public let label: String
     public var metadata: [String: String]
+    /// Where lines go instead of stderr (a test reading what was logged); nil: stderr.
+    private let output: (@Sendable (String) -> Void)?
 
-    public init(label: String, metadata: [String: String] = [:]) {
+    /// - Parameter output: receives each line (with its newline) instead of stderr; for tests.
+    public init(label: String, metadata: [String: String] = [:], output: (@Sendable (String) -> Void)? = nil) {
         self.label = label
         self.metadata = metadata
+        self.output = output
     }
 
     /// Minimum level written, from `LIVEVISITS_LOG_LEVEL` (debug|info|warning|error), default info.
@@ -39,7 +43,7 @@ public struct Logger: Sendable {
         }
     }
 
-    private static let output = Mutex(())
+    private static let stderr = Mutex(())
 
     public func log(_ level: Level, _ message: String, _ extra: [String: String] = [:]) {
         guard level >= Logger.minimumLevel.withLock({ $0 }) else { return }
@@ -49,7 +53,11 @@ public struct Logger: Sendable {
             line += " \(key)=\(Logger.quoteIfNeeded(merged[key]!))"
         }
         line += "\n"
-        Logger.output.withLock { _ in
+        if let output {
+            output(line)
+            return
+        }
+        Logger.stderr.withLock { _ in
             FileHandle.standardError.write(Data(line.utf8))
         }
     }

@@ -36,12 +36,17 @@ public struct OutboxPushes: PushEnqueuer {
         let defaultAudience: PushIntent.Audience = switch plan.audience {
         case .pushToStartTokens: .pushToStartTokens
         case .liveActivities: .liveActivities
+        case .pendingStarts: .pendingStarts
         }
         var staleDate: Int64? = nil
         var afterSending: Int64? = nil
         switch plan.expiration {
         case .at(let epoch): staleDate = Int64(epoch)
         case .afterSending(let seconds): afterSending = Int64(seconds)
+        case .atOrWhenSent(let epoch):
+            // The outbox's form of "the stale date, or the send once that has passed".
+            staleDate = Int64(epoch)
+            afterSending = 0
         }
         return PushIntent(
             visitId: plan.visitId, customerId: state.customerId, kind: kind, audience: audience ?? defaultAudience,

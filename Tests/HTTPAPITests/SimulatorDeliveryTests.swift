@@ -25,25 +25,35 @@ import Testing
         return try String(contentsOfFile: p8, encoding: .utf8)
     }
 
-    @Test func catchUpAndLateStartLandInTheSimulator() async throws {
-        let pem = try SimulatorDeliveryTests.signingKeyPEM()
-        var settings = SimulatorConfiguration()
-        settings.providerKeys = [ProviderKey(teamID: Self.teamID, keyID: Self.keyID, publicKeyPEM: pem)]
-        settings.bundleID = Self.bundleID
-        settings.logger = Logger(label: "apns-sim-test")
-        let simulator = try APNsSimulator(configuration: settings)
-        let endpoint = try await simulator.start()
-        let apns = APNsConfiguration(
-            baseURLs: [.sandbox: endpoint.url, .production: endpoint.url],
-            trustedCertificates: try APNsTrustedCertificates(contentsOfFile: endpoint.caFile),
-            signingKey: try APNsSigningKey(pem: Array(pem.utf8)), keyId: Self.keyID, teamId: Self.teamID, bundleId: Self.bundleID)
-        let client = APNsClient(configuration: apns, metrics: Metrics())
-        let api = try await APIServer.start()
-        let worker = OutboxWorker(pool: api.pool, sender: client, metrics: Metrics())
+    /// The API, an outbox worker and the APNs client against a fresh simulator, all on `clock`.
+    struct Harness {
+        let simulator: APNsSimulator
+        let client: APNsClient
+        let api: APIServer
+        let worker: OutboxWorker
+
+        static func start(clock: any WallClock = SystemClock()) async throws -> Harness {
+            let pem = try SimulatorDeliveryTests.signingKeyPEM()
+            var settings = SimulatorConfiguration()
+            settings.providerKeys = [ProviderKey(teamID: teamID, keyID: keyID, publicKeyPEM: pem)]
+            settings.bundleID = bundleID
+            settings.logger = Logger(label: "apns-sim-test")
+            let simulator = try APNsSimulator(configuration: settings)
+            let endpoint = try await simulator.start()
+            let apns = APNsConfiguration(
+                baseURLs: [.sandbox: endpoint.url, .production: endpoint.url],
+                trustedCertificates: try APNsTrustedCertificates(contentsOfFile: endpoint.caFile),
+                signingKey: try APNsSigningKey(pem: Array(pem.utf8)), keyId: keyID, teamId: teamID, bundleId: bundleID)
+            let client = APNsClient(configuration: apns, metrics: Metrics())
+            let api = try await APIServer.start(clock: clock)
+            let worker = OutboxWorker(pool: api.pool, sender: client, clock: clock, metrics: Metrics())
+            return Harness(simulator: simulator, client: client, api: api, worker: worker)
+        }
 
         func delivered(to token: String) -> [SimulatedDelivery] {
             simulator.deliveries().filter { $0.deviceToken?.lowercased() == token }
         }
+
         /// Runs the worker until `token` got something or the bound passes.
         func drain(until token: String) async throws {
             for _ in 0..<200 {
@@ -52,6 +62,19 @@ import Testing
                 try await Task.sleep(nanoseconds: 25_000_000)
             }
         }
+
+        func stop() async {
+            await client.shutdown()
+            await api.stop()
+            await simulator.stop()
+        }
+    }
+
+    @Test func catchUpAndLateStartLandInTheSimulator() async throws {
+        let harness = try await Harness.start()
+        let api = harness.api, worker = harness.worker
+        func delivered(to token: String) -> [SimulatedDelivery] { harness.delivered(to: token) }
+        func drain(until token: String) async throws { try await harness.drain(until: token) }
 
         let id = uniqueID("sim")
         try await api.schedule(id, customer: "c-1")
@@ -84,8 +107,38 @@ import Testing
         #expect(start.aps?["attributes"]?["visitId"]?.stringValue == quiet)
         #expect(delivered(to: starter).allSatisfy { $0.aps?["attributes"]?["visitId"]?.stringValue != id })
 
-        await client.shutdown()
-        await api.stop()
-        await simulator.stop()
+        await harness.stop()
+    }
+
+    /// Contract §6: a registration behind the visit pushes the latest state at once, even when that
+    /// state went stale before the activity registered (its catch-up is not expired by its stale date).
+    @Test func aCatchUpAfterTheStaleDateIsStillDelivered() async throws {
+        let t0 = Date().timeIntervalSince1970.rounded(.down)
+        let clock = ManualClock(now: t0)
+        let harness = try await Harness.start(clock: clock)
+        let api = harness.api
+        let id = uniqueID("sim")
+        try await api.schedule(id, customer: "c-1")
+        let enRoute = try await api.post(id, #"{"type":"enRoute","kilometresAway":7}"#)
+        let staleDate = try #require(enRoute.json?["staleDate"] as? Int)
+        #expect(staleDate == Int(t0) + 120)
+        clock.advance(by: 600)  // the enRoute state went stale 8 minutes ago
+
+        let customer = try await api.key(.customer, "c-1")
+        let late = pushToken("sim-late")
+        #expect(try await api.call("PUT", "/v1/visits/\(id)/live-activities/a-late", key: customer,
+                                   json: "{\"pushToken\":\"\(late)\",\"environment\":\"sandbox\",\"version\":1}").status == 204)
+        try await harness.drain(until: late)
+        let catchUp = try #require(harness.delivered(to: late).first)
+        #expect(catchUp.status == 200)
+        #expect(catchUp.aps?["event"]?.stringValue == "update")
+        #expect(catchUp.aps?["content-state"]?["status"]?.stringValue == "enRoute")
+        #expect(catchUp.aps?["stale-date"]?.integerValue == Int64(staleDate))  // the state's own, unchanged
+        #expect(catchUp.header("apns-expiration") == String(Int(t0) + 600))  // at once, not in the past
+        let states = try await api.pool.withConnection { c in
+            try c.query("SELECT state FROM deliveries WHERE visit_id = \(id) AND activity_id = 'a-late'").map { try $0.string("state") }
+        }
+        #expect(states == ["sent"])
+        await harness.stop()
     }
 }

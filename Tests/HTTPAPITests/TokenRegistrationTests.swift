@@ -122,6 +122,45 @@ import Glibc
         #expect(try await deliveries(api, visit: id).filter { $0.activityId == "a-1" }.map(\.kind) == ["update"])
     }
 
+    /// A start held for the arrival window (more than the 2 h lead time away) carries the current state
+    /// when it finally goes: each event replaces the waiting start (new row, old one superseded), and the
+    /// end cancels it.
+    @Test func aWaitingStartIsReplacedByEachEventAndCancelledByTheEnd() async throws {
+        let api = try await APIServer.start()
+        defer { Task { await api.stop() } }
+        let customer = try await api.key(.customer, "c-9")
+        #expect(try await api.call("PUT", "/v1/customers/c-9/push-to-start-tokens/d-1", key: customer,
+                                   json: "{\"pushToken\":\"\(pushToken("waiting"))\",\"environment\":\"sandbox\"}").status == 204)
+        let id = uniqueID("v")
+        let now = Int(Date().timeIntervalSince1970)
+        let visit = """
+            {"visitId":"\(id)","customerId":"c-9",\
+            "attributes":{"customerFirstName":"Alex","serviceAddress":"12 Elm Row","jobSummary":"Boiler check"},\
+            "technician":{"id":"t-1","name":"Sam","avatarSymbol":"person.crop.circle","vanDescription":"White van"},\
+            "arrivalWindow":{"start":\(now + 5 * 3600),"end":\(now + 6 * 3600)},"kilometresAway":40.0}
+            """
+        #expect(try await api.call("POST", "/v1/visits", key: api.dispatcher, json: visit).status == 201)
+        try await api.post(id, "{\"type\":\"enRoute\",\"kilometresAway\":30,\"arrivalWindow\":{\"start\":\(now + 4 * 3600),\"end\":\(now + 5 * 3600)}}")
+
+        struct Start: Equatable { let state: String; let status: String?; let due: Double }
+        func starts() async throws -> [Start] {
+            try await api.pool.withConnection { c in
+                try c.query("""
+                    SELECT state, body::json->'aps'->'content-state'->>'status' AS status, next_attempt_at
+                    FROM deliveries WHERE visit_id = \(id) AND kind = 'start' ORDER BY id
+                    """).map { Start(state: try $0.string("state"), status: $0["status"], due: try $0.double("next_attempt_at")) }
+            }
+        }
+        let afterEnRoute = try await starts()
+        #expect(afterEnRoute.map(\.state) == ["superseded", "pending"])
+        #expect(afterEnRoute.map(\.status) == ["scheduled", "enRoute"])
+        // Released 2 h before the window as it is now, not as it was booked.
+        #expect(afterEnRoute.map { Int($0.due) } == [now + 3 * 3600, now + 2 * 3600])
+
+        try await api.post(id, #"{"type":"cancelled","reason":"no access"}"#)
+        #expect(try await starts().map(\.state) == ["superseded", "cancelled"])
+    }
+
     @Test func badTokenBodies() async throws {
         let api = try await APIServer.start()
         defer { Task { await api.stop() } }

@@ -79,6 +79,32 @@ import Testing
         #expect(try await f.enqueue(start("v-3", timestamp: now, audience: .pushToStartDevice("d-2"))).created == 1)
     }
 
+    /// Contract §6 Starts: at most one start per visit and push-to-start token — not per device. One token
+    /// registered under two device ids gets one start; a token rotated on a device, while the visit still
+    /// has no Live Activity, gets the start its predecessor did not deliver.
+    @Test func atMostOneStartPerVisitAndPushToStartToken() async throws {
+        let f = try await OutboxFixture.make()
+        defer { Task { await f.close() } }
+        try await f.registerStart(customer: "c-1", device: "d-1", token: token("shared"))
+        try await f.registerStart(customer: "c-1", device: "d-2", token: token("shared"))  // re-registered under a new id
+        #expect(try await f.enqueue(start("v-1", timestamp: now)).created == 1)
+        #expect(try await f.enqueue(start("v-1", timestamp: now, audience: .pushToStartDevice("d-1"))).created == 0)
+        let sender = RecordingSender()
+        try await f.drain(f.worker(sender))
+        #expect(sender.calls.map(\.request.deviceToken) == [token("shared")])
+
+        try await f.registerStart(customer: "c-1", device: "d-3", token: token("before"))
+        #expect(try await f.enqueue(start("v-2", timestamp: now, audience: .pushToStartDevice("d-3"))).created == 1)
+        try await f.registerStart(customer: "c-1", device: "d-3", token: token("rotated"))
+        #expect(try await f.enqueue(start("v-2", timestamp: now, audience: .pushToStartDevice("d-3"))).created == 1)
+        #expect(try await f.enqueue(start("v-2", timestamp: now, audience: .pushToStartDevice("d-3"))).created == 0)
+        try await f.drain(f.worker(sender))
+        // The start enqueued for the old token is not sent to the new one as well: one start per token.
+        #expect(sender.calls.map(\.request.deviceToken) == [token("shared"), token("rotated")])
+        let cancelled = try await f.store.list(state: .cancelled)
+        #expect(cancelled.map(\.lastReason) == ["push-to-start token replaced; the new token has its own start"])
+    }
+
     @Test func anEndCancelsAStartStillWaitingForItsTime() async throws {
         let f = try await OutboxFixture.make()
         defer { Task { await f.close() } }

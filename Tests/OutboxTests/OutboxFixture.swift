@@ -2,6 +2,7 @@ import Foundation
 import Outbox
 import Postgres
 import Runtime
+import Synchronization
 import TestSupport
 
 /// A scratch database with the outbox's pieces on it, and intent builders.
@@ -33,8 +34,13 @@ struct OutboxFixture {
             registry: TokenRegistry(clock: clock), store: OutboxStore(pool: pool, clock: clock))
     }
 
-    func worker(_ sender: any PushSender, metrics: Metrics = Metrics(), configuration: OutboxConfiguration? = nil) -> OutboxWorker {
-        OutboxWorker(pool: pool, sender: sender, configuration: configuration ?? self.configuration, clock: clock, metrics: metrics)
+    func worker(
+        _ sender: any PushSender, metrics: Metrics = Metrics(), configuration: OutboxConfiguration? = nil,
+        logger: Logger = Logger(label: "outbox")
+    ) -> OutboxWorker {
+        OutboxWorker(
+            pool: pool, sender: sender, configuration: configuration ?? self.configuration, clock: clock, metrics: metrics,
+            logger: logger)
     }
 
     func enqueue(_ intents: PushIntent...) async throws -> Outbox.EnqueueResult {
@@ -83,6 +89,13 @@ struct OutboxFixture {
     }
 
     func close() async { await pool.close() }
+}
+
+/// The lines a `Logger` wrote (give `logger` to the code under test).
+final class LogLines: Sendable {
+    private let lines = Mutex<[String]>([])
+    var logger: Logger { Logger(label: "outbox") { [self] line in self.lines.withLock { $0.append(line) } } }
+    var all: [String] { lines.withLock { $0 } }
 }
 
 /// A hex token unique to `name`.

@@ -4,4 +4,8 @@ public enum PushAudience: String, Sendable, Hashable {
     case pushToStartTokens
     /// The update tokens of the visit's registered Live Activities (`update`, `end`).
     case liveActivities
+    /// The push-to-start tokens whose `start` of this visit has not gone out yet (a deferred start,
+    /// waiting for the arrival window): a newer state replaces that start's body, timestamp and release
+    /// time, and creates no start where none is waiting.
+    case pendingStarts
 }

@@ -4,7 +4,11 @@ public enum PushPlanner {
     /// - `scheduled`: a `start` to push-to-start tokens and an `update` to activities already registered;
     /// - a status change (`enRoute`, `nearby`, `onSite`, `finishing`): an `update` with the status's alert;
     /// - `progress`, `reassigned`: an `update` without alert;
-    /// - `completed`, `cancelled`, `failed`: an `end`.
+    /// - `completed`, `cancelled`, `failed`: an `end` (the outbox cancels starts still waiting).
+    ///
+    /// After `scheduled`, every event of an active visit also re-plans the `start` for the starts still
+    /// waiting to go out (audience `pendingStarts`): every push carries the full current state, so a start
+    /// deferred until the arrival window does not go out with the booking-time state and window.
     public static func pushes(for state: VisitState, rules: ProjectionRules) -> [PushPlan] {
         if state.hasEnded { return [end(state, rules: rules, isCatchUp: false)] }
         let alert: AlertContent? =
@@ -16,12 +20,15 @@ public enum PushPlanner {
         if state.lastEventType == .scheduled {
             return [start(state, rules: rules, isCatchUp: false), updatePlan]
         }
-        return [updatePlan]
+        var replacement = start(state, rules: rules, isCatchUp: false)
+        replacement.audience = .pendingStarts
+        return [updatePlan, replacement]
     }
 
     /// The latest state for a newly registered (or rotated) Live Activity token: an `update`
     /// without alert, or the `end` once the visit has ended; it repeats the state's own
-    /// `aps.timestamp`, so an activity that already has this state ignores it.
+    /// `aps.timestamp`, so an activity that already has this state ignores it. The update is sent
+    /// even past its stale date (`PushExpiration.atOrWhenSent`): it is still the latest state.
     public static func catchUp(for state: VisitState, rules: ProjectionRules) -> PushPlan {
         state.hasEnded
             ? end(state, rules: rules, isCatchUp: true)
@@ -80,7 +87,7 @@ public enum PushPlanner {
             kind: .update, audience: .liveActivities, visitId: state.visitId, version: state.version,
             priority: alert == nil ? rules.quietPriority : rules.alertPriority, alert: alert,
             apsTimestamp: state.apsTimestamp, staleDate: staleDate, relevanceScore: relevance, dismissalDate: nil,
-            expiration: .at(staleDate), isCatchUp: isCatchUp,
+            expiration: isCatchUp ? .atOrWhenSent(staleDate) : .at(staleDate), isCatchUp: isCatchUp,
             body: JSONValue.object([JSONMember("aps", .object(aps))]).serialized())
     }
 

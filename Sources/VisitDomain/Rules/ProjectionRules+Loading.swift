@@ -150,9 +150,12 @@ extension ProjectionRules {
 }
 
 extension JSONObjectReader {
+    /// An `apns-priority`: 5 or 10 only. APNs also knows 1, but Live Activity pushes use 5 and 10, and the
+    /// outbox (and its `deliveries.priority` CHECK) accepts no other: refused here, at load, rather than
+    /// failing every push of that kind later.
     fileprivate func priority(_ key: String) throws(FieldProblem) -> Int? {
         guard let priority = try optionalInteger(key) else { return nil }
-        guard [1, 5, 10].contains(priority) else { throw invalid(key, "APNs priorities are 1, 5 or 10") }
+        guard [5, 10].contains(priority) else { throw invalid(key, "Live Activity priorities are 5 or 10") }
         return priority
     }
 }

@@ -31,9 +31,11 @@ final class APIServer: Sendable {
 
     /// Starts the API on a fresh migrated database, or on `databaseURL` (already migrated) when given.
     /// With `keyCache`, its revocation listener runs next to the server (as in `livevisits serve`).
+    /// `clock` is the API's (events' recorded times, token registrations, the outbox's due times); the
+    /// HTTP server keeps the system clock for its own deadlines.
     static func start(
         databaseURL: String? = nil, poolSize: Int = 8, acquireTimeoutSeconds: Double? = nil, keyCache: APIKeyCache = APIKeyCache(),
-        listenForRevocations: Bool = false
+        listenForRevocations: Bool = false, clock apiClock: any WallClock = SystemClock()
     ) async throws -> APIServer {
         let url: String
         if let databaseURL {
@@ -50,8 +52,8 @@ final class APIServer: Sendable {
         // One registry per server, so what its /metrics counts is this test's alone.
         let metrics = Metrics()
         let environment = APIEnvironment(
-            pool: pool, readModel: readModel, outbox: Outbox(pool: pool, clock: clock),
-            migrator: Migrator(directory: TestDatabase.migrationsDirectory), clock: clock, keyCache: keyCache, metrics: metrics)
+            pool: pool, readModel: readModel, outbox: Outbox(pool: pool, clock: apiClock),
+            migrator: Migrator(directory: TestDatabase.migrationsDirectory), clock: apiClock, keyCache: keyCache, metrics: metrics)
         let api = LiveVisitsAPI(environment: environment)
         var httpConfiguration = HTTPServerConfiguration(listenAddress: ListenAddress(host: "127.0.0.1", port: 0))
         httpConfiguration.threadCount = 4

@@ -13,6 +13,10 @@ import Testing
         #expect(catchUp.alert == nil)
         #expect(catchUp.priority == 5)
         #expect(catchUp.staleDate == live.staleDate)
+        // Pushed at once even once its stale date has passed (it is still the latest state).
+        let stale = try #require(live.staleDate)
+        #expect(live.expiration == .at(stale))
+        #expect(catchUp.expiration == .atOrWhenSent(stale))
         var withoutAlert = try JSONValue.parse(live.body)
         _ = withoutAlert.removing(["aps", "alert"])
         #expect(try JSONValue.parse(catchUp.body) == withoutAlert)
@@ -48,5 +52,8 @@ import Testing
         #expect(PushExpiration.at(100).hasExpired(now: 101))
         #expect(!PushExpiration.at(100).hasExpired(now: 100))
         #expect(!PushExpiration.afterSending(seconds: 1).hasExpired(now: .max))
+        #expect(PushExpiration.atOrWhenSent(100).epoch(sentAt: 50) == 100)
+        #expect(PushExpiration.atOrWhenSent(100).epoch(sentAt: 500) == 500)
+        #expect(!PushExpiration.atOrWhenSent(100).hasExpired(now: 101))
     }
 }

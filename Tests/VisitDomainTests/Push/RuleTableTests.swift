@@ -36,7 +36,8 @@ import Testing
         let last = try #require(accepted.last)
         let state = last.state
         #expect(state.status == row.status)
-        #expect(last.pushes.count == 1)
+        // Besides its own push, an active visit's event re-plans the start still waiting (if any).
+        #expect(last.pushes.map(\.audience) == (row.kind == .end ? [.liveActivities] : [.liveActivities, .pendingStarts]))
         let push = try #require(last.pushes.first)
         let aps = try #require(try JSONValue.parse(push.body)["aps"])
         #expect(push.kind == row.kind)
@@ -120,13 +121,37 @@ import Testing
         }
     }
 
+    /// A start deferred until the arrival window must not go out with the booking-time state: every
+    /// event of an active visit re-plans it with the current state, timestamp and window.
+    @Test func aLaterEventReplansTheWaitingStartWithTheCurrentState() throws {
+        let accepted = try TestVisit.accepted(TestVisit.path(to: .nearby))
+        let booked = try #require(accepted.first?.pushes.first)
+        #expect(booked.kind == .start && booked.audience == .pushToStartTokens)
+        let last = try #require(accepted.last)
+        let replacement = try #require(last.pushes.first { $0.audience == .pendingStarts })
+        #expect(replacement == PushPlanner.lateStart(for: last.state, rules: .contractDefault).map {
+            var plan = $0
+            plan.audience = .pendingStarts
+            plan.isCatchUp = false
+            return plan
+        })
+        #expect(replacement.apsTimestamp == last.state.apsTimestamp)
+        #expect(replacement.apsTimestamp > booked.apsTimestamp)
+        let aps = try #require(try JSONValue.parse(replacement.body)["aps"])
+        #expect(aps["content-state"] == last.state.contentState.json)
+        #expect(aps["event"] == .string("start"))
+        #expect(aps["alert"] != nil)
+    }
+
     @Test func reassignedGoesBackToScheduledWithoutAlertOrStart() throws {
         let newTechnician = Technician(id: "t-7", name: "Kim", avatarSymbol: "person.fill", vanDescription: "Red van")
         let path = TestVisit.path(to: .nearby) + [.reassigned(newTechnician, ArrivalUpdate(kilometresAway: 9))]
         let last = try #require(try TestVisit.accepted(path).last)
         #expect(last.state.status == .scheduled)
         #expect(last.state.technician == newTechnician)
-        #expect(last.pushes.map(\.kind) == [.update])
+        // No new start: only the one still waiting (if any) is re-planned with the new technician.
+        #expect(last.pushes.map(\.kind) == [.update, .start])
+        #expect(last.pushes[1].audience == .pendingStarts)
         #expect(last.pushes[0].alert == nil)
         #expect(last.pushes[0].priority == 5)
         #expect(last.state.contentState.technicianName == "Kim")

@@ -66,7 +66,14 @@ import Testing
             message: "statuses.nearby.alert.title: expected a string, got a boolean"),
         Case(
             path: ["priorities", "quiet"], value: .number(7),
-            message: "priorities.quiet: APNs priorities are 1, 5 or 10"),
+            message: "priorities.quiet: Live Activity priorities are 5 or 10"),
+        // APNs knows priority 1, but the outbox sends only 5 and 10 (and its table refuses others).
+        Case(
+            path: ["priorities", "quiet"], value: .number(1),
+            message: "priorities.quiet: Live Activity priorities are 5 or 10"),
+        Case(
+            path: ["priorities", "start"], value: .number(1),
+            message: "priorities.start: Live Activity priorities are 5 or 10"),
         Case(
             path: ["maximumPushBytes"], value: .number(5000),
             message: "maximumPushBytes: must be between 256 and 4096 (the APNs limit)"),
