@@ -13,7 +13,6 @@ public final class EventStore: Sendable {
     public let groupCommit: GroupCommit
     /// Where `livevisits_events_appended_total` is counted.
     public let metrics: Metrics
-    private let notifier: PostgresNotifier
     private let batcher: AppendBatcher?
 
     /// The channel followers LISTEN on.
@@ -29,12 +28,10 @@ public final class EventStore: Sendable {
         self.limits = limits
         self.groupCommit = groupCommit
         self.metrics = metrics
-        let notifier = PostgresNotifier(pool: pool, channel: EventStore.channel)
-        self.notifier = notifier
         if groupCommit.mode == .batched {
             batcher = AppendBatcher(
                 configuration: pool.configuration, limits: limits, groupCommit: groupCommit,
-                committed: { count in EventStore.eventsCommitted(count: count, notifier: notifier, metrics: metrics) })
+                committed: { count in EventStore.eventsCommitted(count: count, pool: pool, metrics: metrics) })
         } else {
             batcher = nil
         }
@@ -50,12 +47,12 @@ public final class EventStore: Sendable {
     public func append(_ request: AppendRequest) async throws -> AppendResult {
         try EventStore.validate(request, limits: limits)
         if let batcher { return try await batcher.append(request) }
-        return try await EventStore.appendDirect(request, pool: pool, limits: limits, notifier: notifier, metrics: metrics)
+        return try await EventStore.appendDirect(request, pool: pool, limits: limits, metrics: metrics)
     }
 
     /// One append, one autocommitted statement.
     private static func appendDirect(
-        _ request: AppendRequest, pool: PostgresPool, limits: EventStoreLimits, notifier: PostgresNotifier, metrics: Metrics
+        _ request: AppendRequest, pool: PostgresPool, limits: EventStoreLimits, metrics: Metrics
     ) async throws -> AppendResult {
         let result: AppendResult
         do {
@@ -63,20 +60,20 @@ public final class EventStore: Sendable {
         } catch {
             throw EventStoreError.wrap(error)
         }
-        if !result.deduplicated { eventsCommitted(count: result.globalPositions.count, notifier: notifier, metrics: metrics) }
+        if !result.deduplicated { eventsCommitted(count: result.globalPositions.count, pool: pool, metrics: metrics) }
         return result
     }
 
     /// Tells followers (once per burst, outside the writing transaction) that events were committed.
     /// Call after committing a transaction that used the static `append(_:on:limits:)`.
     public func eventsCommitted(count: Int) {
-        EventStore.eventsCommitted(count: count, notifier: notifier, metrics: metrics)
+        EventStore.eventsCommitted(count: count, pool: pool, metrics: metrics)
     }
 
-    private static func eventsCommitted(count: Int, notifier: PostgresNotifier, metrics: Metrics) {
+    private static func eventsCommitted(count: Int, pool: PostgresPool, metrics: Metrics) {
         metrics.increment(
             "livevisits_events_appended_total", help: "Events appended to the event store.", by: Double(count))
-        notifier.poke()
+        pool.notifyAfterCommit(channel)
     }
 
     /// Appends with one statement (`appendStatement`). Outside a transaction the statement commits by

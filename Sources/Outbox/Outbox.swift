@@ -17,12 +17,12 @@ public final class Outbox: Sendable {
 
     public let configuration: OutboxConfiguration
     private let clock: any WallClock
-    private let notifier: PostgresNotifier
+    private let pool: PostgresPool
 
     public init(pool: PostgresPool, configuration: OutboxConfiguration = OutboxConfiguration(), clock: any WallClock = SystemClock()) {
         self.configuration = configuration
         self.clock = clock
-        self.notifier = PostgresNotifier(pool: pool, channel: Outbox.channel)
+        self.pool = pool
     }
 
     /// What one `enqueue` did.
@@ -78,7 +78,7 @@ public final class Outbox: Sendable {
     /// Wakes idle workers (one NOTIFY per burst, outside any transaction). Call after committing a
     /// transaction that enqueued something.
     public func committed() {
-        notifier.poke()
+        pool.notifyAfterCommit(Outbox.channel)
     }
 
     /// When an intent may first be sent: `notBefore`, or for a start the arrival window's start minus

@@ -57,6 +57,7 @@ public final class PostgresPool: Sendable {
 
     private let slots: [Slot]
     private let state: Mutex<State>
+    private let notifier = PostgresNotifier()
 
     public init(configuration: PostgresConfiguration) {
         self.configuration = configuration
@@ -113,6 +114,12 @@ public final class PostgresPool: Sendable {
     /// Runs `body` in one transaction on one connection.
     public func withTransaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
         try await withConnection { connection in try connection.transaction(body) }
+    }
+
+    /// Asks for a `NOTIFY` on `channel` after a commit: soon, outside the caller's transaction, and
+    /// coalesced with the pool's other pokes on any channel (see `PostgresNotifier`).
+    public func notifyAfterCommit(_ channel: String) {
+        notifier.poke(channel, through: self)
     }
 
     /// Runs one statement on any connection.

@@ -3,6 +3,7 @@ import Foundation
 import Postgres
 import Runtime
 import TestSupport
+import Synchronization
 import Testing
 
 /// How followers learn about new events: LISTEN/NOTIFY when available, polling otherwise.
@@ -49,6 +50,32 @@ import Testing
         #expect(try await eventually(within: 60) { seen.count == 2 }, "the follower was not woken")
         #expect(seen.positions == first.globalPositions + second.globalPositions)
         #expect(notifications.value > notifiedBefore)
+    }
+
+    /// A pool's NOTIFYs are one coalesced stream over every channel: a burst of pokes on two channels is
+    /// heard on both, in far fewer notifications than pokes, and a poke after the burst is heard too.
+    @Test func aPoolsNotificationsCoalesceAcrossChannels() async throws {
+        let (url, pool) = try await TestDatabase.create()
+        let heard = Mutex<[String: Int]>([:])
+        let listener = PostgresListener(url: url, channels: ["lv_test_a", "lv_test_b"]) { channel, _ in
+            if !channel.isEmpty { heard.withLock { $0[channel, default: 0] += 1 } }
+        }
+        let listening = Task { try await listener.run() }
+        defer { listening.cancel() }
+        #expect(try await eventually(within: 30) { listener.isListening.load(ordering: .sequentiallyConsistent) })
+
+        for _ in 0..<200 {
+            pool.notifyAfterCommit("lv_test_a")
+            pool.notifyAfterCommit("lv_test_b")
+        }
+        #expect(try await eventually(within: 30) { heard.withLock { $0.count == 2 } }, "both channels are heard")
+        try await Task.sleep(nanoseconds: 300_000_000)
+        let afterBurst = heard.withLock { $0 }
+        #expect(afterBurst.values.allSatisfy { $0 < 50 }, "200 pokes per channel coalesce: \(afterBurst)")
+
+        pool.notifyAfterCommit("lv_test_b")
+        #expect(try await eventually(within: 30) { heard.withLock { $0["lv_test_b"] ?? 0 } > afterBurst["lv_test_b"]! })
+        #expect(heard.withLock { $0["lv_test_a"] } == afterBurst["lv_test_a"], "a channel not poked is not notified")
     }
 
     /// With LISTEN unavailable (the listener cannot reach its server, as behind a transaction-pooling proxy),
