@@ -221,10 +221,13 @@ struct APIBenchmark {
                         let km = Double(Int.random(in: 1...400, using: &generator)) / 10
                         let event = try VisitEventRequest.parse(Array("{\"type\":\"progress\",\"kilometresAway\":\(km)}".utf8))
                         let t0 = Date()
-                        // What the route runs: the command (with the read its answer needs) through group commit.
-                        _ = try await batcher.execute(VisitCommand(
+                        // What the route runs: the command (with the read its answer needs) through group commit,
+                        // then the wake-ups of followers and outbox workers after the commit.
+                        let result = try await batcher.execute(VisitCommand(
                             visitId: visit, event: event, context: context, isCreation: false,
                             alsoRun: [tokens.liveActivityCountQuery(visitId: visit)]))
+                        handler.store.eventsCommitted(count: 1)
+                        if result.pushes > 0 { handler.pushes.committed() }
                         mine.append(Date().timeIntervalSince(t0))
                     }
                     return mine
