@@ -142,7 +142,8 @@ extension HTTPServer {
         let serial = request.serial
         if registry.admit(request, deadline: clock.now() + configuration.requestTimeout) {
             let handler = self.handler
-            let task = Task {
+            // Runs here, on this thread, until the handler first waits (see InlineTaskExecutor).
+            let task = Task(executorPreference: InlineTaskExecutor.shared) {
                 let response = await handler(message)
                 self.deliver(serial, response)
             }

@@ -124,10 +124,11 @@ struct APIBenchmark {
             let local = try await runInProcess(prefix: "p\(index)-", concurrency: count, handler: handler, context: context)
             let localCPU = CPUSample.take(process: server.processIdentifier) - localBefore
             cpuLines.append(String(
-                format: "%5d   HTTP: server %4.0f  wrk %4.0f  postgres %4.0f  = %4.0f | in-process: bench %4.0f  postgres %4.0f  = %4.0f",
+                format: "%5d   HTTP: server %4.0f  wrk %4.0f  postgres %4.0f  = %4.0f | in-process: bench %4.0f  postgres %4.0f  = %4.0f | server switches/request %.2f",
                 count, perRequest(httpCPU.process, http), perRequest(httpCPU.children, http), perRequest(httpCPU.postgres, http),
                 perRequest(httpCPU.process + httpCPU.children + httpCPU.postgres, http),
-                perRequest(localCPU.this, local), perRequest(localCPU.postgres, local), perRequest(localCPU.this + localCPU.postgres, local)))
+                perRequest(localCPU.this, local), perRequest(localCPU.postgres, local), perRequest(localCPU.this + localCPU.postgres, local),
+                perRequest(httpCPU.switches, http) / 1e6))
             print(String(format: "%5d %12.0f %8.2f %8.2f %8d %6.1f | %16.0f %8.2f %8.2f %6.1f | %5.2f %12.1f",
                          count, http.requestsPerSecond, http.p50Milliseconds, http.p99Milliseconds, http.errors, http.meanBatch,
                          local.requestsPerSecond, local.p50Milliseconds, local.p99Milliseconds, local.meanBatch,

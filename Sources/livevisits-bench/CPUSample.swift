@@ -11,16 +11,18 @@ import Glibc
 /// shared 2-core machine.
 struct CPUSample {
     var process: Double
+    /// Context switches of the process's threads so far (voluntary and not).
+    var switches: Double
     var this: Double
     var children: Double
     var postgres: Double
 
     static func take(process pid: Int32) -> CPUSample {
-        CPUSample(process: seconds(pid: pid), this: rusage(RUSAGE_SELF.rawValue), children: rusage(RUSAGE_CHILDREN.rawValue), postgres: postgresSeconds())
+        CPUSample(process: seconds(pid: pid), switches: contextSwitches(pid: pid), this: rusage(RUSAGE_SELF.rawValue), children: rusage(RUSAGE_CHILDREN.rawValue), postgres: postgresSeconds())
     }
 
     static func - (a: CPUSample, b: CPUSample) -> CPUSample {
-        CPUSample(process: a.process - b.process, this: a.this - b.this, children: a.children - b.children, postgres: a.postgres - b.postgres)
+        CPUSample(process: a.process - b.process, switches: a.switches - b.switches, this: a.this - b.this, children: a.children - b.children, postgres: a.postgres - b.postgres)
     }
 
     private static let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
@@ -33,6 +35,19 @@ struct CPUSample {
         let fields = stat[stat.index(after: close)...].split(separator: " ")
         guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
         return (user + system) / ticksPerSecond
+    }
+
+    /// The context switches of every thread of a process (`/proc/PID/task/*/status`).
+    static func contextSwitches(pid: Int32) -> Double {
+        guard let threads = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return 0 }
+        var total = 0.0
+        for thread in threads {
+            guard let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(thread)/status", encoding: .utf8) else { continue }
+            for line in status.split(separator: "\n") where line.contains("ctxt_switches:") {
+                total += line.split(separator: "\t").last.flatMap { Double($0.trimmingCharacters(in: .whitespaces)) } ?? 0
+            }
+        }
+        return total
     }
 
     private static func rusage(_ who: __rusage_who_t) -> Double {
