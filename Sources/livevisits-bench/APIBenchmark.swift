@@ -8,16 +8,19 @@ import VisitCommands
 import VisitDomain
 import VisitProjections
 
-/// `livevisits-bench api [--connections 1,16,64] [--duration S] [--visits N] [--keep]`: drives
+/// `livevisits-bench api [--connections 1,16,64] [--duration S] [--visits N] [--rounds N] [--keep]`: drives
 /// `POST /v1/visits/{id}/events` (progress events spread over many visits) through a child
 /// `livevisits serve --api-only` with wrk over keep-alive connections, then runs the same command
 /// in-process (`VisitCommandBatcher`: event, read model and push intent in one transaction, as the route) at the
-/// same concurrency, and prints requests/s, p50/p99, the HTTP/in-process ratio and the server's VmRSS.
+/// same concurrency, and prints requests/s, p50/p99, the HTTP/in-process ratio and the server's VmRSS. With
+/// `--rounds N` (default 3) the two alternate N times per concurrency and the medians are compared, so that a
+/// burst of load from elsewhere on the machine lands on both sides rather than on one.
 struct APIBenchmark {
     static let summary = "wrk on POST /v1/visits/{id}/events at 1/16/64 connections vs the in-process command"
     var connections = [1, 16, 64]
     var duration = 10
     var visits = 2000
+    var rounds = 3
     var keep = false
 
     init(arguments: [String]) throws {
@@ -38,6 +41,11 @@ struct APIBenchmark {
                     throw BenchmarkUsageError(message: "--visits needs a whole number")
                 }
                 visits = value
+            case "--rounds":
+                guard let value = rest.popFirst().flatMap(Int.init), value > 0 else {
+                    throw BenchmarkUsageError(message: "--rounds needs a whole number")
+                }
+                rounds = value
             case "--keep": keep = true
             default: throw BenchmarkUsageError(message: "unknown option \(flag) for api")
             }
@@ -78,7 +86,7 @@ struct APIBenchmark {
         let key = try await pool.withConnection { try APIKeys.mint(role: .dispatcher, subject: nil, createdBy: nil, on: $0).key }
 
         // Two sets of visits (HTTP and in-process), each a fresh stream per run so streams stay short.
-        let runs = connections.count
+        let runs = connections.count * rounds
         print("scheduling \(visits * runs * 2) visits in \(database.name) …")
         try await schedule(prefix: "h", runs: runs, handler: handler, context: context)
         try await schedule(prefix: "p", runs: runs, handler: handler, context: context)
@@ -110,31 +118,48 @@ struct APIBenchmark {
         func perRequest(_ seconds: Double, _ figures: Figures) -> Double {
             seconds * 1e6 / max(figures.requestsPerSecond * Double(duration), 1)
         }
+        var medians: [String] = []
         for (index, count) in connections.enumerated() {
-            try luaScript(key: key, prefix: "h\(index)-").write(to: script, atomically: true, encoding: .utf8)
-            let before = batchCounters(port: port)
-            let cpuBefore = CPUSample.take(process: server.processIdentifier)
-            var http = try runWrk(port: port, connections: count, script: script)
-            let httpCPU = CPUSample.take(process: server.processIdentifier) - cpuBefore
-            let after = batchCounters(port: port)
-            http.meanBatch = (after.commands - before.commands) / max(after.batches - before.batches, 1)
-            let memory = rss(server.processIdentifier)
-            peak = max(peak, memory)
-            let localBefore = CPUSample.take(process: server.processIdentifier)
-            let local = try await runInProcess(prefix: "p\(index)-", concurrency: count, handler: handler, context: context)
-            let localCPU = CPUSample.take(process: server.processIdentifier) - localBefore
-            cpuLines.append(String(
-                format: "%5d   HTTP: server %4.0f  wrk %4.0f  postgres %4.0f  = %4.0f | in-process: bench %4.0f  postgres %4.0f  = %4.0f | server switches/request %.2f",
-                count, perRequest(httpCPU.process, http), perRequest(httpCPU.children, http), perRequest(httpCPU.postgres, http),
-                perRequest(httpCPU.process + httpCPU.children + httpCPU.postgres, http),
-                perRequest(localCPU.this, local), perRequest(localCPU.postgres, local), perRequest(localCPU.this + localCPU.postgres, local),
-                perRequest(httpCPU.switches, http) / 1e6))
-            print(String(format: "%5d %12.0f %8.2f %8.2f %8d %6.1f | %16.0f %8.2f %8.2f %6.1f | %5.2f %12.1f",
-                         count, http.requestsPerSecond, http.p50Milliseconds, http.p99Milliseconds, http.errors, http.meanBatch,
-                         local.requestsPerSecond, local.p50Milliseconds, local.p99Milliseconds, local.meanBatch,
-                         http.requestsPerSecond / max(local.requestsPerSecond, 0.001), memory))
+            var httpRates: [Double] = []
+            var localRates: [Double] = []
+            var httpP99s: [Double] = []
+            for round in 0..<rounds {
+                let run = index * rounds + round
+                try luaScript(key: key, prefix: "h\(run)-").write(to: script, atomically: true, encoding: .utf8)
+                let before = batchCounters(port: port)
+                let cpuBefore = CPUSample.take(process: server.processIdentifier)
+                var http = try runWrk(port: port, connections: count, script: script)
+                let httpCPU = CPUSample.take(process: server.processIdentifier) - cpuBefore
+                let after = batchCounters(port: port)
+                http.meanBatch = (after.commands - before.commands) / max(after.batches - before.batches, 1)
+                let memory = rss(server.processIdentifier)
+                peak = max(peak, memory)
+                let localBefore = CPUSample.take(process: server.processIdentifier)
+                let local = try await runInProcess(prefix: "p\(run)-", concurrency: count, handler: handler, context: context)
+                httpRates.append(http.requestsPerSecond)
+                localRates.append(local.requestsPerSecond)
+                httpP99s.append(http.p99Milliseconds)
+                let localCPU = CPUSample.take(process: server.processIdentifier) - localBefore
+                cpuLines.append(String(
+                    format: "%5d   HTTP: server %4.0f  wrk %4.0f  postgres %4.0f  = %4.0f | in-process: bench %4.0f  postgres %4.0f  = %4.0f | server switches/request %.2f",
+                    count, perRequest(httpCPU.process, http), perRequest(httpCPU.children, http), perRequest(httpCPU.postgres, http),
+                    perRequest(httpCPU.process + httpCPU.children + httpCPU.postgres, http),
+                    perRequest(localCPU.this, local), perRequest(localCPU.postgres, local), perRequest(localCPU.this + localCPU.postgres, local),
+                    perRequest(httpCPU.switches, http) / 1e6))
+                print(String(format: "%5d %12.0f %8.2f %8.2f %8d %6.1f | %16.0f %8.2f %8.2f %6.1f | %5.2f %12.1f",
+                             count, http.requestsPerSecond, http.p50Milliseconds, http.p99Milliseconds, http.errors, http.meanBatch,
+                             local.requestsPerSecond, local.p50Milliseconds, local.p99Milliseconds, local.meanBatch,
+                             http.requestsPerSecond / max(local.requestsPerSecond, 0.001), memory))
+            }
+            let httpMedian = median(httpRates), localMedian = median(localRates)
+            medians.append(String(format: "%5d %11.0f %12.2f %17.0f %10.2f", count, httpMedian, median(httpP99s), localMedian,
+                                httpMedian / max(localMedian, 0.001)))
         }
         print(String(format: "server peak VmRSS %.1f MB", peak))
+        print("")
+        print("medians over \(rounds) alternating round(s)")
+        print("conns  HTTP req/s  HTTP p99 ms  in-process req/s      ratio")
+        for line in medians { print(line) }
         print("")
         print("CPU µs per request (utime + stime; postgres = every postgres process on the machine)")
         for line in cpuLines { print(line) }
@@ -142,6 +167,14 @@ struct APIBenchmark {
         server.waitUntilExit()
         await pool.close()
         if keep { print("kept database \(database.name)") } else { await database.drop() }
+    }
+
+    /// The middle value (the mean of the two middle ones for an even count).
+    func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        guard !sorted.isEmpty else { return 0 }
+        let middle = sorted.count / 2
+        return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
     }
 
     func schedule(prefix: String, runs: Int, handler: VisitCommandHandler, context: VisitCommandContext) async throws {
