@@ -7,8 +7,9 @@ import VisitCommands
 import VisitDomain
 import VisitProjections
 
-/// Everything the API's handlers use, built once by the executable.
-public struct APIEnvironment: Sendable {
+/// Everything the API's handlers use, built once by the executable. A class: every handler closure captures
+/// it, and a reference is one retain where a struct of a dozen references was a dozen per capture.
+public final class APIEnvironment: Sendable {
     public let pool: PostgresPool
     public let store: EventStore
     public let readModel: VisitReadModel

@@ -168,7 +168,7 @@ public struct LiveVisitsAPI: Sendable {
             // Refused before any work: kept as the key's first answer like a refusal from the write itself.
             write = Write { _ in throw refusal }
         }
-        let route = "\(request.method) \(request.rawPath)"
+        let route = key == nil ? "" : "\(request.method) \(request.rawPath)"
         let body = key == nil ? "" : LiveVisitsAPI.storedBody(request.body)
         var attempt = 0
         while true {

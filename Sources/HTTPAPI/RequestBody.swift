@@ -66,7 +66,9 @@ enum RequestChecks {
     /// Ids in paths: 1–128 bytes of URL-unreserved characters.
     static func id(_ value: String?, name: String) throws -> String {
         guard let value, !value.isEmpty, value.utf8.count <= 128,
-              value.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-._~".unicodeScalars.contains($0)) })
+              value.utf8.allSatisfy({ c in
+                  (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c == 45 || c == 46 || c == 95 || c == 126
+              })
         else { throw APIError(404, "not_found", "\(name) not found") }
         return value
     }

@@ -18,7 +18,7 @@ import Testing
         #expect(try await api.call("GET", "/v1/visits", key: cached).status == 200)
         // The row goes without a notification: the process keeps answering from its cache…
         let cachedId = String(cached.split(separator: "_")[1])
-        try await api.pool.withConnection { c in try c.query("DELETE FROM api_keys WHERE key_id = \(cachedId)") }
+        _ = try await api.pool.withConnection { c in try c.query("DELETE FROM api_keys WHERE key_id = \(cachedId)") }
         #expect(try await api.call("GET", "/v1/visits", key: cached).status == 200)
         // …but a wrong secret for a cached id is still refused: the secret is checked on every request.
         let forged = "lv_\(cachedId)_" + String(repeating: "0", count: 48)
@@ -47,7 +47,7 @@ import Testing
         let key = try await api.key(.technician, "t-1")
         #expect(try await api.call("GET", "/v1/visits", key: key).status == 200)
         let keyId = String(key.split(separator: "_")[1])
-        try await api.pool.withConnection { c in try c.query("UPDATE api_keys SET revoked_at = now() WHERE key_id = \(keyId)") }
+        _ = try await api.pool.withConnection { c in try c.query("UPDATE api_keys SET revoked_at = now() WHERE key_id = \(keyId)") }
         #expect(!cache.isActive)
         #expect(try await api.call("GET", "/v1/visits", key: key).status == 401)
     }
