@@ -34,6 +34,20 @@ struct Configuration {
         return size
     }
 
+    /// `LIVEVISITS_HTTP_THREADS`: libmicrohttpd's polling threads, else one per two cores (at least one).
+    /// They only read, parse and write — handlers wait elsewhere — so a few go far: on 2 cores one thread
+    /// costs less CPU per request than two (`livevisits-bench api`: fewer context switches), and the cores
+    /// are left to PostgreSQL and the handlers.
+    func httpThreads() throws -> Int {
+        guard let text = environment["LIVEVISITS_HTTP_THREADS"] else {
+            return max(1, ProcessInfo.processInfo.activeProcessorCount / 2)
+        }
+        guard let count = Int(text), (1...64).contains(count) else {
+            throw ConfigurationError("LIVEVISITS_HTTP_THREADS must be a whole number from 1 to 64, not \(text)")
+        }
+        return count
+    }
+
     var projectionsDirectory: URL {
         URL(fileURLWithPath: environment["LIVEVISITS_PROJECTIONS_DIR"] ?? "./Projections")
     }

@@ -75,10 +75,11 @@ enum ServeCommand {
             let readModel = try VisitReadModel(projectionsDirectory: configuration.projectionsDirectory, rules: rules)
             let environment = APIEnvironment(pool: pool, readModel: readModel, outbox: outbox, migrator: migrator, clock: clock)
             let api = LiveVisitsAPI(environment: environment)
+            let threads = try configuration.httpThreads()
             let server: HTTPServer
             do {
                 var httpConfiguration = try HTTPServerConfiguration(environment: configuration.environment)
-                httpConfiguration.threadCount = max(httpConfiguration.threadCount, 2)
+                httpConfiguration.threadCount = threads
                 server = try HTTPServer(configuration: httpConfiguration, clock: clock, handler: api.handler())
             } catch {
                 throw ConfigurationError("LIVEVISITS_HTTP_ADDR: \(error.message)")
