@@ -27,13 +27,33 @@ extension LiveVisitsAPI {
         }
     }
 
-    /// A visit command as a write: alone in the idempotency transaction with a key (its answer stored with
-    /// it), through group commit without. Either answers 201 with the visit after it (GET shape, ETag); the
-    /// count of live activities is read in the command's round trip.
+    /// A visit command as a write, through group commit with or without a key: with one, its answer is
+    /// stored under the key by a statement of the command's own pipeline (`IdempotencyClaim`); a command the
+    /// batch refuses, or whose key is already taken, is answered by the idempotency transaction instead
+    /// (`work`, alone). Each answers 201 with the visit after it (GET shape, ETag); the count of live
+    /// activities is read in the command's round trip.
     static func commandWrite(_ command: VisitCommand, retryOnConflict: Bool, environment: APIEnvironment) -> Write {
-        Write(retryOnConflict: retryOnConflict, unkeyed: { try answer(try await environment.batcher.execute(command)) }) { c in
+        Write(
+            retryOnConflict: retryOnConflict,
+            unkeyed: { try answer(try await environment.batcher.execute(command)) },
+            keyed: { claim in
+                var keyed = command
+                keyed.alsoRun = [claim.storeAnswerStatement(visitId: command.visitId)]
+                return try storedAnswer(try await environment.batcher.execute(keyed))
+            }
+        ) { c in
             try answer(environment.commands.execute(command, on: c))
         }
+    }
+
+    /// The answer a batched keyed command stored (and so gives): the row its claim statement returned.
+    private static func storedAnswer(_ result: VisitCommandResult) throws -> Answer {
+        guard let row = result.alsoRows.first?.first, let body = row["response_body"] else {
+            throw PostgresError(code: .protocolViolation, message: "the idempotency claim returned no answer")
+        }
+        return Answer(
+            status: 201, body: body, etag: row["response_etag"],
+            eventsAppended: result.appended.deduplicated ? 0 : result.appended.globalPositions.count, enqueuedPushes: result.pushes > 0)
     }
 
     /// The command with the statement its answer needs.

@@ -137,16 +137,47 @@ public struct LiveVisitsAPI: Sendable {
         var retryOnConflict: Bool
         /// Without a key, runs instead of `work` (a visit command goes through group commit).
         var unkeyed: (@Sendable () async throws -> Answer)?
+        /// With a key, tried before `work`: the write with the claim's statement in its own commit (a visit
+        /// command through group commit). Any failure but an unreachable database falls back to `work`, which
+        /// stores the refusal or finds the key taken: nothing of a failed try stands.
+        var keyed: (@Sendable (IdempotencyClaim) async throws -> Answer)?
         /// The write on a connection, inside the transaction that also stores a keyed answer.
         var work: @Sendable (PostgresConnection) throws -> Answer
 
         init(
             retryOnConflict: Bool = false, unkeyed: (@Sendable () async throws -> Answer)? = nil,
+            keyed: (@Sendable (IdempotencyClaim) async throws -> Answer)? = nil,
             _ work: @escaping @Sendable (PostgresConnection) throws -> Answer
         ) {
             self.retryOnConflict = retryOnConflict
             self.unkeyed = unkeyed
+            self.keyed = keyed
             self.work = work
+        }
+    }
+
+    /// An `Idempotency-Key` about to be used for the first time: its scope (the calling key and the route)
+    /// and the request body it is kept with.
+    struct IdempotencyClaim: Sendable {
+        let keyId: String
+        let route: String
+        let key: String
+        let body: String
+
+        /// Stores a visit command's answer under the key, from the read-model row the same transaction just
+        /// wrote (the view, the live activities, the version for the ETag), and returns it: so the stored
+        /// answer and the one given are the same text. A key already taken fails the statement (its
+        /// primary key), and with it the command.
+        func storeAnswerStatement(visitId: String) -> PostgresQuery {
+            """
+            INSERT INTO http_idempotency (key_id, route, idempotency_key, request_body, status, response_body, response_etag)
+            SELECT \(keyId), \(route), \(key), \(body), 201,
+                   left(v.view, -1) || ',"liveActivities":' ||
+                   (SELECT count(*) FROM live_activities la WHERE la.visit_id = v.visit_id AND la.retired_at_ms IS NULL) || '}',
+                   '"' || v.version || '"'
+            FROM visits v WHERE v.visit_id = \(visitId)
+            RETURNING response_body, response_etag
+            """
         }
     }
 
@@ -170,6 +201,19 @@ public struct LiveVisitsAPI: Sendable {
         }
         let route = key == nil ? "" : "\(request.method) \(request.rawPath)"
         let body = key == nil ? "" : LiveVisitsAPI.storedBody(request.body)
+        if let key, let keyed = write.keyed {
+            do {
+                let answer = try await keyed(IdempotencyClaim(keyId: caller.keyId, route: route, key: key, body: body))
+                committed(answer)
+                return answer.response
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                // Unreachable database: 503, never stored. Anything else — a refusal, the key taken by an
+                // earlier request, a lost race — is the transaction's below to answer and keep.
+                if let api = APIError.map(error), api.httpStatus == 503 { throw api }
+            }
+        }
         var attempt = 0
         while true {
             attempt += 1

@@ -8,19 +8,22 @@ import VisitCommands
 import VisitDomain
 import VisitProjections
 
-/// `livevisits-bench api [--connections 1,16,64] [--duration S] [--visits N] [--rounds N] [--keep]`: drives
+/// `livevisits-bench api [--connections 1,16,64] [--duration S] [--visits N] [--rounds N] [--idempotency-keys] [--keep]`: drives
 /// `POST /v1/visits/{id}/events` (progress events spread over many visits) through a child
 /// `livevisits serve --api-only` with wrk over keep-alive connections, then runs the same command
 /// in-process (`VisitCommandBatcher`: event, read model and push intent in one transaction, as the route) at the
 /// same concurrency, and prints requests/s, p50/p99, the HTTP/in-process ratio and the server's VmRSS. With
 /// `--rounds N` (default 3) the two alternate N times per concurrency and the medians are compared, so that a
-/// burst of load from elsewhere on the machine lands on both sides rather than on one.
+/// burst of load from elsewhere on the machine lands on both sides rather than on one. With `--idempotency-keys`
+/// every HTTP request carries a fresh `Idempotency-Key` (the route then stores its answer in the command's
+/// transaction, outside group commit); the in-process figure stays the unkeyed command's.
 struct APIBenchmark {
     static let summary = "wrk on POST /v1/visits/{id}/events at 1/16/64 connections vs the in-process command"
     var connections = [1, 16, 64]
     var duration = 10
     var visits = 2000
     var rounds = 3
+    var idempotencyKeys = false
     var keep = false
 
     init(arguments: [String]) throws {
@@ -46,6 +49,7 @@ struct APIBenchmark {
                     throw BenchmarkUsageError(message: "--rounds needs a whole number")
                 }
                 rounds = value
+            case "--idempotency-keys": idempotencyKeys = true
             case "--keep": keep = true
             default: throw BenchmarkUsageError(message: "unknown option \(flag) for api")
             }
@@ -111,6 +115,7 @@ struct APIBenchmark {
         let script = FileManager.default.temporaryDirectory.appendingPathComponent("lv-bench-\(UUID().uuidString).lua")
         defer { try? FileManager.default.removeItem(at: script) }
         print("")
+        if idempotencyKeys { print("HTTP requests carry a fresh Idempotency-Key each; the in-process command is the unkeyed one") }
         print("conns   HTTP req/s   p50 ms   p99 ms   errors  batch | in-process req/s   p50 ms   p99 ms  batch | ratio   server VmRSS MB")
         var peak = 0.0
         var cpuLines: [String] = []
@@ -205,10 +210,22 @@ struct APIBenchmark {
         wrk.method = "POST"
         wrk.headers["Authorization"] = "Bearer \(key)"
         wrk.headers["Content-Type"] = "application/json"
+        local threads = 0
+        setup = function(thread)
+          threads = threads + 1
+          thread:set("tid", threads)
+        end
+        sent = 0
         request = function()
           local v = math.random(0, \(visits - 1))
           local km = math.random(1, 400) / 10
-          return wrk.format(nil, "/v1/visits/\(prefix)" .. v .. "/events", nil, '{"type":"progress","kilometresAway":' .. km .. '}')
+          local headers = nil
+          if \(idempotencyKeys) then
+            sent = sent + 1
+            headers = { ["Idempotency-Key"] = "\(prefix)" .. tid .. "-" .. sent }
+            for name, value in pairs(wrk.headers) do headers[name] = value end
+          end
+          return wrk.format(nil, "/v1/visits/\(prefix)" .. v .. "/events", headers, '{"type":"progress","kilometresAway":' .. km .. '}')
         end
         done = function(summary, latency, requests)
           io.write(string.format("LV %f %f %d %d\\n", latency:percentile(50), latency:percentile(99),

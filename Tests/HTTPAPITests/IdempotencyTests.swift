@@ -32,6 +32,43 @@ import Testing
         #expect(rescheduled.text == first.text)
     }
 
+    /// A keyed command goes through group commit like an unkeyed one, and the answer it stores (composed in
+    /// SQL from the read-model row its own transaction wrote) is the visit exactly as GET reads it.
+    @Test func aKeyedCommandIsGroupCommittedAndStoresTheAnswerItGives() async throws {
+        let api = try await APIServer.start()
+        defer { Task { await api.stop() } }
+        let id = uniqueID("v")
+        let batches = api.environment.batcher.batchesRun
+        let scheduled = try await api.call(
+            "POST", "/v1/visits", key: api.dispatcher, json: APIServer.visitJSON(id, customer: "c-3"), headers: [("Idempotency-Key", "s-\(id)")])
+        #expect(scheduled.status == 201)
+        #expect(api.environment.batcher.batchesRun == batches + 1, "the keyed schedule ran in a group-commit batch")
+        let customer = try await api.key(.customer, "c-3")
+        let registration = "{\"pushToken\":\"\(pushToken("keyed"))\",\"environment\":\"sandbox\"}"
+        #expect(try await api.call("PUT", "/v1/visits/\(id)/live-activities/a-1", key: customer, json: registration).status == 204)
+
+        let posted = try await api.post(id, #"{"type":"enRoute","kilometresAway":7.5}"#, headers: [("Idempotency-Key", "e-\(id)")])
+        #expect(posted.status == 201)
+        #expect(api.environment.batcher.batchesRun == batches + 2, "the keyed event ran in a group-commit batch")
+        let read = try await api.call("GET", "/v1/visits/\(id)", key: api.dispatcher)
+        #expect(posted.text == read.text)
+        #expect(posted.json?["liveActivities"] as? Int == 1)
+        #expect(posted.header("ETag") == read.header("ETag"))
+        #expect(posted.header("ETag") == "\"2\"")
+        let stored = try await api.pool.withConnection { c in
+            try c.query("SELECT status, response_body, response_etag FROM http_idempotency WHERE idempotency_key = \("e-\(id)")").first
+        }
+        #expect(stored?["status"] == "201")
+        #expect(stored?["response_body"] == posted.text)
+        #expect(stored?["response_etag"] == posted.header("ETag"))
+
+        // Its retry finds the key taken and answers the stored answer; nothing more is appended.
+        let retried = try await api.post(id, #"{"type":"enRoute","kilometresAway":7.5}"#, headers: [("Idempotency-Key", "e-\(id)")])
+        #expect(retried.status == 201)
+        #expect(retried.text == posted.text)
+        #expect(try await api.eventCount(id) == 2)
+    }
+
     @Test func aFirstRefusalIsKeptToo() async throws {
         let api = try await APIServer.start()
         defer { Task { await api.stop() } }

@@ -17,9 +17,15 @@ final class APIServer: Sendable {
     let client: RawHTTPClient
     let dispatcher: String
     let ops: String
+    /// What the handlers use (its batcher counts the group-commit batches run).
+    let environment: APIEnvironment
     private let task: Task<Void, any Error>
 
-    private init(databaseURL: String, pool: PostgresPool, server: HTTPServer, dispatcher: String, ops: String, task: Task<Void, any Error>) {
+    private init(
+        databaseURL: String, pool: PostgresPool, server: HTTPServer, dispatcher: String, ops: String, environment: APIEnvironment,
+        task: Task<Void, any Error>
+    ) {
+        self.environment = environment
         self.databaseURL = databaseURL
         self.pool = pool
         self.server = server
@@ -71,7 +77,7 @@ final class APIServer: Sendable {
             (try APIKeys.mint(role: .dispatcher, subject: nil, createdBy: nil, on: c).key,
              try APIKeys.mint(role: .ops, subject: nil, createdBy: nil, on: c).key)
         }
-        return APIServer(databaseURL: url, pool: pool, server: server, dispatcher: dispatcher, ops: ops, task: task)
+        return APIServer(databaseURL: url, pool: pool, server: server, dispatcher: dispatcher, ops: ops, environment: environment, task: task)
     }
 
     func stop() async {
