@@ -11,20 +11,8 @@ public struct OutboxPushes: PushEnqueuer {
         self.outbox = outbox
     }
 
-    public func statements(for plans: [PushPlan], state: VisitState, previous: VisitState?) throws -> [PostgresQuery] {
-        let wanted = plans.filter { $0.audience != .pendingStarts || startMayBeWaiting(state, previous: previous) }
-        return try outbox.enqueueStatements(wanted.map { OutboxPushes.intent($0, state: state, audience: nil) })
-    }
-
-    /// Whether a start of this visit can still be waiting in the outbox for its time, so that the event
-    /// must re-plan it with the current state. The outbox holds a start until its arrival window's start
-    /// minus the lead time; the one waiting was planned from the previous state's window (or the current
-    /// one), so once both of those release times have passed nothing can be waiting and the replacement
-    /// (one more statement per event, the hot path's) is left out. A minute's margin covers a start just
-    /// released and not yet claimed.
-    func startMayBeWaiting(_ state: VisitState, previous: VisitState?) -> Bool {
-        let latestWindowStart = max(state.arrivalWindow.start, previous?.arrivalWindow.start ?? state.arrivalWindow.start)
-        return Double(latestWindowStart) - outbox.configuration.startLeadTimeSeconds > Double(state.lastRecordedAt) - 60
+    public func statements(for plans: [PushPlan], state: VisitState) throws -> [PostgresQuery] {
+        try outbox.enqueueStatements(plans.map { OutboxPushes.intent($0, state: state, audience: nil) })
     }
 
     public func committed() { outbox.committed() }

@@ -8,9 +8,7 @@ import VisitProjections
 /// Where the pushes an accepted event implies go: statements that write them to the outbox, run in the
 /// event's own transaction (in the same round trip as the event and the read-model row).
 public protocol PushEnqueuer: Sendable {
-    /// The statements that enqueue `plans`, the pushes of the event that turned `previous` (nil for the
-    /// first event) into `state`.
-    func statements(for plans: [PushPlan], state: VisitState, previous: VisitState?) throws -> [PostgresQuery]
+    func statements(for plans: [PushPlan], state: VisitState) throws -> [PostgresQuery]
     /// Called after the transaction that enqueued committed (wake the workers).
     func committed()
 }
@@ -277,7 +275,7 @@ public struct VisitCommandHandler: Sendable {
         try EventStore.validate(request, limits: store.limits)
         return Prepared(
             command: command, accepted: accepted, request: request,
-            pushStatements: try pushes.statements(for: accepted.pushes, state: accepted.state, previous: state))
+            pushStatements: try pushes.statements(for: accepted.pushes, state: accepted.state))
     }
 
     /// The snapshot when it is at the stream's version, else the stream folded (nil: no such visit).

@@ -54,7 +54,7 @@ struct ReplayBenchmark {
 
         // One real visit through the command path: the template every cloned visit copies.
         struct NoPushes: PushEnqueuer {
-            func statements(for plans: [PushPlan], state: VisitState, previous: VisitState?) throws -> [PostgresQuery] { [] }
+            func statements(for plans: [PushPlan], state: VisitState) throws -> [PostgresQuery] { [] }
         }
         let clock = ManualClock(now: Date().timeIntervalSince1970)
         let handler = VisitCommandHandler(store: EventStore(pool: pool), readModel: readModel, pushes: NoPushes(), clock: clock)

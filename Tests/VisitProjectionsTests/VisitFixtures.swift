@@ -25,10 +25,8 @@ struct VisitFixtures {
 
     static let dispatcher = VisitCommandContext(actor: EventMetadata(actorRole: "dispatcher", actorSubject: "d-1"))
 
-    func schedule(
-        _ id: String, customer: String = "c-1", technician: String = "t-1", windowStartsIn seconds: Int = 600
-    ) async throws -> VisitCommandResult {
-        let start = Int(clock.now()) + seconds
+    func schedule(_ id: String, customer: String = "c-1", technician: String = "t-1") async throws -> VisitCommandResult {
+        let start = Int(clock.now()) + 600
         let body = """
             {"visitId": "\(id)", "customerId": "\(customer)",
              "attributes": {"customerFirstName": "Alex", "serviceAddress": "12 Elm Row", "jobSummary": "Boiler check"},
@@ -65,7 +63,7 @@ final class CountingEnqueuer: PushEnqueuer, @unchecked Sendable {
     // Guarded by `lock`.
     private let lock = NSLock()
     private var plans: [PushPlan] = []
-    func statements(for plans: [PushPlan], state: VisitState, previous: VisitState?) throws -> [PostgresQuery] {
+    func statements(for plans: [PushPlan], state: VisitState) throws -> [PostgresQuery] {
         lock.withLock { self.plans += plans }
         return []
     }
