@@ -147,7 +147,10 @@ extension HTTPServer {
                 let response = await handler(message)
                 self.deliver(serial, response)
             }
-            registry.attach(serial, task: task)
+            if !registry.attach(serial, task: task) {
+                // Answered before it could be attached: a finished handler ignores this; an overdue one stops.
+                InlineTaskExecutor.deferringJobs { task.cancel() }
+            }
         } else {
             // Stopping: answer through the same resume path so no connection stays suspended.
             request.pending.withLock {

@@ -112,7 +112,7 @@ public final class HTTPServer: Service, Sendable {
             deliver(
                 serial,
                 .error(status: 503, code: "timeout", message: "The request took too long to process; try again."))
-            task?.cancel()
+            InlineTaskExecutor.deferringJobs { task?.cancel() }
         }
     }
 
@@ -144,7 +144,7 @@ public final class HTTPServer: Service, Sendable {
         }
         for (serial, task) in unfinished {
             deliver(serial, .error(status: 503, code: "shutting_down", message: "The server is shutting down; try again."))
-            task?.cancel()
+            InlineTaskExecutor.deferringJobs { task?.cancel() }
         }
         // MHD must not be stopped while a connection is suspended: wait for every resume to return.
         while registry.counts.resuming > 0 || registry.counts.inFlight > 0 {

@@ -16,6 +16,7 @@ import Glibc
 /// rule: act on what a lock returned after releasing it), so a job run in place never runs under one.
 /// A job enqueued while the same thread is already running one of this executor's jobs (a handler that
 /// resumes another handler's wait) is queued and run when the current one returns, so stacks stay flat.
+/// A handler task is cancelled inside `deferringJobs`, so that what the cancellation resumes runs after it.
 /// Handlers must not block their thread (the rule for every async function anyway): blocking C calls
 /// belong on threads their adapters own, as the database pool does.
 public final class InlineTaskExecutor: TaskExecutor {
@@ -30,13 +31,32 @@ public final class InlineTaskExecutor: TaskExecutor {
             trampoline.jobs.append(job)
             return
         }
+        withTrampoline { job.runSynchronously(on: asUnownedTaskExecutor()) }
+    }
+
+    /// Runs `body` with the jobs it enqueues on this executor held back until it has returned (then they
+    /// run here, in order). For code that may resume a handler from inside the Swift runtime: above all
+    /// `Task.cancel()`, whose cancellation handlers (a withdrawn wait, `Task.sleep`) run under the task's
+    /// status-record lock — a handler resumed in place there would run, and free its own records, under it.
+    public static func deferringJobs(_ body: () -> Void) {
+        if Trampoline.current != nil {
+            body()  // an outer trampoline of this thread runs the jobs once its own job returns
+            return
+        }
+        shared.withTrampoline(body)
+    }
+
+    /// Runs `body` with a fresh trampoline on this thread, then every job queued on it meanwhile (and by them).
+    private func withTrampoline(_ body: () -> Void) {
         let trampoline = Trampoline()
         Trampoline.current = trampoline
         defer { Trampoline.current = nil }
-        job.runSynchronously(on: asUnownedTaskExecutor())
-        while !trampoline.jobs.isEmpty {
-            let next = trampoline.jobs.removeFirst()
-            next.runSynchronously(on: asUnownedTaskExecutor())
+        body()
+        var next = 0
+        while next < trampoline.jobs.count {
+            let job = trampoline.jobs[next]
+            next += 1
+            job.runSynchronously(on: asUnownedTaskExecutor())
         }
     }
 

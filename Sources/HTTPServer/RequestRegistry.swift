@@ -69,10 +69,14 @@ final class RequestRegistry: Sendable {
         }
     }
 
-    /// Remembers the handler's task so that the deadline can cancel it.
-    func attach(_ serial: UInt64, task: Task<Void, Never>) {
+    /// Remembers the handler's task so that the deadline can cancel it. False when the request was
+    /// answered already: by its handler (nothing to do) or by the deadline or the shutdown while the
+    /// handler's synchronous start ran (the caller cancels the task).
+    func attach(_ serial: UInt64, task: Task<Void, Never>) -> Bool {
         state.withLock { s in
+            guard s.inFlight[serial] != nil else { return false }
             s.inFlight[serial]?.task = task
+            return true
         }
     }
 

@@ -49,6 +49,38 @@ import Glibc
         #expect(pthread_equal(steps.thread(of: "inner")!, steps.thread(of: "outer begins")!) != 0)
     }
 
+    /// A cancellation handler that ends the task's wait (as a withdrawn command or `Task.sleep` does) runs
+    /// inside `Task.cancel()`, under the runtime's lock on the task: the task must go on only after
+    /// `cancel()` has returned, which `deferringJobs` ensures.
+    @Test func aTaskResumedByItsCancellationGoesOnAfterCancelReturns() async throws {
+        let steps = Steps()
+        let waiting = Mutex<CheckedContinuation<Void, Never>?>(nil)
+        let task = Task(executorPreference: InlineTaskExecutor.shared) {
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { continuation in
+                    waiting.withLock { $0 = continuation }
+                    steps.record("waiting")
+                }
+            } onCancel: {
+                waiting.withLock { w in
+                    defer { w = nil }
+                    return w
+                }?.resume()
+            }
+            steps.record("resumed")
+        }
+        try await steps.wait(for: "waiting")
+        let canceller = Thread {
+            InlineTaskExecutor.deferringJobs {
+                task.cancel()
+                steps.record("cancel returned")
+            }
+        }
+        canceller.start()
+        try await steps.wait(for: "resumed")
+        #expect(steps.names == ["waiting", "cancel returned", "resumed"])
+    }
+
     /// After a wait, the task goes on on the thread that ended the wait.
     @Test func aResumedTaskGoesOnOnTheResumingThread() async throws {
         let steps = Steps()
