@@ -39,6 +39,7 @@ extension LiveVisitsAPI {
             keyed: { claim in
                 var keyed = command
                 keyed.alsoRun = [claim.storeAnswerStatement(visitId: command.visitId)]
+                keyed.refuseIfAnyRow = claim.takenStatement
                 return try storedAnswer(try await environment.batcher.execute(keyed))
             }
         ) { c in

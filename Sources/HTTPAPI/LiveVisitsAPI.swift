@@ -164,10 +164,17 @@ public struct LiveVisitsAPI: Sendable {
         let key: String
         let body: String
 
+        /// A row when the key is taken already (a retry): read before the command is decided, so a retry
+        /// is refused alone instead of failing the group-commit batch it would have joined.
+        var takenStatement: PostgresQuery {
+            "SELECT 1 FROM http_idempotency WHERE key_id = \(keyId) AND route = \(route) AND idempotency_key = \(key)"
+        }
+
         /// Stores a visit command's answer under the key, from the read-model row the same transaction just
         /// wrote (the view, the live activities, the version for the ETag), and returns it: so the stored
-        /// answer and the one given are the same text. A key already taken fails the statement (its
-        /// primary key), and with it the command.
+        /// answer and the one given are the same text. A key taken between `takenStatement` and this (a
+        /// concurrent first try) fails the statement (its primary key), and with it the batch, which is
+        /// then run again command by command.
         func storeAnswerStatement(visitId: String) -> PostgresQuery {
             """
             INSERT INTO http_idempotency (key_id, route, idempotency_key, request_body, status, response_body, response_etag)

@@ -47,13 +47,21 @@ public struct VisitCommand: Sendable {
     /// True for `scheduled` (the visit must not exist yet).
     public var isCreation: Bool
     public var alsoRun: [PostgresQuery]
+    /// A read run in the same round trip as the visit's state: when it returns a row, the command is
+    /// refused (`CommandPreconditionFailed`) before anything is decided or written — so a command that
+    /// `alsoRun` would make fail (the API: an Idempotency-Key already taken) does not fail a whole batch.
+    public var refuseIfAnyRow: PostgresQuery?
 
-    public init(visitId: String, event: VisitEvent, context: VisitCommandContext, isCreation: Bool, alsoRun: [PostgresQuery] = []) {
+    public init(
+        visitId: String, event: VisitEvent, context: VisitCommandContext, isCreation: Bool, alsoRun: [PostgresQuery] = [],
+        refuseIfAnyRow: PostgresQuery? = nil
+    ) {
         self.visitId = visitId
         self.event = event
         self.context = context
         self.isCreation = isCreation
         self.alsoRun = alsoRun
+        self.refuseIfAnyRow = refuseIfAnyRow
     }
 
     var stream: String { VisitCommandHandler.streamName(for: visitId) }
@@ -69,6 +77,11 @@ public struct VisitCommandResult: Sendable {
     public let view: String
     /// The rows of the `alsoRun` statements, in order.
     public let alsoRows: [PostgresRows]
+}
+
+/// A command's `refuseIfAnyRow` read found a row: nothing was decided or written.
+public struct CommandPreconditionFailed: Error, Sendable {
+    public init() {}
 }
 
 /// A version precondition that failed (`If-Match`): 409.
@@ -228,17 +241,31 @@ public struct VisitCommandHandler: Sendable {
         guard !commands.isEmpty else { return [] }
         let ids = commands.map(\.visitId)
         let streams = commands.map(\.stream)
-        let rows = try connection.query("""
+        let statesQuery: PostgresQuery = """
             SELECT r.idx, (SELECT state::text FROM visits WHERE visit_id = r.visit_id) AS state,
                    (SELECT COALESCE(max(position), 0) FROM events WHERE stream_name = r.stream) AS version
             FROM unnest(\(ids)::text[], \(streams)::text[]) WITH ORDINALITY AS r(visit_id, stream, idx)
             ORDER BY r.idx
-            """)
+            """
+        // The commands' refusal reads, when there are any, in the same round trip.
+        let checked = commands.indices.filter { commands[$0].refuseIfAnyRow != nil }
+        let rows: PostgresRows
+        var refused = Set<Int>()
+        if checked.isEmpty {
+            rows = try connection.query(statesQuery)
+        } else {
+            let results = try connection.pipeline([statesQuery] + checked.map { commands[$0].refuseIfAnyRow! })
+            rows = results[0]
+            for (i, found) in zip(checked, results.dropFirst()) where !found.isEmpty { refused.insert(i) }
+        }
         guard rows.count == commands.count else {
             throw PostgresError(code: .protocolViolation, message: "read \(rows.count) visit states for \(commands.count) commands")
         }
-        return zip(commands, rows.rows).map { command, row in
-            Result { try state(fromSnapshot: row["state"], version: try row.int("version"), stream: command.stream, on: connection) }
+        return zip(commands.indices, rows.rows).map { i, row in
+            if refused.contains(i) { return .failure(CommandPreconditionFailed()) }
+            return Result {
+                try state(fromSnapshot: row["state"], version: try row.int("version"), stream: commands[i].stream, on: connection)
+            }
         }
     }
 

@@ -46,6 +46,28 @@ import VisitProjections
         }
     }
 
+    /// A command whose `refuseIfAnyRow` read finds a row is refused before the write, alone: the rest of
+    /// its batch commits in the shared pipeline (no redo one by one), and what it would have run does not.
+    @Test func aCommandRefusedByItsPreconditionLeavesItsBatchWhole() async throws {
+        let f = try await VisitFixtures.make()
+        for v in ["v-p1", "v-p2", "v-taken"] { _ = try await f.schedule(v) }
+        try await f.pool.withConnection { c in try c.execute(script: "CREATE TABLE taken (k text)") }
+        var taken = command("v-taken", try progress(5))
+        taken.refuseIfAnyRow = "SELECT 1 WHERE \(true)"
+        taken.alsoRun = ["INSERT INTO taken VALUES ('ran')"]
+        var free = command("v-p2", try progress(6))
+        free.refuseIfAnyRow = "SELECT 1 WHERE \(false)"
+        let redone = Metrics.shared.value("livevisits_command_batches_redone_total") ?? 0
+        let batch = [command("v-p1", try progress(4)), taken, free]
+        let outcomes = try await f.pool.withConnection { c in f.handler.executeBatch(batch, on: c) }
+        #expect((try? outcomes[0].get())?.state.version == 2)
+        #expect(throws: CommandPreconditionFailed.self) { try outcomes[1].get() }
+        #expect((try? outcomes[2].get())?.state.version == 2)
+        #expect(try await f.handler.store.readStream("visit-v-taken").count == 1)
+        #expect(try await f.pool.withConnection { c in try c.query("SELECT count(*) AS n FROM taken").first?["n"] } == "0")
+        #expect((Metrics.shared.value("livevisits_command_batches_redone_total") ?? 0) == redone, "the batch was not redone")
+    }
+
     @Test func aRefusedCommandFailsAloneInItsBatch() async throws {
         let f = try await VisitFixtures.make()
         for v in ["v-ok1", "v-ok2", "v-bad"] { _ = try await f.schedule(v) }
