@@ -3,7 +3,7 @@ import Synchronization
 
 /// Sends `NOTIFY` after commits, coalesced across channels: any number of pokes, on any of the channels,
 /// while a NOTIFY is pending or in flight become a single statement that notifies every channel poked
-/// (`SELECT pg_notify($1, ''), pg_notify($2, '')`), and a statement asked for while one was in flight
+/// (`SELECT pg_notify(channel, '') FROM unnest($1::text[])`), and a statement asked for while one was in flight
 /// waits until `minimumInterval` after that one's start. One notifier serves a whole pool
 /// (`PostgresPool.notifyAfterCommit`), so the event store's channel and the outbox's share their
 /// statements: a visit command wakes both, and under load that is one small transaction per interval
