@@ -40,7 +40,7 @@ extension LiveVisitsAPI {
                 var keyed = command
                 keyed.alsoRun = [claim.storeAnswerStatement(visitId: command.visitId)]
                 keyed.refuseIfAnyRow = claim.takenStatement
-                return try storedAnswer(try await environment.batcher.execute(keyed))
+                return try keyedAnswer(try await environment.batcher.execute(keyed))
             }
         ) { c in
             try answer(environment.commands.execute(command, on: c))
@@ -48,13 +48,11 @@ extension LiveVisitsAPI {
     }
 
     /// The answer a batched keyed command stored (and so gives): the row its claim statement returned.
-    private static func storedAnswer(_ result: VisitCommandResult) throws -> Answer {
+    private static func keyedAnswer(_ result: VisitCommandResult) throws -> Answer {
         guard let row = result.alsoRows.first?.first, let body = row["response_body"] else {
             throw PostgresError(code: .protocolViolation, message: "the idempotency claim returned no answer")
         }
-        return Answer(
-            status: 201, body: body, etag: row["response_etag"],
-            eventsAppended: result.appended.deduplicated ? 0 : result.appended.globalPositions.count, enqueuedPushes: result.pushes > 0)
+        return answer(result, body: body, etag: row["response_etag"])
     }
 
     /// The command with the statement its answer needs.
@@ -67,8 +65,13 @@ extension LiveVisitsAPI {
 
     private static func answer(_ result: VisitCommandResult) throws -> Answer {
         let live = try TokenRegistry.liveActivityCount(result.alsoRows[0])
-        return Answer(
-            status: 201, body: VisitReadModel.body(view: result.view, liveActivities: live), etag: "\"\(result.state.version)\"",
+        return answer(result, body: VisitReadModel.body(view: result.view, liveActivities: live), etag: "\"\(result.state.version)\"")
+    }
+
+    /// A command's 201 with the body and ETag it gives, and what it left for the followers and workers.
+    private static func answer(_ result: VisitCommandResult, body: String, etag: String?) -> Answer {
+        Answer(
+            status: 201, body: body, etag: etag,
             eventsAppended: result.appended.deduplicated ? 0 : result.appended.globalPositions.count, enqueuedPushes: result.pushes > 0)
     }
 

@@ -27,11 +27,16 @@ struct Configuration {
     /// `LIVEVISITS_DB_POOL_SIZE`: database connections of a `serve` process (its pool; group commit and the
     /// listener have their own), or nil for the default.
     func databasePoolSize() throws -> Int? {
-        guard let text = environment["LIVEVISITS_DB_POOL_SIZE"] else { return nil }
-        guard let size = Int(text), (1...500).contains(size) else {
-            throw ConfigurationError("LIVEVISITS_DB_POOL_SIZE must be a whole number from 1 to 500, not \(text)")
+        try wholeNumber("LIVEVISITS_DB_POOL_SIZE", in: 1...500)
+    }
+
+    /// A tuning variable's whole number within `range`, nil when unset; anything else names the variable.
+    private func wholeNumber(_ variable: String, in range: ClosedRange<Int>) throws -> Int? {
+        guard let text = environment[variable] else { return nil }
+        guard let value = Int(text), range.contains(value) else {
+            throw ConfigurationError("\(variable) must be a whole number from \(range.lowerBound) to \(range.upperBound), not \(text)")
         }
-        return size
+        return value
     }
 
     /// `LIVEVISITS_HTTP_THREADS`: libmicrohttpd's polling threads, else one per two cores (at least one).
@@ -39,13 +44,7 @@ struct Configuration {
     /// costs less CPU per request than two (`livevisits-bench api`: fewer context switches), and the cores
     /// are left to PostgreSQL and the handlers.
     func httpThreads() throws -> Int {
-        guard let text = environment["LIVEVISITS_HTTP_THREADS"] else {
-            return max(1, ProcessInfo.processInfo.activeProcessorCount / 2)
-        }
-        guard let count = Int(text), (1...64).contains(count) else {
-            throw ConfigurationError("LIVEVISITS_HTTP_THREADS must be a whole number from 1 to 64, not \(text)")
-        }
-        return count
+        try wholeNumber("LIVEVISITS_HTTP_THREADS", in: 1...64) ?? max(1, ProcessInfo.processInfo.activeProcessorCount / 2)
     }
 
     var projectionsDirectory: URL {
