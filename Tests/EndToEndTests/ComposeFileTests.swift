@@ -266,7 +266,7 @@ struct ComposeFileTests {
         while let found = rest.range(of: "LIVEVISITS_") {
             let tail = rest[found.upperBound...]
             let name = tail.prefix { $0.isUppercase || $0.isNumber || $0 == "_" }
-            names.insert("LIVEVISITS_" + name)
+            if !name.isEmpty, !name.hasSuffix("_") { names.insert("LIVEVISITS_" + name) }
             rest = tail.dropFirst(name.count)
         }
         return names
