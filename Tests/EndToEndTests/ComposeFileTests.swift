@@ -169,6 +169,9 @@ struct ComposeFileTests {
     /// folder of ours; then the simulator with its files, reached as `https://apns-sim:PORT` the way
     /// the worker reaches it, and through the simulator's own healthcheck.
     @Test func credentialsStepMakesWhatTheSimulatorServesAndTheWorkerTrusts() async throws {
+        for tool in ["/usr/bin/openssl", "/usr/bin/curl", "/bin/sh", "/usr/bin/env"] {
+            try #require(FileManager.default.isExecutableFile(atPath: tool), "\(tool) is needed (scripts/deps installs openssl and curl)")
+        }
         try await DemoCommandTests.ensureBinary()
         let compose = try await Compose.load()
         let credentials = try compose.service("credentials")
