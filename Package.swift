@@ -18,7 +18,7 @@ let package = Package(
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CNGHTTP2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
 
-        // Process plumbing shared by every service: clock, logger, metrics, service group.
+        // Process plumbing shared by every service: clock, logger, metrics, service group, SplitMix64.
         .target(name: "Runtime"),
 
         // The pure domain: events, state machine, fold, rules, push plans, aps bodies. No I/O.
@@ -66,7 +66,7 @@ let package = Package(
 
         // Tests mirror the targets; TestSupport finds the project's PostgreSQL and makes scratch databases.
         .target(name: "TestSupport", dependencies: ["Postgres", "Runtime"], path: "Tests/TestSupport"),
-        .testTarget(name: "VisitDomainTests", dependencies: ["VisitDomain"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "VisitDomainTests", dependencies: ["VisitDomain", "Runtime"], resources: [.copy("Fixtures")]),
         .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "Postgres", "TestSupport"]),
         .testTarget(
             name: "VisitProjectionsTests",
