@@ -18,20 +18,23 @@ let package = Package(
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CNGHTTP2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
 
-        // Process plumbing shared by every service: clock, logger, metrics, service group.
-        .target(name: "Runtime"),
+        // The one JSON reader/writer (order-keeping, byte-exact, numbers apart from booleans). Pure, no I/O.
+        .target(name: "JSON"),
+
+        // Process plumbing shared by every service: clock, logger, metrics, service group, base64url, SplitMix64.
+        .target(name: "Runtime", dependencies: ["JSON"]),
 
         // The pure domain: events, state machine, fold, rules, push plans, aps bodies. No I/O.
-        .target(name: "VisitDomain"),
+        .target(name: "VisitDomain", dependencies: ["JSON"]),
 
         // Adapters.
         .target(name: "Postgres", dependencies: ["CLibPQ", "Runtime"]),
-        .target(name: "EventStore", dependencies: ["Postgres", "Runtime"]),
+        .target(name: "EventStore", dependencies: ["JSON", "Postgres", "Runtime"]),
         .target(name: "VisitProjections", dependencies: ["VisitDomain", "EventStore", "Postgres", "Runtime"]),
-        .target(name: "APNs", dependencies: ["COpenSSL", "CCurl", "Runtime"]),
+        .target(name: "APNs", dependencies: ["COpenSSL", "CCurl", "JSON", "Runtime"]),
         .target(name: "Outbox", dependencies: ["VisitDomain", "EventStore", "Postgres", "APNs", "Runtime"]),
-        .target(name: "APNsSimulator", dependencies: ["CNGHTTP2", "COpenSSL", "Runtime"]),
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Runtime"]),
+        .target(name: "APNsSimulator", dependencies: ["CNGHTTP2", "COpenSSL", "JSON", "Runtime"]),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "JSON", "Runtime"]),
         // The write side of a visit: decide, append, read model and push intents in one transaction.
         .target(
             name: "VisitCommands",
@@ -50,7 +53,7 @@ let package = Package(
             name: "livevisits",
             dependencies: [
                 "Runtime", "VisitDomain", "Postgres", "EventStore", "VisitProjections", "VisitCommands", "APNs", "Outbox",
-                "APNsSimulator", "HTTPServer", "HTTPAPI",
+                "APNsSimulator", "HTTPServer", "HTTPAPI", "JSON",
             ]
         ),
         .executableTarget(
@@ -66,7 +69,8 @@ let package = Package(
 
         // Tests mirror the targets; TestSupport finds the project's PostgreSQL and makes scratch databases.
         .target(name: "TestSupport", dependencies: ["Postgres", "Runtime"], path: "Tests/TestSupport"),
-        .testTarget(name: "VisitDomainTests", dependencies: ["VisitDomain"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "JSONTests", dependencies: ["JSON"]),
+        .testTarget(name: "VisitDomainTests", dependencies: ["VisitDomain", "Runtime"], resources: [.copy("Fixtures")]),
         .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "Postgres", "TestSupport"]),
         .testTarget(
             name: "VisitProjectionsTests",
@@ -74,8 +78,8 @@ let package = Package(
         ),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "TestSupport"]),
         .testTarget(name: "OutboxTests", dependencies: ["Outbox", "APNs", "APNsSimulator", "VisitProjections", "TestSupport"]),
-        .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "Runtime"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "Runtime"]),
+        .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "JSON", "Runtime"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "JSON", "Runtime"]),
         .testTarget(
             name: "HTTPAPITests",
             dependencies: [

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import Runtime
 
 /// Sends Live Activity pushes to APNs over HTTP/2 with provider-token authentication.
@@ -134,12 +135,8 @@ public final class APNsClient: Service {
 
     /// Reads `{"reason": "...", "timestamp": 1234}` from an error answer.
     static func parseErrorBody(_ body: [UInt8]) -> (APNsReason?, Int64?) {
-        guard !body.isEmpty,
-            let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]
-        else { return (nil, nil) }
-        let reason = (object["reason"] as? String).map(APNsReason.init(rawValue:))
-        let timestamp = (object["timestamp"] as? NSNumber)?.int64Value
-        return (reason, timestamp)
+        guard let object = try? JSONValue.parse(body), object.isObject else { return (nil, nil) }
+        return (object["reason"]?.stringValue.map(APNsReason.init(rawValue:)), object["timestamp"]?.integerValue)
     }
 
     private func record(_ result: APNsResult, request: APNsRequest) {

@@ -1,4 +1,5 @@
-import Foundation
+import JSON
+import Runtime
 
 /// Mints provider tokens: header `{"alg":"ES256","kid":…}`, claims `{"iss":…,"iat":…}`,
 /// signed with the team's P-256 key.
@@ -17,16 +18,11 @@ public struct ProviderTokenSigner: Sendable {
 
     /// A new token issued at `issuedAt` (seconds since 1970).
     public func mint(issuedAt: Int64) throws(APNsError) -> ProviderToken {
-        let header = Self.json(["alg": "ES256", "kid": keyId])
-        let claims = Self.json(["iss": teamId, "iat": issuedAt])
-        let signingInput = Base64URL.encode(header) + "." + Base64URL.encode(claims)
+        // Members in sorted order, as tokens have always been written.
+        let header: JSONValue = ["alg": "ES256", "kid": .string(keyId)]
+        let claims: JSONValue = ["iat": .number(Double(issuedAt)), "iss": .string(teamId)]
+        let signingInput = Base64URL.encode(header.serialized()) + "." + Base64URL.encode(claims.serialized())
         let signature = try key.signES256(Array(signingInput.utf8))
         return ProviderToken(jwt: signingInput + "." + Base64URL.encode(signature), issuedAt: issuedAt)
-    }
-
-    private static func json(_ object: [String: any Sendable]) -> [UInt8] {
-        // Only strings and integers go in: serialization cannot fail.
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
-        return [UInt8](data)
     }
 }

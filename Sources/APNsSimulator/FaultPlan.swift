@@ -1,3 +1,5 @@
+import Runtime
+
 /// The fault-injection state machine: what the next request meets. Pure and deterministic for a
 /// given seed; `SimulatorCore` keeps it under its lock and acts on the decisions after unlocking.
 struct FaultPlan: Sendable {

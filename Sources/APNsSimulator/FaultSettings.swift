@@ -3,9 +3,9 @@
 ///
 /// JSON example: `{"failNext": {"count": 2, "status": 503, "reason": "ServiceUnavailable"},
 /// "latency": {"milliseconds": 200}, "dropConnection": {"afterRequests": 3, "mode": "goaway"}}`.
-public struct FaultSettings: Sendable, Codable, Equatable {
+public struct FaultSettings: Sendable, Equatable {
     /// A status and reason to answer with.
-    public struct Failure: Sendable, Codable, Equatable {
+    public struct Failure: Sendable, Equatable {
         /// How many requests (for `failNext`); ignored elsewhere.
         public var count: Int?
         public var status: Int
@@ -18,7 +18,7 @@ public struct FaultSettings: Sendable, Codable, Equatable {
     }
 
     /// Fail a random fraction (0…1) of requests.
-    public struct Fraction: Sendable, Codable, Equatable {
+    public struct Fraction: Sendable, Equatable {
         public var fraction: Double
         public var status: Int
         public var reason: String
@@ -33,7 +33,7 @@ public struct FaultSettings: Sendable, Codable, Equatable {
     }
 
     /// A device token to answer 410 `Unregistered` for.
-    public struct Unregistration: Sendable, Codable, Equatable {
+    public struct Unregistration: Sendable, Equatable {
         public var token: String
         /// Milliseconds since 1970 reported in the 410's `timestamp`; `nil`: now.
         public var timestamp: Int64?
@@ -44,7 +44,7 @@ public struct FaultSettings: Sendable, Codable, Equatable {
     }
 
     /// Delay answers (each on its own timer: other streams are not held up).
-    public struct Latency: Sendable, Codable, Equatable {
+    public struct Latency: Sendable, Equatable {
         /// Delay per request; 0 removes the latency.
         public var milliseconds: Int
         /// How many requests get it; `nil`: until cleared.
@@ -56,7 +56,7 @@ public struct FaultSettings: Sendable, Codable, Equatable {
     }
 
     /// How a connection is dropped.
-    public enum DropMode: String, Sendable, Codable, Equatable {
+    public enum DropMode: String, Sendable, Equatable {
         /// HTTP/2 GOAWAY naming the last stream answered, then close: unanswered streams may be retried.
         case goaway
         /// Close the TCP connection with no goodbye.
@@ -65,7 +65,7 @@ public struct FaultSettings: Sendable, Codable, Equatable {
 
     /// Drop the connection that carries the request after the next `afterRequests` ones (which are
     /// answered); that request and the connection's other open streams get no answer. One-shot.
-    public struct Drop: Sendable, Codable, Equatable {
+    public struct Drop: Sendable, Equatable {
         public var afterRequests: Int
         public var mode: DropMode
         public init(afterRequests: Int, mode: DropMode = .close) {

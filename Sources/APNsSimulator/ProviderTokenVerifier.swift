@@ -1,5 +1,7 @@
 import COpenSSL
 import Foundation
+import JSON
+import Runtime
 import Synchronization
 
 /// Checks `authorization: bearer <JWT>` the way APNs does: ES256 over `header.claims` with a known
@@ -80,11 +82,11 @@ final class ProviderTokenVerifier: @unchecked Sendable {  // keys: immutable aft
     private func parse(_ jwt: String) -> Parsed? {
         let segments = jwt.split(separator: ".", omittingEmptySubsequences: false)
         guard segments.count == 3,
-            let headerBytes = ProviderTokenVerifier.base64URLDecode(segments[0]),
-            let claimBytes = ProviderTokenVerifier.base64URLDecode(segments[1]),
-            let signature = ProviderTokenVerifier.base64URLDecode(segments[2]),
-            let header = ReceivedJSON.parse(headerBytes), header.isObject,
-            let claims = ReceivedJSON.parse(claimBytes), claims.isObject
+            let headerBytes = Base64URL.decode(segments[0]),
+            let claimBytes = Base64URL.decode(segments[1]),
+            let signature = Base64URL.decode(segments[2]),
+            let header = try? JSONValue.parse(headerBytes), header.isObject,
+            let claims = try? JSONValue.parse(claimBytes), claims.isObject
         else { return nil }
         let summary = ProviderTokenSummary(
             algorithm: header["alg"]?.stringValue,
@@ -103,20 +105,6 @@ final class ProviderTokenVerifier: @unchecked Sendable {  // keys: immutable aft
         let valid = signature.count == 64
             && candidates.contains { ProviderTokenVerifier.verifyES256(rawSignature: signature, input: signingInput, key: $0.key) }
         return Parsed(summary: summary, signatureValid: valid)
-    }
-
-    /// Base64url without padding (as JWS uses) to bytes; `nil` on any invalid character.
-    static func base64URLDecode<S: StringProtocol>(_ text: S) -> [UInt8]? {
-        var s = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        guard !s.contains("=") else { return nil }
-        switch s.count % 4 {
-        case 0: break
-        case 2: s += "=="
-        case 3: s += "="
-        default: return nil
-        }
-        guard let data = Data(base64Encoded: s) else { return nil }
-        return Array(data)
     }
 
     /// Verifies a JWS ES256 signature (64 bytes r||s) by re-encoding it as DER for OpenSSL.

@@ -1,3 +1,5 @@
+import JSON
+
 /// Checks one `/3/device/…` request the way APNs does, in roughly APNs's order: method, path and
 /// token, provider token, headers, then the payload and its Live Activity `aps` fields.
 /// Pure apart from the verifier's cache: the same request at the same time gets the same verdict.
@@ -8,7 +10,7 @@ struct PushValidator: Sendable {
 
     func validate(_ request: ReceivedRequest, now: Double) -> PushVerdict {
         var tokenSummary: ProviderTokenSummary?
-        let json = request.body.isEmpty ? nil : ReceivedJSON.parse(request.body)
+        let json = request.body.isEmpty ? nil : try? JSONValue.parse(request.body)
         func refuse(_ status: Int, _ reason: String) -> PushVerdict {
             PushVerdict(status: status, reason: reason, providerToken: tokenSummary, json: json)
         }
@@ -78,7 +80,7 @@ struct PushValidator: Sendable {
     /// The Live Activity rules: `aps.timestamp` an integer, `aps.event` start|update|end,
     /// `aps.content-state` an object; `start` also needs `attributes-type` (string), `attributes`
     /// (object) and `alert`; optional dates and scores must be numbers.
-    static func isLiveActivityPayload(_ json: ReceivedJSON) -> Bool {
+    static func isLiveActivityPayload(_ json: JSONValue) -> Bool {
         guard let aps = json["aps"], aps.isObject else { return false }
         guard let timestamp = aps["timestamp"]?.integerValue, timestamp >= 0 else { return false }
         guard let event = aps["event"]?.stringValue, ["start", "update", "end"].contains(event) else { return false }

@@ -1,3 +1,4 @@
+import JSON
 import Runtime
 
 extension SimulatedDelivery {
@@ -26,25 +27,21 @@ extension SimulatedDelivery {
     }
 
     /// `{key=value …}` for an object, values kept short.
-    static func compact(_ value: ReceivedJSON) -> String {
+    static func compact(_ value: JSONValue) -> String {
         guard case .object(let members) = value else { return scalarText(value) }
         return "{" + members.map { "\($0.key)=" + scalarText($0.value) }.joined(separator: " ") + "}"
     }
 
-    static func scalarText(_ value: ReceivedJSON) -> String {
+    static func scalarText(_ value: JSONValue) -> String {
         switch value {
         case .string(let s): quoted(s)
-        case .number(let n): n
-        case .bool(let b): String(b)
-        case .null: "null"
-        case .array, .object: value.encoded()
+        default: value.serializedString()
         }
     }
 
+    /// A string kept short and quoted as the logger quotes values.
     static func quoted(_ s: String) -> String {
-        let short = s.count > 60 ? String(s.prefix(57)) + "..." : s
-        return short.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" }) || short.isEmpty
-            ? "\"" + short.replacingOccurrences(of: "\"", with: "\\\"") + "\"" : short
+        Logger.quoteIfNeeded(s.count > 60 ? String(s.prefix(57)) + "..." : s)
     }
 
     /// `HH:MM:SS.mmm` UTC.

@@ -1,3 +1,5 @@
+import JSON
+
 /// One request as the simulator received and answered it (accepted or not).
 ///
 /// The provider token itself is never kept: `providerToken` holds its `kid`, `iss` and `iat`, and
@@ -26,7 +28,7 @@ public struct SimulatedDelivery: Sendable, Equatable {
     /// The body's size in bytes.
     public var payloadSize: Int
     /// The body parsed as JSON, when it is.
-    public var json: ReceivedJSON?
+    public var json: JSONValue?
     /// HTTP status answered (0 when the connection was dropped instead).
     public var status: Int
     /// APNs reason answered (`nil` on success), or `ConnectionDropped` / `StreamClosed` when no answer went out.
@@ -44,7 +46,7 @@ public struct SimulatedDelivery: Sendable, Equatable {
     public init(
         sequence: Int, receivedAt: Double, connectionID: Int = 0, streamID: Int32 = 0, method: String = "POST",
         path: String, deviceToken: String?, headers: [(name: String, value: String)] = [],
-        providerToken: ProviderTokenSummary? = nil, payload: String, payloadSize: Int? = nil, json: ReceivedJSON? = nil,
+        providerToken: ProviderTokenSummary? = nil, payload: String, payloadSize: Int? = nil, json: JSONValue? = nil,
         status: Int, reason: String? = nil, apnsID: String, unregisteredTimestamp: Int64? = nil, answered: Bool = true,
         answeredAt: Double? = nil
     ) {
@@ -59,7 +61,7 @@ public struct SimulatedDelivery: Sendable, Equatable {
         self.providerToken = providerToken
         self.payload = payload
         self.payloadSize = payloadSize ?? payload.utf8.count
-        self.json = json ?? ReceivedJSON.parse(payload)
+        self.json = json ?? (try? JSONValue.parse(payload))
         self.status = status
         self.reason = reason
         self.apnsID = apnsID
@@ -84,7 +86,7 @@ public struct SimulatedDelivery: Sendable, Equatable {
     }
 
     /// The `aps` dictionary of the body, when present.
-    public var aps: ReceivedJSON? { json?["aps"] }
+    public var aps: JSONValue? { json?["aps"] }
 
     /// True when the push was accepted (200).
     public var accepted: Bool { status == 200 }

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import Runtime
 
 /// The control endpoint, served on the simulator's own port for other processes:
@@ -8,11 +9,11 @@ extension SimulatorCore {
     func controlPlan(for request: ReceivedRequest) -> ResponsePlan {
         let (status, body) = control(request)
         return ResponsePlan(
-            action: .answer(status: status, headers: [("content-type", "application/json")], body: Array(body.utf8)),
+            action: .answer(status: status, headers: [("content-type", "application/json")], body: body.serialized()),
             delay: 0, record: nil)
     }
 
-    private func control(_ request: ReceivedRequest) -> (Int, String) {
+    private func control(_ request: ReceivedRequest) -> (Int, JSONValue) {
         let parts = request.path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
         let route = String(parts[0])
         let query = parts.count > 1 ? SimulatorCore.parseQuery(String(parts[1])) : [:]
@@ -21,29 +22,34 @@ extension SimulatorCore {
             var list = deliveries()
             if let token = query["token"]?.lowercased() { list = list.filter { $0.deviceToken?.lowercased() == token } }
             if let since = query["since"].flatMap(Int.init) { list = list.filter { $0.sequence > since } }
-            return (200, "[" + list.map(SimulatorCore.encode).joined(separator: ",") + "]")
+            return (200, .array(list.map(SimulatorCore.encode)))
         case ("POST", "/_sim/faults"):
             do {
-                let settings = try JSONDecoder().decode(FaultSettings.self, from: Data(request.body))
-                apply(settings)
-                return (200, "{\"ok\":true}")
+                apply(try FaultSettings(json: try JSONValue.parse(request.body)))
+                return (200, ["ok": true])
+            } catch let problem as FieldProblem {
+                return (400, ["reason": "BadFaults", "message": .string(problem.message)])
             } catch {
-                return (400, "{\"reason\":\"BadFaults\",\"message\":\"the body is not a valid fault description\"}")
+                return (400, ["reason": "BadFaults", "message": "the body is not a valid fault description"])
             }
         case ("POST", "/_sim/reset"):
             reset()
-            return (200, "{\"ok\":true}")
+            return (200, ["ok": true])
         case ("GET", "/_sim/stats"):
             let s = statistics()
             return (
                 200,
-                "{\"connectionsAccepted\":\(s.connectionsAccepted),\"connectionsOpen\":\(s.connectionsOpen),"
-                    + "\"maximumConcurrentStreams\":\(s.maximumConcurrentStreams),\"requestsTotal\":\(s.requestsTotal)}"
+                [
+                    "connectionsAccepted": .number(Double(s.connectionsAccepted)),
+                    "connectionsOpen": .number(Double(s.connectionsOpen)),
+                    "maximumConcurrentStreams": .number(Double(s.maximumConcurrentStreams)),
+                    "requestsTotal": .number(Double(s.requestsTotal)),
+                ]
             )
         case (_, "/_sim/deliveries"), (_, "/_sim/faults"), (_, "/_sim/reset"), (_, "/_sim/stats"):
-            return (405, "{\"reason\":\"MethodNotAllowed\"}")
+            return (405, ["reason": "MethodNotAllowed"])
         default:
-            return (404, "{\"reason\":\"BadPath\"}")
+            return (404, ["reason": "BadPath"])
         }
     }
 
@@ -59,44 +65,34 @@ extension SimulatorCore {
     }
 
     /// One delivery as a JSON object (the body embedded as JSON when it parsed, else `null`).
-    static func encode(_ d: SimulatedDelivery) -> String {
-        var out = "{\"sequence\":\(d.sequence),\"receivedAt\":\(d.receivedAt),\"connectionId\":\(d.connectionID)"
-        out += ",\"streamId\":\(d.streamID),\"method\":"
-        JSONString.appendQuoted(d.method, to: &out)
-        out += ",\"path\":"
-        JSONString.appendQuoted(d.path, to: &out)
-        out += ",\"token\":"
-        if let t = d.deviceToken { JSONString.appendQuoted(t, to: &out) } else { out += "null" }
-        out += ",\"headers\":{"
+    static func encode(_ d: SimulatedDelivery) -> JSONValue {
+        func optional(_ text: String?) -> JSONValue { text.map(JSONValue.string) ?? .null }
+        var headers: [JSONMember] = []
         var seen = Set<String>()
-        var first = true
         for (name, _) in d.headers.reversed() where seen.insert(name).inserted {
-            if !first { out += "," }
-            first = false
-            JSONString.appendQuoted(name, to: &out)
-            out += ":"
-            JSONString.appendQuoted(d.header(name) ?? "", to: &out)
+            headers.append(JSONMember(name, .string(d.header(name) ?? "")))
         }
-        out += "},\"providerToken\":"
+        var token: JSONValue = .null
         if let p = d.providerToken {
-            var members: [(key: String, value: ReceivedJSON)] = []
-            if let v = p.algorithm { members.append(("alg", .string(v))) }
-            if let v = p.keyID { members.append(("kid", .string(v))) }
-            if let v = p.issuer { members.append(("iss", .string(v))) }
-            if let v = p.issuedAt { members.append(("iat", .number(String(v)))) }
-            out += ReceivedJSON.object(members).encoded()
-        } else {
-            out += "null"
+            var members: [JSONMember] = []
+            if let v = p.algorithm { members.append(JSONMember("alg", .string(v))) }
+            if let v = p.keyID { members.append(JSONMember("kid", .string(v))) }
+            if let v = p.issuer { members.append(JSONMember("iss", .string(v))) }
+            if let v = p.issuedAt { members.append(JSONMember("iat", .number(Double(v)))) }
+            token = .object(members)
         }
-        out += ",\"payloadSize\":\(d.payloadSize),\"body\":" + (d.json?.encoded() ?? "null")
-        out += ",\"status\":\(d.status),\"reason\":"
-        if let r = d.reason { JSONString.appendQuoted(r, to: &out) } else { out += "null" }
-        out += ",\"apnsId\":"
-        JSONString.appendQuoted(d.apnsID, to: &out)
-        if let t = d.unregisteredTimestamp { out += ",\"timestamp\":\(t)" }
-        out += ",\"answered\":\(d.answered)"
-        if let t = d.answeredAt { out += ",\"answeredAt\":\(t)" }
-        out += "}"
-        return out
+        var members: [JSONMember] = [
+            JSONMember("sequence", .number(Double(d.sequence))), JSONMember("receivedAt", .number(d.receivedAt)),
+            JSONMember("connectionId", .number(Double(d.connectionID))), JSONMember("streamId", .number(Double(d.streamID))),
+            JSONMember("method", .string(d.method)), JSONMember("path", .string(d.path)),
+            JSONMember("token", optional(d.deviceToken)), JSONMember("headers", .object(headers)),
+            JSONMember("providerToken", token), JSONMember("payloadSize", .number(Double(d.payloadSize))),
+            JSONMember("body", d.json ?? .null), JSONMember("status", .number(Double(d.status))),
+            JSONMember("reason", optional(d.reason)), JSONMember("apnsId", .string(d.apnsID)),
+        ]
+        if let t = d.unregisteredTimestamp { members.append(JSONMember("timestamp", .number(Double(t)))) }
+        members.append(JSONMember("answered", .bool(d.answered)))
+        if let t = d.answeredAt { members.append(JSONMember("answeredAt", .number(t))) }
+        return .object(members)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import Runtime
 import Synchronization
 
@@ -84,11 +85,9 @@ final class SimulatorCore: Sendable {
         var body: [UInt8] = []
         if let reason = verdict.reason {
             headers.append(("content-type", "application/json"))
-            var text = "{\"reason\":"
-            JSONString.appendQuoted(reason, to: &text)
-            if let at = unregisteredAt { text += ",\"timestamp\":\(at)" }
-            text += "}"
-            body = Array(text.utf8)
+            var answer = [JSONMember("reason", .string(reason))]
+            if let at = unregisteredAt { answer.append(JSONMember("timestamp", .number(Double(at)))) }
+            body = JSONValue.object(answer).serialized()
         }
         return ResponsePlan(
             action: .answer(status: verdict.status, headers: headers, body: body), delay: decision.latency,
@@ -109,7 +108,7 @@ final class SimulatorCore: Sendable {
                 streamID: request.streamID, method: request.method, path: request.path, deviceToken: request.deviceToken,
                 headers: request.headers.filter { $0.name != "authorization" }, providerToken: nil,
                 payload: String(decoding: request.body, as: UTF8.self), payloadSize: request.bodySize,
-                json: ReceivedJSON.parse(request.body), status: 0, reason: reason,
+                json: try? JSONValue.parse(request.body), status: 0, reason: reason,
                 apnsID: request.header("apns-id") ?? "", unregisteredTimestamp: nil, answered: false))
     }
 

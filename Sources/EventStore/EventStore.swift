@@ -438,11 +438,8 @@ public final class EventStore: Sendable {
             actualVersion: actual)
     }
 
-    private static let metadataDecoder = JSONDecoder()
-
     static func decode(_ row: PostgresRow) throws -> RecordedEvent {
-        let metadataText = row["metadata"] ?? "{}"
-        let metadata = (try? metadataDecoder.decode(EventMetadata.self, from: Data(metadataText.utf8))) ?? EventMetadata()
+        let metadata = EventMetadata(jsonText: row["metadata"] ?? "{}")
         return RecordedEvent(
             globalPosition: try row.int64("global_position"), streamName: try row.string("stream_name"),
             position: try row.int64("position"), type: try row.string("type"), data: try row.string("data"),

@@ -3,6 +3,7 @@ import Foundation
 import HTTPServer
 import Outbox
 import Postgres
+import Runtime
 import VisitCommands
 import VisitDomain
 import VisitProjections
@@ -213,14 +214,11 @@ extension LiveVisitsAPI {
     }
 
     static func encodeCursor(_ scheduledAt: Int64, _ visitId: String) -> String {
-        Data("\(scheduledAt):\(visitId)".utf8).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        Base64URL.encode(Array("\(scheduledAt):\(visitId)".utf8))
     }
 
     static func decodeCursor(_ cursor: String) -> (scheduledAt: Int64, visitId: String)? {
-        var text = cursor.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while text.count % 4 != 0 { text += "=" }
-        guard cursor.count <= 400, let data = Data(base64Encoded: text), let plain = String(data: data, encoding: .utf8),
+        guard cursor.count <= 400, let bytes = Base64URL.decode(cursor), let plain = String(validating: bytes, as: UTF8.self),
               let colon = plain.firstIndex(of: ":"), let at = Int64(plain[..<colon])
         else { return nil }
         return (at, String(plain[plain.index(after: colon)...]))

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 /// What a handler answers: a status, header fields and a body.
 public struct HTTPResponse: Sendable {
@@ -30,13 +31,9 @@ public struct HTTPResponse: Sendable {
         return HTTPResponse(status: status, headers: headers, body: body)
     }
 
-    /// A response whose body is `value` encoded as JSON (keys sorted, so bodies are stable).
-    public static func json<Value: Encodable>(
-        status: Int = 200, _ value: Value, headers: HTTPHeaders = HTTPHeaders()
-    ) throws -> HTTPResponse {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return json(status: status, body: try encoder.encode(value), headers: headers)
+    /// A response whose body is `value` written by the one JSON writer (members in their order).
+    public static func json(status: Int = 200, _ value: JSONValue, headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
+        json(status: status, body: Data(value.serialized()), headers: headers)
     }
 
     /// The contract's error shape: `{"error":{"code":"…","message":"…"}}`.
@@ -49,19 +46,7 @@ public struct HTTPResponse: Sendable {
 
 /// The one place that renders the JSON error shape.
 enum ErrorBody {
-    private struct Envelope: Encodable {
-        struct Detail: Encodable {
-            let code: String
-            let message: String
-        }
-        let error: Detail
-    }
-
     static func render(code: String, message: String) -> Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        // Encoding two strings cannot fail; fall back to a fixed body rather than trap.
-        return (try? encoder.encode(Envelope(error: .init(code: code, message: message))))
-            ?? Data(#"{"error":{"code":"internal_error","message":"error body could not be encoded"}}"#.utf8)
+        Data(JSONValue.object([JSONMember("error", ["code": .string(code), "message": .string(message)])]).serialized())
     }
 }

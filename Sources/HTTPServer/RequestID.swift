@@ -1,3 +1,4 @@
+import Runtime
 import Synchronization
 
 /// Request ids: 16 lowercase hex digits, or a well-formed id a proxy sent.
@@ -6,10 +7,7 @@ public enum RequestID {
     /// finalizer (a bijection, so ids never repeat within a process, and look random across processes)
     /// — without a trip to the kernel's random source per request.
     public static func generate() -> String {
-        var z = seed &+ counter.wrappingAdd(1, ordering: .relaxed).newValue &* 0x9E37_79B9_7F4A_7C15
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        z ^= z >> 31
+        let z = SplitMix64.mix(seed &+ counter.wrappingAdd(1, ordering: .relaxed).newValue &* SplitMix64.increment)
         let hex = String(z, radix: 16)
         return String(repeating: "0", count: 16 - hex.count) + hex
     }

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import Synchronization
 
 /// One structured line per event worth reading: `ts level label message key=value …`.
@@ -82,13 +83,13 @@ public struct Logger: Sendable {
         return String(format: "%.3f", now)
     }
 
-    private static func quoteIfNeeded(_ value: String) -> String {
-        if value.isEmpty || value.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" || $0.isNewline }) {
-            let escaped = value.replacingOccurrences(of: "\\", with: "\\\\")
-                .replacingOccurrences(of: "\"", with: "\\\"")
-                .replacingOccurrences(of: "\n", with: "\\n")
-            return "\"\(escaped)\""
+    /// A metadata value as the line shows it: as is when it is one plain word, else a JSON string
+    /// literal (the one JSON escaper: quotes, backslashes and every control character escaped, so a
+    /// value cannot forge a line or a field).
+    public static func quoteIfNeeded(_ value: String) -> String {
+        let plain = !value.isEmpty && value.utf8.allSatisfy { byte in
+            byte > 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "=")
         }
-        return value
+        return plain ? value : JSONValue.quoted(value)
     }
 }

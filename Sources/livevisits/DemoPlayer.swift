@@ -1,5 +1,6 @@
 import APNsSimulator
 import Foundation
+import JSON
 
 /// Plays the scenario through the HTTP API: mints the technician's and customers' keys as the dispatcher,
 /// then performs each step and waits until APNs has received the push it implies before the next one
@@ -21,8 +22,8 @@ struct DemoPlayer: Sendable {
     func play(pushTimeout: Double) async throws -> Keys {
         func mint(_ role: String, _ subject: String) async throws -> String {
             let answer = try await client.send(
-                "POST", "/v1/keys", key: dispatcherKey, body: ["role": role, "subject": subject], expect: 201)
-            guard let key = answer["key"] as? String else { throw CommandFailure("POST /v1/keys answered no key") }
+                "POST", "/v1/keys", key: dispatcherKey, body: ["role": .string(role), "subject": .string(subject)], expect: 201)
+            guard let key = answer["key"]?.stringValue else { throw CommandFailure("POST /v1/keys answered no key") }
             return key
         }
         DemoCommand.progress("dispatcher mints a technician key and two customer keys (POST /v1/keys)")

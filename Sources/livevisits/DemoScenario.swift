@@ -1,5 +1,6 @@
 import APNsSimulator
 import Foundation
+import JSON
 
 /// The two visits the demo plays through the HTTP API, step by step, and the pushes each step must make
 /// APNs receive. Visit A is followed from booking to completion by a customer whose iPhone registered a
@@ -37,7 +38,7 @@ struct DemoScenario: Sendable {
         var method: String
         var path: String
         var key: String
-        var body: [String: any Sendable]?
+        var body: JSONValue?
         var expect: Int
         var push: ExpectedPush?
     }
@@ -72,19 +73,20 @@ struct DemoScenario: Sendable {
 
     /// Every step, in order, for the given keys.
     func steps(dispatcher: String, technician: String, customerAKey: String, customerBKey: String, now: Int) -> [Step] {
-        let window: [String: any Sendable] = ["start": now + 900, "end": now + 2700]
-        let technicianObject: [String: any Sendable] = [
-            "id": technicianId, "name": "Sam", "avatarSymbol": "person.crop.circle", "vanDescription": "White van, blue stripe",
+        let window: JSONValue = ["start": .number(Double(now + 900)), "end": .number(Double(now + 2700))]
+        let technicianObject: JSONValue = [
+            "id": .string(technicianId), "name": "Sam", "avatarSymbol": "person.crop.circle",
+            "vanDescription": "White van, blue stripe",
         ]
-        func schedule(_ visit: String, customer: String, summary: String) -> [String: any Sendable] {
+        func schedule(_ visit: String, customer: String, summary: String) -> JSONValue {
             [
-                "visitId": visit, "customerId": customer,
-                "attributes": ["customerFirstName": "Alex", "serviceAddress": "12 Elm Row", "jobSummary": summary] as [String: any Sendable],
+                "visitId": .string(visit), "customerId": .string(customer),
+                "attributes": ["customerFirstName": "Alex", "serviceAddress": "12 Elm Row", "jobSummary": .string(summary)],
                 "technician": technicianObject, "arrivalWindow": window, "kilometresAway": 14.5,
             ]
         }
-        func event(_ type: String, _ extra: [String: any Sendable] = [:]) -> [String: any Sendable] {
-            extra.merging(["type": type]) { $1 }
+        func event(_ type: String, _ extra: JSONValue = [:]) -> JSONValue {
+            .object([JSONMember("type", .string(type))] + (extra.objectMembers ?? []))
         }
         func update(_ status: String, alert: Bool = false) -> ExpectedPush {
             ExpectedPush(device: .activityA, event: "update", status: status, priority: alert ? "10" : "5", hasAlert: alert)
@@ -93,14 +95,14 @@ struct DemoScenario: Sendable {
         return [
             Step(actor: "customer A", description: "the iPhone registers its push-to-start token", method: "PUT",
                  path: "/v1/customers/\(customerA)/push-to-start-tokens/\(deviceId)", key: customerAKey,
-                 body: ["pushToken": tokens[.pushToStart]!, "environment": "sandbox"], expect: 204, push: nil),
+                 body: ["pushToken": .string(tokens[.pushToStart]!), "environment": "sandbox"], expect: 204, push: nil),
             Step(actor: "dispatcher", description: "books visit \(visitA), arrival window opens in 15 min", method: "POST",
                  path: "/v1/visits", key: dispatcher, body: schedule(visitA, customer: customerA, summary: "Boiler check"),
                  expect: 201,
                  push: ExpectedPush(device: .pushToStart, event: "start", status: "scheduled", priority: "10", hasAlert: true)),
             Step(actor: "customer A", description: "the started Live Activity registers its update token (version 1)",
                  method: "PUT", path: "/v1/visits/\(visitA)/live-activities/la-\(run)-a", key: customerAKey,
-                 body: ["pushToken": tokens[.activityA]!, "environment": "sandbox", "version": 1, "deviceId": deviceId],
+                 body: ["pushToken": .string(tokens[.activityA]!), "environment": "sandbox", "version": 1, "deviceId": .string(deviceId)],
                  expect: 204, push: nil),
             Step(actor: "technician", description: "is en route, 14.5 km away", method: "POST", path: eventsA, key: technician,
                  body: event("enRoute", ["kilometresAway": 14.5]), expect: 201, push: update("enRoute")),
@@ -123,7 +125,7 @@ struct DemoScenario: Sendable {
                  expect: 201, push: nil),
             Step(actor: "customer B", description: "the Live Activity started in the app registers its token (version 1)",
                  method: "PUT", path: "/v1/visits/\(visitB)/live-activities/la-\(run)-b", key: customerBKey,
-                 body: ["pushToken": tokens[.activityB]!, "environment": "sandbox", "version": 1], expect: 204, push: nil),
+                 body: ["pushToken": .string(tokens[.activityB]!), "environment": "sandbox", "version": 1], expect: 204, push: nil),
             Step(actor: "dispatcher", description: "cancels visit \(visitB)", method: "POST",
                  path: "/v1/visits/\(visitB)/events", key: dispatcher,
                  body: event("cancelled", ["reason": "Customer rescheduled"]), expect: 201,

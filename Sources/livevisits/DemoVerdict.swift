@@ -1,5 +1,6 @@
 import APNsSimulator
 import Foundation
+import JSON
 
 /// Compares what the simulator recorded for this run's devices with the pushes the visits imply, and
 /// writes the `--record` summary. The demo exits non-zero when `problems` is not empty.
@@ -55,49 +56,34 @@ struct DemoVerdict {
     var passed: Bool { problems.isEmpty }
 
     /// The JSON summary `--record FILE` writes: the two visit ids and every push of this run as APNs
-    /// received it (device label and token fingerprint, never the token).
-    func record(scenario: DemoScenario) throws -> Data {
-        let deliveries: [[String: Any]] = received.map { device, delivery in
+    /// received it (device label and token fingerprint, never the token). Keys sorted, one per line.
+    func record(scenario: DemoScenario) -> Data {
+        func optional(_ value: JSONValue?) -> JSONValue { value ?? .null }
+        let deliveries: [JSONValue] = received.map { device, delivery in
             let aps = delivery.aps
-            var entry: [String: Any] = [
-                "device": device.rawValue,
-                "visitId": device == .activityB ? scenario.visitB : scenario.visitA,
-                "status": delivery.status,
-                "event": aps?["event"]?.stringValue ?? NSNull(),
-                "priority": Int(delivery.header("apns-priority") ?? "") ?? NSNull(),
-                "pushType": delivery.header("apns-push-type") ?? NSNull(),
-                "topic": delivery.header("apns-topic") ?? NSNull(),
-                "apnsId": delivery.apnsID,
-                "contentState": aps?["content-state"].map { Self.foundation($0) } ?? NSNull(),
-                "alertTitle": aps?["alert"]?["title"]?.stringValue ?? NSNull(),
+            let whole = { (key: String) -> JSONValue in optional(aps?[key]?.integerValue.map { .number(Double($0)) }) }
+            let header = { (name: String) -> JSONValue in optional(delivery.header(name).map(JSONValue.string)) }
+            return [
+                "alertTitle": optional(aps?["alert"]?["title"]?.stringValue.map(JSONValue.string)),
+                "apnsId": .string(delivery.apnsID),
+                "contentState": optional(aps?["content-state"]),
+                "device": .string(device.rawValue),
+                "dismissal-date": whole("dismissal-date"),
+                "event": optional(aps?["event"]?.stringValue.map(JSONValue.string)),
+                "priority": optional(delivery.header("apns-priority").flatMap(Int.init).map { .number(Double($0)) }),
+                "pushType": header("apns-push-type"),
+                "relevance-score": optional(aps?["relevance-score"]?.doubleValue.map(JSONValue.number)),
+                "stale-date": whole("stale-date"),
+                "status": .number(Double(delivery.status)),
+                "timestamp": whole("timestamp"),
+                "topic": header("apns-topic"),
+                "visitId": .string(device == .activityB ? scenario.visitB : scenario.visitA),
             ]
-            for key in ["timestamp", "stale-date", "dismissal-date"] {
-                entry[key] = aps?[key]?.integerValue.map { Int($0) } ?? NSNull()
-            }
-            entry["relevance-score"] = aps?["relevance-score"]?.doubleValue ?? NSNull()
-            return entry
         }
-        let summary: [String: Any] = [
-            "completedVisit": scenario.visitA, "cancelledVisit": scenario.visitB,
-            "passed": passed, "problems": problems, "deliveries": deliveries,
+        let summary: JSONValue = [
+            "cancelledVisit": .string(scenario.visitB), "completedVisit": .string(scenario.visitA),
+            "deliveries": .array(deliveries), "passed": .bool(passed), "problems": .array(problems.map(JSONValue.string)),
         ]
-        return try JSONSerialization.data(withJSONObject: summary, options: [.prettyPrinted, .sortedKeys])
-    }
-
-    /// A recorded JSON value as Foundation objects (numbers as Double or Int).
-    private static func foundation(_ value: ReceivedJSON) -> Any {
-        switch value {
-        case .object(let members):
-            var object: [String: Any] = [:]
-            for (key, member) in members { object[key] = foundation(member) }
-            return object
-        case .array(let items): return items.map { foundation($0) }
-        case .string(let s): return s
-        case .number(let n):
-            if let integer = Int(n) { return integer }
-            return Double(n) ?? 0
-        case .bool(let b): return b
-        case .null: return NSNull()
-        }
+        return Data(summary.indentedSerialized())
     }
 }

@@ -41,6 +41,19 @@ struct ControlEndpointTests {
 
         let bad = try await h.control("POST", "/_sim/faults", body: "{\"failNext\": 3}")
         #expect(bad.status == 400)
+        #expect(bad.body.contains("failNext: expected an object, got a number"), "\(bad.body)")
+        let misspelt = try await h.control("POST", "/_sim/faults", body: #"{"failnext":{"status":429,"reason":"x"}}"#)
+        #expect(misspelt.status == 400)
+        #expect(misspelt.body.contains("failnext: unknown field"), "\(misspelt.body)")
+        let badMode = try await h.control("POST", "/_sim/faults", body: #"{"dropConnection":{"afterRequests":1,"mode":"reset"}}"#)
+        #expect(badMode.status == 400)
+        #expect(badMode.body.contains("dropConnection.mode"), "\(badMode.body)")
+        let everyField = try await h.control(
+            "POST", "/_sim/faults",
+            body: #"{"clear":true,"failFraction":{"fraction":0,"status":500,"reason":"InternalServerError","seed":7},"latency":{"milliseconds":0},"dropConnection":{"afterRequests":1000,"mode":"goaway"},"expireProviderTokens":false}"#
+        )
+        #expect(everyField.status == 200, "\(everyField.body)")
+        #expect(try await h.control("POST", "/_sim/faults", body: #"{"clear":true}"#).status == 200)
         let unknown = try await h.control("GET", "/_sim/nothing")
         #expect(unknown.status == 404)
 
@@ -78,7 +91,8 @@ struct ControlEndpointTests {
             apnsID: "x")
         #expect(failed.summaryLine.hasPrefix("05:01:01.500 410 Unregistered start p5 token="))
         #expect(failed.summaryLine.contains("alert=\"Visit booked\""))
-        #expect(failed.summaryLine.contains("kilometresAway=14.0"))
+        // The body says `14.0`; numbers print as the one JSON writer writes them (as the product sends them).
+        #expect(failed.summaryLine.contains("kilometresAway=14}"))
     }
 
     @Test("command-line flags parse, with environment defaults; bad flags are usage errors")

@@ -28,7 +28,7 @@ struct PushValidationTests {
         #expect(recorded.providerToken?.issuer == h.key.teamID)
         #expect(recorded.providerToken?.issuedAt != nil)
         #expect(recorded.aps?["event"]?.stringValue == "update")
-        #expect(recorded.aps?["content-state"]?["kilometresAway"] == .number("1.2"))
+        #expect(recorded.aps?["content-state"]?["kilometresAway"] == .number(1.2))
         #expect(!recorded.payload.contains(h.jwt))
     }
 
@@ -92,6 +92,14 @@ struct PushValidationTests {
                 name: "string timestamp",
                 body: "{\"aps\":{\"timestamp\":\"1790000000\",\"event\":\"update\",\"content-state\":{}}}", status: 400,
                 reason: "BadPayload"),
+            Case(
+                name: "boolean timestamp",
+                body: "{\"aps\":{\"timestamp\":true,\"event\":\"update\",\"content-state\":{}}}", status: 400,
+                reason: "BadPayload"),
+            Case(
+                name: "duplicate key",
+                body: "{\"aps\":{\"timestamp\":1790000000,\"event\":\"update\",\"event\":\"end\",\"content-state\":{}}}",
+                status: 400, reason: "BadPayload"),
             Case(
                 name: "fractional timestamp",
                 body: "{\"aps\":{\"timestamp\":1790000000.5,\"event\":\"update\",\"content-state\":{}}}", status: 400,

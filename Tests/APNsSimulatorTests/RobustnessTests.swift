@@ -89,21 +89,22 @@ struct RobustnessTests {
         #expect(after.status == 200, "\(after.curlError)")
     }
 
-    @Test("the JSON parser survives random and deeply nested input")
-    func jsonParserIsTotal() {
-        var random = SystemRandomNumberGenerator()
-        for _ in 0..<2000 {
-            let length = Int.random(in: 0...64, using: &random)
-            let alphabet = Array("{}[]\",:0123456789.eE+-truefalsn \\u".utf8)
-            let bytes = (0..<length).map { _ in alphabet.randomElement(using: &random)! }
-            _ = ReceivedJSON.parse(bytes)
-        }
-        #expect(ReceivedJSON.parse(String(repeating: "[", count: 100_000)) == nil)
-        #expect(ReceivedJSON.parse("{\"a\":[1,2.50,{\"b\":null}],\"c\":\"\\u00e9\\n\"}")?.encoded() == "{\"a\":[1,2.50,{\"b\":null}],\"c\":\"é\\n\"}")
-        #expect(ReceivedJSON.parse("{\"a\":1} x") == nil)
-        #expect(ReceivedJSON.parse("01") == nil)
-        #expect(ReceivedJSON.parse("\"\\ud83d\\ude00\"") == .string("😀"))
-        #expect(ReceivedJSON.parse("14.0")?.integerValue == 14)
-        #expect(ReceivedJSON.parse("14.5")?.integerValue == nil)
+    @Test("what the simulator reads with the one JSON type: numbers apart from booleans, whole numbers, order")
+    func receivedJSON() throws {
+        let delivery = SimulatedDelivery(
+            sequence: 1, receivedAt: 0, path: "/3/device/00", deviceToken: "00",
+            payload: #"{"aps":{"timestamp":14.0,"event":"update","relevance-score":1,"alert":true}}"#, status: 200,
+            apnsID: "id")
+        let aps = try #require(delivery.aps)
+        #expect(aps["timestamp"]?.integerValue == 14)
+        #expect(aps["relevance-score"]?.doubleValue == 1)
+        #expect(aps["alert"]?.doubleValue == nil && aps["alert"]?.boolValue == true)
+        #expect(aps.objectMembers?.map(\.key) == ["timestamp", "event", "relevance-score", "alert"])
+        #expect(delivery.summaryLine.contains("update"))
+        let duplicate = SimulatedDelivery(
+            sequence: 2, receivedAt: 0, path: "/3/device/00", deviceToken: "00", payload: #"{"a":1,"a":2}"#, status: 400,
+            apnsID: "id")
+        #expect(duplicate.json == nil)
     }
+
 }

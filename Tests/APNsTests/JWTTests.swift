@@ -1,4 +1,5 @@
 import Foundation
+import Runtime
 import Testing
 
 @testable import APNs
@@ -20,6 +21,9 @@ import Testing
         #expect(claims?["iss"] as? String == "TEAM123456")
         #expect((claims?["iat"] as? NSNumber)?.int64Value == 1_790_000_000)
         #expect(claims?.count == 2)
+        // Byte for byte what tokens have always been: compact, keys sorted.
+        #expect(Base64URL.decode(parts[0]) == Array(#"{"alg":"ES256","kid":"ABC123DEFG"}"#.utf8))
+        #expect(Base64URL.decode(parts[1]) == Array(#"{"iat":1790000000,"iss":"TEAM123456"}"#.utf8))
         #expect(try #require(Base64URL.decode(parts[2])).count == 64)
         #expect(token.issuedAt == 1_790_000_000)
         #expect(!"\(token)".contains(token.jwt))
@@ -77,7 +81,22 @@ import Testing
             let text = Base64URL.encode(bytes)
             #expect(!text.contains("="))
             #expect(Base64URL.decode(text) == bytes)
+            #expect(text == Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: ""))
         }
+    }
+
+    /// Only the one text of each byte string decodes: no padding, no other alphabet, no impossible
+    /// length, no stray trailing bits (a signature whose last character was bumped must not verify).
+    @Test func base64URLRefusesWhatIsNotCanonical() {
+        #expect(Base64URL.decode("") == [])
+        #expect(Base64URL.decode("_-8") == [0xFF, 0xEF])
+        for text in ["QQ==", "QQ=", "Q", "QUJDR", "a+b/", "QR", "QUJ", "QUI\n", "QU I"] {
+            #expect(Base64URL.decode(text) == nil, "\(text)")
+        }
+        #expect(Base64URL.decode("QQ") == [0x41])
+        #expect(Base64URL.decode("QUI") == [0x41, 0x42])
+        #expect(Base64URL.decode("QUE") == [0x41, 0x41])
     }
 }
 

@@ -1,20 +1,16 @@
 import Foundation
+import Runtime
 import Testing
 
 /// A deterministic, seeded fuzz pass over every route: malformed JSON, wrong types, huge and truncated
 /// bodies, bad UTF-8, bad path parameters and headers. No answer may be a 5xx other than 503, and the
 /// server must still serve afterwards.
 @Suite struct FuzzTests {
-    /// SplitMix64: small, seedable, the same sequence on every run.
+    /// Runtime's SplitMix64: small, seedable, the same sequence on every run.
     struct Seeded {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
+        var generator: SplitMix64
+        init(state: UInt64) { generator = SplitMix64(seed: state) }
+        mutating func next() -> UInt64 { generator.next() }
         mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
         mutating func pick<T>(_ items: [T]) -> T { items[below(items.count)] }
         mutating func bytes(_ n: Int) -> [UInt8] { (0..<n).map { _ in UInt8(truncatingIfNeeded: next()) } }

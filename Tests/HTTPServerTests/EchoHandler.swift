@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import JSON
 
 /// What the echo route saw, sent back as JSON.
 struct Echo: Codable, Sendable {
@@ -13,6 +14,18 @@ struct Echo: Codable, Sendable {
     var body: String
     var remoteAddress: String?
     var requestID: String
+
+    /// Written by the one JSON writer, read back by `JSONDecoder` (an independent reader) in `decodeEcho`.
+    var json: JSONValue {
+        func optional(_ text: String?) -> JSONValue { text.map(JSONValue.string) ?? .null }
+        return [
+            "method": .string(method), "rawPath": .string(rawPath), "segments": .array(segments.map(JSONValue.string)),
+            "query": .array(query.map { .array($0.map(JSONValue.string)) }),
+            "parameters": .object(parameters.sorted { $0.key < $1.key }.map { JSONMember($0.key, .string($0.value)) }),
+            "testHeader": optional(testHeader), "bodyBytes": .number(Double(bodyBytes)), "body": .string(body),
+            "remoteAddress": optional(remoteAddress), "requestID": .string(requestID),
+        ]
+    }
 }
 
 /// A router with an echo route under a template, for the socket tests.
@@ -25,7 +38,7 @@ func echoRouter() -> Router {
             testHeader: request.headers["x-test"], bodyBytes: request.body.count,
             body: String(decoding: request.body, as: UTF8.self), remoteAddress: request.remoteAddress,
             requestID: request.id)
-        return try .json(echo)
+        return .json(echo.json)
     }
     router.add(.get, "/v1/visits/{id}", echo)
     router.add(.post, "/v1/visits/{id}/events", echo)

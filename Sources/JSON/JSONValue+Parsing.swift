@@ -1,10 +1,11 @@
-import Foundation
-
 extension JSONValue {
     /// The deepest nesting of arrays and objects the parser accepts.
     public static let maximumDepth = 32
 
     /// Parses one JSON document (RFC 8259, UTF-8) with nothing but whitespace around it.
+    ///
+    /// Refuses an object that names a key twice (`JSONParseError.Kind.duplicateKey`): the grammar
+    /// allows it, but readers disagree on which value wins, so no part of the project accepts one.
     public static func parse(_ bytes: some Collection<UInt8>) throws(JSONParseError) -> JSONValue {
         let result: Result<JSONValue, JSONParseError>? = bytes.withContiguousStorageIfAvailable { buffer in
             Result { () throws(JSONParseError) -> JSONValue in try parse(buffer: buffer) }
@@ -16,12 +17,11 @@ extension JSONValue {
         }
     }
 
-    /// Parses one JSON document held in `data`.
-    public static func parse(_ data: Data) throws(JSONParseError) -> JSONValue {
-        let result = data.withUnsafeBytes { raw in
-            Result { () throws(JSONParseError) -> JSONValue in
-                try parse(buffer: raw.bindMemory(to: UInt8.self))
-            }
+    /// Parses one JSON document held in a string.
+    public static func parse(_ text: String) throws(JSONParseError) -> JSONValue {
+        var text = text
+        let result = text.withUTF8 { buffer in
+            Result { () throws(JSONParseError) -> JSONValue in try parse(buffer: buffer) }
         }
         return try result.get()
     }
