@@ -72,7 +72,7 @@ extension LiveVisitsAPI {
     private static func answer(_ result: VisitCommandResult, body: String, etag: String?) -> Answer {
         Answer(
             status: 201, body: body, etag: etag,
-            eventsAppended: result.appended.deduplicated ? 0 : result.appended.globalPositions.count, enqueuedPushes: result.pushes > 0)
+            eventsAppended: result.appended.globalPositions.count, enqueuedPushes: result.pushes > 0)
     }
 
     // MARK: handlers
