@@ -32,6 +32,8 @@ let package = Package(
         .target(name: "Outbox", dependencies: ["VisitDomain", "EventStore", "Postgres", "APNs", "Runtime"]),
         .target(name: "APNsSimulator", dependencies: ["CNGHTTP2", "COpenSSL", "Runtime"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Runtime"]),
+        // The API's own tables: API keys and the first answers kept under Idempotency-Keys.
+        .target(name: "APIStores", dependencies: ["Postgres"]),
         // The write side of a visit: decide, append, read model and push intents in one transaction.
         .target(
             name: "VisitCommands",
@@ -41,7 +43,7 @@ let package = Package(
             name: "HTTPAPI",
             dependencies: [
                 "HTTPServer", "VisitDomain", "VisitProjections", "VisitCommands", "EventStore", "Postgres", "Outbox", "Runtime",
-                "COpenSSL",
+                "APIStores", "COpenSSL",
             ]
         ),
 
@@ -80,7 +82,7 @@ let package = Package(
             name: "HTTPAPITests",
             dependencies: [
                 "HTTPAPI", "HTTPServer", "Outbox", "APNs", "APNsSimulator", "VisitDomain", "VisitProjections", "Postgres", "Runtime",
-                "TestSupport",
+                "APIStores", "VisitCommands", "TestSupport",
             ]
         ),
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport"]),

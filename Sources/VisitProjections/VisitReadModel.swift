@@ -56,7 +56,7 @@ public struct VisitReadModel: Sendable {
 
     /// A visit's response body: its stored view text with `liveActivities` added.
     /// Its SQL twin, for an answer stored in the writing transaction itself, is
-    /// `LiveVisitsAPI.IdempotencyClaim.storeAnswerStatement` (`IdempotencyTests` checks the two agree).
+    /// `IdempotencyStore.storeVisitAnswerStatement` (`IdempotencyStoreTests` pins the two byte for byte).
     public static func body(view: String, liveActivities: Int) -> String {
         // On every visit answer: drop the closing brace as a byte, not by walking the String's characters.
         guard view.utf8.last == UInt8(ascii: "}") else { return view }
