@@ -110,7 +110,7 @@ extension LiveVisitsAPI {
                 customerId: customerId, deviceId: deviceId, pushToken: token, environment: pushEnvironment, on: c)
             // Active visits of this customer without a Live Activity yet get their start on this device.
             var started = false
-            var after: (Int64, String)? = nil
+            var after: (Int64, Int64)? = nil
             while true {
                 let page = try VisitReadModel.list(.init(customerId: customerId, ended: false, limit: 200, after: after), on: c)
                 for row in page.prefix(200) where try environment.tokens.liveActivityCount(visitId: row.visitId, on: c) == 0 {
@@ -122,7 +122,7 @@ extension LiveVisitsAPI {
                     }
                 }
                 guard page.count > 200, let last = page.prefix(200).last else { break }
-                after = (last.scheduledAt, last.visitId)
+                after = (last.scheduledAt, last.booked)
             }
             return Answer(status: 204, body: "", enqueuedPushes: started)
         }

@@ -205,7 +205,7 @@ extension LiveVisitsAPI {
                 for row in shown {
                     items.append(row.body(liveActivities: try environment.tokens.liveActivityCount(visitId: row.visitId, on: c)))
                 }
-                let next = rows.count > page.limit ? shown.last.map { LiveVisitsAPI.encodeCursor($0.scheduledAt, $0.visitId) } : nil
+                let next = rows.count > page.limit ? shown.last.map { LiveVisitsAPI.encodeCursor($0.scheduledAt, $0.booked) } : nil
                 let nextJSON = next.map { JSONValue.string($0).serializedString() } ?? "null"
                 return "{\"visits\":[\(items.joined(separator: ","))],\"nextCursor\":\(nextJSON)}"
             }
@@ -213,17 +213,19 @@ extension LiveVisitsAPI {
         return .json(body: Data(body.utf8))
     }
 
-    static func encodeCursor(_ scheduledAt: Int64, _ visitId: String) -> String {
-        Data("\(scheduledAt):\(visitId)".utf8).base64EncodedString()
+    /// The cursor after a row: its scheduled time and booking order (`VisitReadModel.Row.booked`).
+    static func encodeCursor(_ scheduledAt: Int64, _ booked: Int64) -> String {
+        Data("\(scheduledAt):\(booked)".utf8).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
     }
 
-    static func decodeCursor(_ cursor: String) -> (scheduledAt: Int64, visitId: String)? {
+    static func decodeCursor(_ cursor: String) -> (scheduledAt: Int64, booked: Int64)? {
         var text = cursor.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while text.count % 4 != 0 { text += "=" }
         guard cursor.count <= 400, let data = Data(base64Encoded: text), let plain = String(data: data, encoding: .utf8),
-              let colon = plain.firstIndex(of: ":"), let at = Int64(plain[..<colon])
+              let colon = plain.firstIndex(of: ":"), let at = Int64(plain[..<colon]),
+              let booked = Int64(plain[plain.index(after: colon)...])
         else { return nil }
-        return (at, String(plain[plain.index(after: colon)...]))
+        return (at, booked)
     }
 }

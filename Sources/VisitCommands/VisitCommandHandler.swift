@@ -109,7 +109,7 @@ public struct VisitCommandHandler: Sendable {
         self.clock = clock
     }
 
-    public static func streamName(for visitId: String) -> String { "visit-\(visitId)" }
+    public static func streamName(for visitId: String) -> String { VisitReadModel.streamPrefix + visitId }
 
     /// Schedules a visit (its first event). `already_scheduled` (409) when the id exists.
     public func schedule(_ scheduled: VisitScheduled, context: VisitCommandContext) async throws -> VisitCommandResult {

@@ -46,12 +46,12 @@ struct VisitFixtures {
     func rows() async throws -> [String: VisitReadModel.Row] {
         try await pool.withConnection { c in
             var out: [String: VisitReadModel.Row] = [:]
-            var after: (Int64, String)? = nil
+            var after: (Int64, Int64)? = nil
             while true {
                 let page = try VisitReadModel.list(.init(limit: 500, after: after), on: c)
                 for row in page.prefix(500) { out[row.visitId] = row }
                 guard page.count > 500, let last = page.prefix(500).last else { break }
-                after = (last.scheduledAt, last.visitId)
+                after = (last.scheduledAt, last.booked)
             }
             return out
         }
