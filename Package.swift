@@ -70,9 +70,18 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["Postgres", "Runtime"], path: "Tests/TestSupport"),
         .testTarget(name: "VisitDomainTests", dependencies: ["VisitDomain"], resources: [.copy("Fixtures")]),
         .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "Postgres", "TestSupport"]),
+        // Visits built through the real command path, for the tests of the commands and of the projections.
+        .target(
+            name: "VisitTestSupport", dependencies: ["VisitCommands", "VisitProjections", "VisitDomain", "EventStore", "TestSupport"],
+            path: "Tests/VisitTestSupport"
+        ),
         .testTarget(
             name: "VisitProjectionsTests",
-            dependencies: ["VisitProjections", "VisitCommands", "VisitDomain", "EventStore", "TestSupport"]
+            dependencies: ["VisitProjections", "VisitCommands", "VisitDomain", "EventStore", "VisitTestSupport", "TestSupport"]
+        ),
+        .testTarget(
+            name: "VisitCommandsTests",
+            dependencies: ["VisitCommands", "VisitProjections", "VisitDomain", "EventStore", "Postgres", "VisitTestSupport", "TestSupport"]
         ),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "TestSupport"]),
         .testTarget(name: "OutboxTests", dependencies: ["Outbox", "APNs", "APNsSimulator", "VisitProjections", "TestSupport"]),
