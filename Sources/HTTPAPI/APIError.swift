@@ -99,7 +99,6 @@ public struct APIError: Error, HTTPErrorConvertible, Sendable, CustomStringConve
     static func forbidden(_ message: String) -> APIError { APIError(.forbidden, message) }
     static func notFound(_ what: String) -> APIError { APIError(.notFound, "\(what) not found") }
     static func malformed(_ message: String) -> APIError { APIError(.malformedRequest, message) }
-    static func invalidValue(_ message: String) -> APIError { APIError(.invalidValue, message) }
     static let unavailable = APIError(.unavailable, "the database is unreachable; retry later")
 
     /// Maps anything a handler may throw to its answer; nil for errors that are the server's own fault.
