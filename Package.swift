@@ -35,6 +35,8 @@ let package = Package(
         .target(name: "Outbox", dependencies: ["VisitDomain", "EventStore", "Postgres", "APNs", "Runtime"]),
         .target(name: "APNsSimulator", dependencies: ["CNGHTTP2", "COpenSSL", "JSON", "Runtime"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "JSON", "Runtime"]),
+        // The API's own tables: API keys and the first answers kept under Idempotency-Keys.
+        .target(name: "APIStores", dependencies: ["Postgres"]),
         // The write side of a visit: decide, append, read model and push intents in one transaction.
         .target(
             name: "VisitCommands",
@@ -44,7 +46,7 @@ let package = Package(
             name: "HTTPAPI",
             dependencies: [
                 "HTTPServer", "VisitDomain", "VisitProjections", "VisitCommands", "EventStore", "Postgres", "Outbox", "Runtime",
-                "COpenSSL",
+                "APIStores", "COpenSSL",
             ]
         ),
 
@@ -72,9 +74,18 @@ let package = Package(
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "VisitDomainTests", dependencies: ["VisitDomain", "Runtime"], resources: [.copy("Fixtures")]),
         .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "Postgres", "TestSupport"]),
+        // Visits built through the real command path, for the tests of the commands and of the projections.
+        .target(
+            name: "VisitTestSupport", dependencies: ["VisitCommands", "VisitProjections", "VisitDomain", "EventStore", "TestSupport"],
+            path: "Tests/VisitTestSupport"
+        ),
         .testTarget(
             name: "VisitProjectionsTests",
-            dependencies: ["VisitProjections", "VisitCommands", "VisitDomain", "EventStore", "TestSupport"]
+            dependencies: ["VisitProjections", "VisitCommands", "VisitDomain", "EventStore", "VisitTestSupport", "TestSupport"]
+        ),
+        .testTarget(
+            name: "VisitCommandsTests",
+            dependencies: ["VisitCommands", "VisitProjections", "VisitDomain", "EventStore", "Postgres", "VisitTestSupport", "TestSupport"]
         ),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "TestSupport"]),
         .testTarget(name: "OutboxTests", dependencies: ["Outbox", "APNs", "APNsSimulator", "VisitProjections", "TestSupport"]),
@@ -84,7 +95,7 @@ let package = Package(
             name: "HTTPAPITests",
             dependencies: [
                 "HTTPAPI", "HTTPServer", "Outbox", "APNs", "APNsSimulator", "VisitDomain", "VisitProjections", "Postgres", "Runtime",
-                "TestSupport",
+                "APIStores", "VisitCommands", "TestSupport",
             ]
         ),
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport"]),

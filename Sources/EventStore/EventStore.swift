@@ -2,78 +2,54 @@ import Foundation
 import Postgres
 import Runtime
 
-/// The PostgreSQL event store: optimistic appends with idempotency, stream and log reads, checkpoints.
+/// The PostgreSQL event store: optimistic appends, stream and log reads, checkpoints.
 ///
 /// Every operation exists twice: as an `async` method that borrows a pooled connection, and as a static
 /// method on a `PostgresConnection` so that callers can append inside a larger transaction (the visit
-/// command writes its event, read model and push intents atomically).
+/// command writes its event, read model and push intents atomically). The store has no batching and no
+/// idempotency of its own: the product's writes are grouped by `VisitCommandBatcher` (one pipeline per
+/// batch, `appendStatement(forEach:)`), and a retried request is recognised by the HTTP layer's
+/// idempotency records, which keep the first answer.
 public final class EventStore: Sendable {
     public let pool: PostgresPool
     public let limits: EventStoreLimits
-    public let groupCommit: GroupCommit
     /// Where `livevisits_events_appended_total` is counted.
     public let metrics: Metrics
-    private let batcher: AppendBatcher?
 
-    /// The channel followers LISTEN on.
+    /// The channel `eventsCommitted` notifies after a commit.
     public static let channel = "livevisits_events"
 
-    /// - Parameters:
-    ///   - groupCommit: how `append(_:)` commits; batched by default (see `GroupCommit`).
-    ///   - metrics: the registry that counts appended events.
-    public init(
-        pool: PostgresPool, limits: EventStoreLimits = EventStoreLimits(), groupCommit: GroupCommit = .batched, metrics: Metrics = .shared
-    ) {
+    /// - Parameter metrics: the registry that counts appended events.
+    public init(pool: PostgresPool, limits: EventStoreLimits = EventStoreLimits(), metrics: Metrics = .shared) {
         self.pool = pool
         self.limits = limits
-        self.groupCommit = groupCommit
         self.metrics = metrics
-        if groupCommit.mode == .batched {
-            batcher = AppendBatcher(
-                configuration: pool.configuration, limits: limits, groupCommit: groupCommit,
-                committed: { count in EventStore.eventsCommitted(count: count, pool: pool, metrics: metrics) })
-        } else {
-            batcher = nil
-        }
     }
 
     // MARK: append
 
-    /// Appends events to one stream. Throws `wrongExpectedVersion` on a conflict.
-    ///
-    /// With group commit (the default), appends made at the same time share one statement and one commit
-    /// but keep their own outcome: a conflict or a refused append fails alone. See `GroupCommit`.
+    /// Appends events to one stream in one autocommitted statement. Throws `wrongExpectedVersion` on a
+    /// conflict.
     @discardableResult
     public func append(_ request: AppendRequest) async throws -> AppendResult {
         try EventStore.validate(request, limits: limits)
-        if let batcher { return try await batcher.append(request) }
-        return try await EventStore.appendDirect(request, pool: pool, limits: limits, metrics: metrics)
-    }
-
-    /// One append, one autocommitted statement.
-    private static func appendDirect(
-        _ request: AppendRequest, pool: PostgresPool, limits: EventStoreLimits, metrics: Metrics
-    ) async throws -> AppendResult {
+        let limits = self.limits
         let result: AppendResult
         do {
             result = try await pool.withConnection { try EventStore.append(request, on: $0, limits: limits) }
         } catch {
             throw EventStoreError.wrap(error)
         }
-        if !result.deduplicated { eventsCommitted(count: result.globalPositions.count, pool: pool, metrics: metrics) }
+        eventsCommitted(count: result.globalPositions.count)
         return result
     }
 
-    /// Tells followers (once per burst, outside the writing transaction) that events were committed.
-    /// Call after committing a transaction that used the static `append(_:on:limits:)`.
+    /// Counts committed events and notifies `channel` (once per burst, outside the writing transaction).
+    /// Call after committing a transaction that used the static `append(_:on:limits:)` or `appendStatement`.
     public func eventsCommitted(count: Int) {
-        EventStore.eventsCommitted(count: count, pool: pool, metrics: metrics)
-    }
-
-    private static func eventsCommitted(count: Int, pool: PostgresPool, metrics: Metrics) {
         metrics.increment(
             "livevisits_events_appended_total", help: "Events appended to the event store.", by: Double(count))
-        pool.notifyAfterCommit(channel)
+        pool.notifyAfterCommit(EventStore.channel)
     }
 
     /// Appends with one statement (`appendStatement`). Outside a transaction the statement commits by
@@ -87,25 +63,21 @@ public final class EventStore: Sendable {
         do {
             rows = try connection.query(appendStatement(request))
         } catch let error as PostgresError {
-            switch try appendFailure(error, request, on: connection) {
-            case .success(let earlier): return earlier
-            case .failure(let failure): throw failure
-            }
+            throw try appendFailure(error, request, on: connection)
         }
         return try appendResult(request, rows, on: connection)
     }
 
-    /// One statement that appends `request` if, and only if, its idempotency key is new and the stream is
-    /// at the expected version: it inserts the events (at positions after the expected version, or after
-    /// the stream's last one for `.any`) and records the key, and answers one row per event inserted
-    /// (`global_position`, `position`, `recorded_at`) — no row when the key was used or the stream is
-    /// behind the expected version. A stream ahead of it, or a concurrent writer, makes the insert hit the
-    /// unique indexes: see `appendFailure`. Several of these can share a round trip (`pipeline`).
+    /// One statement that appends `request` if, and only if, the stream is at the expected version: it
+    /// inserts the events (at positions after the expected version, or after the stream's last one for
+    /// `.any`) and answers one row per event inserted (`stream_name`, `global_position`, `position`,
+    /// `recorded_at`) — no row when the stream is behind the expected version. A stream ahead of it, or a
+    /// concurrent writer, makes the insert hit the unique index: see `appendFailure`.
     ///
-    /// `guarded: false` leaves out the two checks that make it insert nothing, for a caller that read the
-    /// stream's version and checked the key itself, and pipelines more statements after this one in the
-    /// same transaction (which must not commit without the event): a version that moved on or a key used
-    /// meanwhile then fails on a unique index and aborts the transaction instead.
+    /// `guarded: false` leaves out the check that makes it insert nothing, for a caller that read the
+    /// stream's version itself and pipelines more statements after this one in the same transaction (which
+    /// must not commit without the event): a version that moved on meanwhile then fails on the unique index
+    /// and aborts the transaction instead.
     public static func appendStatement(_ request: AppendRequest, guarded: Bool = true) -> PostgresQuery {
         let expected: Int64?
         switch request.expectedVersion {
@@ -114,19 +86,16 @@ public final class EventStore: Sendable {
         case .exactly(let v): expected = v
         }
         let stream = request.streamName
-        let key = request.idempotencyKey
         let types = request.events.map(\.type)
         let datas = request.events.map(\.data)
         let metadatas = request.events.map(\.metadata.jsonText)
-        let checkKey: String? = guarded ? key : nil
         let checkVersion: Int64? = guarded ? expected : nil
         return """
             WITH base AS (
                 SELECT COALESCE(\(expected)::bigint,
                                 (SELECT COALESCE(max(position), 0) FROM events WHERE stream_name = \(stream))) AS version
-                WHERE (\(checkKey)::text IS NULL OR NOT EXISTS (SELECT 1 FROM event_idempotency WHERE idempotency_key = \(checkKey)))
-                  AND (\(checkVersion)::bigint IS NULL OR \(checkVersion)::bigint = 0
-                       OR EXISTS (SELECT 1 FROM events WHERE stream_name = \(stream) AND position = \(checkVersion)))
+                WHERE \(checkVersion)::bigint IS NULL OR \(checkVersion)::bigint = 0
+                      OR EXISTS (SELECT 1 FROM events WHERE stream_name = \(stream) AND position = \(checkVersion))
             ),
             ins AS (
                 INSERT INTO events (stream_name, position, type, data, metadata, recorded_at)
@@ -135,11 +104,6 @@ public final class EventStore: Sendable {
                 FROM base b, unnest(\(types)::text[], \(datas)::text[], \(metadatas)::text[]) WITH ORDINALITY AS x(t, d, m, ord)
                 ORDER BY x.ord
                 RETURNING global_position, position, recorded_at
-            ),
-            keyed AS (
-                INSERT INTO event_idempotency (idempotency_key, stream_name, first_position, last_position, global_positions, recorded_at)
-                SELECT \(key), \(stream), min(position), max(position), array_agg(global_position ORDER BY position), min(recorded_at)
-                FROM ins WHERE \(key)::text IS NOT NULL HAVING count(*) > 0
             )
             SELECT \(stream)::text AS stream_name, global_position, position,
                    extract(epoch FROM recorded_at)::float8 AS recorded_at
@@ -148,9 +112,9 @@ public final class EventStore: Sendable {
     }
 
     /// One statement appending each request's events right after its expected version — one request per
-    /// stream, no idempotency keys, `.exactly` or `.noStream` only (a caller that read the versions, like the
-    /// visit commands' group commit). Unguarded like `appendStatement(_:guarded: false)`: a version that
-    /// moved on fails the whole statement on the unique index. `appendResults` reads its rows.
+    /// stream, `.exactly` or `.noStream` only (a caller that read the versions, like the visit commands'
+    /// group commit). Unguarded like `appendStatement(_:guarded: false)`: a version that moved on fails the
+    /// whole statement on the unique index. `appendResults` reads its rows.
     public static func appendStatement(forEach requests: [AppendRequest]) -> PostgresQuery {
         var streams: [String] = [], positions: [Int64] = [], types: [String] = [], datas: [String] = []
         var metadatas: [String] = [], recorded: [Double?] = []
@@ -160,7 +124,7 @@ public final class EventStore: Sendable {
             case .exactly(let v): base = v
             case .noStream, .any: base = 0
             }
-            precondition(request.idempotencyKey == nil && request.expectedVersion != .any, "a batched append needs a version and no key")
+            precondition(request.expectedVersion != .any, "a batched append needs a version")
             for (k, event) in request.events.enumerated() {
                 streams.append(request.streamName)
                 positions.append(base + Int64(k) + 1)
@@ -196,61 +160,35 @@ public final class EventStore: Sendable {
             }
             return AppendResult(
                 streamName: request.streamName, firstPosition: first.0, lastPosition: events.last!.0,
-                globalPositions: events.map(\.1), recordedAt: first.2, deduplicated: false)
+                globalPositions: events.map(\.1), recordedAt: first.2)
         }
     }
 
-    /// The result of an `appendStatement`: its rows, or — when it inserted nothing — the earlier result of
-    /// its idempotency key, or the conflict with the stream's version.
+    /// The result of an `appendStatement`: its rows, or — when it inserted nothing — the conflict with the
+    /// stream's version.
     public static func appendResult(_ request: AppendRequest, _ rows: PostgresRows, on connection: PostgresConnection) throws -> AppendResult {
-        guard !rows.isEmpty else {
-            if let key = request.idempotencyKey, let earlier = try previousResult(for: key, on: connection) { return earlier }
-            throw conflict(request, actual: try version(of: request.streamName, on: connection))
-        }
+        guard !rows.isEmpty else { throw conflict(request, actual: try version(of: request.streamName, on: connection)) }
         return try appendResults([request], rows)[0]
     }
 
-    /// What a failed `appendStatement` means: a unique violation is a lost race — for the key (`.success`
-    /// with its earlier result when no transaction is open; inside one, a conflict the caller retries after rolling
-    /// back) or for a position (a conflict with the stream's version); other errors pass through.
-    public static func appendFailure(
-        _ error: PostgresError, _ request: AppendRequest, on connection: PostgresConnection
-    ) throws -> Result<AppendResult, any Error> {
+    /// What a failed `appendStatement` means: a unique violation on a position is a lost race, a conflict
+    /// with the stream's version (read again when no aborted transaction is in the way); invalid JSON is
+    /// `invalidEventData`; other errors pass through.
+    public static func appendFailure(_ error: PostgresError, _ request: AppendRequest, on connection: PostgresConnection) throws -> any Error {
         if error.sqlState == "22P02" {
-            return .failure(EventStoreError(code: .invalidEventData, message: "event data is not valid JSON: \(error.message)"))
+            return EventStoreError(code: .invalidEventData, message: "event data is not valid JSON: \(error.message)")
         }
-        guard error.code == .uniqueViolation,
-              error.constraint == nil || error.constraint == "events_stream_position" || error.constraint == "event_idempotency_pkey"
-        else { return .failure(error) }
+        guard error.code == .uniqueViolation, error.constraint == nil || error.constraint == "events_stream_position" else {
+            return error
+        }
         // Inside a transaction that the error aborted nothing more can be read: the caller rolls back and retries.
-        let canRead = !connection.inTransaction
-        if let key = request.idempotencyKey, canRead, let earlier = try previousResult(for: key, on: connection) {
-            return .success(earlier)
-        }
-        let actual = canRead ? try version(of: request.streamName, on: connection) : nil
+        let actual = connection.inTransaction ? nil : try version(of: request.streamName, on: connection)
         let fallback: Int64 = switch request.expectedVersion {
         case .exactly(let v): v + 1
         case .noStream: 1
         case .any: 0
         }
-        return .failure(conflict(
-            request, actual: actual ?? fallback,
-            note: error.constraint == "event_idempotency_pkey" ? "idempotency key used by a concurrent append" : nil))
-    }
-
-    /// The earlier result recorded for an idempotency key, marked deduplicated.
-    public static func previousResult(for key: String, on connection: PostgresConnection) throws -> AppendResult? {
-        let rows = try connection.query("""
-            SELECT stream_name, first_position, last_position, array_to_string(global_positions, ',') AS positions,
-                   extract(epoch FROM recorded_at)::float8 AS recorded_at
-            FROM event_idempotency WHERE idempotency_key = \(key)
-            """)
-        guard let row = rows.first else { return nil }
-        let positions = try row.string("positions").split(separator: ",").compactMap { Int64($0) }
-        return AppendResult(
-            streamName: try row.string("stream_name"), firstPosition: try row.int64("first_position"),
-            lastPosition: try row.int64("last_position"), globalPositions: positions,
-            recordedAt: try row.double("recorded_at"), deduplicated: true)
+        return conflict(request, actual: actual ?? fallback)
     }
 
     // MARK: reads
@@ -420,12 +358,9 @@ public final class EventStore: Sendable {
                     message: "event data is \(event.data.utf8.count) bytes; the limit is \(limits.maxEventDataBytes)")
             }
         }
-        if let key = request.idempotencyKey, key.isEmpty || key.utf8.count > 512 {
-            throw EventStoreError(code: .invalidEventData, message: "idempotency key must be 1 to 512 bytes")
-        }
     }
 
-    static func conflict(_ request: AppendRequest, actual: Int64, note: String? = nil) -> EventStoreError {
+    static func conflict(_ request: AppendRequest, actual: Int64) -> EventStoreError {
         let expected: String
         switch request.expectedVersion {
         case .any: expected = "any"
@@ -434,7 +369,7 @@ public final class EventStore: Sendable {
         }
         return EventStoreError(
             code: .wrongExpectedVersion,
-            message: "stream \(request.streamName) is at version \(actual), expected \(expected)" + (note.map { " (\($0))" } ?? ""),
+            message: "stream \(request.streamName) is at version \(actual), expected \(expected)",
             actualVersion: actual)
     }
 

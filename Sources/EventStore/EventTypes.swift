@@ -38,24 +38,20 @@ public enum ExpectedVersion: Sendable, Equatable {
     case exactly(Int64)
 }
 
-/// One append: events to one stream, an expectation, optionally an idempotency key and a recorded time.
+/// One append: events to one stream, an expectation and optionally a recorded time.
 public struct AppendRequest: Sendable {
     public var streamName: String
     public var events: [NewEvent]
     public var expectedVersion: ExpectedVersion
-    /// The same key again returns the first result and appends nothing. Callers scope keys themselves.
-    public var idempotencyKey: String?
     /// Seconds since 1970 to record (the application's clock); nil lets the database stamp `now()`.
     public var recordedAt: Double?
 
     public init(
-        streamName: String, events: [NewEvent], expectedVersion: ExpectedVersion = .any,
-        idempotencyKey: String? = nil, recordedAt: Double? = nil
+        streamName: String, events: [NewEvent], expectedVersion: ExpectedVersion = .any, recordedAt: Double? = nil
     ) {
         self.streamName = streamName
         self.events = events
         self.expectedVersion = expectedVersion
-        self.idempotencyKey = idempotencyKey
         self.recordedAt = recordedAt
     }
 }
@@ -69,8 +65,6 @@ public struct AppendResult: Sendable, Equatable {
     public let globalPositions: [Int64]
     /// Seconds since 1970, as recorded.
     public let recordedAt: Double
-    /// True when an idempotency key matched an earlier append and nothing was appended.
-    public let deduplicated: Bool
 }
 
 /// An event as stored.

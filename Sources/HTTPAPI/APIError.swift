@@ -5,39 +5,115 @@ import Postgres
 import VisitCommands
 import VisitDomain
 
-/// An error the API answers with: status, stable code, message (never a secret).
+/// An error the API answers with: a typed code (which carries its HTTP status), a message (never a secret).
 public struct APIError: Error, HTTPErrorConvertible, Sendable, CustomStringConvertible {
-    public let httpStatus: Int
-    public let httpCode: String
-    public let httpMessage: String
+    /// The stable code of `{"error":{"code":…}}`; compare with the static members. The domain's refusals keep
+    /// their own codes (`input`, `decision`).
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Kind: Sendable, Hashable {
+            case unauthorized, forbidden, notFound, malformedRequest, invalidValue, versionConflict
+            case idempotencyKeyInUse, idempotencyKeyReused, notRetryable, unavailable
+            case input(VisitInputError.Code)
+            case decision(VisitDecisionError.Code)
+        }
+        private let kind: Kind
 
-    public init(_ status: Int, _ code: String, _ message: String) {
-        httpStatus = status
-        httpCode = code
-        httpMessage = message
+        /// No key, or not a live one. 401.
+        public static let unauthorized = Code(kind: .unauthorized)
+        /// The caller's role may not do this. 403.
+        public static let forbidden = Code(kind: .forbidden)
+        /// Unknown, or not the caller's. 404.
+        public static let notFound = Code(kind: .notFound)
+        /// A header, path or query the API cannot read (a malformed Idempotency-Key, a foreign cursor). 400.
+        public static let malformedRequest = Code(kind: .malformedRequest)
+        /// Valid JSON or query that breaks a rule. 422.
+        public static let invalidValue = Code(kind: .invalidValue)
+        /// `If-Match` or a lost race: the visit is at another version. 409.
+        public static let versionConflict = Code(kind: .versionConflict)
+        /// The first request with this Idempotency-Key has no answer yet. 409.
+        public static let idempotencyKeyInUse = Code(kind: .idempotencyKeyInUse)
+        /// The Idempotency-Key was used with another body. 409.
+        public static let idempotencyKeyReused = Code(kind: .idempotencyKeyReused)
+        /// An outbox delivery that cannot be retried. 409.
+        public static let notRetryable = Code(kind: .notRetryable)
+        /// The database is unreachable. 503.
+        public static let unavailable = Code(kind: .unavailable)
+        /// A body the domain refuses (400 for malformed JSON, else 422).
+        public static func input(_ code: VisitInputError.Code) -> Code { Code(kind: .input(code)) }
+        /// An event the state machine refuses (409, or 404 for a visit that does not exist).
+        public static func decision(_ code: VisitDecisionError.Code) -> Code { Code(kind: .decision(code)) }
+
+        /// The snake_case text of the code.
+        public var rawValue: String {
+            switch kind {
+            case .unauthorized: "unauthorized"
+            case .forbidden: "forbidden"
+            case .notFound: "not_found"
+            case .malformedRequest: "malformed_request"
+            case .invalidValue: "invalid_value"
+            case .versionConflict: "version_conflict"
+            case .idempotencyKeyInUse: "idempotency_key_in_use"
+            case .idempotencyKeyReused: "idempotency_key_reused"
+            case .notRetryable: "not_retryable"
+            case .unavailable: "unavailable"
+            case .input(let code): code.rawValue
+            case .decision(let code): code.rawValue
+            }
+        }
+
+        /// The HTTP status the contract gives this code.
+        public var httpStatus: Int {
+            switch kind {
+            case .unauthorized: 401
+            case .forbidden: 403
+            case .notFound: 404
+            case .malformedRequest: 400
+            case .invalidValue: 422
+            case .versionConflict, .idempotencyKeyInUse, .idempotencyKeyReused, .notRetryable: 409
+            case .unavailable: 503
+            case .input(let code): code.httpStatus
+            case .decision(let code): code.httpStatus
+            }
+        }
+
+        public var description: String { rawValue }
     }
 
+    public let code: Code
+    public let message: String
+    /// What the API was refusing, when it was another error.
+    public let underlying: (any Error)?
+
+    public init(_ code: Code, _ message: String, underlying: (any Error)? = nil) {
+        self.code = code
+        self.message = message
+        self.underlying = underlying
+    }
+
+    public var httpStatus: Int { code.httpStatus }
+    public var httpCode: String { code.rawValue }
+    public var httpMessage: String { message }
     public var description: String { "\(httpStatus) \(httpCode): \(httpMessage)" }
 
-    static let unauthorized = APIError(401, "unauthorized", "a valid API key is required: Authorization: Bearer <key>")
-    static func forbidden(_ message: String) -> APIError { APIError(403, "forbidden", message) }
-    static func notFound(_ what: String) -> APIError { APIError(404, "not_found", "\(what) not found") }
-    static func malformed(_ message: String) -> APIError { APIError(400, "malformed_request", message) }
-    static let unavailable = APIError(503, "unavailable", "the database is unreachable; retry later")
+    static let unauthorized = APIError(.unauthorized, "a valid API key is required: Authorization: Bearer <key>")
+    static func forbidden(_ message: String) -> APIError { APIError(.forbidden, message) }
+    static func notFound(_ what: String) -> APIError { APIError(.notFound, "\(what) not found") }
+    static func malformed(_ message: String) -> APIError { APIError(.malformedRequest, message) }
+    static let unavailable = APIError(.unavailable, "the database is unreachable; retry later")
 
     /// Maps anything a handler may throw to its answer; nil for errors that are the server's own fault.
     static func map(_ error: any Error) -> APIError? {
         switch error {
         case let e as APIError: return e
-        case let e as VisitInputError: return APIError(e.code.httpStatus, e.code.rawValue, e.message)
-        case let e as VisitDecisionError: return APIError(e.code.httpStatus, e.code.rawValue, e.message)
-        case let e as VersionMismatch: return APIError(409, "version_conflict", e.description)
+        case let e as VisitInputError: return APIError(.input(e.code), e.message, underlying: e)
+        case let e as VisitDecisionError: return APIError(.decision(e.code), e.message, underlying: e)
+        case let e as VersionMismatch: return APIError(.versionConflict, e.description, underlying: e)
         case let e as EventStoreError:
             switch e.code {
             case .unavailable: return .unavailable
-            case .wrongExpectedVersion: return APIError(409, "version_conflict", e.message)
+            case .wrongExpectedVersion: return APIError(.versionConflict, e.message, underlying: e)
             case .eventTooLarge, .invalidStreamName, .invalidEventType, .invalidEventData:
-                return APIError(422, "invalid_value", e.message)
+                return APIError(.invalidValue, e.message, underlying: e)
             default: return nil
             }
         case let e as PostgresError where e.isUnavailable: return .unavailable
@@ -48,9 +124,9 @@ public struct APIError: Error, HTTPErrorConvertible, Sendable, CustomStringConve
 
     static func fromOutbox(_ error: OutboxError) -> APIError? {
         switch error.code {
-        case .invalidToken: APIError(422, "invalid_value", "pushToken: \(error.message)")
-        case .notFound: APIError(404, "not_found", error.message)
-        case .notRetryable: APIError(409, "not_retryable", error.message)
+        case .invalidToken: APIError(.invalidValue, "pushToken: \(error.message)", underlying: error)
+        case .notFound: APIError(.notFound, error.message, underlying: error)
+        case .notRetryable: APIError(.notRetryable, error.message, underlying: error)
         default: nil
         }
     }

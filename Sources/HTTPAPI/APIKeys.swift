@@ -1,3 +1,4 @@
+import APIStores
 import COpenSSL
 import Foundation
 import Postgres
@@ -23,7 +24,7 @@ public struct MintedKey: Sendable {
     public let subject: String?
 }
 
-/// API keys: `lv_<keyId>_<secret>`; only SHA-256(secret) is stored, compared in constant time.
+/// API keys: `lv_<keyId>_<secret>`; only SHA-256(secret) is stored (`KeyStore`), compared in constant time.
 public enum APIKeys {
     public struct KeyError: Error, CustomStringConvertible, Sendable {
         public let message: String
@@ -40,10 +41,8 @@ public enum APIKeys {
         }
         let keyId = randomHex(bytes: 8)
         let secret = randomHex(bytes: 24)
-        try connection.query("""
-            INSERT INTO api_keys (key_id, secret_hash, role, subject, created_by)
-            VALUES (\(keyId), \(sha256Hex(secret)), \(role.rawValue), \(subject), \(createdBy))
-            """)
+        try KeyStore.insert(
+            keyId: keyId, secretHash: sha256Hex(secret), role: role.rawValue, subject: subject, createdBy: createdBy, on: connection)
         return MintedKey(keyId: keyId, key: "lv_\(keyId)_\(secret)", role: role, subject: subject)
     }
 
@@ -84,27 +83,17 @@ public enum APIKeys {
 
     /// The live (not revoked) key with this id, or nil.
     public static func lookup(keyId: String, on connection: PostgresConnection) throws -> StoredKey? {
-        guard let row = try connection.query("""
-            SELECT secret_hash, role, subject FROM api_keys WHERE key_id = \(keyId) AND revoked_at IS NULL
-            """).first, let role = Role(rawValue: try row.string("role")) else { return nil }
-        return StoredKey(keyId: keyId, secretHash: Array(try row.string("secret_hash").utf8), role: role, subject: row["subject"])
+        guard let row = try KeyStore.live(keyId: keyId, on: connection), let role = Role(rawValue: row.role) else { return nil }
+        return StoredKey(keyId: keyId, secretHash: Array(row.secretHash.utf8), role: role, subject: row.subject)
     }
 
     /// The channel a revocation is announced on (payload: the key id), so that every process drops the
     /// key from its `APIKeyCache` at once.
-    public static let revocationChannel = "livevisits_keys"
+    public static let revocationChannel = KeyStore.revocationChannel
 
     /// Revokes a key at once; false when no live key has that id. `allowedRoles` limits whose keys may go.
     public static func revoke(keyId: String, allowedRoles: [Role], on connection: PostgresConnection) throws -> Bool {
-        let roles = allowedRoles.map(\.rawValue)
-        return try !connection.query("""
-            WITH revoked AS (
-                UPDATE api_keys SET revoked_at = now()
-                WHERE key_id = \(keyId) AND revoked_at IS NULL AND role = ANY(\(roles)::text[])
-                RETURNING key_id
-            )
-            SELECT pg_notify(\(revocationChannel), key_id) FROM revoked
-            """).isEmpty
+        try KeyStore.revoke(keyId: keyId, roles: allowedRoles.map(\.rawValue), on: connection)
     }
 
     static func sha256Hex(_ text: String) -> String {

@@ -5,18 +5,21 @@ import VisitDomain
 
 extension LiveVisitsAPI {
     func addKeyRoutes(to router: inout Router) {
-        router.add(.post, "/v1/keys") { request, _ in try await mintKey(request) }
-        router.add(.delete, "/v1/keys/{keyId}") { request, params in try await revokeKey(request, keyId: params["keyId"]) }
+        router.add(.post, "/v1/keys", through: authenticated, LiveVisitsAPI.withCaller { request, _, caller in
+            try await mintKey(request, caller: caller)
+        })
+        router.add(.delete, "/v1/keys/{keyId}", through: authenticated, LiveVisitsAPI.withCaller { _, params, caller in
+            try await revokeKey(keyId: params["keyId"], caller: caller)
+        })
     }
 
-    func mintKey(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let caller = try await authenticate(request)
+    func mintKey(_ request: HTTPRequest, caller: Caller) async throws -> HTTPResponse {
         guard caller.role == .dispatcher else { throw APIError.forbidden("only a dispatcher mints keys") }
         let body = try RequestBody(request)
         try body.allowOnly(["role", "subject"])
         let roleText = try body.requiredString("role", maxBytes: 32)
         guard let role = Role(rawValue: roleText), role == .technician || role == .customer else {
-            throw APIError(422, "invalid_value", "role: a dispatcher mints technician or customer keys")
+            throw APIError(.invalidValue, "role: a dispatcher mints technician or customer keys")
         }
         let subject = try body.requiredString("subject", maxBytes: 128)
         let environment = self.environment
@@ -30,8 +33,7 @@ extension LiveVisitsAPI {
         return .json(status: 201, body: Data(json.utf8))
     }
 
-    func revokeKey(_ request: HTTPRequest, keyId: String?) async throws -> HTTPResponse {
-        let caller = try await authenticate(request)
+    func revokeKey(keyId: String?, caller: Caller) async throws -> HTTPResponse {
         let allowed: [Role]
         switch caller.role {
         case .ops: allowed = Role.allCases

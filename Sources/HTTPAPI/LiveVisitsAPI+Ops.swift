@@ -6,28 +6,33 @@ import VisitProjections
 
 extension LiveVisitsAPI {
     func addOpsRoutes(to router: inout Router) {
-        router.add(.get, "/v1/ops/outbox") { request, _ in try await listOutbox(request) }
-        router.add(.post, "/v1/ops/outbox/{id}/retry") { request, params in try await retryDelivery(request, id: params["id"]) }
-        router.add(.post, "/v1/ops/projections/{name}/rebuild") { request, params in try await rebuild(request, name: params["name"]) }
+        router.add(.get, "/v1/ops/outbox", through: authenticated, LiveVisitsAPI.withCaller { request, _, caller in
+            try await listOutbox(request, caller: caller)
+        })
+        router.add(.post, "/v1/ops/outbox/{id}/retry", through: authenticated, LiveVisitsAPI.withCaller { _, params, caller in
+            try await retryDelivery(id: params["id"], caller: caller)
+        })
+        router.add(.post, "/v1/ops/projections/{name}/rebuild", through: authenticated, LiveVisitsAPI.withCaller { _, params, caller in
+            try await rebuild(name: params["name"], caller: caller)
+        })
     }
 
-    func requireOps(_ request: HTTPRequest) async throws {
-        let caller = try await authenticate(request)
+    static func requireOps(_ caller: Caller) throws {
         guard caller.role == .ops else { throw APIError.forbidden("operations need an ops key") }
     }
 
-    func listOutbox(_ request: HTTPRequest) async throws -> HTTPResponse {
-        try await requireOps(request)
+    func listOutbox(_ request: HTTPRequest, caller: Caller) async throws -> HTTPResponse {
+        try LiveVisitsAPI.requireOps(caller)
         var state: DeliveryState? = nil
         if let text = request.queryValue("state") {
             guard let parsed = DeliveryState(rawValue: text) else {
-                throw APIError(422, "invalid_value", "state: expected one of \(DeliveryState.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw APIError(.invalidValue, "state: expected one of \(DeliveryState.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             state = parsed
         }
         var limit = 100
         if let text = request.queryValue("limit") {
-            guard let n = Int(text), (1...1000).contains(n) else { throw APIError(422, "invalid_value", "limit: expected 1 to 1000") }
+            guard let n = Int(text), (1...1000).contains(n) else { throw APIError(.invalidValue, "limit: expected 1 to 1000") }
             limit = n
         }
         let deliveries = try await mapped { try await environment.outboxStore.list(state: state, limit: limit) }
@@ -35,16 +40,16 @@ extension LiveVisitsAPI {
         return .json(body: Data("{\"deliveries\":[\(items.joined(separator: ","))]}".utf8))
     }
 
-    func retryDelivery(_ request: HTTPRequest, id: String?) async throws -> HTTPResponse {
-        try await requireOps(request)
+    func retryDelivery(id: String?, caller: Caller) async throws -> HTTPResponse {
+        try LiveVisitsAPI.requireOps(caller)
         guard let id, let deliveryId = Int64(id) else { throw APIError.notFound("delivery") }
         let delivery = try await mapped { try await environment.outboxStore.retry(id: deliveryId) }
         environment.pushes.committed()
         return .json(body: Data(LiveVisitsAPI.deliveryJSON(delivery).utf8))
     }
 
-    func rebuild(_ request: HTTPRequest, name: String?) async throws -> HTTPResponse {
-        try await requireOps(request)
+    func rebuild(name: String?, caller: Caller) async throws -> HTTPResponse {
+        try LiveVisitsAPI.requireOps(caller)
         guard name == VisitReadModel.name else { throw APIError.notFound("projection") }
         let report = try await mapped { try await VisitReplay(pool: environment.pool, readModel: environment.readModel).run() }
         let body = "{\"projection\":\"visits\",\"events\":\(report.events),\"visits\":\(report.visits),"

@@ -1,3 +1,4 @@
+import APIStores
 import EventStore
 import Foundation
 import HTTPServer
@@ -10,11 +11,21 @@ import VisitProjections
 
 extension LiveVisitsAPI {
     func addVisitRoutes(to router: inout Router) {
-        router.add(.post, "/v1/visits") { request, _ in try await scheduleVisit(request) }
-        router.add(.get, "/v1/visits") { request, _ in try await listVisits(request) }
-        router.add(.get, "/v1/visits/{id}") { request, params in try await getVisit(request, id: params["id"]) }
-        router.add(.post, "/v1/visits/{id}/events") { request, params in try await postEvent(request, id: params["id"]) }
-        router.add(.get, "/v1/visits/{id}/events") { request, params in try await visitHistory(request, id: params["id"]) }
+        router.add(.post, "/v1/visits", through: idempotent, writing { request, _, caller in
+            try scheduleVisit(request, caller: caller)
+        })
+        router.add(.get, "/v1/visits", through: authenticated, LiveVisitsAPI.withCaller { request, _, caller in
+            try await listVisits(request, caller: caller)
+        })
+        router.add(.get, "/v1/visits/{id}", through: authenticated, LiveVisitsAPI.withCaller { request, params, caller in
+            try await getVisit(id: params["id"], caller: caller)
+        })
+        router.add(.post, "/v1/visits/{id}/events", through: idempotent, writing { request, params, caller in
+            try postEvent(request, id: params["id"], caller: caller)
+        })
+        router.add(.get, "/v1/visits/{id}/events", through: authenticated, LiveVisitsAPI.withCaller { request, params, caller in
+            try await visitHistory(id: params["id"], caller: caller)
+        })
     }
 
     // MARK: visibility
@@ -29,7 +40,7 @@ extension LiveVisitsAPI {
     }
 
     /// A visit command as a write, through group commit with or without a key: with one, its answer is
-    /// stored under the key by a statement of the command's own pipeline (`IdempotencyClaim`); a command the
+    /// stored under the key by a statement of the command's own pipeline (`IdempotencyStore`); a command the
     /// batch refuses, or whose key is already taken, is answered by the idempotency transaction instead
     /// (`work`, alone). Each answers 201 with the visit after it (GET shape, ETag); the count of live
     /// activities is read in the command's round trip.
@@ -39,8 +50,8 @@ extension LiveVisitsAPI {
             unkeyed: { try answer(try await environment.batcher.execute(command)) },
             keyed: { claim in
                 var keyed = command
-                keyed.alsoRun = [claim.storeAnswerStatement(visitId: command.visitId)]
-                keyed.refuseIfAnyRow = claim.takenStatement
+                keyed.alsoRun = [IdempotencyStore.storeVisitAnswerStatement(claim.scope, requestBody: claim.body, visitId: command.visitId)]
+                keyed.refuseIfAnyRow = IdempotencyStore.takenStatement(claim.scope)
                 return try keyedAnswer(try await environment.batcher.execute(keyed))
             }
         ) { c in
@@ -73,53 +84,45 @@ extension LiveVisitsAPI {
     private static func answer(_ result: VisitCommandResult, body: String, etag: String?) -> Answer {
         Answer(
             status: 201, body: body, etag: etag,
-            eventsAppended: result.appended.deduplicated ? 0 : result.appended.globalPositions.count, enqueuedPushes: result.pushes > 0)
+            eventsAppended: result.appended.globalPositions.count, enqueuedPushes: result.pushes > 0)
     }
 
     // MARK: handlers
 
-    func scheduleVisit(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let caller = try await authenticate(request)
-        let environment = self.environment
-        return try await write(request, caller: caller) {
-            guard caller.role == .dispatcher else { throw APIError.forbidden("only a dispatcher schedules visits") }
-            let scheduled = try ScheduleVisitRequest.parse(Array(request.body)) { "v-" + UUID().uuidString.lowercased() }
-            let context = VisitCommandContext(
-                actor: EventMetadata(actorRole: caller.role.rawValue, actorSubject: caller.subject ?? caller.keyId, correlationId: request.id))
-            let command = LiveVisitsAPI.visitCommand(
-                .scheduled(scheduled), visitId: scheduled.attributes.visitId, context: context, isCreation: true, environment: environment)
-            return LiveVisitsAPI.commandWrite(command, retryOnConflict: true, environment: environment)
-        }
+    func scheduleVisit(_ request: HTTPRequest, caller: Caller) throws -> Write {
+        guard caller.role == .dispatcher else { throw APIError.forbidden("only a dispatcher schedules visits") }
+        let scheduled = try ScheduleVisitRequest.parse(Array(request.body)) { "v-" + UUID().uuidString.lowercased() }
+        let context = VisitCommandContext(
+            actor: EventMetadata(actorRole: caller.role.rawValue, actorSubject: caller.subject ?? caller.keyId, correlationId: request.id))
+        let command = LiveVisitsAPI.visitCommand(
+            .scheduled(scheduled), visitId: scheduled.attributes.visitId, context: context, isCreation: true, environment: environment)
+        return LiveVisitsAPI.commandWrite(command, retryOnConflict: true, environment: environment)
     }
 
-    func postEvent(_ request: HTTPRequest, id: String?) async throws -> HTTPResponse {
-        let caller = try await authenticate(request)
+    func postEvent(_ request: HTTPRequest, id: String?, caller: Caller) throws -> Write {
         let environment = self.environment
-        return try await write(request, caller: caller) {
-            let visitId = try RequestChecks.id(id, name: "visit")
-            guard caller.role == .dispatcher || caller.role == .technician else {
-                throw APIError.forbidden("a \(caller.role.rawValue) key may not post visit events")
-            }
-            let expected = try RequestChecks.ifMatch(request.headers["if-match"])
-            let event = try VisitEventRequest.parse(Array(request.body))
-            if caller.role == .technician && !event.type.technicianMayPost {
-                throw APIError.forbidden("\(event.type.rawValue) is the dispatcher's to post")
-            }
-            let context = VisitCommandContext(
-                actor: EventMetadata(actorRole: caller.role.rawValue, actorSubject: caller.subject ?? caller.keyId, correlationId: request.id),
-                expectedVersion: expected,
-                authorize: { state in
-                    guard LiveVisitsAPI.maySee(caller, customerId: state.customerId, technicianId: state.technician.id) else {
-                        throw APIError.notFound("visit")
-                    }
-                })
-            let command = LiveVisitsAPI.visitCommand(event, visitId: visitId, context: context, isCreation: false, environment: environment)
-            return LiveVisitsAPI.commandWrite(command, retryOnConflict: expected == nil, environment: environment)
+        let visitId = try RequestChecks.id(id, name: "visit")
+        guard caller.role == .dispatcher || caller.role == .technician else {
+            throw APIError.forbidden("a \(caller.role.rawValue) key may not post visit events")
         }
+        let expected = try RequestChecks.ifMatch(request.headers["if-match"])
+        let event = try VisitEventRequest.parse(Array(request.body))
+        if caller.role == .technician && !event.type.technicianMayPost {
+            throw APIError.forbidden("\(event.type.rawValue) is the dispatcher's to post")
+        }
+        let context = VisitCommandContext(
+            actor: EventMetadata(actorRole: caller.role.rawValue, actorSubject: caller.subject ?? caller.keyId, correlationId: request.id),
+            expectedVersion: expected,
+            authorize: { state in
+                guard LiveVisitsAPI.maySee(caller, customerId: state.customerId, technicianId: state.technician.id) else {
+                    throw APIError.notFound("visit")
+                }
+            })
+        let command = LiveVisitsAPI.visitCommand(event, visitId: visitId, context: context, isCreation: false, environment: environment)
+        return LiveVisitsAPI.commandWrite(command, retryOnConflict: expected == nil, environment: environment)
     }
 
-    func getVisit(_ request: HTTPRequest, id: String?) async throws -> HTTPResponse {
-        let caller = try await authenticate(request)
+    func getVisit(id: String?, caller: Caller) async throws -> HTTPResponse {
         let visitId = try RequestChecks.id(id, name: "visit")
         let environment = self.environment
         let answer = try await mapped {
@@ -134,8 +137,7 @@ extension LiveVisitsAPI {
         return answer.response
     }
 
-    func visitHistory(_ request: HTTPRequest, id: String?) async throws -> HTTPResponse {
-        let caller = try await authenticate(request)
+    func visitHistory(id: String?, caller: Caller) async throws -> HTTPResponse {
         let visitId = try RequestChecks.id(id, name: "visit")
         let environment = self.environment
         let body = try await mapped {
@@ -164,8 +166,7 @@ extension LiveVisitsAPI {
         return .json(body: Data(body.utf8))
     }
 
-    func listVisits(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let caller = try await authenticate(request)
+    func listVisits(_ request: HTTPRequest, caller: Caller) async throws -> HTTPResponse {
         var filter = VisitReadModel.ListFilter()
         filter.customerId = request.queryValue("customerId")
         filter.technicianId = request.queryValue("technicianId")
@@ -173,10 +174,10 @@ extension LiveVisitsAPI {
         case nil: break
         case "active": filter.ended = false
         case "ended": filter.ended = true
-        default: throw APIError(422, "invalid_value", "status: expected active or ended")
+        default: throw APIError(.invalidValue, "status: expected active or ended")
         }
         if let limit = request.queryValue("limit") {
-            guard let n = Int(limit), (1...200).contains(n) else { throw APIError(422, "invalid_value", "limit: expected 1 to 200") }
+            guard let n = Int(limit), (1...200).contains(n) else { throw APIError(.invalidValue, "limit: expected 1 to 200") }
             filter.limit = n
         }
         if let cursor = request.queryValue("cursor") {
@@ -205,7 +206,7 @@ extension LiveVisitsAPI {
                 for row in shown {
                     items.append(row.body(liveActivities: try environment.tokens.liveActivityCount(visitId: row.visitId, on: c)))
                 }
-                let next = rows.count > page.limit ? shown.last.map { LiveVisitsAPI.encodeCursor($0.scheduledAt, $0.visitId) } : nil
+                let next = rows.count > page.limit ? shown.last.map { LiveVisitsAPI.encodeCursor($0.scheduledAt, $0.booked) } : nil
                 let nextJSON = next.map { JSONValue.string($0).serializedString() } ?? "null"
                 return "{\"visits\":[\(items.joined(separator: ","))],\"nextCursor\":\(nextJSON)}"
             }
@@ -213,14 +214,16 @@ extension LiveVisitsAPI {
         return .json(body: Data(body.utf8))
     }
 
-    static func encodeCursor(_ scheduledAt: Int64, _ visitId: String) -> String {
-        Base64URL.encode(Array("\(scheduledAt):\(visitId)".utf8))
+    /// The cursor after a row: its scheduled time and booking order (`VisitReadModel.Row.booked`).
+    static func encodeCursor(_ scheduledAt: Int64, _ booked: Int64) -> String {
+        Base64URL.encode(Array("\(scheduledAt):\(booked)".utf8))
     }
 
-    static func decodeCursor(_ cursor: String) -> (scheduledAt: Int64, visitId: String)? {
+    static func decodeCursor(_ cursor: String) -> (scheduledAt: Int64, booked: Int64)? {
         guard cursor.count <= 400, let bytes = Base64URL.decode(cursor), let plain = String(validating: bytes, as: UTF8.self),
-              let colon = plain.firstIndex(of: ":"), let at = Int64(plain[..<colon])
+              let colon = plain.firstIndex(of: ":"), let at = Int64(plain[..<colon]),
+              let booked = Int64(plain[plain.index(after: colon)...])
         else { return nil }
-        return (at, String(plain[plain.index(after: colon)...]))
+        return (at, booked)
     }
 }

@@ -3,12 +3,18 @@ import Runtime
 /// Answers one routed request; a thrown `HTTPErrorConvertible` becomes its JSON error.
 public typealias RouteHandler = @Sendable (HTTPRequest, RouteParameters) async throws -> HTTPResponse
 
+/// Runs around a route's handler (authentication, idempotency …): answers by itself, or calls `next` — the
+/// rest of the chain, then the handler — and may change what it answers. What it throws is answered like a
+/// handler's error. Values for the handler travel in task-local values bound around `next`.
+public typealias RouteMiddleware = @Sendable (HTTPRequest, RouteParameters, _ next: RouteHandler) async throws -> HTTPResponse
+
 /// Maps method + path template to a handler.
 ///
 /// - No template fits the path: 404 `not_found`.
 /// - A template fits but not for this method: 405 `method_not_allowed` with an `Allow` header.
 /// - `HEAD` falls back to the `GET` route (the server sends no body for HEAD).
 /// - Every response carries the matched template in `HTTPResponse.route` for logs and metrics.
+/// - A route may run through middleware, the first given outermost (`add(_:_:through:_:)`).
 ///
 /// ```swift
 /// var router = Router()
@@ -42,6 +48,21 @@ public struct Router: Sendable {
         precondition(
             !routes.contains { $0.method == method && $0.template == parsed }, "route \(method) \(template) added twice")
         routes.append(Route(method: method, template: parsed, handler: handler))
+    }
+
+    /// Adds a route whose handler runs inside `middleware`, the first outermost: `through: [a, b]` runs
+    /// `a`, which calls `b`, which calls `handler`.
+    public mutating func add(
+        _ method: HTTPMethod, _ template: String, through middleware: [RouteMiddleware], _ handler: @escaping RouteHandler
+    ) {
+        add(method, template, Router.chain(middleware, handler))
+    }
+
+    /// `handler` wrapped in `middleware`, the first outermost.
+    public static func chain(_ middleware: [RouteMiddleware], _ handler: @escaping RouteHandler) -> RouteHandler {
+        middleware.reversed().reduce(handler) { next, outer in
+            { request, parameters in try await outer(request, parameters, next) }
+        }
     }
 
     /// The outcome of matching a request, without running anything.

@@ -105,7 +105,7 @@ public struct TokenRegistry: Sendable {
     }
 
     /// The statement behind `liveActivityCount`, to run with others (`PostgresConnection.pipeline`).
-    /// (`LiveVisitsAPI.IdempotencyClaim.storeAnswerStatement` counts the same rows inside its own statement.)
+    /// (`IdempotencyStore.storeVisitAnswerStatement` counts the same rows inside its own statement.)
     public func liveActivityCountQuery(visitId: String) -> PostgresQuery {
         "SELECT count(*) AS n FROM live_activities WHERE visit_id = \(visitId) AND retired_at_ms IS NULL"
     }

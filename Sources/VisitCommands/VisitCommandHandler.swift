@@ -22,18 +22,14 @@ public struct VisitCommandContext: Sendable {
     public var actor: EventMetadata
     /// `If-Match`: the version the visit must be at.
     public var expectedVersion: Int?
-    /// Store-level idempotency key (the HTTP layer keeps its own, scoped per API key and route).
-    public var idempotencyKey: String?
     /// Checked inside the transaction against the folded state (a technician may only touch their visits).
     public var authorize: @Sendable (VisitState) throws -> Void
 
     public init(
-        actor: EventMetadata, expectedVersion: Int? = nil, idempotencyKey: String? = nil,
-        authorize: @escaping @Sendable (VisitState) throws -> Void = { _ in }
+        actor: EventMetadata, expectedVersion: Int? = nil, authorize: @escaping @Sendable (VisitState) throws -> Void = { _ in }
     ) {
         self.actor = actor
         self.expectedVersion = expectedVersion
-        self.idempotencyKey = idempotencyKey
         self.authorize = authorize
     }
 }
@@ -113,7 +109,7 @@ public struct VisitCommandHandler: Sendable {
         self.clock = clock
     }
 
-    public static func streamName(for visitId: String) -> String { "visit-\(visitId)" }
+    public static func streamName(for visitId: String) -> String { VisitReadModel.streamPrefix + visitId }
 
     /// Schedules a visit (its first event). `already_scheduled` (409) when the id exists.
     public func schedule(_ scheduled: VisitScheduled, context: VisitCommandContext) async throws -> VisitCommandResult {
@@ -138,9 +134,6 @@ public struct VisitCommandHandler: Sendable {
     }
 
     public func execute(_ command: VisitCommand, on connection: PostgresConnection) throws -> VisitCommandResult {
-        if let key = command.context.idempotencyKey, let earlier = try EventStore.previousResult(for: key, on: connection) {
-            return try deduplicated(earlier, command, on: connection)
-        }
         let prepared = try prepare(command, state: try currentStates([command], on: connection)[0].get())
         let encoded = readModel.encode([prepared.accepted.state])
         var statements = [EventStore.appendStatement(prepared.request, guarded: false), readModel.upsertStatement(encoded)]
@@ -151,13 +144,7 @@ public struct VisitCommandHandler: Sendable {
         do {
             results = try connection.pipeline(statements)
         } catch let error as PostgresError {
-            switch try EventStore.appendFailure(error, prepared.request, on: connection) {
-            case .success(let earlier):
-                // A concurrent command with the same key won the race.
-                return try deduplicated(earlier, command, on: connection)
-            case .failure(let failure):
-                throw failure
-            }
+            throw try EventStore.appendFailure(error, prepared.request, on: connection)
         }
         return VisitCommandResult(
             state: prepared.accepted.state, appended: try EventStore.appendResult(prepared.request, results[0], on: connection),
@@ -169,14 +156,14 @@ public struct VisitCommandHandler: Sendable {
     /// their events in one statement, their read-model rows in one, their outbox rows — in one transaction.
     /// Each command gets its own outcome. If the shared write fails for anything but the database being
     /// unreachable (a concurrent writer took a position, say), nothing of it stands and each command is run
-    /// again alone, so one command's conflict cannot fail its neighbours. Commands with an idempotency key,
-    /// or on a visit already in the batch, run alone.
+    /// again alone, so one command's conflict cannot fail its neighbours. A command on a visit already in
+    /// the batch runs alone.
     public func executeBatch(_ commands: [VisitCommand], on connection: PostgresConnection) -> [Result<VisitCommandResult, any Error>] {
         var outcomes = [Result<VisitCommandResult, any Error>?](repeating: nil, count: commands.count)
         var batched: [Int] = []
         var visits = Set<String>()
         for (i, command) in commands.enumerated() {
-            if command.context.idempotencyKey == nil, visits.insert(command.visitId).inserted { batched.append(i) }
+            if visits.insert(command.visitId).inserted { batched.append(i) }
         }
         let states: [Result<VisitState?, any Error>]
         do {
@@ -297,8 +284,7 @@ public struct VisitCommandHandler: Sendable {
             events: [NewEvent(type: accepted.recorded.event.eventType,
                               data: String(decoding: accepted.recorded.event.storedData(), as: UTF8.self),
                               metadata: command.context.actor)],
-            expectedVersion: state.map { .exactly(Int64($0.version)) } ?? .noStream,
-            idempotencyKey: command.context.idempotencyKey, recordedAt: Double(accepted.recorded.recordedAt))
+            expectedVersion: state.map { .exactly(Int64($0.version)) } ?? .noStream, recordedAt: Double(accepted.recorded.recordedAt))
         try EventStore.validate(request, limits: store.limits)
         return Prepared(
             command: command, accepted: accepted, request: request,
@@ -318,49 +304,30 @@ public struct VisitCommandHandler: Sendable {
         return try VisitDecider.replay(history)
     }
 
-    /// The answer to a command whose idempotency key was already used: the visit as it is now.
-    private func deduplicated(_ earlier: AppendResult, _ command: VisitCommand, on connection: PostgresConnection) throws
-        -> VisitCommandResult
-    {
-        guard let state = try VisitReadModel.state(visitId: command.visitId, on: connection) else {
-            throw VisitDecisionError(
-                code: .notScheduled, message: "visit \(command.visitId) does not exist", status: nil, eventType: command.event.type)
-        }
-        return VisitCommandResult(
-            state: state, appended: earlier, pushes: 0, view: readModel.viewText(for: state),
-            alsoRows: try connection.pipeline(command.alsoRun))
-    }
-
     private func execute(visitId: String, event: VisitEvent, context: VisitCommandContext, isCreation: Bool) async throws
         -> VisitCommandResult
     {
         // Without If-Match a lost race is retried on the new state; with it, the conflict is the answer.
-        var attempt = 0
-        while true {
-            attempt += 1
-            do {
-                let result = try await store.pool.withConnection { connection in
+        do {
+            let result = try await LostRace.retrying(context.expectedVersion == nil && !isCreation) {
+                try await store.pool.withConnection { connection in
                     try execute(visitId: visitId, event: event, context: context, isCreation: isCreation, on: connection)
                 }
-                if !result.appended.deduplicated {
-                    store.eventsCommitted(count: 1)
-                    if result.pushes > 0 { pushes.committed() }
-                }
-                return result
-            } catch let error as EventStoreError where error.code == .wrongExpectedVersion {
-                if context.expectedVersion != nil {
-                    throw VersionMismatch(expected: context.expectedVersion!, actual: Int(error.actualVersion ?? 0))
-                }
-                if isCreation {
-                    throw VisitDecisionError(
-                        code: .alreadyScheduled, message: "visit \(visitId) is already scheduled", status: nil, eventType: .scheduled)
-                }
-                if attempt >= 50 { throw error }
-                // Spread racing retries out a little (a few ms, growing) so they stop colliding.
-                try await Task.sleep(nanoseconds: UInt64.random(in: 0...UInt64(min(attempt, 10)) * 2_000_000))
-            } catch let error as PostgresError where error.isUnavailable {
-                throw EventStoreError(code: .unavailable, message: error.message, underlying: error)
             }
+            store.eventsCommitted(count: 1)
+            if result.pushes > 0 { pushes.committed() }
+            return result
+        } catch let error as EventStoreError where error.code == .wrongExpectedVersion {
+            if let expected = context.expectedVersion {
+                throw VersionMismatch(expected: expected, actual: Int(error.actualVersion ?? 0))
+            }
+            if isCreation {
+                throw VisitDecisionError(
+                    code: .alreadyScheduled, message: "visit \(visitId) is already scheduled", status: nil, eventType: .scheduled)
+            }
+            throw error
+        } catch let error as PostgresError where error.isUnavailable {
+            throw EventStoreError(code: .unavailable, message: error.message, underlying: error)
         }
     }
 }

@@ -10,6 +10,8 @@ public struct VisitReadModel: Sendable {
     /// The projection's name for `livevisits replay` and checkpoints.
     public static let name = "visits"
     public static let table = "visits"
+    /// A visit's stream is this prefix and its id (`VisitCommandHandler.streamName(for:)`).
+    public static let streamPrefix = "visit-"
 
     public let rules: ProjectionRules
     /// The upsert statement from `Projections/visits.sql`, with `{table}` still in it.
@@ -45,6 +47,9 @@ public struct VisitReadModel: Sendable {
         public let ended: Bool
         public let version: Int64
         public let scheduledAt: Int64
+        /// The global position of the visit's `scheduled` event: the booking order, which breaks ties between
+        /// visits scheduled in the same second.
+        public let booked: Int64
         /// The view JSON as served, without `liveActivities`.
         public let view: String
 
@@ -56,7 +61,7 @@ public struct VisitReadModel: Sendable {
 
     /// A visit's response body: its stored view text with `liveActivities` added.
     /// Its SQL twin, for an answer stored in the writing transaction itself, is
-    /// `LiveVisitsAPI.IdempotencyClaim.storeAnswerStatement` (`IdempotencyTests` checks the two agree).
+    /// `IdempotencyStore.storeVisitAnswerStatement` (`IdempotencyStoreTests` pins the two byte for byte).
     public static func body(view: String, liveActivities: Int) -> String {
         // On every visit answer: drop the closing brace as a byte, not by walking the String's characters.
         guard view.utf8.last == UInt8(ascii: "}") else { return view }
@@ -122,10 +127,20 @@ public struct VisitReadModel: Sendable {
 
     /// The row of one visit.
     public static func row(visitId: String, on connection: PostgresConnection) throws -> Row? {
-        try connection.query("""
-            SELECT visit_id, customer_id, technician_id, status, ended, version, scheduled_at, view
-            FROM visits WHERE visit_id = \(visitId)
-            """).first.map(decode)
+        try connection.query(selectRows("WHERE v.visit_id = \(visitId)")).first.map(decode)
+    }
+
+    /// `SELECT` of a `Row`'s columns from `visits v`, with `b.booked` (the global position of each visit's
+    /// first, `scheduled`, event), then `rest` — whose binds keep their numbers: the head has none.
+    private static func selectRows(_ rest: PostgresQuery) -> PostgresQuery {
+        PostgresQuery(sql: """
+            SELECT v.visit_id, v.customer_id, v.technician_id, v.status, v.ended, v.version, v.scheduled_at, v.view,
+                   COALESCE(b.booked, 0) AS booked
+            FROM visits v
+            LEFT JOIN LATERAL (SELECT e.global_position AS booked FROM events e
+                               WHERE e.stream_name = '\(streamPrefix)' || v.visit_id AND e.position = 1) b ON true
+
+            """ + rest.sql, binds: rest.binds)
     }
 
     /// The folded state stored with a visit (nil when the visit does not exist).
@@ -142,11 +157,11 @@ public struct VisitReadModel: Sendable {
         /// true: only ended visits; false: only active ones; nil: both.
         public var ended: Bool?
         public var limit: Int
-        /// Resume after this (scheduled_at, visit_id).
-        public var after: (scheduledAt: Int64, visitId: String)?
+        /// Resume after this (scheduled time, booking order: a row's `scheduledAt` and `booked`).
+        public var after: (scheduledAt: Int64, booked: Int64)?
 
         public init(customerId: String? = nil, technicianId: String? = nil, ended: Bool? = nil, limit: Int = 50,
-                    after: (scheduledAt: Int64, visitId: String)? = nil) {
+                    after: (scheduledAt: Int64, booked: Int64)? = nil) {
             self.customerId = customerId
             self.technicianId = technicianId
             self.ended = ended
@@ -155,20 +170,20 @@ public struct VisitReadModel: Sendable {
         }
     }
 
-    /// Visits newest scheduled first; returns one more row than `limit` asks when there is a next page.
+    /// Visits newest scheduled first, and among those scheduled in the same second the latest booked first
+    /// (the order of their `scheduled` events in the log); returns one more row than `limit` asks when there
+    /// is a next page.
     public static func list(_ filter: ListFilter, on connection: PostgresConnection) throws -> [Row] {
         let afterAt = filter.after?.scheduledAt
-        let afterId = filter.after?.visitId
-        return try connection.query("""
-            SELECT visit_id, customer_id, technician_id, status, ended, version, scheduled_at, view
-            FROM visits
-            WHERE (\(filter.customerId)::text IS NULL OR customer_id = \(filter.customerId))
-              AND (\(filter.technicianId)::text IS NULL OR technician_id = \(filter.technicianId))
-              AND (\(filter.ended)::boolean IS NULL OR ended = \(filter.ended))
-              AND (\(afterAt)::bigint IS NULL OR (scheduled_at, visit_id) < (\(afterAt), \(afterId)))
-            ORDER BY scheduled_at DESC, visit_id DESC
+        let afterBooked = filter.after?.booked
+        return try connection.query(selectRows("""
+            WHERE (\(filter.customerId)::text IS NULL OR v.customer_id = \(filter.customerId))
+              AND (\(filter.technicianId)::text IS NULL OR v.technician_id = \(filter.technicianId))
+              AND (\(filter.ended)::boolean IS NULL OR v.ended = \(filter.ended))
+              AND (\(afterAt)::bigint IS NULL OR (v.scheduled_at, COALESCE(b.booked, 0)) < (\(afterAt), \(afterBooked)))
+            ORDER BY v.scheduled_at DESC, COALESCE(b.booked, 0) DESC
             LIMIT \(filter.limit + 1)
-            """).rows.map(decode)
+            """)).rows.map(decode)
     }
 
     static func decode(_ row: PostgresRow) throws -> Row {
@@ -176,6 +191,6 @@ public struct VisitReadModel: Sendable {
             visitId: try row.string("visit_id"), customerId: try row.string("customer_id"),
             technicianId: try row.string("technician_id"), status: try row.string("status"),
             ended: try row.bool("ended"), version: try row.int64("version"), scheduledAt: try row.int64("scheduled_at"),
-            view: try row.string("view"))
+            booked: try row.int64("booked"), view: try row.string("view"))
     }
 }

@@ -1,29 +1,46 @@
 import EventStore
 import Foundation
+import Outbox
 import Postgres
 import Runtime
-import Synchronization
+import VisitCommands
+import VisitDomain
+import VisitProjections
 
-/// `livevisits-bench append`: appends ~200-byte events with expected versions to many streams (uniform and
-/// Zipf-skewed) at several writer counts for a fixed time each, prints events/s and p50/p99 latency, and in
-/// the same run measures the machine's own limit with `pgbench` inserting one row of the same size into a
-/// copy of the events table (same unique (stream, position) index), then prints the ratios.
+/// `livevisits-bench append`: the product's write path without HTTP — visit commands (a `progress` event:
+/// decided on the visit's state, its event appended at the expected version, the read-model row and the
+/// outbox rows written in the same transaction) on many visits (uniform and Zipf-skewed) at several writer
+/// counts for a fixed time each, through group commit (`VisitCommandBatcher`, as the API runs them) or one
+/// transaction per command (`VisitCommandHandler` alone). It prints events/s and p50/p99 latency, and in the
+/// same run measures the machine's own limit with `pgbench` inserting one ~200-byte row into a copy of the
+/// events table (same unique (stream, position) index), then prints the ratios.
 struct AppendBenchmark {
-    static let summary = "event-store appends vs pgbench single-row inserts (see --help)"
+    static let summary = "visit commands (the product's appends) vs pgbench single-row inserts (see --help)"
+
+    /// How commands commit.
+    enum Mode: String, CustomStringConvertible {
+        /// Group commit: `VisitCommandBatcher`, the path of the API.
+        case batched
+        /// One transaction per command: `VisitCommandHandler.post`.
+        case direct
+        var description: String { rawValue }
+    }
 
     static let help = """
         usage: livevisits-bench append [options]
           --duration SECONDS       time per measurement (default 10)
           --writers LIST           concurrent writers, comma-separated (default 1,4,16)
-          --streams N              number of streams (default 10000)
+          --streams N              number of visits (default 10000), scheduled before the runs
           --distribution LIST      uniform,zipf (default both)
-          --mode LIST              batched (group commit, the default) and/or direct (one transaction per append)
-          --batches N              group commit: batches in flight at once (default \(GroupCommit().maxConcurrentBatches))
+          --mode LIST              batched (group commit, the API's path, the default) and/or direct (one
+                                   transaction per command)
+          --batches N              group commit: batches in flight at once (default 2, the API's)
           --no-sync                synchronous_commit=off for both sides (what a fast WAL device would
                                    show: commits cost CPU, not a flush wait)
           --pgbench PATH           pgbench binary (default /usr/lib/postgresql/15/bin/pgbench)
           --no-pgbench             skip the pgbench baseline
-          --migrations DIR         migration files (default ./Migrations)
+          --migrations DIR         migration files (default ./Migrations); the read-model SQL and rules come
+                                   from ./Projections
         The cluster comes from LIVEVISITS_DATABASE_URL (start it with scripts/pg start); a scratch database
         is created there and dropped at the end.
         """
@@ -32,8 +49,8 @@ struct AppendBenchmark {
     var writerCounts = [1, 4, 16]
     var streams = 10_000
     var distributions: [StreamPicker.Distribution] = [.uniform, .zipf]
-    var modes: [GroupCommit.Mode] = [.batched]
-    var concurrentBatches = GroupCommit().maxConcurrentBatches
+    var modes: [Mode] = [.batched]
+    var concurrentBatches = 2
     var pgbenchPath = "/usr/lib/postgresql/15/bin/pgbench"
     var runPgbench = true
     var synchronousCommit = true
@@ -97,9 +114,8 @@ struct AppendBenchmark {
         var p50: Double
         var p99: Double
         var conflictsPerSecond: Double
-        /// Group commit only: appends per batch and the database time of one batch.
+        /// Group commit only: commands per batch.
         var meanBatch: Double
-        var meanBatchMilliseconds: Double
     }
 
     func run() async throws {
@@ -120,7 +136,7 @@ struct AppendBenchmark {
         // Both sides connect with the same URL, so a session setting applies to both.
         let url = synchronousCommit ? database.url : ScratchDatabase.url(database.url, adding: "options=-csynchronous_commit%3Doff")
         let maxWriters = writerCounts.max() ?? 1
-        print("append benchmark: \(streams) streams, ~\(AppendBenchmark.eventBytes) bytes per event, \(Int(duration)) s per run, database \(database.name)"
+        print("append benchmark: \(streams) visits, progress commands, \(Int(duration)) s per run, database \(database.name)"
             + (synchronousCommit ? "" : ", synchronous_commit=off"))
 
         var baseline: [Int: Double] = [:]
@@ -134,28 +150,29 @@ struct AppendBenchmark {
             }
         }
 
+        let projections = URL(fileURLWithPath: "Projections")
+        let readModel = try VisitReadModel(projectionsDirectory: projections, rules: try ProjectionRules.load(directory: projections))
+        let pool = PostgresPool(configuration: PostgresConfiguration(url: url, size: maxWriters + 2))
+        let handler = VisitCommandHandler(store: EventStore(pool: pool), readModel: readModel, pushes: OutboxPushes(outbox: Outbox(pool: pool)))
+        let batcher = VisitCommandBatcher(handler: handler, maxConcurrentBatches: concurrentBatches)
+        try await scheduleVisits(batcher: batcher)
         var figures: [Figure] = []
-        var runIndex = 0
         for mode in modes {
-            let pool = PostgresPool(configuration: PostgresConfiguration(url: url, size: maxWriters + 2))
-            let store = EventStore(pool: pool, groupCommit: GroupCommit(mode: mode, maxConcurrentBatches: concurrentBatches))
             for distribution in distributions {
                 let picker = StreamPicker(distribution, count: streams)
                 for writers in writerCounts {
-                    runIndex += 1
-                    var figure = try await measure(
-                        store: store, picker: picker, writers: writers, streamPrefix: "r\(runIndex)-")
+                    var figure = try await measure(mode: mode, batcher: batcher, picker: picker, writers: writers)
                     figure.label = "\(mode) \(distribution.rawValue)"
                     figures.append(figure)
                     print(line(figure, baseline: baseline[writers]))
                 }
             }
-            await pool.close()
         }
+        await pool.close()
 
-        print("\nsummary (events/s; p50/p99 latency of one append; ratio to pgbench tps at the same client count;")
-        print("         group commit: mean appends per batch and mean database time of one batch)")
-        print("mode     distribution  writers   events/s   p50 ms   p99 ms  conflicts/s  vs pgbench  batch  batch ms")
+        print("\nsummary (events/s; p50/p99 latency of one command; ratio to pgbench tps at the same client count;")
+        print("         group commit: mean commands per batch)")
+        print("mode     distribution  writers   events/s   p50 ms   p99 ms  conflicts/s  vs pgbench  batch")
         for f in figures { print(line(f, baseline: baseline[f.writers])) }
     }
 
@@ -165,19 +182,44 @@ struct AppendBenchmark {
         return label + String(
             format: " %7d %10.0f %8.2f %8.2f %12.0f  ", f.writers, f.eventsPerSecond, f.p50 * 1000, f.p99 * 1000,
             f.conflictsPerSecond) + ratio.padding(toLength: 10, withPad: " ", startingAt: 0)
-            + (f.meanBatch > 0 ? String(format: "%6.1f %7.2f", f.meanBatch, f.meanBatchMilliseconds) : "")
+            + (f.meanBatch > 0 ? String(format: "%6.1f", f.meanBatch) : "")
     }
 
-    /// Runs `writers` tasks appending for `duration` seconds; each keeps the stream versions it learned.
-    private func measure(
-        store: EventStore, picker: StreamPicker, writers: Int, streamPrefix: String
-    ) async throws -> Figure {
-        let versions = StreamVersions(count: picker.count)
+    /// The visits the runs post to (`bench-0` …), scheduled through group commit.
+    private func scheduleVisits(batcher: VisitCommandBatcher) async throws {
+        let start = Int(Date().timeIntervalSince1970) + 900
+        let context = AppendBenchmark.context
+        let streams = self.streams
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for lane in 0..<16 {
+                group.addTask {
+                    for n in stride(from: lane, to: streams, by: 16) {
+                        let json = """
+                            {"visitId": "bench-\(n)", "customerId": "c-\(n)",
+                             "attributes": {"customerFirstName": "Alex", "serviceAddress": "12 Elm Row", "jobSummary": "Boiler check"},
+                             "technician": {"id": "t-1", "name": "Sam", "avatarSymbol": "person.crop.circle", "vanDescription": "White van"},
+                             "arrivalWindow": {"start": \(start), "end": \(start + 600)}, "kilometresAway": 14.0}
+                            """
+                        let scheduled = try ScheduleVisitRequest.parse(Array(json.utf8)) { "bench-\(n)" }
+                        _ = try await batcher.execute(VisitCommand(
+                            visitId: "bench-\(n)", event: .scheduled(scheduled), context: context, isCreation: true))
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        batcher.handler.store.eventsCommitted(count: streams)
+    }
+
+    static let context = VisitCommandContext(actor: EventMetadata(actorRole: "dispatcher", actorSubject: "d-1"))
+
+    /// Runs `writers` tasks posting progress events for `duration` seconds, as the API does after parsing
+    /// a request: through the batcher (then the wake-ups after the commit), or alone.
+    private func measure(mode: Mode, batcher: VisitCommandBatcher, picker: StreamPicker, writers: Int) async throws -> Figure {
         let batchesBefore = BatchCounters.read()
         let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(duration * 1e9)
-        let event = NewEvent(
-            type: "visitProgressed", data: AppendBenchmark.eventData,
-            metadata: EventMetadata(actorRole: "dispatcher", actorSubject: "d-1"))
+        let handler = batcher.handler
+        let context = AppendBenchmark.context
         let outcomes = try await withThrowingTaskGroup(of: WriterOutcome.self) { group -> [WriterOutcome] in
             for w in 0..<writers {
                 group.addTask {
@@ -185,19 +227,24 @@ struct AppendBenchmark {
                     var outcome = WriterOutcome()
                     outcome.latencies.reserveCapacity(100_000)
                     while DispatchTime.now().uptimeNanoseconds < deadline {
-                        let stream = picker.pick(using: &random)
-                        let version = versions.get(stream)
+                        let visit = "bench-\(picker.pick(using: &random))"
+                        let km = Double(Int.random(in: 1...400, using: &random)) / 10
+                        let event = try VisitEventRequest.parse(Array("{\"type\":\"progress\",\"kilometresAway\":\(km)}".utf8))
                         let started = DispatchTime.now().uptimeNanoseconds
                         do {
-                            let result = try await store.append(AppendRequest(
-                                streamName: streamPrefix + String(stream), events: [event],
-                                expectedVersion: version == 0 ? .noStream : .exactly(version)))
+                            switch mode {
+                            case .batched:
+                                let result = try await batcher.execute(
+                                    VisitCommand(visitId: visit, event: event, context: context, isCreation: false))
+                                handler.store.eventsCommitted(count: 1)
+                                if result.pushes > 0 { handler.pushes.committed() }
+                            case .direct:
+                                _ = try await handler.post(visitId: visit, event: event, context: context)
+                            }
                             outcome.latencies.append(Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9)
-                            outcome.events += result.globalPositions.count
-                            versions.raise(stream, to: result.lastPosition)
+                            outcome.events += 1
                         } catch let error as EventStoreError where error.code == .wrongExpectedVersion {
                             outcome.conflicts += 1
-                            versions.raise(stream, to: error.actualVersion ?? version)
                         }
                     }
                     return outcome
@@ -216,8 +263,7 @@ struct AppendBenchmark {
         return Figure(
             label: "", writers: writers, eventsPerSecond: Double(events) / duration, p50: percentile(0.5),
             p99: percentile(0.99), conflictsPerSecond: Double(conflicts) / duration,
-            meanBatch: batches.batches > 0 ? batches.appends / batches.batches : 0,
-            meanBatchMilliseconds: batches.batches > 0 ? batches.seconds * 1000 / batches.batches : 0)
+            meanBatch: batches.batches > 0 ? batches.commands / batches.batches : 0)
     }
 
     private struct WriterOutcome: Sendable {
@@ -226,7 +272,7 @@ struct AppendBenchmark {
         var conflicts = 0
     }
 
-    /// About 200 bytes of JSON, shaped like a visit event.
+    /// About 200 bytes of JSON, shaped like a visit event: pgbench's row.
     static let eventData: String = {
         var text = #"{"visitId":"v-100042","status":"enRoute","kilometresAway":12.5,"#
             + #""arrivalWindow":{"start":1790000300,"end":1790000900},"technician":{"id":"t-42","name":"Sam"},"#
@@ -235,32 +281,20 @@ struct AppendBenchmark {
         return text + #""}"#
     }()
 
-    static var eventBytes: Int { eventData.utf8.count }
 }
 
-/// Group-commit counters from the process's metrics.
+/// The visit commands' group-commit counters from the process's metrics.
 struct BatchCounters {
     var batches = 0.0
-    var appends = 0.0
-    var seconds = 0.0
+    var commands = 0.0
 
     static func read() -> BatchCounters {
         let m = Metrics.shared
         return BatchCounters(
-            batches: m.value("livevisits_append_batches_total") ?? 0,
-            appends: m.value("livevisits_append_batched_appends_total") ?? 0,
-            seconds: m.value("livevisits_append_batch_seconds_total") ?? 0)
+            batches: m.value("livevisits_command_batches_total") ?? 0, commands: m.value("livevisits_command_batched_total") ?? 0)
     }
 
     static func - (a: BatchCounters, b: BatchCounters) -> BatchCounters {
-        BatchCounters(batches: a.batches - b.batches, appends: a.appends - b.appends, seconds: a.seconds - b.seconds)
+        BatchCounters(batches: a.batches - b.batches, commands: a.commands - b.commands)
     }
-}
-
-/// The version each writer last saw per stream, shared so that writers mostly append at the right version.
-final class StreamVersions: Sendable {
-    private let versions: Mutex<[Int64]>
-    init(count: Int) { versions = Mutex(Array(repeating: 0, count: count)) }
-    func get(_ stream: Int) -> Int64 { versions.withLock { $0[stream] } }
-    func raise(_ stream: Int, to version: Int64) { versions.withLock { $0[stream] = max($0[stream], version) } }
 }

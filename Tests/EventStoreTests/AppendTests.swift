@@ -4,17 +4,15 @@ import Postgres
 import TestSupport
 import Testing
 
-/// Every test runs twice: through group commit and through the direct path (one statement per append).
+/// Appends through the async API (one autocommitted statement per append) and reads.
 @Suite struct AppendTests {
-    static let modes: [GroupCommit.Mode] = [.batched, .direct]
-
     func event(_ n: Int) -> NewEvent {
         NewEvent(type: "tested", data: #"{"n": \#(n)}"#, metadata: EventMetadata(actorRole: "dispatcher", actorSubject: "d-1"))
     }
 
-    @Test(arguments: AppendTests.modes) func appendsAndReadsAStreamInOrder(mode: GroupCommit.Mode) async throws {
+    @Test func appendsAndReadsAStreamInOrder() async throws {
         let (_, pool) = try await TestDatabase.create()
-        let store = EventStore(pool: pool, groupCommit: GroupCommit(mode: mode))
+        let store = EventStore(pool: pool)
         let first = try await store.append(AppendRequest(streamName: "visit-a", events: [event(1), event(2)], expectedVersion: .noStream))
         #expect(first.firstPosition == 1)
         #expect(first.lastPosition == 2)
@@ -29,17 +27,17 @@ import Testing
         #expect(read[0].metadata.actorSubject == "d-1")
     }
 
-    @Test(arguments: AppendTests.modes) func recordsTheCallersTime(mode: GroupCommit.Mode) async throws {
+    @Test func recordsTheCallersTime() async throws {
         let (_, pool) = try await TestDatabase.create()
-        let store = EventStore(pool: pool, groupCommit: GroupCommit(mode: mode))
+        let store = EventStore(pool: pool)
         let result = try await store.append(AppendRequest(streamName: "s", events: [event(1)], recordedAt: 1_790_000_123))
         #expect(result.recordedAt == 1_790_000_123)
         #expect(try await store.readStream("s")[0].recordedAt == 1_790_000_123)
     }
 
-    @Test(arguments: AppendTests.modes) func wrongExpectedVersionIsATypedConflict(mode: GroupCommit.Mode) async throws {
+    @Test func wrongExpectedVersionIsATypedConflict() async throws {
         let (_, pool) = try await TestDatabase.create()
-        let store = EventStore(pool: pool, groupCommit: GroupCommit(mode: mode))
+        let store = EventStore(pool: pool)
         try await store.append(AppendRequest(streamName: "s", events: [event(1)], expectedVersion: .noStream))
         await #expect(throws: EventStoreError.self) {
             try await store.append(AppendRequest(streamName: "s", events: [event(2)], expectedVersion: .noStream))
@@ -54,9 +52,9 @@ import Testing
         #expect(try await store.readStream("s").count == 1)
     }
 
-    @Test(arguments: AppendTests.modes) func concurrentAppendsAtTheSameVersionHaveExactlyOneWinner(mode: GroupCommit.Mode) async throws {
+    @Test func concurrentAppendsAtTheSameVersionHaveExactlyOneWinner() async throws {
         let (_, pool) = try await TestDatabase.create(poolSize: 8)
-        let store = EventStore(pool: pool, groupCommit: GroupCommit(mode: mode))
+        let store = EventStore(pool: pool)
         let rounds = 40
         let writers = 6
         for round in 0..<rounds {
@@ -90,32 +88,9 @@ import Testing
         #expect(total == rounds)
     }
 
-    @Test(arguments: AppendTests.modes) func idempotentAppendReturnsTheFirstResult(mode: GroupCommit.Mode) async throws {
+    @Test func badInputIsRefusedBeforeTheDatabase() async throws {
         let (_, pool) = try await TestDatabase.create()
-        let store = EventStore(pool: pool, groupCommit: GroupCommit(mode: mode))
-        let first = try await store.append(AppendRequest(streamName: "s", events: [event(1)], idempotencyKey: "k-1"))
-        let again = try await store.append(AppendRequest(streamName: "s", events: [event(1)], idempotencyKey: "k-1"))
-        #expect(again.deduplicated)
-        #expect(!first.deduplicated)
-        #expect(again.globalPositions == first.globalPositions)
-        #expect(again.lastPosition == first.lastPosition)
-        #expect(try await store.readStream("s").count == 1)
-        // Concurrent retries with one key: one append in the log.
-        let results = try await withThrowingTaskGroup(of: AppendResult?.self) { group -> [AppendResult?] in
-            for _ in 0..<6 {
-                group.addTask {
-                    try? await store.append(AppendRequest(streamName: "t", events: [event(9)], idempotencyKey: "k-2"))
-                }
-            }
-            return try await group.reduce(into: []) { $0.append($1) }
-        }
-        #expect(try await store.readStream("t").count == 1)
-        #expect(Set(results.compactMap { $0?.globalPositions }).count == 1)
-    }
-
-    @Test(arguments: AppendTests.modes) func badInputIsRefusedBeforeTheDatabase(mode: GroupCommit.Mode) async throws {
-        let (_, pool) = try await TestDatabase.create()
-        let store = EventStore(pool: pool, groupCommit: GroupCommit(mode: mode))
+        let store = EventStore(pool: pool)
         let cases: [(AppendRequest, EventStoreError.Code)] = [
             (AppendRequest(streamName: "", events: [event(1)]), .invalidStreamName),
             (AppendRequest(streamName: String(repeating: "x", count: 201), events: [event(1)]), .invalidStreamName),

@@ -7,9 +7,8 @@ import Testing
 /// `PostgresConnection.pipeline`: several statements in one round trip, all or nothing outside a
 /// transaction, part of the transaction inside one; and the single-statement append in it.
 @Suite struct PipelineTests {
-    func request(_ stream: String, _ expected: ExpectedVersion, key: String? = nil) -> AppendRequest {
-        AppendRequest(streamName: stream, events: [NewEvent(type: "tested", data: #"{"n": 1}"#)], expectedVersion: expected,
-                      idempotencyKey: key)
+    func request(_ stream: String, _ expected: ExpectedVersion) -> AppendRequest {
+        AppendRequest(streamName: stream, events: [NewEvent(type: "tested", data: #"{"n": 1}"#)], expectedVersion: expected)
     }
 
     @Test func resultsComeBackInOrderAndTheStatementsCommitTogether() async throws {
@@ -73,7 +72,7 @@ import Testing
     @Test func anUnguardedAppendInAPipelineNeverCommitsWithoutItsEvent() async throws {
         let (_, pool) = try await TestDatabase.create()
         defer { Task { await pool.close() } }
-        try await EventStore(pool: pool, groupCommit: .direct).append(request("s", .noStream))
+        try await EventStore(pool: pool).append(request("s", .noStream))
         // Stream at 1; a writer that believes it is at 0 (its read is stale) must not write its side effects.
         let error = try await pool.withConnection { c -> EventStoreError? in
             try c.execute(script: "CREATE TABLE side (n int)")
@@ -82,28 +81,12 @@ import Testing
                 try c.pipeline([EventStore.appendStatement(stale, guarded: false), "INSERT INTO side VALUES (\(1))"])
                 return nil
             } catch let error as PostgresError {
-                guard case .failure(let failure) = try EventStore.appendFailure(error, stale, on: c) else { return nil }
-                return failure as? EventStoreError
+                return try EventStore.appendFailure(error, stale, on: c) as? EventStoreError
             }
         }
         #expect(error?.code == .wrongExpectedVersion)
         #expect(error?.actualVersion == 1)
         let side = try await pool.withConnection { try $0.query("SELECT count(*) AS n FROM side").first!.int("n") }
         #expect(side == 0)
-        // A reused key fails the same way, and the failure hands back the first result.
-        let first = try await EventStore(pool: pool, groupCommit: .direct).append(request("k", .noStream, key: "key-1"))
-        let again = try await pool.withConnection { c -> AppendResult? in
-            let retry = request("k2", .noStream, key: "key-1")
-            do {
-                try c.pipeline([EventStore.appendStatement(retry, guarded: false), "INSERT INTO side VALUES (\(2))"])
-                return nil
-            } catch let error as PostgresError {
-                guard case .success(let earlier) = try EventStore.appendFailure(error, retry, on: c) else { return nil }
-                return earlier
-            }
-        }
-        #expect(again?.deduplicated == true)
-        #expect(again?.globalPositions == first.globalPositions)
-        #expect(try await EventStore(pool: pool).readStream("k2").isEmpty)
     }
 }

@@ -6,7 +6,7 @@ import TestSupport
 import Synchronization
 import Testing
 
-/// How followers learn about new events: LISTEN/NOTIFY when available, polling otherwise.
+/// How readers of the log learn about new events (LISTEN/NOTIFY), and the horizon metric.
 @Suite struct WakeUpTests {
     /// Waits (without driving anything) until `condition` holds or `seconds` pass; a bound against hangs.
     func eventually(within seconds: Double, _ condition: () -> Bool) async throws -> Bool {
@@ -18,38 +18,20 @@ import Testing
         return condition()
     }
 
-    /// The follower's poll interval is an hour, so it can only see the event early if the NOTIFY sent
-    /// after the commit woke it through the listener.
-    @Test func aFollowerWokenByListenSeesANewEventWithoutPolling() async throws {
+    /// A commit announced with `eventsCommitted` is heard on `EventStore.channel` by a listener.
+    @Test func aCommittedAppendIsAnnouncedOnTheEventsChannel() async throws {
         let (url, pool) = try await TestDatabase.create()
         let store = EventStore(pool: pool)
-        let wake = WakeUp()
         let notifications = Counter()
-        let listener = PostgresListener(url: url, channels: [EventStore.channel]) { _, _ in
-            notifications.add()
-            wake.signal()
+        let listener = PostgresListener(url: url, channels: [EventStore.channel]) { channel, _ in
+            if channel == EventStore.channel { notifications.add() }
         }
         let listening = Task { try await listener.run() }
         defer { listening.cancel() }
         #expect(try await eventually(within: 30) { listener.isListening.load(ordering: .sequentiallyConsistent) })
-
-        let seen = SeenLog()
-        let follower = EventFollower(name: "woken", store: store, wakeUp: wake, pollInterval: 3600) { _, events in
-            seen.append(events)
-        }
-        let following = Task { try await follower.run() }
-        defer { following.cancel() }
-        // A first event brings the follower to its steady state: handled, then parked for the poll interval.
-        let first = try await store.append(AppendRequest(streamName: "woken", events: [NewEvent(type: "e", data: "{}")]))
-        #expect(try await eventually(within: 60) { seen.count == 1 })
-        // Let the first event's own notification arrive and be spent, so it cannot explain what follows.
-        try await Task.sleep(nanoseconds: 300_000_000)
-        let notifiedBefore = notifications.value
-
-        let second = try await store.append(AppendRequest(streamName: "woken", events: [NewEvent(type: "e", data: "{}")]))
-        #expect(try await eventually(within: 60) { seen.count == 2 }, "the follower was not woken")
-        #expect(seen.positions == first.globalPositions + second.globalPositions)
-        #expect(notifications.value > notifiedBefore)
+        let before = notifications.value
+        try await store.append(AppendRequest(streamName: "announced", events: [NewEvent(type: "e", data: "{}")]))
+        #expect(try await eventually(within: 30) { notifications.value > before }, "the append was not announced")
     }
 
     /// A pool's NOTIFYs are one coalesced stream over every channel: a burst of pokes on two channels is
@@ -76,35 +58,6 @@ import Testing
         pool.notifyAfterCommit("lv_test_b")
         #expect(try await eventually(within: 30) { heard.withLock { $0["lv_test_b"] ?? 0 } > afterBurst["lv_test_b"]! })
         #expect(heard.withLock { $0["lv_test_a"] } == afterBurst["lv_test_a"], "a channel not poked is not notified")
-    }
-
-    /// With LISTEN unavailable (the listener cannot reach its server, as behind a transaction-pooling proxy),
-    /// the follower's polling still delivers every event.
-    @Test func pollingDeliversWhenListenIsUnavailable() async throws {
-        let (_, pool) = try await TestDatabase.create()
-        let store = EventStore(pool: pool)
-        let wake = WakeUp()
-        let listener = PostgresListener(url: "postgresql://livevisits@127.0.0.1:1/none", channels: [EventStore.channel]) { _, _ in
-            wake.signal()
-        }
-        let listenerTask = Task { try await listener.run() }
-        defer { listenerTask.cancel() }
-        let seen = SeenLog()
-        let follower = EventFollower(name: "polling", store: store, wakeUp: wake, pollInterval: 0.1) { _, events in
-            seen.append(events)
-        }
-        let following = Task { try await follower.run() }
-        defer { following.cancel() }
-
-        var positions: [Int64] = []
-        for i in 0..<5 {
-            positions += try await store.append(AppendRequest(streamName: "p-\(i)", events: [NewEvent(type: "e", data: "{}")]))
-                .globalPositions
-        }
-        #expect(try await eventually(within: 60) { seen.count == 5 })
-        #expect(Set(seen.positions) == Set(positions))
-        let listening = listener.isListening.load(ordering: .sequentiallyConsistent)
-        #expect(!listening)
     }
 
     @Test func theHorizonMetricReportsTheOldestOpenTransaction() async throws {

@@ -1,4 +1,5 @@
 import Foundation
+import Runtime
 import Testing
 
 /// `GET /v1/visits`: role scoping, filters that only narrow, and cursor paging.
@@ -56,5 +57,32 @@ import Testing
         #expect(ids(try await api.call("GET", "/v1/visits?customerId=c-2", key: technician)) == [b])
         #expect(Set(ids(try await api.call("GET", "/v1/visits?customerId=c-2", key: api.dispatcher))) == [b, c])
         #expect(Set(ids(try await api.call("GET", "/v1/visits?technicianId=t-1", key: api.ops))) == [a, b])
+    }
+
+    /// Visits booked within one second (here: a clock that stands still) list newest booking first, not in
+    /// id order, and a page boundary between them neither skips nor repeats one.
+    @Test func visitsBookedInTheSameSecondListNewestBookingFirst() async throws {
+        let api = try await APIServer.start(clock: ManualClock(now: Date().timeIntervalSince1970.rounded(.down)))
+        defer { Task { await api.stop() } }
+        let customer = uniqueID("c")
+        let prefix = uniqueID("v")
+        // Booked in this order; their ids sort otherwise.
+        let booked = ["\(prefix)-b", "\(prefix)-c", "\(prefix)-a", "\(prefix)-d"]
+        for id in booked {
+            #expect(try await api.schedule(id, customer: customer).status == 201)
+        }
+        let newestFirst = Array(booked.reversed())
+        #expect(ids(try await api.call("GET", "/v1/visits?customerId=\(customer)", key: api.dispatcher)) == newestFirst)
+        var paged: [String] = []
+        var cursor: String? = nil
+        for _ in 0..<10 {
+            let path = "/v1/visits?customerId=\(customer)&limit=1" + (cursor.map { "&cursor=\($0)" } ?? "")
+            let page = try await api.call("GET", path, key: api.dispatcher)
+            #expect(page.status == 200)
+            paged += ids(page)
+            cursor = page.json?["nextCursor"] as? String
+            if cursor == nil { break }
+        }
+        #expect(paged == newestFirst)
     }
 }

@@ -6,6 +6,7 @@ import Testing
 import VisitCommands
 import VisitDomain
 import VisitProjections
+import VisitTestSupport
 
 @Suite struct ReplayTests {
     static let journey = [

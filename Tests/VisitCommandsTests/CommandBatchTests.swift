@@ -6,6 +6,7 @@ import Testing
 import VisitCommands
 import VisitDomain
 import VisitProjections
+import VisitTestSupport
 
 /// Group commit for visit commands (`VisitCommandBatcher`, `VisitCommandHandler.executeBatch`).
 @Suite(.serialized) struct CommandBatchTests {

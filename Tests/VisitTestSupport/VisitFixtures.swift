@@ -7,14 +7,15 @@ import VisitCommands
 import VisitDomain
 import VisitProjections
 
-/// Builds visits through the real command path on a scratch database.
-struct VisitFixtures {
-    let pool: PostgresPool
-    let handler: VisitCommandHandler
-    let readModel: VisitReadModel
-    let clock: ManualClock
+/// Builds visits through the real command path on a scratch database (for the tests of the command path and
+/// of the projections built from it).
+public struct VisitFixtures: Sendable {
+    public let pool: PostgresPool
+    public let handler: VisitCommandHandler
+    public let readModel: VisitReadModel
+    public let clock: ManualClock
 
-    static func make(pushes: any PushEnqueuer = CountingEnqueuer()) async throws -> VisitFixtures {
+    public static func make(pushes: any PushEnqueuer = CountingEnqueuer()) async throws -> VisitFixtures {
         let (_, pool) = try await TestDatabase.create(poolSize: 8)
         let rules = try ProjectionRules.load(directory: TestDatabase.projectionsDirectory)
         let readModel = try VisitReadModel(projectionsDirectory: TestDatabase.projectionsDirectory, rules: rules)
@@ -23,9 +24,9 @@ struct VisitFixtures {
         return VisitFixtures(pool: pool, handler: handler, readModel: readModel, clock: clock)
     }
 
-    static let dispatcher = VisitCommandContext(actor: EventMetadata(actorRole: "dispatcher", actorSubject: "d-1"))
+    public static let dispatcher = VisitCommandContext(actor: EventMetadata(actorRole: "dispatcher", actorSubject: "d-1"))
 
-    func schedule(_ id: String, customer: String = "c-1", technician: String = "t-1") async throws -> VisitCommandResult {
+    public func schedule(_ id: String, customer: String = "c-1", technician: String = "t-1") async throws -> VisitCommandResult {
         let start = Int(clock.now()) + 600
         let body = """
             {"visitId": "\(id)", "customerId": "\(customer)",
@@ -38,20 +39,20 @@ struct VisitFixtures {
     }
 
     @discardableResult
-    func post(_ id: String, _ json: String) async throws -> VisitCommandResult {
+    public func post(_ id: String, _ json: String) async throws -> VisitCommandResult {
         try await handler.post(visitId: id, event: try VisitEventRequest.parse(Array(json.utf8)), context: VisitFixtures.dispatcher)
     }
 
     /// The read model rows, keyed by visit id.
-    func rows() async throws -> [String: VisitReadModel.Row] {
+    public func rows() async throws -> [String: VisitReadModel.Row] {
         try await pool.withConnection { c in
             var out: [String: VisitReadModel.Row] = [:]
-            var after: (Int64, String)? = nil
+            var after: (Int64, Int64)? = nil
             while true {
                 let page = try VisitReadModel.list(.init(limit: 500, after: after), on: c)
                 for row in page.prefix(500) { out[row.visitId] = row }
                 guard page.count > 500, let last = page.prefix(500).last else { break }
-                after = (last.scheduledAt, last.visitId)
+                after = (last.scheduledAt, last.booked)
             }
             return out
         }
@@ -59,14 +60,15 @@ struct VisitFixtures {
 }
 
 /// Counts push plans (stand-in until a test needs the real outbox tables).
-final class CountingEnqueuer: PushEnqueuer, @unchecked Sendable {
+public final class CountingEnqueuer: PushEnqueuer, @unchecked Sendable {
+    public init() {}
     // Guarded by `lock`.
     private let lock = NSLock()
     private var plans: [PushPlan] = []
-    func statements(for plans: [PushPlan], state: VisitState) throws -> [PostgresQuery] {
+    public func statements(for plans: [PushPlan], state: VisitState) throws -> [PostgresQuery] {
         lock.withLock { self.plans += plans }
         return []
     }
-    var count: Int { lock.withLock { plans.count } }
-    var all: [PushPlan] { lock.withLock { plans } }
+    public var count: Int { lock.withLock { plans.count } }
+    public var all: [PushPlan] { lock.withLock { plans } }
 }

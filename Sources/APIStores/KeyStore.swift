@@ -1,0 +1,50 @@
+import Postgres
+
+/// The `api_keys` table: minted keys (only the SHA-256 of each secret is kept), the live key behind a
+/// caller, revocation announced to every process. The key format, hashing and roles are `APIKeys`' (HTTPAPI).
+public enum KeyStore {
+    /// A live (not revoked) key as stored.
+    public struct Row: Sendable, Equatable {
+        public let keyId: String
+        /// Lower-case hex SHA-256 of the secret.
+        public let secretHash: String
+        public let role: String
+        public let subject: String?
+    }
+
+    /// The channel a revocation is announced on (payload: the key id), so that every process drops the key
+    /// from its cache at once.
+    public static let revocationChannel = "livevisits_keys"
+
+    /// Stores a newly minted key.
+    public static func insert(
+        keyId: String, secretHash: String, role: String, subject: String?, createdBy: String?, on connection: PostgresConnection
+    ) throws {
+        try connection.query("""
+            INSERT INTO api_keys (key_id, secret_hash, role, subject, created_by)
+            VALUES (\(keyId), \(secretHash), \(role), \(subject), \(createdBy))
+            """)
+    }
+
+    /// The live key with this id, or nil.
+    public static func live(keyId: String, on connection: PostgresConnection) throws -> Row? {
+        guard let row = try connection.query("""
+            SELECT secret_hash, role, subject FROM api_keys WHERE key_id = \(keyId) AND revoked_at IS NULL
+            """).first
+        else { return nil }
+        return Row(keyId: keyId, secretHash: try row.string("secret_hash"), role: try row.string("role"), subject: row["subject"])
+    }
+
+    /// Revokes a live key whose role is one of `roles`, and announces it on `revocationChannel` in the same
+    /// statement; false when there is no such key.
+    public static func revoke(keyId: String, roles: [String], on connection: PostgresConnection) throws -> Bool {
+        try !connection.query("""
+            WITH revoked AS (
+                UPDATE api_keys SET revoked_at = now()
+                WHERE key_id = \(keyId) AND revoked_at IS NULL AND role = ANY(\(roles)::text[])
+                RETURNING key_id
+            )
+            SELECT pg_notify(\(revocationChannel), key_id) FROM revoked
+            """).isEmpty
+    }
+}
