@@ -84,6 +84,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport"]),
+        .testTarget(name: "RuntimeTests", dependencies: ["Runtime"]),
     ],
     swiftLanguageModes: [.v6]
 )

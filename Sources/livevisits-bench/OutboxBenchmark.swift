@@ -38,26 +38,36 @@ enum OutboxBenchmark {
 
     static let summary = "appends N events with their push intents; one outbox worker delivers them (--count N --rate R --simulator)"
 
+    static let syntax = CommandSyntax(
+        command: "livevisits-bench outbox", summary: summary,
+        options: [
+            .value("--count", "N", "events (and pushes) of the saturated phase (default 20000)"),
+            .value("--rate", "R", "events/s of the paced phase (default 500)"),
+            .value("--latency", "SECONDS", "the loopback sender's answer delay (default 0.002)"),
+            .value("--writers", "N", "concurrent appenders (default 8)"),
+            .flag("--append-only", "append without enqueueing, no worker: the event store's own rate"),
+            .flag("--enqueue-only", "append and enqueue, no worker: the outbox's cost on the append path"),
+            .flag("--simulator", "send through the real APNs client to the project's simulator"),
+            .flag("--backlog-only", "only a worker draining N enqueued pushes"),
+            .value("--batch", "N", "deliveries per claim (default \(OutboxConfiguration().batchSize))"),
+            .value("--loops", "N", "claim loops (default \(OutboxConfiguration().concurrentBatches))"),
+        ],
+        details: "Needs LIVEVISITS_DATABASE_URL; a scratch database is created there and dropped.")
+
     static func main(arguments: [String], sender: (any PushSender)? = nil, senderName: String = "loopback") async throws {
+        let parsed = try syntax.parse(arguments)
         var options = Options()
-        var i = 0
-        while i < arguments.count {
-            let value = i + 1 < arguments.count ? arguments[i + 1] : ""
-            switch arguments[i] {
-            case "--count": options.count = Int(value) ?? options.count; i += 1
-            case "--rate": options.rate = Double(value) ?? options.rate; i += 1
-            case "--latency": options.latency = Double(value) ?? options.latency; i += 1
-            case "--writers": options.writers = Int(value) ?? options.writers; i += 1
-            case "--append-only": options.appendOnly = true
-            case "--enqueue-only": options.enqueueOnly = true
-            case "--simulator": options.simulator = true
-            case "--backlog-only": options.backlogOnly = true
-            case "--batch": options.batchSize = Int(value) ?? options.batchSize; i += 1
-            case "--loops": options.loops = Int(value) ?? options.loops; i += 1
-            default: break
-            }
-            i += 1
-        }
+        options.count = try parsed.integer("--count", in: 1...Int.max) ?? options.count
+        options.rate = try parsed.positiveNumber("--rate") ?? options.rate
+        options.latency = try parsed.value("--latency", expected: "seconds (0 or more)") { Double($0).flatMap { $0 >= 0 ? $0 : nil } }
+            ?? options.latency
+        options.writers = try parsed.integer("--writers", in: 1...Int.max) ?? options.writers
+        options.appendOnly = parsed.has("--append-only")
+        options.enqueueOnly = parsed.has("--enqueue-only")
+        options.simulator = parsed.has("--simulator")
+        options.backlogOnly = parsed.has("--backlog-only")
+        options.batchSize = try parsed.integer("--batch", in: 1...Int.max) ?? options.batchSize
+        options.loops = try parsed.integer("--loops", in: 1...Int.max) ?? options.loops
         guard let serverURL = ProcessInfo.processInfo.environment["LIVEVISITS_DATABASE_URL"], !serverURL.isEmpty else {
             throw BenchmarkError(message: "LIVEVISITS_DATABASE_URL is required")
         }

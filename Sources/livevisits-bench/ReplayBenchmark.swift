@@ -14,19 +14,18 @@ struct ReplayBenchmark {
     var events = 1_000_000
     var keep = false
 
+    static let syntax = CommandSyntax(
+        command: "livevisits-bench replay", summary: summary,
+        options: [
+            .value("--events", "N", "events in the generated log, at least 10 (default 1000000)"),
+            .flag("--keep", "keep the scratch database"),
+        ],
+        details: "Needs LIVEVISITS_DATABASE_URL.")
+
     init(arguments: [String]) throws {
-        var rest = arguments[...]
-        while let flag = rest.popFirst() {
-            switch flag {
-            case "--events":
-                guard let value = rest.popFirst().flatMap(Int.init), value >= 10 else {
-                    throw BenchmarkUsageError(message: "--events needs a whole number of at least 10")
-                }
-                events = value
-            case "--keep": keep = true
-            default: throw BenchmarkUsageError(message: "unknown option \(flag) for replay")
-            }
-        }
+        let parsed = try Self.syntax.parse(arguments)
+        events = try parsed.integer("--events", in: 10...Int.max) ?? events
+        keep = parsed.has("--keep")
     }
 
     static let journey = [
