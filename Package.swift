@@ -83,7 +83,7 @@ let package = Package(
                 "TestSupport",
             ]
         ),
-        .testTarget(name: "EndToEndTests", dependencies: ["TestSupport"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "Runtime"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime"]),
     ],
     swiftLanguageModes: [.v6]

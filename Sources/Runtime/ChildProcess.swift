@@ -172,7 +172,8 @@ public final class RunningChild: Sendable {
         return status
     }
 
-    func waitBlocking() -> Int32 {
+    /// `wait()` for a caller already on a thread of its own (or one that may block).
+    public func waitBlocking() -> Int32 {
         if let status = reaped.withLock({ $0 }) { return status }
         var raw: Int32 = 0
         var result: pid_t

@@ -65,17 +65,10 @@ func residentMegabytes() -> (current: Double, peak: Double) {
 }
 
 func runWrk(port: UInt16, connections: Int, threads: Int, seconds: Int, script: String) throws -> WrkResult {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/wrk")
-    process.arguments = [
+    let output = try ChildProcess("/usr/bin/wrk", [
         "-t", String(min(threads, connections)), "-c", String(connections), "-d", "\(seconds)s", "--latency",
         "-s", script, "http://127.0.0.1:\(port)/v1/visits/v-1001/events",
-    ]
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    try process.run()
-    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
+    ]).runBlocking().stdout
     var result = WrkResult(requestsPerSecond: 0, p50: "?", p99: "?", errors: "none")
     for line in output.split(separator: "\n") {
         let words = line.split(separator: " ", omittingEmptySubsequences: true)

@@ -81,31 +81,35 @@ enum OutboxBenchmark {
             client = apns
             name = "APNs client → simulator at \(sim.endpoint?.url ?? "?")"
         }
-        defer {
-            if let client { Task { await client.shutdown() } }
-            if let simulator { Task { await simulator.stop() } }
-        }
         let inner: any PushSender = sender ?? client ?? LoopbackSender(latency: options.latency)
         let recording = AckRecordingSender(inner: inner, log: acks)
-        try await withScratchDatabase(serverURL: serverURL) { url in
-            print("outbox benchmark: sender=\(sender == nil && client == nil ? "loopback (latency \(options.latency) s)" : name), one worker")
-            if options.appendOnly {
-                try await appendOnly(count: options.count, writers: options.writers, url: url)
-                return
+        do {
+            try await withScratchDatabase(serverURL: serverURL) { url in
+                print("outbox benchmark: sender=\(sender == nil && client == nil ? "loopback (latency \(options.latency) s)" : name), one worker")
+                if options.appendOnly {
+                    try await appendOnly(count: options.count, writers: options.writers, url: url)
+                    return
+                }
+                if options.enqueueOnly {
+                    try await phase("enqueue only", count: options.count, rate: nil, writers: options.writers, url: url, sender: nil, acks: acks)
+                    return
+                }
+                if !options.backlogOnly {
+                try await phase("saturated", count: options.count, rate: nil, writers: options.writers, url: url, sender: recording, acks: acks,
+                                options: options)
+                try await phase("paced", count: max(1, options.count / 4), rate: options.rate, writers: options.writers, url: url,
+                                sender: recording, acks: acks, options: options)
+                }
+                try await phase("backlog", count: options.count, rate: nil, writers: options.writers, url: url, sender: recording,
+                                acks: acks, startWorkerAfterAppends: true, options: options)
             }
-            if options.enqueueOnly {
-                try await phase("enqueue only", count: options.count, rate: nil, writers: options.writers, url: url, sender: nil, acks: acks)
-                return
-            }
-            if !options.backlogOnly {
-            try await phase("saturated", count: options.count, rate: nil, writers: options.writers, url: url, sender: recording, acks: acks,
-                            options: options)
-            try await phase("paced", count: max(1, options.count / 4), rate: options.rate, writers: options.writers, url: url,
-                            sender: recording, acks: acks, options: options)
-            }
-            try await phase("backlog", count: options.count, rate: nil, writers: options.writers, url: url, sender: recording,
-                            acks: acks, startWorkerAfterAppends: true, options: options)
+        } catch {
+            await client?.shutdown()
+            await simulator?.stop()
+            throw error
         }
+        await client?.shutdown()
+        await simulator?.stop()
     }
 
     /// Registers one Live Activity per visit, then appends one event per visit (each → one update push).
@@ -113,105 +117,105 @@ enum OutboxBenchmark {
         _ label: String, count: Int, rate: Double?, writers: Int, url: String, sender: AckRecordingSender?, acks: AckLog,
         startWorkerAfterAppends: Bool = false, options: Options = Options()
     ) async throws {
-        let pool = PostgresPool(configuration: PostgresConfiguration(url: url, size: writers + 4))
-        defer { Task { await pool.close() } }
-        let prefix = "\(label)-\(UUID().uuidString.prefix(6))"
-        let registry = TokenRegistry()
-        try await pool.withTransaction { connection in
-            for v in 0..<count {
-                try registry.registerLiveActivity(
-                    visitId: "\(prefix)-\(v)", activityId: "a", pushToken: token(prefix, v), environment: .sandbox,
-                    on: connection)
-            }
-        }
-        acks.reset()
-        var configuration = OutboxConfiguration()
-        configuration.pollIntervalSeconds = 0.5
-        configuration.batchSize = options.batchSize
-        configuration.concurrentBatches = options.loops
-        configuration.maximumConcurrentSends = max(options.batchSize, configuration.maximumConcurrentSends)
-        let outbox = Outbox(pool: pool)
-        let gate = WakeUp()
-        let services = Task {
-            guard let sender else { return }
-            if startWorkerAfterAppends { _ = await gate.wait(upTo: 3600) }
-            let worker = OutboxWorker(pool: pool, sender: sender, configuration: configuration)
-            let listener = worker.listener(url: url)
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { try await listener.run() }
-                group.addTask { try await worker.run() }
-                try await group.waitForAll()
-            }
-        }
-        try await Task.sleep(nanoseconds: 300_000_000)  // LISTEN established
-
-        let started = Date().timeIntervalSince1970
-        let limits = EventStoreLimits()
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for writer in 0..<writers {
-                group.addTask {
-                    for v in stride(from: writer, to: count, by: writers) {
-                        if let rate {
-                            let due = started + Double(v) / rate
-                            let wait = due - Date().timeIntervalSince1970
-                            if wait > 0 { try await Task.sleep(nanoseconds: UInt64(wait * 1e9)) }
-                        }
-                        let visit = "\(prefix)-\(v)"
-                        let recordedAt = Date().timeIntervalSince1970
-                        let ts = Int64(recordedAt) + 1
-                        acks.expect(token: token(prefix, v), timestamp: ts, recordedAt: recordedAt)
-                        // As the visit command writes: the event and its outbox rows in one pipelined transaction.
-                        let request = AppendRequest(
-                            streamName: "visit-\(visit)", events: [NewEvent(type: "nearby", data: "{\"kilometresAway\":1.2}")],
-                            recordedAt: recordedAt)
-                        try EventStore.validate(request, limits: limits)
-                        let statements = [EventStore.appendStatement(request, guarded: false)]
-                            + (try outbox.enqueueStatements([intent(visit: visit, timestamp: ts, recordedAt: recordedAt)]))
-                        _ = try await pool.withConnection { try $0.pipeline(statements) }
-                        outbox.committed()
-                    }
+        try await PostgresPool.withPool(PostgresConfiguration(url: url, size: writers + 4)) { pool in
+            let prefix = "\(label)-\(UUID().uuidString.prefix(6))"
+            let registry = TokenRegistry()
+            try await pool.withTransaction { connection in
+                for v in 0..<count {
+                    try registry.registerLiveActivity(
+                        visitId: "\(prefix)-\(v)", activityId: "a", pushToken: token(prefix, v), environment: .sandbox,
+                        on: connection)
                 }
             }
-            try await group.waitForAll()
-        }
-        var appended = Date().timeIntervalSince1970
-        if startWorkerAfterAppends {
-            print(String(format: "%@: %d events appended with their intents in %.2f s (%.0f/s), worker stopped", label, count,
-                appended - started, Double(count) / (appended - started)))
-            gate.signal()
-            appended = Date().timeIntervalSince1970
-            let drainStart = appended
-            while acks.count < count && Date().timeIntervalSince1970 - drainStart < 300 {
-                try await Task.sleep(nanoseconds: 10_000_000)
+            acks.reset()
+            var configuration = OutboxConfiguration()
+            configuration.pollIntervalSeconds = 0.5
+            configuration.batchSize = options.batchSize
+            configuration.concurrentBatches = options.loops
+            configuration.maximumConcurrentSends = max(options.batchSize, configuration.maximumConcurrentSends)
+            let outbox = Outbox(pool: pool)
+            let gate = WakeUp()
+            let services = Task {
+                guard let sender else { return }
+                if startWorkerAfterAppends { _ = await gate.wait(upTo: 3600) }
+                let worker = OutboxWorker(pool: pool, sender: sender, configuration: configuration)
+                let listener = worker.listener(url: url)
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { try await listener.run() }
+                    group.addTask { try await worker.run() }
+                    try await group.waitForAll()
+                }
             }
-            let span = (acks.lastAck ?? drainStart) - drainStart
+            try await Task.sleep(nanoseconds: 300_000_000)  // LISTEN established
+
+            let started = Date().timeIntervalSince1970
+            let limits = EventStoreLimits()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for writer in 0..<writers {
+                    group.addTask {
+                        for v in stride(from: writer, to: count, by: writers) {
+                            if let rate {
+                                let due = started + Double(v) / rate
+                                let wait = due - Date().timeIntervalSince1970
+                                if wait > 0 { try await Task.sleep(nanoseconds: UInt64(wait * 1e9)) }
+                            }
+                            let visit = "\(prefix)-\(v)"
+                            let recordedAt = Date().timeIntervalSince1970
+                            let ts = Int64(recordedAt) + 1
+                            acks.expect(token: token(prefix, v), timestamp: ts, recordedAt: recordedAt)
+                            // As the visit command writes: the event and its outbox rows in one pipelined transaction.
+                            let request = AppendRequest(
+                                streamName: "visit-\(visit)", events: [NewEvent(type: "nearby", data: "{\"kilometresAway\":1.2}")],
+                                recordedAt: recordedAt)
+                            try EventStore.validate(request, limits: limits)
+                            let statements = [EventStore.appendStatement(request, guarded: false)]
+                                + (try outbox.enqueueStatements([intent(visit: visit, timestamp: ts, recordedAt: recordedAt)]))
+                            _ = try await pool.withConnection { try $0.pipeline(statements) }
+                            outbox.committed()
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            var appended = Date().timeIntervalSince1970
+            if startWorkerAfterAppends {
+                print(String(format: "%@: %d events appended with their intents in %.2f s (%.0f/s), worker stopped", label, count,
+                    appended - started, Double(count) / (appended - started)))
+                gate.signal()
+                appended = Date().timeIntervalSince1970
+                let drainStart = appended
+                while acks.count < count && Date().timeIntervalSince1970 - drainStart < 300 {
+                    try await Task.sleep(nanoseconds: 10_000_000)
+                }
+                let span = (acks.lastAck ?? drainStart) - drainStart
+                services.cancel()
+                _ = await services.result
+                print(String(format: "%@: one worker drained %d pushes in %.2f s = %.0f pushes/s", label, acks.count, span,
+                    Double(acks.count) / span))
+                return
+            }
+            if sender == nil {
+                print(String(format: "%@: %d events appended with their intents in %.2f s = %.0f events/s", label, count,
+                    appended - started, Double(count) / (appended - started)))
+                services.cancel()
+                return
+            }
+            while acks.count < count {
+                try await Task.sleep(nanoseconds: 10_000_000)
+                if Date().timeIntervalSince1970 - appended > 120 { break }
+            }
             services.cancel()
             _ = await services.result
-            print(String(format: "%@: one worker drained %d pushes in %.2f s = %.0f pushes/s", label, acks.count, span,
-                Double(acks.count) / span))
-            return
+            let delays = acks.delays().sorted()
+            let span = (acks.lastAck ?? appended) - started
+            func percentile(_ p: Double) -> Double {
+                delays.isEmpty ? .nan : delays[min(delays.count - 1, Int((Double(delays.count) * p).rounded(.down)))]
+            }
+            print(String(
+                format: "%@: %d events appended in %.2f s (%.0f/s); %d pushes acknowledged in %.2f s = %.0f pushes/s; append→ack p50 %.1f ms, p99 %.1f ms, max %.1f ms",
+                label, count, appended - started, Double(count) / (appended - started), delays.count, span,
+                Double(delays.count) / span, percentile(0.5) * 1000, percentile(0.99) * 1000, (delays.last ?? .nan) * 1000))
         }
-        if sender == nil {
-            print(String(format: "%@: %d events appended with their intents in %.2f s = %.0f events/s", label, count,
-                appended - started, Double(count) / (appended - started)))
-            services.cancel()
-            return
-        }
-        while acks.count < count {
-            try await Task.sleep(nanoseconds: 10_000_000)
-            if Date().timeIntervalSince1970 - appended > 120 { break }
-        }
-        services.cancel()
-        _ = await services.result
-        let delays = acks.delays().sorted()
-        let span = (acks.lastAck ?? appended) - started
-        func percentile(_ p: Double) -> Double {
-            delays.isEmpty ? .nan : delays[min(delays.count - 1, Int((Double(delays.count) * p).rounded(.down)))]
-        }
-        print(String(
-            format: "%@: %d events appended in %.2f s (%.0f/s); %d pushes acknowledged in %.2f s = %.0f pushes/s; append→ack p50 %.1f ms, p99 %.1f ms, max %.1f ms",
-            label, count, appended - started, Double(count) / (appended - started), delays.count, span,
-            Double(delays.count) / span, percentile(0.5) * 1000, percentile(0.99) * 1000, (delays.last ?? .nan) * 1000))
     }
 
     /// The simulator on a free loopback port, and an APNs client trusting its CA with a fresh P-256 key.
@@ -232,40 +236,35 @@ enum OutboxBenchmark {
 
     /// A throwaway ES256 key from the openssl command (PKCS#8 PEM, as Apple's .p8 files are).
     private static func generateP256Key() throws -> [UInt8] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", "openssl ecparam -name prime256v1 -genkey -noout | openssl pkcs8 -topk8 -nocrypt"]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0, !data.isEmpty else { throw BenchmarkError(message: "openssl could not generate a P-256 key") }
-        return Array(data)
+        let outcome = try ChildProcess(
+            "/bin/sh", ["-c", "openssl ecparam -name prime256v1 -genkey -noout | openssl pkcs8 -topk8 -nocrypt"]
+        ).runBlocking()
+        guard outcome.status == 0, !outcome.stdout.isEmpty else { throw BenchmarkError(message: "openssl could not generate a P-256 key") }
+        return Array(outcome.stdout.utf8)
     }
 
     private static func appendOnly(count: Int, writers: Int, url: String) async throws {
-        let pool = PostgresPool(configuration: PostgresConfiguration(url: url, size: writers))
-        defer { Task { await pool.close() } }
-        let started = Date().timeIntervalSince1970
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for writer in 0..<writers {
-                group.addTask {
-                    for v in stride(from: writer, to: count, by: writers) {
-                        _ = try await pool.withTransaction { connection in
-                            try EventStore.append(
-                                AppendRequest(
-                                    streamName: "visit-append-\(v)", events: [NewEvent(type: "nearby", data: "{\"kilometresAway\":1.2}")],
-                                    recordedAt: Date().timeIntervalSince1970),
-                                on: connection)
+        try await PostgresPool.withPool(PostgresConfiguration(url: url, size: writers)) { pool in
+            let started = Date().timeIntervalSince1970
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for writer in 0..<writers {
+                    group.addTask {
+                        for v in stride(from: writer, to: count, by: writers) {
+                            _ = try await pool.withTransaction { connection in
+                                try EventStore.append(
+                                    AppendRequest(
+                                        streamName: "visit-append-\(v)", events: [NewEvent(type: "nearby", data: "{\"kilometresAway\":1.2}")],
+                                        recordedAt: Date().timeIntervalSince1970),
+                                    on: connection)
+                            }
                         }
                     }
                 }
+                try await group.waitForAll()
             }
-            try await group.waitForAll()
+            let elapsed = Date().timeIntervalSince1970 - started
+            print(String(format: "append only: %d events in %.2f s = %.0f events/s", count, elapsed, Double(count) / elapsed))
         }
-        let elapsed = Date().timeIntervalSince1970 - started
-        print(String(format: "append only: %d events in %.2f s = %.0f events/s", count, elapsed, Double(count) / elapsed))
     }
 
     private static func intent(visit: String, timestamp: Int64, recordedAt: Double) -> PushIntent {

@@ -55,16 +55,13 @@ struct KilledWorkerTests {
         environment["LIVEVISITS_APNS_TEAM_ID"] = "TEAM123456"
         environment["LIVEVISITS_APNS_BUNDLE_ID"] = "com.example.visits"
         environment["LIVEVISITS_LOG_LEVEL"] = "error"
-        let pid = try spawn(livevisitsBinary, ["worker"], environment: environment)
+        let child = try ChildProcess(livevisitsBinary, ["worker"], environment: environment).start()
 
         // Kill it while its batch is on the wire: some pushes arrived, others are leased and unanswered.
         let deadline = Date().addingTimeInterval(60)
         while simulator.deliveries().count < 20 && Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
-        kill(pid, SIGKILL)
-        _ = try await onOwnThread { () -> Int32 in
-            var status: Int32 = 0
-            return waitpid(pid, &status, 0)
-        }
+        child.signal(SIGKILL)
+        _ = await child.wait()
         let beforeKill = simulator.deliveries().count
         #expect(beforeKill >= 20)
         #expect(try await f.count(.sending) > 0)  // its leases are held by a dead process
@@ -93,25 +90,5 @@ struct KilledWorkerTests {
             trustedCertificates: try APNsTrustedCertificates(pem: Array(try Data(contentsOf: URL(fileURLWithPath: endpoint.caFile)))),
             signingKey: try APNsSigningKey(pem: Array(try Data(contentsOf: URL(fileURLWithPath: keyFile)))), keyId: "KEY1234567",
             teamId: "TEAM123456", bundleId: "com.example.visits", requestTimeout: 5)
-    }
-
-    /// Starts a process in the background (output discarded) and returns its pid.
-    private func spawn(_ path: String, _ arguments: [String], environment: [String: String]) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            for p in argv { free(p) }
-            for p in envp { free(p) }
-        }
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, path, &actions, nil, argv, envp)
-        guard rc == 0 else { throw OutboxError(code: .invalidIntent, message: "cannot start \(path): errno \(rc)") }
-        return pid
     }
 }
