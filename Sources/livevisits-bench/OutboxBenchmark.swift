@@ -84,7 +84,8 @@ enum OutboxBenchmark {
         let inner: any PushSender = sender ?? client ?? LoopbackSender(latency: options.latency)
         let recording = AckRecordingSender(inner: inner, log: acks)
         do {
-            try await withScratchDatabase(serverURL: serverURL) { url in
+            try await ScratchDatabase.with(serverURL: serverURL, migrations: URL(fileURLWithPath: "Migrations")) { database in
+                let url = database.url
                 print("outbox benchmark: sender=\(sender == nil && client == nil ? "loopback (latency \(options.latency) s)" : name), one worker")
                 if options.appendOnly {
                     try await appendOnly(count: options.count, writers: options.writers, url: url)
@@ -283,33 +284,6 @@ enum OutboxBenchmark {
     private static func token(_ prefix: String, _ v: Int) -> String {
         let hex = String(UInt64(truncatingIfNeeded: v), radix: 16) + String(UInt64(truncatingIfNeeded: prefix.hashValue), radix: 16)
         return String((hex + String(repeating: "0", count: 64)).prefix(64))
-    }
-
-    private static func withScratchDatabase(serverURL: String, _ body: (String) async throws -> Void) async throws {
-        let name = "lvbench_outbox_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(10).lowercased())"
-        let admin = PostgresPool(url: serverURL, size: 1)
-        try await admin.withConnection { try $0.execute(script: "CREATE DATABASE \"\(name)\"") }
-        let url = scratchURL(serverURL, database: name)
-        do {
-            let pool = PostgresPool(url: url, size: 1)
-            try await Migrator(directory: URL(fileURLWithPath: "Migrations")).migrate(pool: pool)
-            await pool.close()
-            try await body(url)
-        } catch {
-            try? await admin.withConnection { try $0.execute(script: "DROP DATABASE IF EXISTS \"\(name)\" WITH (FORCE)") }
-            await admin.close()
-            throw error
-        }
-        try? await admin.withConnection { try $0.execute(script: "DROP DATABASE IF EXISTS \"\(name)\" WITH (FORCE)") }
-        await admin.close()
-    }
-
-    private static func scratchURL(_ base: String, database: String) -> String {
-        if base.hasPrefix("postgres://") || base.hasPrefix("postgresql://"), var components = URLComponents(string: base) {
-            components.path = "/" + database
-            return components.string ?? base
-        }
-        return base + " dbname=\(database)"
     }
 
     struct BenchmarkError: Error, CustomStringConvertible {

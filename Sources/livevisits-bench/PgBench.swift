@@ -16,14 +16,14 @@ struct PgBench {
 
     /// Creates the table and writes the script next to the other temporary files.
     func prepare(eventData: String) async throws {
-        let pool = PostgresPool(url: url, size: 1)
-        try await pool.withConnection { c in
-            try c.execute(script: """
-                CREATE TABLE pgbench_events (LIKE events INCLUDING ALL);
-                CREATE SEQUENCE pgbench_events_position;
-                """)
+        try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 1)) { pool in
+            try await pool.withConnection { c in
+                try c.execute(script: """
+                    CREATE TABLE pgbench_events (LIKE events INCLUDING ALL);
+                    CREATE SEQUENCE pgbench_events_position;
+                    """)
+            }
         }
-        await pool.close()
         // The payload is concatenated per row, so PostgreSQL parses a fresh jsonb each time as appends do.
         let head = String(eventData.prefix(14))  // {"visitId":"v-
         let tail = String(eventData.dropFirst(20))  // after the six digits

@@ -19,6 +19,19 @@ struct ScratchDatabase {
         return database
     }
 
+    /// Creates a scratch database, lends it to `body` and drops it afterwards, also when `body` throws.
+    static func with<T>(serverURL: String, migrations: URL, _ body: (ScratchDatabase) async throws -> T) async throws -> T {
+        let database = try await create(serverURL: serverURL, migrations: migrations)
+        do {
+            let result = try await body(database)
+            await database.drop()
+            return result
+        } catch {
+            await database.drop()
+            throw error
+        }
+    }
+
     /// Drops the database (best effort: a failure leaves a scratch database behind, named in the output).
     func drop() async {
         let name = self.name
