@@ -6,13 +6,14 @@ import Testing
 /// 0, and a mistake with one line on stderr and exit 2 (contract §2). The commands are read from the
 /// binaries' own menus, so a new command is checked without touching this test.
 @Suite(.timeLimit(.minutes(10))) struct CommandHelpTests {
-    static let bench = TestDatabase.repositoryRoot.appendingPathComponent(".build/debug/livevisits-bench").path
-
-    static func ensureBench() async throws {
-        if FileManager.default.isExecutableFile(atPath: bench) { return }
+    /// The built product's path, built first when the test run did not.
+    static func binary(_ product: String) async throws -> String {
+        let path = TestDatabase.repositoryRoot.appendingPathComponent(".build/debug/\(product)").path
+        if FileManager.default.isExecutableFile(atPath: path) { return path }
         let outcome = try await Subprocess.run(
-            "/usr/bin/env", ["swift", "build", "--package-path", TestDatabase.repositoryRoot.path, "--product", "livevisits-bench"])
+            "/usr/bin/env", ["swift", "build", "--package-path", TestDatabase.repositoryRoot.path, "--product", product])
         #expect(outcome.status == 0, "swift build: \(outcome.stderr)")
+        return path
     }
 
     /// The subcommands a menu's `--help` lists (the first word of each indented line).
@@ -54,11 +55,15 @@ import Testing
     }
 
     @Test func everyBenchmarkAnswersHelp() async throws {
-        try await Self.ensureBench()
-        let checked = try await Self.checkHelp(Self.bench, program: "livevisits-bench", [])
+        let checked = try await Self.checkHelp(try await Self.binary("livevisits-bench"), program: "livevisits-bench", [])
         for benchmark in ["api", "apns", "append", "outbox", "replay"] {
             #expect(checked.contains("livevisits-bench \(benchmark)"), "\(checked)")
         }
+    }
+
+    @Test func theHTTPServerBenchmarkAnswersHelp() async throws {
+        let checked = try await Self.checkHelp(try await Self.binary("http-server-bench"), program: "http-server-bench", [])
+        #expect(checked == ["http-server-bench"])
     }
 
     @Test func noCommandOrAnUnknownOneIsAUsageError() async throws {
