@@ -49,40 +49,14 @@ import Glibc
 
     /// The same through a real `livevisits worker` process and SIGTERM, as an orchestrator stops it.
     @Test func sigtermToAWorkerProcessLetsTheSendOnTheWireFinishAndExitsZero() async throws {
-        let binary = TestDatabase.repositoryRoot.appendingPathComponent(".build/debug/livevisits").path
-        if !FileManager.default.isExecutableFile(atPath: binary) {
-            let build = try await Subprocess.run(
-                "/usr/bin/env", ["swift", "build", "--package-path", TestDatabase.repositoryRoot.path, "--product", "livevisits"])
-            try #require(build.status == 0, "swift build: \(build.stderr)")
-        }
         let f = try await OutboxFixture.make()
-        var simulatorConfiguration = SimulatorConfiguration()
-        simulatorConfiguration.bundleID = "com.example.visits"
-        let simulator = try APNsSimulator(configuration: simulatorConfiguration)
-        let endpoint = try await simulator.start()
-        let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("lv-key-\(UUID().uuidString).p8").path
-        defer {
-            try? FileManager.default.removeItem(atPath: keyFile)
-            Task { await simulator.stop(); await f.close() }
-        }
-        let key = try await Subprocess.run(
-            "/bin/sh", ["-c", "openssl ecparam -name prime256v1 -genkey -noout | openssl pkcs8 -topk8 -nocrypt > '\(keyFile)'"])
-        try #require(key.status == 0)
+        let rig = try await WorkerProcess.prepare()
+        defer { Task { await rig.stop(); await f.close() } }
+        let simulator = rig.simulator
         try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
         simulator.inject(FaultSettings(latency: .init(milliseconds: 1500)))
         _ = try await f.enqueue(update("v-1", timestamp: now))
-
-        var environment = ProcessInfo.processInfo.environment
-        environment["LIVEVISITS_DATABASE_URL"] = f.url
-        environment["LIVEVISITS_MIGRATIONS_DIR"] = TestDatabase.migrationsDirectory.path
-        environment["LIVEVISITS_APNS_URL"] = endpoint.url
-        environment["LIVEVISITS_APNS_CA_FILE"] = endpoint.caFile
-        environment["LIVEVISITS_APNS_KEY_FILE"] = keyFile
-        environment["LIVEVISITS_APNS_KEY_ID"] = "KEY1234567"
-        environment["LIVEVISITS_APNS_TEAM_ID"] = "TEAM123456"
-        environment["LIVEVISITS_APNS_BUNDLE_ID"] = "com.example.visits"
-        environment["LIVEVISITS_LOG_LEVEL"] = "error"
-        let worker = try ChildProcess(binary, ["worker"], environment: environment).start()
+        let worker = try rig.start(databaseURL: f.url)
 
         let deadline = ContinuousClock.now + .seconds(60)
         while simulator.statistics().requestsTotal == 0 {

@@ -11,27 +11,15 @@ import Testing
 import Glibc
 #endif
 
-/// The built `livevisits` binary (`swift build` puts it next to the tests).
-private let livevisitsBinary = TestDatabase.repositoryRoot.appendingPathComponent(".build/debug/livevisits").path
-
 /// `kill -9` of a real `livevisits worker` process mid-batch, then a survivor: every push still arrives
 /// (at least once) and a push sent twice carries the same apns-id both times.
-@Suite(.enabled(if: FileManager.default.isExecutableFile(atPath: livevisitsBinary), "build livevisits first (swift build)"))
-struct KilledWorkerTests {
+/// (`WorkerProcess` builds the binary when the test run did not, so the test never skips.)
+@Suite struct KilledWorkerTests {
     @Test func killNineMidBatchStillDeliversEverythingAndDuplicatesShareTheirApnsId() async throws {
         let f = try await OutboxFixture.make()
-        var simulatorConfiguration = SimulatorConfiguration()
-        simulatorConfiguration.bundleID = "com.example.visits"
-        let simulator = try APNsSimulator(configuration: simulatorConfiguration)
-        let endpoint = try await simulator.start()
-        let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("lv-key-\(UUID().uuidString).p8").path
-        defer {
-            try? FileManager.default.removeItem(atPath: keyFile)
-            Task { await simulator.stop(); await f.close() }
-        }
-        let key = try await Subprocess.run(
-            "/bin/sh", ["-c", "openssl ecparam -name prime256v1 -genkey -noout | openssl pkcs8 -topk8 -nocrypt > '\(keyFile)'"])
-        #expect(key.status == 0)
+        let rig = try await WorkerProcess.prepare()
+        defer { Task { await rig.stop(); await f.close() } }
+        let (simulator, endpoint, keyFile) = (rig.simulator, rig.endpoint, rig.keyFile)
 
         let count = 300
         let now = Int64(Date().timeIntervalSince1970)
@@ -45,17 +33,7 @@ struct KilledWorkerTests {
         _ = try await f.enqueue(update("v-1", timestamp: now))
         simulator.inject(FaultSettings(latency: .init(milliseconds: 300)))
 
-        var environment = ProcessInfo.processInfo.environment
-        environment["LIVEVISITS_DATABASE_URL"] = f.url
-        environment["LIVEVISITS_MIGRATIONS_DIR"] = TestDatabase.migrationsDirectory.path
-        environment["LIVEVISITS_APNS_URL"] = endpoint.url
-        environment["LIVEVISITS_APNS_CA_FILE"] = endpoint.caFile
-        environment["LIVEVISITS_APNS_KEY_FILE"] = keyFile
-        environment["LIVEVISITS_APNS_KEY_ID"] = "KEY1234567"
-        environment["LIVEVISITS_APNS_TEAM_ID"] = "TEAM123456"
-        environment["LIVEVISITS_APNS_BUNDLE_ID"] = "com.example.visits"
-        environment["LIVEVISITS_LOG_LEVEL"] = "error"
-        let child = try ChildProcess(livevisitsBinary, ["worker"], environment: environment).start()
+        let child = try rig.start(databaseURL: f.url)
 
         // Kill it while its batch is on the wire: some pushes arrived, others are leased and unanswered.
         let deadline = Date().addingTimeInterval(60)
