@@ -98,7 +98,8 @@ let package = Package(
                 "APIStores", "VisitCommands", "TestSupport",
             ]
         ),
-        .testTarget(name: "EndToEndTests", dependencies: ["TestSupport"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "Runtime"]),
+        .testTarget(name: "RuntimeTests", dependencies: ["Runtime"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -6,7 +6,9 @@ import Runtime
 ///
 /// `send` never throws and never blocks Swift's cooperative pool: the wire work runs on a thread the
 /// client owns (see `CurlHTTP2Transport`). Each environment's host gets one multiplexed connection.
-/// As a `Service`, `run()` waits until cancelled and then shuts the connection down.
+/// As a `Service`, `run()` waits until cancelled and then shuts the connection down, failing whatever is
+/// still in flight: in a `ServiceGroup` it goes in a stage before the services that send through it (the
+/// outbox worker), so it closes only after they have finished their sends.
 public final class APNsClient: Service {
     public let name = "apns-client"
     /// What the client was built with.

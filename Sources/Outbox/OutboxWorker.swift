@@ -10,8 +10,13 @@ import Synchronization
 /// heartbeat) hands a dead worker's rows to the others, and completion only counts under the lease.
 ///
 /// Wake it with `wakeUp.signal()` (wire `listener(url:)` into the service group: it LISTENs on
-/// `Outbox.channel`); otherwise it polls every `pollIntervalSeconds`. Cancellation stops claiming; a
-/// batch on the wire is finished and completed, a batch not yet sent is released.
+/// `Outbox.channel`); otherwise it polls every `pollIntervalSeconds`.
+///
+/// Stopping is graceful, never a hard cancellation: cancelling the task that runs `run()` (a service
+/// group's shutdown) or calling `stop()` stops claiming; a batch on the wire is sent to the end and
+/// completed (its sends are not cancelled, and its database work runs outside the cancelled task), a
+/// batch claimed but not yet sent is released. `run()` returns once that is done, so the APNs client and
+/// the pool can be closed after it.
 public final class OutboxWorker: Service {
     public let name = "outbox-worker"
     public let configuration: OutboxConfiguration
@@ -31,6 +36,8 @@ public final class OutboxWorker: Service {
     /// Claim loops between claiming and completing a batch. A wake-up that comes while one is busy also
     /// wakes an extra loop, so a push that arrives during a slow batch does not wait for it to finish.
     private let busyLoops = Atomic<Int>(0)
+    /// Set by `stop()`: claim no more; finish what is on the wire.
+    private let stopping = Atomic<Bool>(false)
 
     /// - Parameters:
     ///   - sender: the APNs client (or a test double).
@@ -63,28 +70,51 @@ public final class OutboxWorker: Service {
         if busyLoops.load(ordering: .relaxed) > 0 { backlog.signal() }
     }
 
+    /// Claims and sends until stopped (`stop()` or cancellation of the calling task), then returns once
+    /// the batches in flight are completed.
     public func run() async throws {
         logger.info("outbox worker started", ["outbox.loops": String(configuration.concurrentBatches)])
-        await withTaskGroup(of: Void.self) { group in
-            for loop in 0..<max(1, configuration.concurrentBatches) {
-                group.addTask { await self.claimLoop(loop) }
+        // The loops run in a task of their own so that cancelling `run()` reaches them only as `stop()`:
+        // a cancelled task would cut short the sends on the wire and the completion that records them.
+        let loops = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for loop in 0..<max(1, configuration.concurrentBatches) {
+                    group.addTask { await self.claimLoop(loop) }
+                }
             }
+        }
+        await withTaskCancellationHandler {
+            await loops.value
+        } onCancel: {
+            stop()
         }
         logger.info("outbox worker stopped")
     }
 
+    /// Asks the worker to stop claiming; `run()` returns once the batches in flight are completed.
+    public func stop() {
+        guard !stopping.exchange(true, ordering: .relaxed) else { return }
+        logger.info("outbox worker stopping: no more claims; finishing the sends in flight")
+        wakeUp.signal()
+        backlog.signal()
+    }
+
+    /// Whether `stop()` was called (or `run()`'s task cancelled).
+    public var isStopping: Bool { stopping.load(ordering: .relaxed) }
+
     private func claimLoop(_ loop: Int) async {
         var failures = 0
         var lastClaimWasFull = false
-        while !Task.isCancelled {
+        while !isStopping {
             if loop > 0 && !lastClaimWasFull {
                 // An extra loop: wait for a backlog (or the slow poll) before claiming.
                 _ = await backlog.wait(upTo: configuration.pollIntervalSeconds)
-                if Task.isCancelled { break }
+                if isStopping { break }
             }
             if let remaining = pause.remaining(now: clock.now()) {
                 setAlert(true)
                 _ = await wakeUp.wait(upTo: min(remaining, configuration.pollIntervalSeconds))
+                wakeOthersIfStopping()
                 continue
             }
             do {
@@ -93,13 +123,24 @@ public final class OutboxWorker: Service {
                 lastClaimWasFull = handled >= configuration.batchSize
                 if lastClaimWasFull { backlog.signal() }
                 if handled == 0 && loop == 0 { try await idleWait() }
+                wakeOthersIfStopping()
             } catch {
                 failures += 1
                 if failures == 1 || failures % 30 == 0 {
                     logger.warning("outbox cycle failed; retrying", ["error": "\(error)", "outbox.loop": String(loop)])
                 }
                 _ = await wakeUp.wait(upTo: min(configuration.pollIntervalSeconds * Double(failures), 5))
+                wakeOthersIfStopping()
             }
+        }
+    }
+
+    /// A wake-up consumed by one loop after `stop()` is passed on, so every loop sees the stop at once
+    /// instead of at its next poll.
+    private func wakeOthersIfStopping() {
+        if isStopping {
+            wakeUp.signal()
+            backlog.signal()
         }
     }
 
@@ -130,7 +171,7 @@ public final class OutboxWorker: Service {
             try OutboxStore.claim(limit: limit, lease: lease, leaseSeconds: leaseSeconds, now: claimedAt, on: $0)
         }
         guard !claimed.isEmpty else { return 0 }
-        if Task.isCancelled {
+        if isStopping {
             try await pool.withConnection { try OutboxStore.release(ids: claimed.map(\.id), lease: lease, on: $0) }
             return claimed.count
         }

@@ -4,7 +4,7 @@ import Synchronization
 import Glibc
 #endif
 
-/// A long-running part of the process (HTTP server, outbox worker, projection follower, pool).
+/// A long-running part of the process (HTTP server, outbox worker, projection follower, APNs client).
 /// `run()` returns when the service has shut down; cancellation of the calling task asks it to stop
 /// gracefully: stop taking work, finish or release what is held, commit checkpoints, return.
 public protocol Service: Sendable {
@@ -12,41 +12,121 @@ public protocol Service: Sendable {
     func run() async throws
 }
 
-/// Runs services together; SIGTERM/SIGINT (or one service failing) cancels them all and waits.
+/// Runs services together and stops them in order.
+///
+/// Services come in stages, in start order: a stage may use the ones before it (the outbox worker sends
+/// through the APNs client of an earlier stage). SIGTERM/SIGINT, the group's own task being cancelled, or
+/// any service ending starts the shutdown: the last stage is asked to stop first (its tasks are cancelled)
+/// and the group waits until every service of it has returned, then the stage before it, and so on. So
+/// the HTTP server stops accepting and the worker stops claiming while the APNs client still carries the
+/// sends already on the wire; the client closes only after them. Resources the services share (the
+/// database pool) are lent around `run()` by the caller and closed after it returns.
 public struct ServiceGroup: Sendable {
-    public let services: [any Service]
+    /// Start order; shutdown runs backwards.
+    public let stages: [[any Service]]
     public let logger: Logger
+    private let signals: SignalWatcher?
 
-    public init(services: [any Service], logger: Logger = Logger(label: "livevisits")) {
-        self.services = services
+    /// - Parameter signals: the termination signals to obey; nil for a group that stops only when its task
+    ///   is cancelled or a service ends (tests, which must not take the process's signals).
+    public init(stages: [[any Service]], logger: Logger = Logger(label: "livevisits"), signals: SignalWatcher? = .shared) {
+        self.stages = stages
         self.logger = logger
+        self.signals = signals
     }
 
-    /// Runs every service until a termination signal arrives or one of them ends.
+    /// One stage: every service stops at once.
+    public init(services: [any Service], logger: Logger = Logger(label: "livevisits"), signals: SignalWatcher? = .shared) {
+        self.init(stages: [services], logger: logger, signals: signals)
+    }
+
+    /// Runs every service until a termination signal, cancellation or one of them ending, then stops the
+    /// stages last to first. Rethrows the error of a service that failed on its own (after the shutdown).
     public func run() async throws {
-        let signals = SignalWatcher.shared
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for service in services {
-                group.addTask {
-                    try await service.run()
+        let trigger = ShutdownTrigger()
+        // Unstructured on purpose: each stage is cancelled on its own, in order, which a task group's
+        // children cannot be. Every task is awaited below before `run()` returns.
+        let running: [[(name: String, task: Task<Void, any Error>)]] = stages.map { stage in
+            stage.map { service in
+                (service.name, Task {
+                    do {
+                        try await service.run()
+                        trigger.fire(.ended(service.name))
+                    } catch {
+                        trigger.fire(.failed(service.name, error))
+                        throw error
+                    }
+                })
+            }
+        }
+        let watcher = signals.map { signals in
+            Task {
+                let signal = await signals.next()
+                if signal != 0 { trigger.fire(.signal(signal)) }
+            }
+        }
+        let cause = await withTaskCancellationHandler {
+            await trigger.wait()
+        } onCancel: {
+            trigger.fire(.cancelled)
+        }
+        watcher?.cancel()
+        switch cause {
+        case .signal(let signal): logger.info("shutting down", ["signal": String(signal)])
+        case .ended(let name): logger.info("a service ended; shutting down", ["service": name])
+        case .failed(let name, let error): logger.error("a service failed; shutting down", ["service": name, "error": "\(error)"])
+        case .cancelled: logger.info("shutting down")
+        }
+        for stage in running.reversed() {
+            for service in stage { service.task.cancel() }
+            for service in stage {
+                do {
+                    try await service.task.value
+                } catch is CancellationError {
+                } catch {
+                    if case .failed(let name, _) = cause, name == service.name { continue }
+                    logger.warning("a service failed while stopping", ["service": service.name, "error": "\(error)"])
                 }
             }
-            group.addTask {
-                let signal = await signals.next()
-                if signal != 0 { logger.info("shutting down", ["signal": String(signal)]) }
-                throw CancellationError()
+        }
+        if case .failed(_, let error) = cause, !(error is CancellationError) { throw error }
+    }
+}
+
+/// Why a service group shuts down; the first cause wins.
+enum ShutdownCause: Sendable {
+    case signal(Int32)
+    case ended(String)
+    case failed(String, any Error)
+    case cancelled
+}
+
+/// A latch: the first `fire` wakes every waiter, later ones are ignored.
+final class ShutdownTrigger: Sendable {
+    private struct State {
+        var cause: ShutdownCause?
+        var waiters: [CheckedContinuation<ShutdownCause, Never>] = []
+    }
+    private let state = Mutex(State())
+
+    func fire(_ cause: ShutdownCause) {
+        let waiters = state.withLock { s -> [CheckedContinuation<ShutdownCause, Never>] in
+            guard s.cause == nil else { return [] }
+            s.cause = cause
+            defer { s.waiters = [] }
+            return s.waiters
+        }
+        for waiter in waiters { waiter.resume(returning: cause) }
+    }
+
+    func wait() async -> ShutdownCause {
+        await withCheckedContinuation { continuation in
+            let fired = state.withLock { s -> ShutdownCause? in
+                if let cause = s.cause { return cause }
+                s.waiters.append(continuation)
+                return nil
             }
-            defer { group.cancelAll() }
-            do {
-                // The first to finish (a signal or a service) ends the group.
-                try await group.next()
-            } catch is CancellationError {
-                group.cancelAll()
-                while let _ = try? await group.next() {}
-                return
-            }
-            group.cancelAll()
-            while let _ = try? await group.next() {}
+            if let fired { continuation.resume(returning: fired) }
         }
     }
 }

@@ -18,21 +18,24 @@ struct Options {
     var serverThreads = 2
     var turbo = false
 
-    init(_ arguments: [String]) {
-        var iterator = arguments.dropFirst().makeIterator()
-        while let argument = iterator.next() {
-            switch argument {
-            case "--seconds": seconds = Int(iterator.next() ?? "") ?? seconds
-            case "--connections":
-                connections = (iterator.next() ?? "").split(separator: ",").compactMap { Int($0) }
-            case "--threads": threads = Int(iterator.next() ?? "") ?? threads
-            case "--server-threads": serverThreads = Int(iterator.next() ?? "") ?? serverThreads
-            case "--turbo": turbo = true
-            default:
-                FileHandle.standardError.write(Data("usage: http-server-bench [--seconds N] [--connections 1,16,64] [--threads N] [--server-threads N] [--turbo]\n".utf8))
-                exit(2)
-            }
-        }
+    static let syntax = CommandSyntax(
+        command: "http-server-bench",
+        summary: "wrk against the HTTPServer target alone (a trivial JSON route) vs the same route in-process.",
+        options: [
+            .value("--seconds", "N", "seconds per measurement (default 10)"),
+            .value("--connections", "LIST", "wrk connections, comma-separated (default 1,16,64)"),
+            .value("--threads", "N", "wrk threads (default 2)"),
+            .value("--server-threads", "N", "libmicrohttpd threads (default 2)"),
+            .flag("--turbo", "libmicrohttpd's turbo mode"),
+        ])
+
+    init(_ arguments: [String]) throws {
+        let parsed = try Self.syntax.parse(Array(arguments.dropFirst()))
+        seconds = try parsed.integer("--seconds", in: 1...Int.max) ?? seconds
+        connections = try parsed.integers("--connections", in: 1...Int.max) ?? connections
+        threads = try parsed.integer("--threads", in: 1...Int.max) ?? threads
+        serverThreads = try parsed.integer("--server-threads", in: 1...Int.max) ?? serverThreads
+        turbo = parsed.has("--turbo")
     }
 }
 
@@ -65,17 +68,10 @@ func residentMegabytes() -> (current: Double, peak: Double) {
 }
 
 func runWrk(port: UInt16, connections: Int, threads: Int, seconds: Int, script: String) throws -> WrkResult {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/wrk")
-    process.arguments = [
+    let output = try ChildProcess("/usr/bin/wrk", [
         "-t", String(min(threads, connections)), "-c", String(connections), "-d", "\(seconds)s", "--latency",
         "-s", script, "http://127.0.0.1:\(port)/v1/visits/v-1001/events",
-    ]
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    try process.run()
-    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
+    ]).runBlocking().stdout
     var result = WrkResult(requestsPerSecond: 0, p50: "?", p99: "?", errors: "none")
     for line in output.split(separator: "\n") {
         let words = line.split(separator: " ", omittingEmptySubsequences: true)
@@ -115,7 +111,16 @@ func inProcess(_ router: Router, concurrency: Int, seconds: Double) async -> Dou
     return Double(total) / seconds
 }
 
-let options = Options(CommandLine.arguments)
+let options: Options
+do {
+    options = try Options(CommandLine.arguments)
+} catch let help as HelpRequest {
+    print(help.usage)
+    exit(0)
+} catch {
+    FileHandle.standardError.write(Data("\(error)\n".utf8))
+    exit(2)
+}
 let script = FileManager.default.temporaryDirectory.appendingPathComponent("http-server-bench-\(getpid()).lua").path
 try #"""
 wrk.method = "POST"

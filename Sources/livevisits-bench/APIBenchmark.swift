@@ -26,34 +26,26 @@ struct APIBenchmark {
     var idempotencyKeys = false
     var keep = false
 
+    static let syntax = CommandSyntax(
+        command: "livevisits-bench api", summary: summary,
+        options: [
+            .value("--connections", "LIST", "wrk connections per measurement (default 1,16,64)"),
+            .value("--duration", "SECONDS", "seconds per measurement (default 10)"),
+            .value("--visits", "N", "visits the events are spread over (default 2000)"),
+            .value("--rounds", "N", "HTTP/in-process alternations per concurrency (default 3)"),
+            .flag("--idempotency-keys", "every HTTP request carries a fresh Idempotency-Key"),
+            .flag("--keep", "keep the scratch database"),
+        ],
+        details: "Needs LIVEVISITS_DATABASE_URL, wrk and a built livevisits next to this binary.")
+
     init(arguments: [String]) throws {
-        var rest = arguments[...]
-        while let flag = rest.popFirst() {
-            switch flag {
-            case "--connections":
-                guard let list = rest.popFirst()?.split(separator: ",").compactMap({ Int($0) }), !list.isEmpty, list.allSatisfy({ $0 > 0 })
-                else { throw BenchmarkUsageError(message: "--connections needs a list such as 1,16,64") }
-                connections = list
-            case "--duration":
-                guard let value = rest.popFirst().flatMap(Int.init), value > 0 else {
-                    throw BenchmarkUsageError(message: "--duration needs whole seconds")
-                }
-                duration = value
-            case "--visits":
-                guard let value = rest.popFirst().flatMap(Int.init), value > 0 else {
-                    throw BenchmarkUsageError(message: "--visits needs a whole number")
-                }
-                visits = value
-            case "--rounds":
-                guard let value = rest.popFirst().flatMap(Int.init), value > 0 else {
-                    throw BenchmarkUsageError(message: "--rounds needs a whole number")
-                }
-                rounds = value
-            case "--idempotency-keys": idempotencyKeys = true
-            case "--keep": keep = true
-            default: throw BenchmarkUsageError(message: "unknown option \(flag) for api")
-            }
-        }
+        let parsed = try Self.syntax.parse(arguments)
+        connections = try parsed.integers("--connections", in: 1...Int.max) ?? connections
+        duration = try parsed.integer("--duration", in: 1...Int.max) ?? duration
+        visits = try parsed.integer("--visits", in: 1...Int.max) ?? visits
+        rounds = try parsed.integer("--rounds", in: 1...Int.max) ?? rounds
+        idempotencyKeys = parsed.has("--idempotency-keys")
+        keep = parsed.has("--keep")
     }
 
     /// One measured run.

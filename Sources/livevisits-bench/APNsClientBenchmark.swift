@@ -1,5 +1,6 @@
 import APNs
 import APNsSimulator
+import Runtime
 import Foundation
 
 /// `livevisits-bench apns [--count N] [--concurrency 100,500]`: N small liveactivity pushes from the APNs
@@ -10,21 +11,17 @@ struct APNsClientBenchmark {
     var count = 20_000
     var concurrencies = [100, 500]
 
+    static let syntax = CommandSyntax(
+        command: "livevisits-bench apns", summary: summary,
+        options: [
+            .value("--count", "N", "pushes per concurrency (default 20000)"),
+            .value("--concurrency", "LIST", "streams in flight, comma-separated (default 100,500)"),
+        ])
+
     init(arguments: [String]) throws {
-        var rest = arguments[...]
-        while let flag = rest.popFirst() {
-            switch flag {
-            case "--count":
-                guard let n = rest.popFirst().flatMap(Int.init), n > 0 else { throw BenchmarkUsageError(message: "--count needs a number") }
-                count = n
-            case "--concurrency":
-                let list = (rest.popFirst() ?? "").split(separator: ",").compactMap { Int($0) }
-                guard !list.isEmpty, list.allSatisfy({ $0 > 0 }) else { throw BenchmarkUsageError(message: "--concurrency takes e.g. 100,500") }
-                concurrencies = list
-            default:
-                throw BenchmarkUsageError(message: "unknown option \(flag) for apns")
-            }
-        }
+        let parsed = try Self.syntax.parse(arguments)
+        count = try parsed.integer("--count", in: 1...Int.max) ?? count
+        concurrencies = try parsed.integers("--concurrency", in: 1...Int.max) ?? concurrencies
     }
 
     func run() async throws {

@@ -26,24 +26,24 @@ struct AppendBenchmark {
         var description: String { rawValue }
     }
 
-    static let help = """
-        usage: livevisits-bench append [options]
-          --duration SECONDS       time per measurement (default 10)
-          --writers LIST           concurrent writers, comma-separated (default 1,4,16)
-          --streams N              number of visits (default 10000), scheduled before the runs
-          --distribution LIST      uniform,zipf (default both)
-          --mode LIST              batched (group commit, the API's path, the default) and/or direct (one
-                                   transaction per command)
-          --batches N              group commit: batches in flight at once (default 2, the API's)
-          --no-sync                synchronous_commit=off for both sides (what a fast WAL device would
-                                   show: commits cost CPU, not a flush wait)
-          --pgbench PATH           pgbench binary (default /usr/lib/postgresql/15/bin/pgbench)
-          --no-pgbench             skip the pgbench baseline
-          --migrations DIR         migration files (default ./Migrations); the read-model SQL and rules come
-                                   from ./Projections
-        The cluster comes from LIVEVISITS_DATABASE_URL (start it with scripts/pg start); a scratch database
-        is created there and dropped at the end.
-        """
+    static let syntax = CommandSyntax(
+        command: "livevisits-bench append", summary: summary,
+        options: [
+            .value("--duration", "SECONDS", "time per measurement (default 10)"),
+            .value("--writers", "LIST", "concurrent writers, comma-separated (default 1,4,16)"),
+            .value("--streams", "N", "number of visits (default 10000), scheduled before the runs"),
+            .value("--distribution", "LIST", "uniform,zipf (default both)"),
+            .value("--mode", "LIST", "batched (group commit, the API's path, the default) and/or direct (one transaction per command)"),
+            .value("--batches", "N", "group commit: batches in flight at once (default 2, the API's)"),
+            .flag("--no-sync", "synchronous_commit=off for both sides (what a fast WAL device would show: commits cost CPU, not a flush wait)"),
+            .value("--pgbench", "PATH", "pgbench binary (default /usr/lib/postgresql/15/bin/pgbench)"),
+            .flag("--no-pgbench", "skip the pgbench baseline"),
+            .value("--migrations", "DIR", "migration files (default ./Migrations); the read-model SQL and rules come from ./Projections"),
+        ],
+        details: """
+            The cluster comes from LIVEVISITS_DATABASE_URL (start it with scripts/pg start); a scratch database
+            is created there and dropped at the end.
+            """)
 
     var duration = 10.0
     var writerCounts = [1, 4, 16]
@@ -57,53 +57,30 @@ struct AppendBenchmark {
     var migrations = URL(fileURLWithPath: "Migrations")
 
     init(arguments: [String]) throws {
-        var it = arguments.makeIterator()
-        func value(_ flag: String) throws -> String {
-            guard let v = it.next() else { throw BenchmarkUsageError(message: "\(flag) needs a value") }
-            return v
-        }
-        while let arg = it.next() {
-            switch arg {
-            case "--duration":
-                guard let d = Double(try value(arg)), d > 0 else { throw BenchmarkUsageError(message: "bad --duration") }
-                duration = d
-            case "--writers":
-                writerCounts = try value(arg).split(separator: ",").map {
-                    guard let n = Int($0), n > 0 else { throw BenchmarkUsageError(message: "bad --writers") }
-                    return n
-                }
-            case "--streams":
-                guard let n = Int(try value(arg)), n > 0 else { throw BenchmarkUsageError(message: "bad --streams") }
-                streams = n
-            case "--distribution":
-                distributions = try value(arg).split(separator: ",").map {
-                    guard let d = StreamPicker.Distribution(rawValue: String($0)) else {
-                        throw BenchmarkUsageError(message: "unknown distribution \($0)")
-                    }
-                    return d
-                }
-            case "--mode":
-                modes = try value(arg).split(separator: ",").map {
-                    switch $0 {
-                    case "batched": return .batched
-                    case "direct": return .direct
-                    default: throw BenchmarkUsageError(message: "unknown mode \($0)")
-                    }
-                }
-            case "--batches":
-                guard let n = Int(try value(arg)), n > 0 else { throw BenchmarkUsageError(message: "bad --batches") }
-                concurrentBatches = n
-            case "--pgbench": pgbenchPath = try value(arg)
-            case "--no-pgbench": runPgbench = false
-            case "--no-sync": synchronousCommit = false
-            case "--migrations": migrations = URL(fileURLWithPath: try value(arg))
-            case "--help", "-h":
-                print(AppendBenchmark.help)
-                exit(0)
-            default:
-                throw BenchmarkUsageError(message: "unknown option \(arg) (try --help)")
+        let parsed = try Self.syntax.parse(arguments)
+        duration = try parsed.positiveNumber("--duration") ?? duration
+        writerCounts = try parsed.integers("--writers", in: 1...Int.max) ?? writerCounts
+        streams = try parsed.integer("--streams", in: 1...Int.max) ?? streams
+        if let list = parsed.value("--distribution") {
+            distributions = try list.split(separator: ",").map {
+                guard let d = StreamPicker.Distribution(rawValue: String($0)) else { throw Self.syntax.mistake("unknown distribution \($0)") }
+                return d
             }
         }
+        if let list = parsed.value("--mode") {
+            modes = try list.split(separator: ",").map {
+                switch $0 {
+                case "batched": return .batched
+                case "direct": return .direct
+                default: throw Self.syntax.mistake("unknown mode \($0)")
+                }
+            }
+        }
+        concurrentBatches = try parsed.integer("--batches", in: 1...Int.max) ?? concurrentBatches
+        pgbenchPath = parsed.value("--pgbench") ?? pgbenchPath
+        runPgbench = !parsed.has("--no-pgbench")
+        synchronousCommit = !parsed.has("--no-sync")
+        migrations = parsed.value("--migrations").map { URL(fileURLWithPath: $0) } ?? migrations
     }
 
     /// One measured configuration.
@@ -152,23 +129,23 @@ struct AppendBenchmark {
 
         let projections = URL(fileURLWithPath: "Projections")
         let readModel = try VisitReadModel(projectionsDirectory: projections, rules: try ProjectionRules.load(directory: projections))
-        let pool = PostgresPool(configuration: PostgresConfiguration(url: url, size: maxWriters + 2))
-        let handler = VisitCommandHandler(store: EventStore(pool: pool), readModel: readModel, pushes: OutboxPushes(outbox: Outbox(pool: pool)))
-        let batcher = VisitCommandBatcher(handler: handler, maxConcurrentBatches: concurrentBatches)
-        try await scheduleVisits(batcher: batcher)
         var figures: [Figure] = []
-        for mode in modes {
-            for distribution in distributions {
-                let picker = StreamPicker(distribution, count: streams)
-                for writers in writerCounts {
-                    var figure = try await measure(mode: mode, batcher: batcher, picker: picker, writers: writers)
-                    figure.label = "\(mode) \(distribution.rawValue)"
-                    figures.append(figure)
-                    print(line(figure, baseline: baseline[writers]))
+        try await PostgresPool.withPool(PostgresConfiguration(url: url, size: maxWriters + 2)) { pool in
+            let handler = VisitCommandHandler(store: EventStore(pool: pool), readModel: readModel, pushes: OutboxPushes(outbox: Outbox(pool: pool)))
+            let batcher = VisitCommandBatcher(handler: handler, maxConcurrentBatches: concurrentBatches)
+            try await scheduleVisits(batcher: batcher)
+            for mode in modes {
+                for distribution in distributions {
+                    let picker = StreamPicker(distribution, count: streams)
+                    for writers in writerCounts {
+                        var figure = try await measure(mode: mode, batcher: batcher, picker: picker, writers: writers)
+                        figure.label = "\(mode) \(distribution.rawValue)"
+                        figures.append(figure)
+                        print(line(figure, baseline: baseline[writers]))
+                    }
                 }
             }
         }
-        await pool.close()
 
         print("\nsummary (events/s; p50/p99 latency of one command; ratio to pgbench tps at the same client count;")
         print("         group commit: mean commands per batch)")

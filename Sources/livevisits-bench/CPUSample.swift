@@ -21,6 +21,9 @@ struct CPUSample {
         CPUSample(process: seconds(pid: pid), switches: contextSwitches(pid: pid), this: rusage(RUSAGE_SELF.rawValue), children: rusage(RUSAGE_CHILDREN.rawValue), postgres: postgresSeconds())
     }
 
+    /// CPU seconds (user + system) this process has used so far.
+    static func thisProcess() -> Double { rusage(RUSAGE_SELF.rawValue) }
+
     static func - (a: CPUSample, b: CPUSample) -> CPUSample {
         CPUSample(process: a.process - b.process, switches: a.switches - b.switches, this: a.this - b.this, children: a.children - b.children, postgres: a.postgres - b.postgres)
     }

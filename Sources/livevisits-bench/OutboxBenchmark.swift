@@ -38,26 +38,36 @@ enum OutboxBenchmark {
 
     static let summary = "appends N events with their push intents; one outbox worker delivers them (--count N --rate R --simulator)"
 
+    static let syntax = CommandSyntax(
+        command: "livevisits-bench outbox", summary: summary,
+        options: [
+            .value("--count", "N", "events (and pushes) of the saturated phase (default 20000)"),
+            .value("--rate", "R", "events/s of the paced phase (default 500)"),
+            .value("--latency", "SECONDS", "the loopback sender's answer delay (default 0.002)"),
+            .value("--writers", "N", "concurrent appenders (default 8)"),
+            .flag("--append-only", "append without enqueueing, no worker: the event store's own rate"),
+            .flag("--enqueue-only", "append and enqueue, no worker: the outbox's cost on the append path"),
+            .flag("--simulator", "send through the real APNs client to the project's simulator"),
+            .flag("--backlog-only", "only a worker draining N enqueued pushes"),
+            .value("--batch", "N", "deliveries per claim (default \(OutboxConfiguration().batchSize))"),
+            .value("--loops", "N", "claim loops (default \(OutboxConfiguration().concurrentBatches))"),
+        ],
+        details: "Needs LIVEVISITS_DATABASE_URL; a scratch database is created there and dropped.")
+
     static func main(arguments: [String], sender: (any PushSender)? = nil, senderName: String = "loopback") async throws {
+        let parsed = try syntax.parse(arguments)
         var options = Options()
-        var i = 0
-        while i < arguments.count {
-            let value = i + 1 < arguments.count ? arguments[i + 1] : ""
-            switch arguments[i] {
-            case "--count": options.count = Int(value) ?? options.count; i += 1
-            case "--rate": options.rate = Double(value) ?? options.rate; i += 1
-            case "--latency": options.latency = Double(value) ?? options.latency; i += 1
-            case "--writers": options.writers = Int(value) ?? options.writers; i += 1
-            case "--append-only": options.appendOnly = true
-            case "--enqueue-only": options.enqueueOnly = true
-            case "--simulator": options.simulator = true
-            case "--backlog-only": options.backlogOnly = true
-            case "--batch": options.batchSize = Int(value) ?? options.batchSize; i += 1
-            case "--loops": options.loops = Int(value) ?? options.loops; i += 1
-            default: break
-            }
-            i += 1
-        }
+        options.count = try parsed.integer("--count", in: 1...Int.max) ?? options.count
+        options.rate = try parsed.positiveNumber("--rate") ?? options.rate
+        options.latency = try parsed.value("--latency", expected: "seconds (0 or more)") { Double($0).flatMap { $0 >= 0 ? $0 : nil } }
+            ?? options.latency
+        options.writers = try parsed.integer("--writers", in: 1...Int.max) ?? options.writers
+        options.appendOnly = parsed.has("--append-only")
+        options.enqueueOnly = parsed.has("--enqueue-only")
+        options.simulator = parsed.has("--simulator")
+        options.backlogOnly = parsed.has("--backlog-only")
+        options.batchSize = try parsed.integer("--batch", in: 1...Int.max) ?? options.batchSize
+        options.loops = try parsed.integer("--loops", in: 1...Int.max) ?? options.loops
         guard let serverURL = ProcessInfo.processInfo.environment["LIVEVISITS_DATABASE_URL"], !serverURL.isEmpty else {
             throw BenchmarkError(message: "LIVEVISITS_DATABASE_URL is required")
         }
@@ -71,31 +81,36 @@ enum OutboxBenchmark {
             client = apns
             name = "APNs client → simulator at \(sim.endpoint?.url ?? "?")"
         }
-        defer {
-            if let client { Task { await client.shutdown() } }
-            if let simulator { Task { await simulator.stop() } }
-        }
         let inner: any PushSender = sender ?? client ?? LoopbackSender(latency: options.latency)
         let recording = AckRecordingSender(inner: inner, log: acks)
-        try await withScratchDatabase(serverURL: serverURL) { url in
-            print("outbox benchmark: sender=\(sender == nil && client == nil ? "loopback (latency \(options.latency) s)" : name), one worker")
-            if options.appendOnly {
-                try await appendOnly(count: options.count, writers: options.writers, url: url)
-                return
+        do {
+            try await ScratchDatabase.with(serverURL: serverURL, migrations: URL(fileURLWithPath: "Migrations")) { database in
+                let url = database.url
+                print("outbox benchmark: sender=\(sender == nil && client == nil ? "loopback (latency \(options.latency) s)" : name), one worker")
+                if options.appendOnly {
+                    try await appendOnly(count: options.count, writers: options.writers, url: url)
+                    return
+                }
+                if options.enqueueOnly {
+                    try await phase("enqueue only", count: options.count, rate: nil, writers: options.writers, url: url, sender: nil, acks: acks)
+                    return
+                }
+                if !options.backlogOnly {
+                try await phase("saturated", count: options.count, rate: nil, writers: options.writers, url: url, sender: recording, acks: acks,
+                                options: options)
+                try await phase("paced", count: max(1, options.count / 4), rate: options.rate, writers: options.writers, url: url,
+                                sender: recording, acks: acks, options: options)
+                }
+                try await phase("backlog", count: options.count, rate: nil, writers: options.writers, url: url, sender: recording,
+                                acks: acks, startWorkerAfterAppends: true, options: options)
             }
-            if options.enqueueOnly {
-                try await phase("enqueue only", count: options.count, rate: nil, writers: options.writers, url: url, sender: nil, acks: acks)
-                return
-            }
-            if !options.backlogOnly {
-            try await phase("saturated", count: options.count, rate: nil, writers: options.writers, url: url, sender: recording, acks: acks,
-                            options: options)
-            try await phase("paced", count: max(1, options.count / 4), rate: options.rate, writers: options.writers, url: url,
-                            sender: recording, acks: acks, options: options)
-            }
-            try await phase("backlog", count: options.count, rate: nil, writers: options.writers, url: url, sender: recording,
-                            acks: acks, startWorkerAfterAppends: true, options: options)
+        } catch {
+            await client?.shutdown()
+            await simulator?.stop()
+            throw error
         }
+        await client?.shutdown()
+        await simulator?.stop()
     }
 
     /// Registers one Live Activity per visit, then appends one event per visit (each → one update push).
@@ -103,105 +118,105 @@ enum OutboxBenchmark {
         _ label: String, count: Int, rate: Double?, writers: Int, url: String, sender: AckRecordingSender?, acks: AckLog,
         startWorkerAfterAppends: Bool = false, options: Options = Options()
     ) async throws {
-        let pool = PostgresPool(configuration: PostgresConfiguration(url: url, size: writers + 4))
-        defer { Task { await pool.close() } }
-        let prefix = "\(label)-\(UUID().uuidString.prefix(6))"
-        let registry = TokenRegistry()
-        try await pool.withTransaction { connection in
-            for v in 0..<count {
-                try registry.registerLiveActivity(
-                    visitId: "\(prefix)-\(v)", activityId: "a", pushToken: token(prefix, v), environment: .sandbox,
-                    on: connection)
-            }
-        }
-        acks.reset()
-        var configuration = OutboxConfiguration()
-        configuration.pollIntervalSeconds = 0.5
-        configuration.batchSize = options.batchSize
-        configuration.concurrentBatches = options.loops
-        configuration.maximumConcurrentSends = max(options.batchSize, configuration.maximumConcurrentSends)
-        let outbox = Outbox(pool: pool)
-        let gate = WakeUp()
-        let services = Task {
-            guard let sender else { return }
-            if startWorkerAfterAppends { _ = await gate.wait(upTo: 3600) }
-            let worker = OutboxWorker(pool: pool, sender: sender, configuration: configuration)
-            let listener = worker.listener(url: url)
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { try await listener.run() }
-                group.addTask { try await worker.run() }
-                try await group.waitForAll()
-            }
-        }
-        try await Task.sleep(nanoseconds: 300_000_000)  // LISTEN established
-
-        let started = Date().timeIntervalSince1970
-        let limits = EventStoreLimits()
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for writer in 0..<writers {
-                group.addTask {
-                    for v in stride(from: writer, to: count, by: writers) {
-                        if let rate {
-                            let due = started + Double(v) / rate
-                            let wait = due - Date().timeIntervalSince1970
-                            if wait > 0 { try await Task.sleep(nanoseconds: UInt64(wait * 1e9)) }
-                        }
-                        let visit = "\(prefix)-\(v)"
-                        let recordedAt = Date().timeIntervalSince1970
-                        let ts = Int64(recordedAt) + 1
-                        acks.expect(token: token(prefix, v), timestamp: ts, recordedAt: recordedAt)
-                        // As the visit command writes: the event and its outbox rows in one pipelined transaction.
-                        let request = AppendRequest(
-                            streamName: "visit-\(visit)", events: [NewEvent(type: "nearby", data: "{\"kilometresAway\":1.2}")],
-                            recordedAt: recordedAt)
-                        try EventStore.validate(request, limits: limits)
-                        let statements = [EventStore.appendStatement(request, guarded: false)]
-                            + (try outbox.enqueueStatements([intent(visit: visit, timestamp: ts, recordedAt: recordedAt)]))
-                        _ = try await pool.withConnection { try $0.pipeline(statements) }
-                        outbox.committed()
-                    }
+        try await PostgresPool.withPool(PostgresConfiguration(url: url, size: writers + 4)) { pool in
+            let prefix = "\(label)-\(UUID().uuidString.prefix(6))"
+            let registry = TokenRegistry()
+            try await pool.withTransaction { connection in
+                for v in 0..<count {
+                    try registry.registerLiveActivity(
+                        visitId: "\(prefix)-\(v)", activityId: "a", pushToken: token(prefix, v), environment: .sandbox,
+                        on: connection)
                 }
             }
-            try await group.waitForAll()
-        }
-        var appended = Date().timeIntervalSince1970
-        if startWorkerAfterAppends {
-            print(String(format: "%@: %d events appended with their intents in %.2f s (%.0f/s), worker stopped", label, count,
-                appended - started, Double(count) / (appended - started)))
-            gate.signal()
-            appended = Date().timeIntervalSince1970
-            let drainStart = appended
-            while acks.count < count && Date().timeIntervalSince1970 - drainStart < 300 {
-                try await Task.sleep(nanoseconds: 10_000_000)
+            acks.reset()
+            var configuration = OutboxConfiguration()
+            configuration.pollIntervalSeconds = 0.5
+            configuration.batchSize = options.batchSize
+            configuration.concurrentBatches = options.loops
+            configuration.maximumConcurrentSends = max(options.batchSize, configuration.maximumConcurrentSends)
+            let outbox = Outbox(pool: pool)
+            let gate = WakeUp()
+            let services = Task {
+                guard let sender else { return }
+                if startWorkerAfterAppends { _ = await gate.wait(upTo: 3600) }
+                let worker = OutboxWorker(pool: pool, sender: sender, configuration: configuration)
+                let listener = worker.listener(url: url)
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { try await listener.run() }
+                    group.addTask { try await worker.run() }
+                    try await group.waitForAll()
+                }
             }
-            let span = (acks.lastAck ?? drainStart) - drainStart
+            try await Task.sleep(nanoseconds: 300_000_000)  // LISTEN established
+
+            let started = Date().timeIntervalSince1970
+            let limits = EventStoreLimits()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for writer in 0..<writers {
+                    group.addTask {
+                        for v in stride(from: writer, to: count, by: writers) {
+                            if let rate {
+                                let due = started + Double(v) / rate
+                                let wait = due - Date().timeIntervalSince1970
+                                if wait > 0 { try await Task.sleep(nanoseconds: UInt64(wait * 1e9)) }
+                            }
+                            let visit = "\(prefix)-\(v)"
+                            let recordedAt = Date().timeIntervalSince1970
+                            let ts = Int64(recordedAt) + 1
+                            acks.expect(token: token(prefix, v), timestamp: ts, recordedAt: recordedAt)
+                            // As the visit command writes: the event and its outbox rows in one pipelined transaction.
+                            let request = AppendRequest(
+                                streamName: "visit-\(visit)", events: [NewEvent(type: "nearby", data: "{\"kilometresAway\":1.2}")],
+                                recordedAt: recordedAt)
+                            try EventStore.validate(request, limits: limits)
+                            let statements = [EventStore.appendStatement(request, guarded: false)]
+                                + (try outbox.enqueueStatements([intent(visit: visit, timestamp: ts, recordedAt: recordedAt)]))
+                            _ = try await pool.withConnection { try $0.pipeline(statements) }
+                            outbox.committed()
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            var appended = Date().timeIntervalSince1970
+            if startWorkerAfterAppends {
+                print(String(format: "%@: %d events appended with their intents in %.2f s (%.0f/s), worker stopped", label, count,
+                    appended - started, Double(count) / (appended - started)))
+                gate.signal()
+                appended = Date().timeIntervalSince1970
+                let drainStart = appended
+                while acks.count < count && Date().timeIntervalSince1970 - drainStart < 300 {
+                    try await Task.sleep(nanoseconds: 10_000_000)
+                }
+                let span = (acks.lastAck ?? drainStart) - drainStart
+                services.cancel()
+                _ = await services.result
+                print(String(format: "%@: one worker drained %d pushes in %.2f s = %.0f pushes/s", label, acks.count, span,
+                    Double(acks.count) / span))
+                return
+            }
+            if sender == nil {
+                print(String(format: "%@: %d events appended with their intents in %.2f s = %.0f events/s", label, count,
+                    appended - started, Double(count) / (appended - started)))
+                services.cancel()
+                return
+            }
+            while acks.count < count {
+                try await Task.sleep(nanoseconds: 10_000_000)
+                if Date().timeIntervalSince1970 - appended > 120 { break }
+            }
             services.cancel()
             _ = await services.result
-            print(String(format: "%@: one worker drained %d pushes in %.2f s = %.0f pushes/s", label, acks.count, span,
-                Double(acks.count) / span))
-            return
+            let delays = acks.delays().sorted()
+            let span = (acks.lastAck ?? appended) - started
+            func percentile(_ p: Double) -> Double {
+                delays.isEmpty ? .nan : delays[min(delays.count - 1, Int((Double(delays.count) * p).rounded(.down)))]
+            }
+            print(String(
+                format: "%@: %d events appended in %.2f s (%.0f/s); %d pushes acknowledged in %.2f s = %.0f pushes/s; append→ack p50 %.1f ms, p99 %.1f ms, max %.1f ms",
+                label, count, appended - started, Double(count) / (appended - started), delays.count, span,
+                Double(delays.count) / span, percentile(0.5) * 1000, percentile(0.99) * 1000, (delays.last ?? .nan) * 1000))
         }
-        if sender == nil {
-            print(String(format: "%@: %d events appended with their intents in %.2f s = %.0f events/s", label, count,
-                appended - started, Double(count) / (appended - started)))
-            services.cancel()
-            return
-        }
-        while acks.count < count {
-            try await Task.sleep(nanoseconds: 10_000_000)
-            if Date().timeIntervalSince1970 - appended > 120 { break }
-        }
-        services.cancel()
-        _ = await services.result
-        let delays = acks.delays().sorted()
-        let span = (acks.lastAck ?? appended) - started
-        func percentile(_ p: Double) -> Double {
-            delays.isEmpty ? .nan : delays[min(delays.count - 1, Int((Double(delays.count) * p).rounded(.down)))]
-        }
-        print(String(
-            format: "%@: %d events appended in %.2f s (%.0f/s); %d pushes acknowledged in %.2f s = %.0f pushes/s; append→ack p50 %.1f ms, p99 %.1f ms, max %.1f ms",
-            label, count, appended - started, Double(count) / (appended - started), delays.count, span,
-            Double(delays.count) / span, percentile(0.5) * 1000, percentile(0.99) * 1000, (delays.last ?? .nan) * 1000))
     }
 
     /// The simulator on a free loopback port, and an APNs client trusting its CA with a fresh P-256 key.
@@ -222,40 +237,35 @@ enum OutboxBenchmark {
 
     /// A throwaway ES256 key from the openssl command (PKCS#8 PEM, as Apple's .p8 files are).
     private static func generateP256Key() throws -> [UInt8] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", "openssl ecparam -name prime256v1 -genkey -noout | openssl pkcs8 -topk8 -nocrypt"]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0, !data.isEmpty else { throw BenchmarkError(message: "openssl could not generate a P-256 key") }
-        return Array(data)
+        let outcome = try ChildProcess(
+            "/bin/sh", ["-c", "openssl ecparam -name prime256v1 -genkey -noout | openssl pkcs8 -topk8 -nocrypt"]
+        ).runBlocking()
+        guard outcome.status == 0, !outcome.stdout.isEmpty else { throw BenchmarkError(message: "openssl could not generate a P-256 key") }
+        return Array(outcome.stdout.utf8)
     }
 
     private static func appendOnly(count: Int, writers: Int, url: String) async throws {
-        let pool = PostgresPool(configuration: PostgresConfiguration(url: url, size: writers))
-        defer { Task { await pool.close() } }
-        let started = Date().timeIntervalSince1970
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for writer in 0..<writers {
-                group.addTask {
-                    for v in stride(from: writer, to: count, by: writers) {
-                        _ = try await pool.withTransaction { connection in
-                            try EventStore.append(
-                                AppendRequest(
-                                    streamName: "visit-append-\(v)", events: [NewEvent(type: "nearby", data: "{\"kilometresAway\":1.2}")],
-                                    recordedAt: Date().timeIntervalSince1970),
-                                on: connection)
+        try await PostgresPool.withPool(PostgresConfiguration(url: url, size: writers)) { pool in
+            let started = Date().timeIntervalSince1970
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for writer in 0..<writers {
+                    group.addTask {
+                        for v in stride(from: writer, to: count, by: writers) {
+                            _ = try await pool.withTransaction { connection in
+                                try EventStore.append(
+                                    AppendRequest(
+                                        streamName: "visit-append-\(v)", events: [NewEvent(type: "nearby", data: "{\"kilometresAway\":1.2}")],
+                                        recordedAt: Date().timeIntervalSince1970),
+                                    on: connection)
+                            }
                         }
                     }
                 }
+                try await group.waitForAll()
             }
-            try await group.waitForAll()
+            let elapsed = Date().timeIntervalSince1970 - started
+            print(String(format: "append only: %d events in %.2f s = %.0f events/s", count, elapsed, Double(count) / elapsed))
         }
-        let elapsed = Date().timeIntervalSince1970 - started
-        print(String(format: "append only: %d events in %.2f s = %.0f events/s", count, elapsed, Double(count) / elapsed))
     }
 
     private static func intent(visit: String, timestamp: Int64, recordedAt: Double) -> PushIntent {
@@ -274,33 +284,6 @@ enum OutboxBenchmark {
     private static func token(_ prefix: String, _ v: Int) -> String {
         let hex = String(UInt64(truncatingIfNeeded: v), radix: 16) + String(UInt64(truncatingIfNeeded: prefix.hashValue), radix: 16)
         return String((hex + String(repeating: "0", count: 64)).prefix(64))
-    }
-
-    private static func withScratchDatabase(serverURL: String, _ body: (String) async throws -> Void) async throws {
-        let name = "lvbench_outbox_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(10).lowercased())"
-        let admin = PostgresPool(url: serverURL, size: 1)
-        try await admin.withConnection { try $0.execute(script: "CREATE DATABASE \"\(name)\"") }
-        let url = scratchURL(serverURL, database: name)
-        do {
-            let pool = PostgresPool(url: url, size: 1)
-            try await Migrator(directory: URL(fileURLWithPath: "Migrations")).migrate(pool: pool)
-            await pool.close()
-            try await body(url)
-        } catch {
-            try? await admin.withConnection { try $0.execute(script: "DROP DATABASE IF EXISTS \"\(name)\" WITH (FORCE)") }
-            await admin.close()
-            throw error
-        }
-        try? await admin.withConnection { try $0.execute(script: "DROP DATABASE IF EXISTS \"\(name)\" WITH (FORCE)") }
-        await admin.close()
-    }
-
-    private static func scratchURL(_ base: String, database: String) -> String {
-        if base.hasPrefix("postgres://") || base.hasPrefix("postgresql://"), var components = URLComponents(string: base) {
-            components.path = "/" + database
-            return components.string ?? base
-        }
-        return base + " dbname=\(database)"
     }
 
     struct BenchmarkError: Error, CustomStringConvertible {

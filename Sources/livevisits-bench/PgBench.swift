@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import Runtime
 
 /// The machine's own limit: `pgbench -M prepared` inserting one event-sized jsonb row per transaction into
 /// `pgbench_events`, a copy of `events` with the same indexes (unique (stream_name, position) included),
@@ -15,14 +16,14 @@ struct PgBench {
 
     /// Creates the table and writes the script next to the other temporary files.
     func prepare(eventData: String) async throws {
-        let pool = PostgresPool(url: url, size: 1)
-        try await pool.withConnection { c in
-            try c.execute(script: """
-                CREATE TABLE pgbench_events (LIKE events INCLUDING ALL);
-                CREATE SEQUENCE pgbench_events_position;
-                """)
+        try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 1)) { pool in
+            try await pool.withConnection { c in
+                try c.execute(script: """
+                    CREATE TABLE pgbench_events (LIKE events INCLUDING ALL);
+                    CREATE SEQUENCE pgbench_events_position;
+                    """)
+            }
         }
-        await pool.close()
         // The payload is concatenated per row, so PostgreSQL parses a fresh jsonb each time as appends do.
         let head = String(eventData.prefix(14))  // {"visitId":"v-
         let tail = String(eventData.dropFirst(20))  // after the six digits
@@ -40,10 +41,12 @@ struct PgBench {
 
     /// Runs pgbench for `seconds` with `clients` connections; returns its transactions per second.
     func run(clients: Int, seconds: Double) throws -> Double {
-        let outcome = try PgBench.spawn(path, [
+        // Runtime's ChildProcess starts pgbench with default signal handlers and an empty mask: its `-T`
+        // relies on SIGALRM, which a child of Foundation's `Process` inherited blocked (pgbench never stopped).
+        let outcome = try ChildProcess(path, [
             "-n", "-M", "prepared", "-c", String(clients), "-j", String(min(clients, 2)),
             "-T", String(max(1, Int(seconds.rounded()))), "-f", scriptURL.path, url,
-        ])
+        ]).runBlocking()
         guard outcome.status == 0 else {
             throw Failure(description: "pgbench failed (\(outcome.status)): \(outcome.stderr.split(separator: "\n").last ?? "")")
         }

@@ -14,19 +14,18 @@ struct ReplayBenchmark {
     var events = 1_000_000
     var keep = false
 
+    static let syntax = CommandSyntax(
+        command: "livevisits-bench replay", summary: summary,
+        options: [
+            .value("--events", "N", "events in the generated log, at least 10 (default 1000000)"),
+            .flag("--keep", "keep the scratch database"),
+        ],
+        details: "Needs LIVEVISITS_DATABASE_URL.")
+
     init(arguments: [String]) throws {
-        var rest = arguments[...]
-        while let flag = rest.popFirst() {
-            switch flag {
-            case "--events":
-                guard let value = rest.popFirst().flatMap(Int.init), value >= 10 else {
-                    throw BenchmarkUsageError(message: "--events needs a whole number of at least 10")
-                }
-                events = value
-            case "--keep": keep = true
-            default: throw BenchmarkUsageError(message: "unknown option \(flag) for replay")
-            }
-        }
+        let parsed = try Self.syntax.parse(arguments)
+        events = try parsed.integer("--events", in: 10...Int.max) ?? events
+        keep = parsed.has("--keep")
     }
 
     static let journey = [
@@ -47,59 +46,59 @@ struct ReplayBenchmark {
         }
         let root = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
         let database = try await ScratchDatabase.create(serverURL: server, migrations: root.appendingPathComponent("Migrations"))
-        let pool = PostgresPool(configuration: PostgresConfiguration(url: database.url, size: 4))
-        let projections = root.appendingPathComponent("Projections")
-        let rules = try ProjectionRules.load(directory: projections)
-        let readModel = try VisitReadModel(projectionsDirectory: projections, rules: rules)
+        try await PostgresPool.withPool(PostgresConfiguration(url: database.url, size: 4)) { pool in
+            let projections = root.appendingPathComponent("Projections")
+            let rules = try ProjectionRules.load(directory: projections)
+            let readModel = try VisitReadModel(projectionsDirectory: projections, rules: rules)
 
-        // One real visit through the command path: the template every cloned visit copies.
-        struct NoPushes: PushEnqueuer {
-            func statements(for plans: [PushPlan], state: VisitState) throws -> [PostgresQuery] { [] }
-        }
-        let clock = ManualClock(now: Date().timeIntervalSince1970)
-        let handler = VisitCommandHandler(store: EventStore(pool: pool), readModel: readModel, pushes: NoPushes(), clock: clock)
-        let start = Int(clock.now()) + 900
-        let schedule = """
-            {"visitId": "TEMPLATE", "customerId": "c-TEMPLATE",
-             "attributes": {"customerFirstName": "Alex", "serviceAddress": "12 Elm Row", "jobSummary": "Boiler check"},
-             "technician": {"id": "t-1", "name": "Sam", "avatarSymbol": "person.crop.circle", "vanDescription": "White van, blue stripe"},
-             "arrivalWindow": {"start": \(start), "end": \(start + 600)}, "kilometresAway": 14.0}
-            """
-        let context = VisitCommandContext(actor: EventMetadata(actorRole: "dispatcher", actorSubject: "bench"))
-        _ = try await handler.schedule(try ScheduleVisitRequest.parse(Array(schedule.utf8)) { "TEMPLATE" }, context: context)
-        for step in ReplayBenchmark.journey {
-            clock.advance(by: 30)
-            _ = try await handler.post(visitId: "TEMPLATE", event: try VisitEventRequest.parse(Array(step.utf8)), context: context)
-        }
-        let visits = events / 10
-        print("generating \(visits * 10) events over \(visits) visits in \(database.name) …")
-        let generateStarted = Date()
-        let chunk = 20_000
-        var from = 1
-        while from <= visits {
-            let to = min(from + chunk - 1, visits)
-            try await pool.query("""
-                INSERT INTO events (stream_name, position, type, data, metadata, recorded_at)
-                SELECT 'visit-b' || v, t.position, t.type, replace(t.data::text, 'TEMPLATE', 'b' || v)::jsonb, t.metadata,
-                       t.recorded_at + make_interval(secs => v)
-                FROM generate_series(\(from)::int, \(to)::int) AS v, (SELECT * FROM events WHERE stream_name = 'visit-TEMPLATE') AS t
-                ORDER BY v, t.position
-                """)
-            from = to + 1
-        }
-        try await pool.withConnection { try $0.execute(script: "ANALYZE events") }
-        let total = try await pool.query("SELECT count(*) AS n FROM events").first!.int("n")
-        print(String(format: "generated %d events in %.1f s", total, Date().timeIntervalSince(generateStarted)))
+            // One real visit through the command path: the template every cloned visit copies.
+            struct NoPushes: PushEnqueuer {
+                func statements(for plans: [PushPlan], state: VisitState) throws -> [PostgresQuery] { [] }
+            }
+            let clock = ManualClock(now: Date().timeIntervalSince1970)
+            let handler = VisitCommandHandler(store: EventStore(pool: pool), readModel: readModel, pushes: NoPushes(), clock: clock)
+            let start = Int(clock.now()) + 900
+            let schedule = """
+                {"visitId": "TEMPLATE", "customerId": "c-TEMPLATE",
+                 "attributes": {"customerFirstName": "Alex", "serviceAddress": "12 Elm Row", "jobSummary": "Boiler check"},
+                 "technician": {"id": "t-1", "name": "Sam", "avatarSymbol": "person.crop.circle", "vanDescription": "White van, blue stripe"},
+                 "arrivalWindow": {"start": \(start), "end": \(start + 600)}, "kilometresAway": 14.0}
+                """
+            let context = VisitCommandContext(actor: EventMetadata(actorRole: "dispatcher", actorSubject: "bench"))
+            _ = try await handler.schedule(try ScheduleVisitRequest.parse(Array(schedule.utf8)) { "TEMPLATE" }, context: context)
+            for step in ReplayBenchmark.journey {
+                clock.advance(by: 30)
+                _ = try await handler.post(visitId: "TEMPLATE", event: try VisitEventRequest.parse(Array(step.utf8)), context: context)
+            }
+            let visits = events / 10
+            print("generating \(visits * 10) events over \(visits) visits in \(database.name) …")
+            let generateStarted = Date()
+            let chunk = 20_000
+            var from = 1
+            while from <= visits {
+                let to = min(from + chunk - 1, visits)
+                try await pool.query("""
+                    INSERT INTO events (stream_name, position, type, data, metadata, recorded_at)
+                    SELECT 'visit-b' || v, t.position, t.type, replace(t.data::text, 'TEMPLATE', 'b' || v)::jsonb, t.metadata,
+                           t.recorded_at + make_interval(secs => v)
+                    FROM generate_series(\(from)::int, \(to)::int) AS v, (SELECT * FROM events WHERE stream_name = 'visit-TEMPLATE') AS t
+                    ORDER BY v, t.position
+                    """)
+                from = to + 1
+            }
+            try await pool.withConnection { try $0.execute(script: "ANALYZE events") }
+            let total = try await pool.query("SELECT count(*) AS n FROM events").first!.int("n")
+            print(String(format: "generated %d events in %.1f s", total, Date().timeIntervalSince(generateStarted)))
 
-        let report = try await VisitReplay(pool: pool, readModel: readModel).run { progress in
-            print("  replay visits: \(progress.events) events, \(progress.visits) visits, \(Int(progress.eventsPerSecond)) events/s")
+            let report = try await VisitReplay(pool: pool, readModel: readModel).run { progress in
+                print("  replay visits: \(progress.events) events, \(progress.visits) visits, \(Int(progress.eventsPerSecond)) events/s")
+            }
+            let rows = try await pool.query("SELECT count(*) AS n FROM visits").first!.int("n")
+            print(String(format: "  time: read %.2f s, fold %.2f s, encode %.2f s, write %.2f s",
+                         report.readSeconds, report.foldSeconds, report.encodeSeconds, report.writeSeconds))
+            print(String(format: "replay visits: %d events, %d visits (%d rows) in %.2f s = %.0f events/s",
+                         report.events, report.visits, rows, report.seconds, report.eventsPerSecond))
         }
-        let rows = try await pool.query("SELECT count(*) AS n FROM visits").first!.int("n")
-        print(String(format: "  time: read %.2f s, fold %.2f s, encode %.2f s, write %.2f s",
-                     report.readSeconds, report.foldSeconds, report.encodeSeconds, report.writeSeconds))
-        print(String(format: "replay visits: %d events, %d visits (%d rows) in %.2f s = %.0f events/s",
-                     report.events, report.visits, rows, report.seconds, report.eventsPerSecond))
-        await pool.close()
         if keep {
             print("kept database \(database.name): LIVEVISITS_DATABASE_URL='\(database.url)' livevisits replay")
         } else {

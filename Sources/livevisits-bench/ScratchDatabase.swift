@@ -9,22 +9,35 @@ struct ScratchDatabase {
 
     static func create(serverURL: String, migrations: URL) async throws -> ScratchDatabase {
         let name = "lvbench_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased())"
-        let admin = PostgresPool(url: serverURL, size: 1)
-        try await admin.withConnection { try $0.execute(script: "CREATE DATABASE \"\(name)\"") }
-        await admin.close()
+        try await PostgresPool.withPool(PostgresConfiguration(url: serverURL, size: 1)) { admin in
+            try await admin.withConnection { try $0.execute(script: "CREATE DATABASE \"\(name)\"") }
+        }
         let database = ScratchDatabase(name: name, url: ScratchDatabase.url(serverURL, database: name), serverURL: serverURL)
-        let pool = PostgresPool(url: database.url, size: 1)
-        try await Migrator(directory: migrations).migrate(pool: pool)
-        await pool.close()
+        _ = try await PostgresPool.withPool(PostgresConfiguration(url: database.url, size: 1)) { pool in
+            try await Migrator(directory: migrations).migrate(pool: pool)
+        }
         return database
+    }
+
+    /// Creates a scratch database, lends it to `body` and drops it afterwards, also when `body` throws.
+    static func with<T>(serverURL: String, migrations: URL, _ body: (ScratchDatabase) async throws -> T) async throws -> T {
+        let database = try await create(serverURL: serverURL, migrations: migrations)
+        do {
+            let result = try await body(database)
+            await database.drop()
+            return result
+        } catch {
+            await database.drop()
+            throw error
+        }
     }
 
     /// Drops the database (best effort: a failure leaves a scratch database behind, named in the output).
     func drop() async {
-        let admin = PostgresPool(url: serverURL, size: 1)
         let name = self.name
-        _ = try? await admin.withConnection { try $0.execute(script: "DROP DATABASE IF EXISTS \"\(name)\" WITH (FORCE)") }
-        await admin.close()
+        _ = try? await PostgresPool.withPool(PostgresConfiguration(url: serverURL, size: 1)) { admin in
+            try await admin.withConnection { try $0.execute(script: "DROP DATABASE IF EXISTS \"\(name)\" WITH (FORCE)") }
+        }
     }
 
     /// A URI with one more query parameter.

@@ -1,23 +1,26 @@
 import Foundation
+import Runtime
 
-// A small dispatcher: each benchmark lives in its own file and registers here by name.
-let benchmarks: [String: (summary: String, run: ([String]) async throws -> Void)] = [
-    "append": (AppendBenchmark.summary, { try await AppendBenchmark(arguments: $0).run() }),
-    "apns": (APNsClientBenchmark.summary, { try await APNsClientBenchmark(arguments: $0).run() }),
-    "outbox": (OutboxBenchmark.summary, { try await OutboxBenchmark.main(arguments: $0) }),
-    "replay": (ReplayBenchmark.summary, { try await ReplayBenchmark(arguments: $0).run() }),
-    "api": (APIBenchmark.summary, { try await APIBenchmark(arguments: $0).run() }),
+// A small dispatcher: each benchmark lives in its own file and registers here by name; every benchmark
+// parses its options with Runtime's `CommandSyntax` (so each answers `--help`).
+let benchmarks: [(name: String, summary: String, run: ([String]) async throws -> Void)] = [
+    ("api", APIBenchmark.summary, { try await APIBenchmark(arguments: $0).run() }),
+    ("apns", APNsClientBenchmark.summary, { try await APNsClientBenchmark(arguments: $0).run() }),
+    ("append", AppendBenchmark.summary, { try await AppendBenchmark(arguments: $0).run() }),
+    ("outbox", OutboxBenchmark.summary, { try await OutboxBenchmark.main(arguments: $0) }),
+    ("replay", ReplayBenchmark.summary, { try await ReplayBenchmark(arguments: $0).run() }),
 ]
+let menu = CommandMenu(command: "livevisits-bench", entries: benchmarks.map { .init($0.name, "[options]", $0.summary) })
 
-let arguments = Array(CommandLine.arguments.dropFirst())
-guard let name = arguments.first, let benchmark = benchmarks[name] else {
-    var usage = "usage: livevisits-bench <benchmark> [options]\n"
-    for key in benchmarks.keys.sorted() { usage += "  \(key)  \(benchmarks[key]!.summary)\n" }
-    FileHandle.standardError.write(Data(usage.utf8))
-    exit(arguments.isEmpty || arguments.first == "--help" ? 0 : 2)
-}
 do {
-    try await benchmark.run(Array(arguments.dropFirst()))
+    let (name, rest) = try menu.select(Array(CommandLine.arguments.dropFirst()))
+    try await benchmarks.first { $0.name == name }!.run(rest)
+} catch let help as HelpRequest {
+    print(help.usage)
+    exit(0)
+} catch let error as UsageError {
+    FileHandle.standardError.write(Data("\(error.message)\n".utf8))
+    exit(2)
 } catch let error as BenchmarkUsageError {
     FileHandle.standardError.write(Data("livevisits-bench: \(error.message)\n".utf8))
     exit(2)

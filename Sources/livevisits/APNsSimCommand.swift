@@ -1,11 +1,12 @@
 import APNsSimulator
+import Runtime
 
-/// `livevisits apns-sim [options]`: the local APNs simulator, until SIGTERM.
+/// `livevisits apns-sim [options]`: the local APNs simulator, until SIGTERM (`--help`: its options).
 enum APNsSimCommand {
     static func run(_ arguments: [String]) async throws {
         let outcome: Result<Void, SimulatorError> = await run(arguments)
         if case .failure(let error) = outcome {
-            if error.isUsageError { throw UsageError("\(error)") }
+            if error.isUsageError { throw UsageError(error.message) }
             throw CommandFailure("\(error)")
         }
     }

@@ -4,13 +4,6 @@ import Runtime
 import VisitDomain
 import VisitProjections
 
-/// A usage mistake: printed as one line, exit code 2.
-struct UsageError: Error, CustomStringConvertible {
-    let message: String
-    init(_ message: String) { self.message = message }
-    var description: String { message }
-}
-
 /// A runtime failure with a message meant for the operator: one line, exit code 1.
 struct CommandFailure: Error, CustomStringConvertible {
     let message: String
@@ -19,25 +12,22 @@ struct CommandFailure: Error, CustomStringConvertible {
 }
 
 enum CommandLineInterface {
-    static let usage = """
-        usage: livevisits <command> [options]
-          migrate                          apply pending migrations
-          serve [--api-only|--worker-only] HTTP API and outbox worker
-          worker                           the outbox worker alone
-          replay [PROJECTION]              rebuild a projection from the event log (default: all)
-          keys create --role ROLE [--subject ID] | keys revoke KEY_ID
-          outbox list [--state pending|dead|sent] | outbox retry ID
-          apns-sim [options]               a local APNs simulator (HTTP/2 over TLS)
-          demo [--keep-running]            a whole visit, end to end, on a private cluster
-        """
+    static let menu = CommandMenu(
+        command: "livevisits",
+        entries: [
+            .init("migrate", "", "apply pending migrations"),
+            .init("serve", "[--api-only|--worker-only]", "HTTP API and outbox worker"),
+            .init("worker", "", "the outbox worker alone"),
+            .init("replay", "[PROJECTION]", "rebuild a projection from the event log (default: all)"),
+            .init("keys", "create --role ROLE [--subject ID] | revoke KEY_ID", "mint or revoke an API key"),
+            .init("outbox", "list [--state STATE] [--limit N] | retry ID", "inspect and requeue deliveries"),
+            .init("apns-sim", "[options]", "a local APNs simulator (HTTP/2 over TLS)"),
+            .init("demo", "[--keep-running]", "a whole visit, end to end, on a private cluster"),
+        ])
 
     static func run(_ arguments: [String]) async -> Int32 {
-        guard let command = arguments.first else {
-            FileHandle.standardError.write(Data((usage + "\n").utf8))
-            return 2
-        }
-        let rest = Array(arguments.dropFirst())
         do {
+            let (command, rest) = try menu.select(arguments)
             switch command {
             case "migrate": try await MigrateCommand.run(rest)
             case "replay": try await ReplayCommand.run(rest)
@@ -47,14 +37,14 @@ enum CommandLineInterface {
             case "outbox": try await OutboxCommand.run(rest)
             case "apns-sim": try await APNsSimCommand.run(rest)
             case "demo": try await DemoCommand.run(rest)
-            case "help", "--help", "-h":
-                print(usage)
-            default:
-                throw UsageError("unknown command '\(command)'; run 'livevisits help'")
+            default: throw UsageError("livevisits: '\(command)' is listed but not wired")
             }
             return 0
+        } catch let help as HelpRequest {
+            Console.line(help.usage)
+            return 0
         } catch let error as UsageError {
-            fail("livevisits: \(error.message)")
+            fail(error.message.hasPrefix("livevisits") ? error.message : "livevisits: \(error.message)")
             return 2
         } catch let error as ConfigurationError {
             fail("livevisits: \(error.message)")

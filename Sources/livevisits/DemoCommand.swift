@@ -11,7 +11,6 @@ import Runtime
 /// it. It stops everything it started (also on Ctrl-C) and exits 1 when the pushes are not what the
 /// visits imply.
 enum DemoCommand {
-    static let usage = "usage: livevisits demo [--keep-running] [--record FILE] [--dir DIR]"
     static let teamId = "DEMOTEAM01"
     static let keyId = "DEMOKEY001"
     static let bundleId = "com.example.fieldservice"
@@ -24,21 +23,18 @@ enum DemoCommand {
         var directory: String?
     }
 
+    static let syntax = CommandSyntax(
+        command: "livevisits demo",
+        summary: "Starts a private PostgreSQL cluster, the APNs simulator and the server, plays a whole visit and prints every push as APNs received it.",
+        options: [
+            .flag("--keep-running", "keep the server running after the visits (Ctrl-C stops everything)"),
+            .value("--record", "FILE", "write what APNs received, and the verdict, as JSON to FILE"),
+            .value("--dir", "DIR", "where the cluster, keys and certificates live (default <project>/.demo)"),
+        ])
+
     static func parse(_ arguments: [String]) throws -> Options {
-        var options = Options()
-        var index = 0
-        while index < arguments.count {
-            switch arguments[index] {
-            case "--keep-running": options.keepRunning = true
-            case "--record", "--dir":
-                guard index + 1 < arguments.count, !arguments[index + 1].isEmpty else { throw UsageError(usage) }
-                if arguments[index] == "--record" { options.recordFile = arguments[index + 1] } else { options.directory = arguments[index + 1] }
-                index += 1
-            default: throw UsageError(usage)
-            }
-            index += 1
-        }
-        return options
+        let parsed = try syntax.parse(arguments)
+        return Options(keepRunning: parsed.has("--keep-running"), recordFile: parsed.value("--record"), directory: parsed.value("--dir"))
     }
 
     static func run(_ arguments: [String]) async throws {
@@ -82,19 +78,13 @@ enum DemoCommand {
 
     private static func play(options: Options, project: URL, folder: URL, databaseURL: String) async throws {
         // Migrate and mint the dispatcher's key (the one an operator makes with `livevisits keys create`).
-        let pool = PostgresPool(configuration: PostgresConfiguration(url: databaseURL, size: 1))
-        let dispatcherKey: MintedKey
-        do {
+        let dispatcherKey = try await PostgresPool.withPool(PostgresConfiguration(url: databaseURL, size: 1)) { pool in
             let report = try await Migrator(directory: project.appendingPathComponent("Migrations")).migrate(pool: pool)
             progress("migrations: \(report.applied.isEmpty ? "current" : "applied \(report.applied.joined(separator: ", "))")")
-            dispatcherKey = try await pool.withConnection { connection in
+            return try await pool.withConnection { connection in
                 try APIKeys.mint(role: .dispatcher, subject: nil, createdBy: "demo", on: connection)
             }
-        } catch {
-            await pool.close()
-            throw error
         }
-        await pool.close()
 
         let keyFile = try await signingKey(in: folder)
         let scenario = DemoScenario()
@@ -134,50 +124,54 @@ enum DemoCommand {
             "LIVEVISITS_PROJECTIONS_DIR": project.appendingPathComponent("Projections").path,
             "LIVEVISITS_MIGRATIONS_DIR": project.appendingPathComponent("Migrations").path,
         ]
-        let services: ServiceGroup
-        do {
-            services = try await ServeCommand.services(
-                parts: [.api, .worker], configuration: Configuration(environment: environment), clock: SystemClock(),
-                announce: { progress($0.replacingOccurrences(of: "livevisits API", with: "API + worker")) })
-        } catch {
-            await simulator.stop()
-            throw error
-        }
+        let serveConfiguration = Configuration(environment: environment)
         let baseURL = "http://127.0.0.1:\(port)"
         let player = DemoPlayer(
             scenario: scenario, client: DemoClient(baseURL: baseURL), simulator: simulator, dispatcherKey: dispatcherKey.key)
-
-        // The services run until the scenario is done (or, with --keep-running, until Ctrl-C); a Ctrl-C
-        // during the scenario ends the services first and the scenario is cancelled.
-        let (outcome, interrupted) = await withTaskGroup(of: Result<[SimulatedDelivery], any Error>?.self) { group in
-            group.addTask {
-                do { try await services.run() } catch { return .failure(error) }
-                return nil  // a signal ended the services
-            }
-            group.addTask {
-                do {
-                    let keys = try await player.play(pushTimeout: pushTimeoutSeconds)
-                    // Judged on what APNs received for the scripted visits, before any curl of the user's.
-                    let received = simulator.deliveries()
-                    if options.keepRunning {
-                        keepRunningHelp(baseURL: baseURL, keys: keys, scenario: scenario, endpoint: endpoint)
-                        _ = await SignalWatcher.shared.next()
+        let outcome: Result<[SimulatedDelivery], any Error>?
+        let interrupted: Bool
+        do {
+            let poolConfiguration = try ServeCommand.poolConfiguration(parts: [.api, .worker], configuration: serveConfiguration)
+            (outcome, interrupted) = try await PostgresPool.withPool(poolConfiguration) { pool in
+                let services = try await ServeCommand.services(
+                    parts: [.api, .worker], pool: pool, configuration: serveConfiguration, clock: SystemClock(),
+                    announce: { progress($0.replacingOccurrences(of: "livevisits API", with: "API + worker")) })
+                // The services run until the scenario is done (or, with --keep-running, until Ctrl-C); a Ctrl-C
+                // during the scenario ends the services first and the scenario is cancelled.
+                return await withTaskGroup(of: Result<[SimulatedDelivery], any Error>?.self) { group in
+                    group.addTask {
+                        do { try await services.run() } catch { return .failure(error) }
+                        return nil  // a signal ended the services
                     }
-                    return .success(received)
-                } catch {
-                    return .failure(error)
+                    group.addTask {
+                        do {
+                            let keys = try await player.play(pushTimeout: pushTimeoutSeconds)
+                            // Judged on what APNs received for the scripted visits, before any curl of the user's.
+                            let received = simulator.deliveries()
+                            if options.keepRunning {
+                                keepRunningHelp(baseURL: baseURL, keys: keys, scenario: scenario, endpoint: endpoint)
+                                _ = await SignalWatcher.shared.next()
+                            }
+                            return .success(received)
+                        } catch {
+                            return .failure(error)
+                        }
+                    }
+                    var outcomes: [Result<[SimulatedDelivery], any Error>] = []
+                    var interrupted = false
+                    if let first = await group.next() {
+                        if let first { outcomes.append(first) } else { interrupted = true }
+                    }
+                    group.cancelAll()
+                    for await result in group {
+                        if let result { outcomes.append(result) }
+                    }
+                    return (outcomes.first, interrupted)
                 }
             }
-            var outcomes: [Result<[SimulatedDelivery], any Error>] = []
-            var interrupted = false
-            if let first = await group.next() {
-                if let first { outcomes.append(first) } else { interrupted = true }
-            }
-            group.cancelAll()
-            for await result in group {
-                if let result { outcomes.append(result) }
-            }
-            return (outcomes.first, interrupted)
+        } catch {
+            await simulator.stop()
+            throw error
         }
         await simulator.stop()
         progress("stopped the API, the worker and the APNs simulator")
@@ -207,7 +201,7 @@ enum DemoCommand {
     private static func signingKey(in folder: URL) async throws -> String {
         let file = folder.appendingPathComponent("AuthKey_\(keyId).p8").path
         if FileManager.default.fileExists(atPath: file) { return file }
-        _ = try await DemoProcess(
+        _ = try await ChildProcess(
             "/usr/bin/openssl", ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", file]
         ).check()
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file)

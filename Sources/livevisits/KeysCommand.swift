@@ -1,61 +1,55 @@
 import Foundation
 import HTTPAPI
 import Postgres
+import Runtime
 
 /// `livevisits keys create --role ROLE [--subject ID]` (prints the key once) and `keys revoke KEY_ID`.
 enum KeysCommand {
-    static let usage = "usage: livevisits keys create --role dispatcher|technician|customer|ops [--subject ID] | keys revoke KEY_ID"
+    static let menu = CommandMenu(
+        command: "livevisits keys",
+        entries: [
+            .init("create", "--role ROLE [--subject ID]", "mint an API key; prints it once (only its hash is stored)"),
+            .init("revoke", "KEY_ID", "revoke a key by the id 'keys create' printed"),
+        ])
+
+    static let createSyntax = CommandSyntax(
+        command: "livevisits keys create",
+        summary: "Mints an API key and prints it once; only its hash is stored.",
+        options: [
+            .value("--role", "ROLE", Role.allCases.map(\.rawValue).joined(separator: "|"), required: true),
+            .value("--subject", "ID", "the technician or customer id the key acts for"),
+        ])
+
+    static let revokeSyntax = CommandSyntax(
+        command: "livevisits keys revoke", summary: "Revokes a live key.", positionals: "KEY_ID", positionalCount: 1...1)
 
     static func run(_ arguments: [String]) async throws {
-        guard let action = arguments.first else { throw UsageError(usage) }
+        let (action, rest) = try menu.select(arguments)
         switch action {
         case "create":
-            let (role, subject) = try parseCreate(Array(arguments.dropFirst()))
-            try await create(role: role, subject: subject)
-        case "revoke":
-            guard arguments.count == 2 else { throw UsageError(usage) }
-            try await revoke(keyId: arguments[1])
-        default:
-            throw UsageError(usage)
-        }
-    }
-
-    static func parseCreate(_ arguments: [String]) throws -> (Role, String?) {
-        var role: Role? = nil
-        var subject: String? = nil
-        var index = 0
-        while index < arguments.count {
-            let flag = arguments[index]
-            guard index + 1 < arguments.count else { throw UsageError(usage) }
-            let value = arguments[index + 1]
-            switch flag {
-            case "--role":
-                guard let parsed = Role(rawValue: value) else { throw UsageError("unknown role '\(value)'; \(usage)") }
-                role = parsed
-            case "--subject":
-                guard !value.isEmpty else { throw UsageError(usage) }
-                subject = value
-            default:
-                throw UsageError(usage)
+            let parsed = try createSyntax.parse(rest)
+            guard let role = try parsed.choice("--role", among: Role.allCases.map(\.rawValue)).flatMap(Role.init(rawValue:)) else {
+                throw createSyntax.mistake("--role is required")
             }
-            index += 2
+            try await create(role: role, subject: parsed.value("--subject"))
+        default:
+            let parsed = try revokeSyntax.parse(rest)
+            try await revoke(keyId: parsed.positionals[0])
         }
-        guard let role else { throw UsageError(usage) }
-        return (role, subject)
     }
 
     static func create(role: Role, subject: String?) async throws {
-        let pool = PostgresPool(configuration: PostgresConfiguration(url: try Configuration().databaseURL(), size: 1))
+        let url = try Configuration().databaseURL()
         let minted: MintedKey
         do {
-            minted = try await pool.withConnection { connection in
-                try APIKeys.mint(role: role, subject: subject, createdBy: "cli", on: connection)
+            minted = try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 1)) { pool in
+                try await pool.withConnection { connection in
+                    try APIKeys.mint(role: role, subject: subject, createdBy: "cli", on: connection)
+                }
             }
         } catch let error as APIKeys.KeyError {
-            await pool.close()
             throw UsageError(error.message)
         }
-        await pool.close()
         Console.line("key id: \(minted.keyId)")
         Console.line("role: \(minted.role.rawValue)" + (minted.subject.map { ", subject: \($0)" } ?? ""))
         Console.line("this key is shown once; store it now:")
@@ -63,11 +57,12 @@ enum KeysCommand {
     }
 
     static func revoke(keyId: String) async throws {
-        let pool = PostgresPool(configuration: PostgresConfiguration(url: try Configuration().databaseURL(), size: 1))
-        let revoked = try await pool.withConnection { connection in
-            try APIKeys.revoke(keyId: keyId, allowedRoles: Role.allCases, on: connection)
+        let url = try Configuration().databaseURL()
+        let revoked = try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 1)) { pool in
+            try await pool.withConnection { connection in
+                try APIKeys.revoke(keyId: keyId, allowedRoles: Role.allCases, on: connection)
+            }
         }
-        await pool.close()
         guard revoked else { throw CommandFailure("no live key with id \(keyId)") }
         Console.line("revoked \(keyId)")
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import Runtime
 import VisitDomain
 import VisitProjections
 
@@ -8,19 +9,26 @@ import VisitProjections
 enum ReplayCommand {
     static let projections = [VisitReadModel.name]
 
+    static let syntax = CommandSyntax(
+        command: "livevisits replay",
+        summary: "Rebuilds a projection from the event log while the API keeps serving; sends no push.",
+        positionals: "[PROJECTION]", positionalCount: 0...1,
+        details: "PROJECTION: one of \(projections.joined(separator: ", ")) (default: all).")
+
     static func run(_ arguments: [String]) async throws {
-        guard arguments.count <= 1 else { throw UsageError("usage: livevisits replay [PROJECTION]") }
-        let selected = arguments.first.map { [$0] } ?? projections
+        let parsed = try syntax.parse(arguments)
+        let selected = parsed.positionals.first.map { [$0] } ?? projections
         for name in selected where !projections.contains(name) {
-            throw UsageError("unknown projection '\(name)'; known: \(projections.joined(separator: ", "))")
+            throw syntax.mistake("unknown projection '\(name)'; known: \(projections.joined(separator: ", "))")
         }
         let configuration = Configuration()
-        let pool = PostgresPool(configuration: PostgresConfiguration(url: try configuration.databaseURL(), size: 2))
-        defer { Task { await pool.close() } }
+        let url = try configuration.databaseURL()
         let rules = try ProjectionRules.load(directory: configuration.projectionsDirectory)
-        for name in selected {
-            let report = try await rebuild(name, pool: pool, configuration: configuration, rules: rules)
-            Console.line(report)
+        try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 2)) { pool in
+            for name in selected {
+                let report = try await rebuild(name, pool: pool, configuration: configuration, rules: rules)
+                Console.line(report)
+            }
         }
     }
 

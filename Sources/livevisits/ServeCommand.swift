@@ -18,30 +18,56 @@ enum ServeCommand {
         static let worker = Parts(rawValue: 2)
     }
 
+    static let serveSyntax = CommandSyntax(
+        command: "livevisits serve",
+        summary: "The HTTP API and the outbox worker in one process, until SIGTERM/SIGINT (then an ordered shutdown).",
+        options: [
+            .flag("--api-only", "only the HTTP API (scale the API out)"),
+            .flag("--worker-only", "only the outbox worker (the same as 'livevisits worker')"),
+        ],
+        details: "Configuration from the environment: LIVEVISITS_DATABASE_URL, LIVEVISITS_HTTP_ADDR, LIVEVISITS_APNS_* (Docs/operations.md).")
+
+    static let workerSyntax = CommandSyntax(
+        command: "livevisits worker",
+        summary: "The outbox worker alone (the same as 'livevisits serve --worker-only'), until SIGTERM/SIGINT.")
+
     static func run(_ arguments: [String], parts defaultParts: Parts = [.api, .worker]) async throws {
         var parts = defaultParts
-        for argument in arguments {
-            switch argument {
-            case "--api-only" where defaultParts == [.api, .worker]: parts = .api
-            case "--worker-only" where defaultParts == [.api, .worker]: parts = .worker
-            default: throw UsageError("usage: livevisits serve [--api-only|--worker-only] (or: livevisits worker)")
+        if defaultParts == [.api, .worker] {
+            let parsed = try serveSyntax.parse(arguments)
+            switch (parsed.has("--api-only"), parsed.has("--worker-only")) {
+            case (true, true): throw serveSyntax.mistake("--api-only and --worker-only exclude each other")
+            case (true, false): parts = .api
+            case (false, true): parts = .worker
+            case (false, false): break
             }
+        } else {
+            _ = try workerSyntax.parse(arguments)
         }
         let configuration = Configuration()
-        let group = try await services(parts: parts, configuration: configuration, clock: SystemClock())
-        try await group.run()
+        try await PostgresPool.withPool(try poolConfiguration(parts: parts, configuration: configuration)) { pool in
+            let group = try await services(parts: parts, pool: pool, configuration: configuration, clock: SystemClock())
+            try await group.run()
+        }
     }
 
-    /// Builds the service group for the parts asked for (the demo uses it too).
-    static func services(parts: Parts, configuration: Configuration, clock: any WallClock,
+    /// The pool a process of these parts uses.
+    static func poolConfiguration(parts: Parts, configuration: Configuration) throws -> PostgresConfiguration {
+        let url = try configuration.databaseURL()
+        // Few connections serve many requests best on a small machine: requests wait their turn for a
+        // connection in order instead of crowding PostgreSQL (Docs/performance.md, `livevisits-bench api`).
+        let size = try configuration.databasePoolSize() ?? (parts.contains(.api) ? (parts.contains(.worker) ? 8 : 6) : 8)
+        return PostgresConfiguration(url: url, size: size)
+    }
+
+    /// Builds the service group for the parts asked for, on a pool the caller lends and closes after the
+    /// group's `run()` returned (the demo uses it too). Stages, in start order: the APNs client; then what
+    /// takes work in (HTTP server, LISTENers, outbox worker). Shutdown runs backwards: stop accepting and
+    /// claiming, let the sends on the wire finish, close the client; the caller closes the pool.
+    static func services(parts: Parts, pool: PostgresPool, configuration: Configuration, clock: any WallClock,
                          announce: @escaping @Sendable (String) -> Void = { Console.line($0) }) async throws -> ServiceGroup {
         let logger = Logger(label: "livevisits")
         let url = try configuration.databaseURL()
-        // Few connections serve many requests best on a small machine: requests wait their turn for a
-        // connection in order instead of crowding PostgreSQL (`livevisits-bench api` with 64 clients on
-        // 2 cores: the same throughput with 4 to 24 connections, and p99 about 100 ms at 4–6 against 250 at 24).
-        let poolSize = try configuration.databasePoolSize() ?? (parts.contains(.api) ? (parts.contains(.worker) ? 8 : 6) : 8)
-        let pool = PostgresPool(configuration: PostgresConfiguration(url: url, size: poolSize))
         let migrator = Migrator(directory: try configuration.migrationsDirectory())
         let pending: [String]
         do {
@@ -53,7 +79,8 @@ enum ServeCommand {
             throw CommandFailure("pending migrations (\(pending.joined(separator: ", "))): run 'livevisits migrate' first")
         }
         let outbox = Outbox(pool: pool, clock: clock)
-        var services: [any Service] = []
+        var transport: [any Service] = []
+        var intake: [any Service] = []
 
         if parts.contains(.worker) {
             let apns: APNsConfiguration
@@ -67,7 +94,8 @@ enum ServeCommand {
                 configuration: apns,
                 tokenStore: PostgresProviderTokenStore(pool: pool, teamId: signer.teamId, keyId: signer.keyId), clock: clock)
             let worker = OutboxWorker(pool: pool, sender: client, clock: clock)
-            services += [client, worker.listener(url: url), worker]
+            transport.append(client)
+            intake += [worker.listener(url: url), worker]
             logger.info("outbox worker configured", ["apns.topic": apns.topic])
         }
         if parts.contains(.api) {
@@ -84,12 +112,12 @@ enum ServeCommand {
             } catch {
                 throw ConfigurationError("LIVEVISITS_HTTP_ADDR: \(error.message)")
             }
-            services += [environment.keyCache.listener(url: url), server]
+            intake += [environment.keyCache.listener(url: url), server]
             announce("livevisits API listening on http://\(server.address)")
         }
         OutboxStore(pool: pool, clock: clock).registerDepthCollector()
         SnapshotHorizonMetric(store: EventStore(pool: pool)).install()
         ProjectionLagMetric(pool: pool, synchronousProjections: [VisitReadModel.name]).install()
-        return ServiceGroup(services: services, logger: logger)
+        return ServiceGroup(stages: [transport, intake], logger: logger)
     }
 }

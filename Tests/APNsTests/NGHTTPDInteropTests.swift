@@ -81,21 +81,6 @@ struct NGHTTPDInteropTests {
         }
     }
 
-    /// Prints throughput against nghttpd (an echo server, so this measures the client side).
-    @Test func benchmarkPrintsThroughput() async throws {
-        let peer = try NGHTTPDPeer(maximumConcurrentStreams: 1000, verbose: false)
-        let key = try TestKey.make()
-        defer { peer.stop(); key.remove() }
-        let client = try client(for: peer, key: key)
-        let count = Int(ProcessInfo.processInfo.environment["APNS_BENCH_COUNT"] ?? "") ?? 2_000
-        let report = await APNsBenchmark.run(
-            client: client, deviceToken: String(repeating: "0b", count: 32), count: count,
-            concurrency: Int(ProcessInfo.processInfo.environment["APNS_BENCH_CONCURRENCY"] ?? "") ?? 500)
-        await client.shutdown()
-        print("APNs client vs nghttpd: \(report)")
-        #expect(report.pushes == count)
-    }
-
     /// An idle connection older than `maximumIdleTime` is replaced rather than reused.
     @Test func idleConnectionIsReusedThenReplacedAfterMaximumIdleTime() async throws {
         let peer = try NGHTTPDPeer()

@@ -1,4 +1,5 @@
 import Foundation
+import Runtime
 import TestSupport
 import Testing
 
@@ -203,7 +204,8 @@ struct ComposeFileTests {
         if let port = arguments.firstIndex(of: "--port") { arguments[port + 1] = "0" }
         let environment = simulator.environment.mapValues(mapped).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
         let output = folder.appendingPathComponent("apns-sim.out").path
-        let process = try BackgroundProcess("/usr/bin/env", ["-i"] + environment + [DemoCommandTests.binary] + arguments, output: output)
+        let process = try ChildProcess("/usr/bin/env", ["-i"] + environment + [DemoCommandTests.binary] + arguments)
+            .start(stdout: .file(output), stderr: .file(output + ".err"))
         let checked: Result<Void, any Error>
         do {
             let port = try await Self.listeningPort(printedIn: output)
@@ -224,8 +226,8 @@ struct ComposeFileTests {
         } catch {
             checked = .failure(error)
         }
-        process.interrupt()
-        let status = try await process.wait()
+        process.signal(SIGINT)
+        let status = await process.wait()
         try checked.get()
         #expect(status == 0, "apns-sim after SIGINT")
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Runtime
 
 /// What a finished child process left behind.
 struct ProcessResult: Sendable {
@@ -7,42 +8,12 @@ struct ProcessResult: Sendable {
     var stderr: String
 }
 
-/// Runs command-line tools (curl, openssl) without blocking Swift's cooperative pool: output goes
-/// to temporary files and the exit is awaited through `terminationHandler`.
+/// Runs command-line tools (curl, openssl) through Runtime's `ChildProcess`, off Swift's cooperative pool.
 enum ProcessRunner {
     static func run(_ tool: String, _ arguments: [String], stdin: String? = nil, stdinFile: String? = nil) async throws -> ProcessResult {
-        let dir = TestFiles.scratch()
-        let out = dir + "/stdout"
-        let err = dir + "/stderr"
-        _ = FileManager.default.createFile(atPath: out, contents: nil)
-        _ = FileManager.default.createFile(atPath: err, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [tool] + arguments
-        process.standardOutput = FileHandle(forWritingAtPath: out)
-        process.standardError = FileHandle(forWritingAtPath: err)
-        if let stdin {
-            let input = dir + "/stdin"
-            _ = FileManager.default.createFile(atPath: input, contents: Data(stdin.utf8))
-            process.standardInput = FileHandle(forReadingAtPath: input)
-        } else if let stdinFile {
-            process.standardInput = FileHandle(forReadingAtPath: stdinFile)
-        } else {
-            process.standardInput = FileHandle.nullDevice
-        }
-        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-            process.terminationHandler = { p in continuation.resume(returning: p.terminationStatus) }
-            do {
-                try process.run()
-            } catch {
-                process.terminationHandler = nil
-                continuation.resume(throwing: error)
-            }
-        }
-        let stdout = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
-        let stderr = (try? String(contentsOfFile: err, encoding: .utf8)) ?? ""
-        try? FileManager.default.removeItem(atPath: dir)
-        return ProcessResult(status: status, stdout: stdout, stderr: stderr)
+        let input: ChildProcess.Input = stdin.map { .text($0) } ?? stdinFile.map { .file($0) } ?? .null
+        let outcome = try await ChildProcess("/usr/bin/env", [tool] + arguments, input: input).run()
+        return ProcessResult(status: outcome.status, stdout: outcome.stdout, stderr: outcome.stderr)
     }
 }
 

@@ -13,7 +13,7 @@ final class NGHTTPDPeer {
 
     let directory: String
     let port: UInt16
-    private let process = Process()
+    private let process: RunningChild
     var caFile: String { directory + "/cert.pem" }
     var url: String { "https://127.0.0.1:\(port)" }
 
@@ -26,16 +26,12 @@ final class NGHTTPDPeer {
         ])
         try FileManager.default.createDirectory(atPath: directory + "/htdocs", withIntermediateDirectories: true)
         port = try Self.freePort()
-        process.executableURL = URL(fileURLWithPath: Self.path)
-        process.arguments = [
+        let log = directory + "/frames.log"
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        process = try ChildProcess(Self.path, [
             verbose ? "-v" : "--echo-upload", "--echo-upload", "-m", String(maximumConcurrentStreams), "-d", directory + "/htdocs", String(port),
             directory + "/key.pem", directory + "/cert.pem",
-        ]
-        _ = FileManager.default.createFile(atPath: directory + "/frames.log", contents: nil)
-        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: directory + "/frames.log"))
-        process.standardOutput = log
-        process.standardError = log
-        try process.run()
+        ]).start(stdout: .file(log), stderr: .file(log + ".err"))
         try Self.waitUntilListening(port)
     }
 
@@ -46,9 +42,8 @@ final class NGHTTPDPeer {
 
     func stop() {
         if process.isRunning {
-            // SIGTERM can arrive ignored (the test runner's signal setup is inherited): use SIGKILL.
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            process.signal(SIGKILL)
+            _ = process.waitBlocking()
         }
         try? FileManager.default.removeItem(atPath: directory)
     }

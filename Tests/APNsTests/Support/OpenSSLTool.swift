@@ -1,4 +1,5 @@
 import Foundation
+import Runtime
 
 /// Runs the `openssl` command-line tool: an implementation independent of the code under test.
 enum OpenSSLTool {
@@ -9,20 +10,12 @@ enum OpenSSLTool {
     /// Runs `openssl arguments…`; returns exit status and combined output.
     @discardableResult
     static func run(_ arguments: [String], allowFailure: Bool = false) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let output = String(decoding: data, as: UTF8.self)
-        if !allowFailure && process.terminationStatus != 0 {
+        let outcome = try ChildProcess("/usr/bin/openssl", arguments).runBlocking()
+        let output = outcome.stdout + outcome.stderr
+        if !allowFailure && outcome.status != 0 {
             throw Failure(description: "openssl \(arguments.joined(separator: " ")) failed: \(output)")
         }
-        return (process.terminationStatus, output)
+        return (outcome.status, output)
     }
 
     /// A scratch directory removed by the caller.

@@ -1,29 +1,30 @@
+import APNs
 import Foundation
 import Synchronization
 
-/// Throughput of the client: many small Live Activity pushes over one connection with many
-/// streams in flight. `livevisits-bench` calls it against the simulator.
-public enum APNsBenchmark {
+/// Throughput of the APNs client: many small Live Activity pushes over one connection with many
+/// streams in flight (`livevisits-bench apns`, against the simulator).
+enum APNsBenchmark {
     /// What a run measured.
-    public struct Report: Sendable, CustomStringConvertible {
-        public let pushes: Int
-        public let succeeded: Int
-        public let failed: Int
+    struct Report: Sendable, CustomStringConvertible {
+        let pushes: Int
+        let succeeded: Int
+        let failed: Int
         /// Failures by metric label (reason or local cause).
-        public let failures: [String: Int]
-        public let concurrency: Int
-        public let seconds: Double
-        public var pushesPerSecond: Double { seconds > 0 ? Double(pushes) / seconds : 0 }
+        let failures: [String: Int]
+        let concurrency: Int
+        let seconds: Double
+        var pushesPerSecond: Double { seconds > 0 ? Double(pushes) / seconds : 0 }
         /// Latency percentiles, seconds.
-        public let p50: Double
-        public let p99: Double
+        let p50: Double
+        let p99: Double
         /// CPU seconds (user + system) the whole process used during the run: the client, and the
         /// simulator too when it runs in the same process.
-        public let processCPUSeconds: Double
+        let processCPUSeconds: Double
         /// Process CPU per push, in microseconds.
-        public var cpuMicrosecondsPerPush: Double { pushes > 0 ? processCPUSeconds / Double(pushes) * 1e6 : 0 }
+        var cpuMicrosecondsPerPush: Double { pushes > 0 ? processCPUSeconds / Double(pushes) * 1e6 : 0 }
 
-        public var description: String {
+        var description: String {
             String(
                 format: "%d pushes (%d ok, %d failed) with %d in flight in %.2f s: %.0f pushes/s, p50 %.1f ms, p99 %.1f ms",
                 pushes, succeeded, failed, concurrency, seconds, pushesPerSecond, p50 * 1000, p99 * 1000)
@@ -34,12 +35,12 @@ public enum APNsBenchmark {
     }
 
     /// Sends `count` pushes to `deviceToken` keeping `concurrency` in flight.
-    public static func run(
+    static func run(
         client: APNsClient, deviceToken: String, environment: APNsEnvironment = .sandbox, count: Int = 20_000,
         concurrency: Int = 500
     ) async -> Report {
         let next = Ticket()
-        let cpuBefore = processCPUTime()
+        let cpuBefore = CPUSample.thisProcess()
         let started = ContinuousClock.now
         let perWorker = await withTaskGroup(of: ([Double], [String: Int]).self) { group in
             for _ in 0..<max(1, concurrency) {
@@ -63,7 +64,7 @@ public enum APNsBenchmark {
             return await group.reduce(into: [([Double], [String: Int])]()) { $0.append($1) }
         }
         let elapsed = ContinuousClock.now - started
-        let cpu = processCPUTime() - cpuBefore
+        let cpu = CPUSample.thisProcess() - cpuBefore
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         let latencies = perWorker.flatMap(\.0).sorted()
         var failures: [String: Int] = [:]
@@ -76,17 +77,6 @@ public enum APNsBenchmark {
             pushes: latencies.count, succeeded: latencies.count - failed, failed: failed, failures: failures,
             concurrency: concurrency, seconds: seconds, p50: percentile(0.5), p99: percentile(0.99),
             processCPUSeconds: cpu)
-    }
-
-    private static func processCPUTime() -> Double {
-        var usage = rusage()
-        #if canImport(Glibc)
-        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
-        #else
-        getrusage(RUSAGE_SELF, &usage)
-        #endif
-        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
-            + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1_000_000
     }
 
     /// Hands out push indexes to the workers.

@@ -1,0 +1,77 @@
+import APNs
+import APNsSimulator
+import Foundation
+import Outbox
+import Runtime
+import TestSupport
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The ordered shutdown `serve` runs on SIGTERM: the worker stops claiming, the send already on the wire
+/// finishes and is recorded, and only then does the APNs client close (and the pool after it).
+@Suite(.timeLimit(.minutes(2))) struct GracefulStopTests {
+    let now = Int64(Date().timeIntervalSince1970)
+
+    @Test func aSendInFlightAtGracefulStopCompletesAndIsRecordedAsSent() async throws {
+        let f = try await OutboxFixture.make()
+        let wire = try await SimulatorWireTests.Wire.start()
+        defer { Task { await wire.stop(); await f.close() } }
+        try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
+        // APNs answers slowly: the push is still on the wire when the stop comes.
+        wire.simulator.inject(FaultSettings(latency: .init(milliseconds: 1500)))
+        let worker = f.worker(wire.client)
+        // The stages `livevisits serve` uses: the APNs client, then what claims work.
+        let group = ServiceGroup(stages: [[wire.client], [worker]], signals: nil)
+        let running = Task { try await group.run() }
+        _ = try await f.enqueue(update("v-1", timestamp: now))
+
+        // The request reached the simulator (which holds the answer back for 1.5 s); stop now.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while wire.simulator.statistics().requestsTotal == 0 {
+            try #require(ContinuousClock.now < deadline, "the push never reached the simulator")
+            try await Task.sleep(nanoseconds: 10_000_000)
+        }
+        running.cancel()
+        try await running.value
+
+        #expect(worker.isStopping)
+        #expect(try await f.count(.sent) == 1, "the send on the wire at the stop was not recorded as sent")
+        #expect(try await f.count(.pending) + f.count(.sending) == 0)
+        #expect(wire.simulator.deliveries().map(\.status) == [200])
+        // The client closed after the worker returned: a send now fails at once as shut down.
+        let late = await wire.client.send(
+            APNsRequest(deviceToken: token("a1"), environment: .sandbox, priority: .low, expiration: 0,
+                        apnsId: UUID().uuidString.lowercased(), body: Array(#"{"aps":{}}"#.utf8)))
+        #expect(late.classification == .retryable)
+    }
+
+    /// The same through a real `livevisits worker` process and SIGTERM, as an orchestrator stops it.
+    @Test func sigtermToAWorkerProcessLetsTheSendOnTheWireFinishAndExitsZero() async throws {
+        let f = try await OutboxFixture.make()
+        let rig = try await WorkerProcess.prepare()
+        defer { Task { await rig.stop(); await f.close() } }
+        let simulator = rig.simulator
+        try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
+        simulator.inject(FaultSettings(latency: .init(milliseconds: 1500)))
+        _ = try await f.enqueue(update("v-1", timestamp: now))
+        let worker = try rig.start(databaseURL: f.url)
+
+        let deadline = ContinuousClock.now + .seconds(60)
+        while simulator.statistics().requestsTotal == 0 {
+            if ContinuousClock.now >= deadline || !worker.isRunning {
+                worker.signal(SIGKILL)
+                _ = await worker.wait()
+                Issue.record("the push never reached the simulator")
+                return
+            }
+            try await Task.sleep(nanoseconds: 10_000_000)
+        }
+        worker.signal(SIGTERM)
+        let status = await worker.stop(SIGTERM, killAfter: 30)
+        #expect(status == 0, "exit status after SIGTERM")
+        #expect(try await f.count(.sent) == 1, "the send on the wire at SIGTERM was not recorded as sent")
+        #expect(simulator.deliveries().map(\.status) == [200])
+    }
+}

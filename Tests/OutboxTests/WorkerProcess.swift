@@ -1,0 +1,59 @@
+import APNsSimulator
+import Foundation
+import Runtime
+import TestSupport
+
+/// A real `livevisits worker` process against the project's simulator (in this test process) and a
+/// fixture's database, with a fresh ES256 signing key: for the tests that kill or stop a worker.
+struct WorkerProcess {
+    static let binary = TestDatabase.repositoryRoot.appendingPathComponent(".build/debug/livevisits").path
+
+    let simulator: APNsSimulator
+    let endpoint: SimulatorEndpoint
+    let keyFile: String
+
+    /// Starts the simulator and makes the key (and builds `livevisits` when the test run did not).
+    static func prepare() async throws -> WorkerProcess {
+        if !FileManager.default.isExecutableFile(atPath: binary) {
+            let build = try await Subprocess.run(
+                "/usr/bin/env", ["swift", "build", "--package-path", TestDatabase.repositoryRoot.path, "--product", "livevisits"])
+            guard build.status == 0 else { throw Failure(description: "swift build: \(build.stderr)") }
+        }
+        var configuration = SimulatorConfiguration()
+        configuration.bundleID = "com.example.visits"
+        let simulator = try APNsSimulator(configuration: configuration)
+        let endpoint = try await simulator.start()
+        let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("lv-key-\(UUID().uuidString).p8").path
+        let key = try await Subprocess.run(
+            "/bin/sh", ["-c", "openssl ecparam -name prime256v1 -genkey -noout | openssl pkcs8 -topk8 -nocrypt > '\(keyFile)'"])
+        guard key.status == 0 else {
+            await simulator.stop()
+            throw Failure(description: "openssl: \(key.stderr)")
+        }
+        return WorkerProcess(simulator: simulator, endpoint: endpoint, keyFile: keyFile)
+    }
+
+    /// Starts `livevisits worker` on `databaseURL`, sending to the simulator (output discarded).
+    func start(databaseURL: String) throws -> RunningChild {
+        var environment = ProcessInfo.processInfo.environment
+        environment["LIVEVISITS_DATABASE_URL"] = databaseURL
+        environment["LIVEVISITS_MIGRATIONS_DIR"] = TestDatabase.migrationsDirectory.path
+        environment["LIVEVISITS_APNS_URL"] = endpoint.url
+        environment["LIVEVISITS_APNS_CA_FILE"] = endpoint.caFile
+        environment["LIVEVISITS_APNS_KEY_FILE"] = keyFile
+        environment["LIVEVISITS_APNS_KEY_ID"] = "KEY1234567"
+        environment["LIVEVISITS_APNS_TEAM_ID"] = "TEAM123456"
+        environment["LIVEVISITS_APNS_BUNDLE_ID"] = "com.example.visits"
+        environment["LIVEVISITS_LOG_LEVEL"] = "error"
+        return try ChildProcess(Self.binary, ["worker"], environment: environment).start()
+    }
+
+    func stop() async {
+        try? FileManager.default.removeItem(atPath: keyFile)
+        await simulator.stop()
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+}
