@@ -74,8 +74,8 @@ let package = Package(
         ),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "TestSupport"]),
         .testTarget(name: "OutboxTests", dependencies: ["Outbox", "APNs", "APNsSimulator", "VisitProjections", "TestSupport"]),
-        .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "Runtime"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "Runtime"]),
+        .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "Runtime", "TestSupport"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "Runtime", "TestSupport"]),
         .testTarget(
             name: "HTTPAPITests",
             dependencies: [

@@ -21,8 +21,8 @@ struct DocsCommandTests {
     }
 
     @Test func namedCommandsAndScriptsExist() async throws {
-        try await DemoCommandTests.ensureBinary()
-        let help = try await Subprocess.run(DemoCommandTests.binary, ["help"])
+        let livevisits = try await BuiltProduct.livevisits()
+        let help = try await Subprocess.run(livevisits, ["help"])
         #expect(help.status == 0)
         let commands = Set(help.stdout.split(separator: "\n").compactMap { $0.split(separator: " ").first.map(String.init) })
         for document in Self.documents {
@@ -40,7 +40,7 @@ struct DocsCommandTests {
 
     /// The runbook's commands that need only a database, run as written.
     @Test func runbookCommandsRun() async throws {
-        try await DemoCommandTests.ensureBinary()
+        let livevisits = try await BuiltProduct.livevisits()
         let operations = try Self.text("Docs/operations.md")
         let (url, pool) = try await TestDatabase.create(poolSize: 1)
         await pool.close()
@@ -57,19 +57,19 @@ struct DocsCommandTests {
         for (command, expected) in runbook {
             #expect(operations.contains(command), "Docs/operations.md no longer shows '\(command)'")
             let arguments = command.split(separator: " ").dropFirst().map(String.init)
-            let outcome = try await Subprocess.run(DemoCommandTests.binary, arguments, environment: environment)
+            let outcome = try await Subprocess.run(livevisits, arguments, environment: environment)
             #expect(outcome.status == 0, "\(command): \(outcome.stderr)")
             #expect(expected.isEmpty || outcome.stdout.contains(expected), "\(command): \(outcome.stdout)")
         }
         // Revoking as the runbook shows it, with the id `keys create` printed.
         #expect(operations.contains("livevisits keys revoke KEY_ID"), "Docs/operations.md no longer shows 'livevisits keys revoke KEY_ID'")
         #expect(operations.contains("DELETE /v1/keys/{keyId}"))
-        let created = try await Subprocess.run(DemoCommandTests.binary, ["keys", "create", "--role", "ops"], environment: environment)
+        let created = try await Subprocess.run(livevisits, ["keys", "create", "--role", "ops"], environment: environment)
         let keyId = try #require(created.stdout.split(separator: "\n").first { $0.hasPrefix("key id: ") }?.dropFirst("key id: ".count))
-        let revoked = try await Subprocess.run(DemoCommandTests.binary, ["keys", "revoke", String(keyId)], environment: environment)
+        let revoked = try await Subprocess.run(livevisits, ["keys", "revoke", String(keyId)], environment: environment)
         #expect(revoked.status == 0, "keys revoke: \(revoked.stderr)")
         #expect(revoked.stdout.contains("revoked \(keyId)"))
-        let again = try await Subprocess.run(DemoCommandTests.binary, ["keys", "revoke", String(keyId)], environment: environment)
+        let again = try await Subprocess.run(livevisits, ["keys", "revoke", String(keyId)], environment: environment)
         #expect(again.status == 1)
     }
 }

@@ -9,12 +9,12 @@ import Glibc
 /// (the README's curl session) works against it, and Ctrl-C (SIGINT) stops everything with exit 0.
 struct KeepRunningTests {
     @Test func printedCurlCommandsWorkAndCtrlCStopsEverything() async throws {
-        try await DemoCommandTests.ensureBinary()
+        let livevisits = try await BuiltProduct.livevisits()
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("lv-keep-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let output = folder.appendingPathComponent("stdout.txt")
-        let demo = try BackgroundProcess(DemoCommandTests.binary, ["demo", "--keep-running", "--dir", folder.path], output: output.path)
+        let demo = try BackgroundProcess(livevisits, ["demo", "--keep-running", "--dir", folder.path], output: output.path)
 
         // Wait for the help block (the demo plays both visits first); give up after two minutes.
         var text = ""

@@ -1,6 +1,7 @@
 import Foundation
 @testable import HTTPServer
 import Synchronization
+import TestSupport
 import Testing
 
 #if canImport(Glibc)

@@ -11,14 +11,11 @@ import Testing
 import Glibc
 #endif
 
-/// The built `livevisits` binary (`swift build` puts it next to the tests).
-private let livevisitsBinary = TestDatabase.repositoryRoot.appendingPathComponent(".build/debug/livevisits").path
-
 /// `kill -9` of a real `livevisits worker` process mid-batch, then a survivor: every push still arrives
 /// (at least once) and a push sent twice carries the same apns-id both times.
-@Suite(.enabled(if: FileManager.default.isExecutableFile(atPath: livevisitsBinary), "build livevisits first (swift build)"))
-struct KilledWorkerTests {
+@Suite(.timeLimit(.minutes(5))) struct KilledWorkerTests {
     @Test func killNineMidBatchStillDeliversEverythingAndDuplicatesShareTheirApnsId() async throws {
+        let livevisits = try await BuiltProduct.livevisits()
         let f = try await OutboxFixture.make()
         var simulatorConfiguration = SimulatorConfiguration()
         simulatorConfiguration.bundleID = "com.example.visits"
@@ -55,27 +52,31 @@ struct KilledWorkerTests {
         environment["LIVEVISITS_APNS_TEAM_ID"] = "TEAM123456"
         environment["LIVEVISITS_APNS_BUNDLE_ID"] = "com.example.visits"
         environment["LIVEVISITS_LOG_LEVEL"] = "error"
-        let pid = try spawn(livevisitsBinary, ["worker"], environment: environment)
+        let pid = try spawn(livevisits, ["worker"], environment: environment)
 
         // Kill it while its batch is on the wire: some pushes arrived, others are leased and unanswered.
-        let deadline = Date().addingTimeInterval(60)
-        while simulator.deliveries().count < 20 && Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
+        do {
+            try await eventually("20 pushes at the simulator from the worker process", pollingEvery: 0.02) {
+                simulator.deliveries().count >= 20
+            }
+        } catch {
+            kill(pid, SIGKILL)
+            throw error
+        }
         kill(pid, SIGKILL)
         _ = try await onOwnThread { () -> Int32 in
             var status: Int32 = 0
             return waitpid(pid, &status, 0)
         }
-        let beforeKill = simulator.deliveries().count
-        #expect(beforeKill >= 20)
         #expect(try await f.count(.sending) > 0)  // its leases are held by a dead process
 
         // A survivor takes over once the dead worker's leases (30 s) run out.
         simulator.clearFaults()
         let survivor = f.worker(APNsClient(configuration: try clientConfiguration(endpoint, keyFile: keyFile), metrics: Metrics()))
         let running = Task { try await survivor.run() }
-        while try await f.count(.sent) < count {
-            guard Date() < deadline.addingTimeInterval(60) else { break }
-            try await Task.sleep(nanoseconds: 100_000_000)
+        defer { running.cancel() }
+        try await eventually("all \(count) sent by the survivor", within: 120, pollingEvery: 0.1) {
+            try await f.count(.sent) >= count
         }
         running.cancel()
         _ = await running.result
