@@ -70,7 +70,7 @@ let package = Package(
         .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "Postgres", "TestSupport"]),
         .testTarget(
             name: "VisitProjectionsTests",
-            dependencies: ["VisitProjections", "VisitCommands", "VisitDomain", "EventStore", "TestSupport"]
+            dependencies: ["VisitProjections", "VisitCommands", "VisitDomain", "EventStore", "Outbox", "TestSupport"]
         ),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "TestSupport"]),
         .testTarget(name: "OutboxTests", dependencies: ["Outbox", "APNs", "APNsSimulator", "VisitProjections", "TestSupport"]),

@@ -302,23 +302,4 @@ import Testing
         #expect(statistics.connectionsAccepted == 1)
         #expect(statistics.maximumConcurrentStreams <= 8)
     }
-
-    /// Prints pushes/s over one connection with many streams in flight (no timed assertion).
-    /// `APNS_BENCH_COUNT` / `APNS_BENCH_CONCURRENCY` change the load (defaults 2,000 / 500).
-    @Test func benchmarkPrintsThroughputAgainstTheSimulator() async throws {
-        let apns = try await SimulatedAPNs.start { $0.logger = Logger(label: "bench") }
-        let client = APNsClient(configuration: try apns.configuration(requestTimeout: 30), metrics: Metrics())
-        let environment = ProcessInfo.processInfo.environment
-        let count = Int(environment["APNS_BENCH_COUNT"] ?? "") ?? 2_000
-        let concurrency = Int(environment["APNS_BENCH_CONCURRENCY"] ?? "") ?? 500
-        let report = await APNsBenchmark.run(
-            client: client, deviceToken: SimulatedAPNs.token(3), count: count, concurrency: concurrency)
-        await client.shutdown()
-        let statistics = apns.simulator.statistics()
-        await apns.stop()
-        print("APNs client vs simulator: \(report); connections \(statistics.connectionsAccepted), "
-            + "max concurrent streams \(statistics.maximumConcurrentStreams)")
-        #expect(report.pushes == count)
-        #expect(report.failed == 0)
-    }
 }

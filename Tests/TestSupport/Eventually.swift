@@ -5,6 +5,11 @@ public struct WaitTimedOut: Error, CustomStringConvertible {
     public let what: String
     public let seconds: Double
     public let location: String
+    public init(what: String, seconds: Double, location: String) {
+        self.what = what
+        self.seconds = seconds
+        self.location = location
+    }
     public var description: String { "\(location): timed out after \(seconds) s waiting for \(what)" }
 }
 
