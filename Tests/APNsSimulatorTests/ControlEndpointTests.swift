@@ -3,7 +3,7 @@ import Runtime
 import Foundation
 import Testing
 
-@Suite("Control endpoint, printout and command line")
+@Suite("Control endpoint, printout and command line", .timeLimit(.minutes(2)))
 struct ControlEndpointTests {
     @Test("GET /_sim/deliveries lists what was received; POST /_sim/faults and /_sim/reset act")
     func controlRoutes() async throws {
@@ -120,7 +120,7 @@ struct ControlEndpointTests {
     }
 }
 
-@Suite("Lifecycle")
+@Suite("Lifecycle", .timeLimit(.minutes(2)))
 struct LifecycleTests {
     @Test("as a Service, run() serves until its task is cancelled, then the port is closed")
     func runsAsService() async throws {
@@ -137,7 +137,7 @@ struct LifecycleTests {
     }
 }
 
-@Suite("livevisits apns-sim")
+@Suite("livevisits apns-sim", .timeLimit(.minutes(2)))
 struct CommandTests {
     @Test("runCommand serves on the given port with the given key until SIGTERM")
     func runCommandUntilSigterm() async throws {

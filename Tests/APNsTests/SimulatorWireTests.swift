@@ -6,7 +6,7 @@ import TestSupport
 import Testing
 
 /// The client against the project's APNs simulator: real HTTP/2 over TLS, real JWT checks.
-@Suite struct SimulatorWireTests {
+@Suite(.timeLimit(.minutes(5))) struct SimulatorWireTests {
     private func failureOf(_ result: APNsResult, sourceLocation: SourceLocation = #_sourceLocation) -> APNsFailure? {
         if case .failure(let failure) = result { return failure }
         Issue.record("expected a failure, got \(result)", sourceLocation: sourceLocation)

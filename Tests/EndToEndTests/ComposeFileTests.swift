@@ -4,7 +4,7 @@ import Testing
 
 /// docker-compose.yml and the Dockerfile cannot run here (no Docker engine), so their syntax and their
 /// names are checked: the four services, and only the contract's LIVEVISITS_* variables.
-struct ComposeFileTests {
+@Suite(.timeLimit(.minutes(10))) struct ComposeFileTests {
     static let root = TestDatabase.repositoryRoot
     static let contractVariables: Set<String> = [
         "LIVEVISITS_DATABASE_URL", "LIVEVISITS_HTTP_ADDR", "LIVEVISITS_APNS_URL", "LIVEVISITS_APNS_SANDBOX_URL",

@@ -4,7 +4,7 @@ import Testing
 
 /// Runs the built `livevisits demo` to the end on a private cluster of its own and checks what the APNs
 /// simulator recorded (the `--record` summary), not only the exit status.
-@Suite(.serialized) struct DemoCommandTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct DemoCommandTests {
     @Test func demoPlaysBothVisitsAndAPNsReceivesWhatTheyImply() async throws {
         let livevisits = try await BuiltProduct.livevisits()
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("lv-demo-\(UUID().uuidString.prefix(8))")

@@ -5,7 +5,7 @@ import Testing
 /// The commands README.md and the Docs show must stay true: every `livevisits <command>` they name is a
 /// real command, every `scripts/…` exists, and the operator commands that can run here do run (against a
 /// scratch database). A doc that drifts from the code fails here.
-struct DocsCommandTests {
+@Suite(.timeLimit(.minutes(10))) struct DocsCommandTests {
     static let root = TestDatabase.repositoryRoot
     static let documents = ["README.md", "Docs/architecture.md", "Docs/operations.md", "Docs/live-activity-contract.md", "Docs/demo.md"]
 

@@ -7,7 +7,7 @@ import Glibc
 
 /// `livevisits demo --keep-running`: the server stays up after the visits, every curl command it prints
 /// (the README's curl session) works against it, and Ctrl-C (SIGINT) stops everything with exit 0.
-struct KeepRunningTests {
+@Suite(.timeLimit(.minutes(10))) struct KeepRunningTests {
     @Test func printedCurlCommandsWorkAndCtrlCStopsEverything() async throws {
         let livevisits = try await BuiltProduct.livevisits()
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("lv-keep-\(UUID().uuidString.prefix(8))")

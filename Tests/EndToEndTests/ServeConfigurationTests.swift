@@ -3,7 +3,7 @@ import TestSupport
 import Testing
 
 /// `livevisits serve`'s own tuning variables: a bad value is a configuration error that names it (exit 2).
-@Suite struct ServeConfigurationTests {
+@Suite(.timeLimit(.minutes(10))) struct ServeConfigurationTests {
     @Test(arguments: ["0", "65", "two"])
     func aBadHTTPThreadCountIsAConfigurationError(_ value: String) async throws {
         let livevisits = try await BuiltProduct.livevisits()

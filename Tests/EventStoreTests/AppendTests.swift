@@ -5,7 +5,7 @@ import TestSupport
 import Testing
 
 /// Every test runs twice: through group commit and through the direct path (one statement per append).
-@Suite struct AppendTests {
+@Suite(.timeLimit(.minutes(5))) struct AppendTests {
     static let modes: [GroupCommit.Mode] = [.batched, .direct]
 
     func event(_ n: Int) -> NewEvent {

@@ -7,7 +7,7 @@ import Testing
 /// The database stopped and restarted under load, on a private cluster (restarting it cannot disturb
 /// other suites): requests during the outage answer 503 quickly, the API recovers without a restart,
 /// and every 201 it gave is in the event log.
-@Suite(.serialized) struct DatabaseOutageTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct DatabaseOutageTests {
     let port = "26447"
 
     func pg(_ data: URL, _ args: String...) throws -> String {

@@ -5,7 +5,7 @@ import Testing
 
 /// The key cache of `serve`: a live key's row is read once, a revocation from anywhere (another process,
 /// the CLI) ends it at once through LISTEN/NOTIFY, and without the listener nothing is cached.
-@Suite(.serialized) struct KeyCacheTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct KeyCacheTests {
     @Test func aRevocationFromAnotherProcessEndsACachedKeyAtOnce() async throws {
         // A time to live far longer than the test: only the notification can end the cached entry.
         let cache = APIKeyCache(timeToLive: .seconds(600))

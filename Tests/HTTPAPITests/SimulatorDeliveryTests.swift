@@ -8,7 +8,7 @@ import Testing
 
 /// Token registration through HTTP, delivered for real: the outbox worker and the APNs client run
 /// in-process against the APNs simulator (HTTP/2 over TLS, ES256 provider tokens).
-@Suite(.serialized) struct SimulatorDeliveryTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct SimulatorDeliveryTests {
     static let teamID = "TEAM123456"
     static let keyID = "KEY1234567"
     static let bundleID = "com.example.visits"

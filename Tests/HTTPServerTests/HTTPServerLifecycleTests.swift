@@ -5,7 +5,7 @@ import TestSupport
 import Testing
 
 /// Handler deadlines and graceful shutdown.
-@Suite struct HTTPServerLifecycleTests {
+@Suite(.timeLimit(.minutes(2))) struct HTTPServerLifecycleTests {
     @Test func handlerThatNeverReturnsGets503Timeout() async throws {
         let clock = ManualClock(now: 1_000)
         let (started, startedSignal) = AsyncStream.makeStream(of: Void.self)

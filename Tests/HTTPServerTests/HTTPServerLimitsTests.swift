@@ -5,7 +5,7 @@ import TestSupport
 import Testing
 
 /// Bodies, headers, connections and clients that misbehave.
-@Suite struct HTTPServerLimitsTests {
+@Suite(.timeLimit(.minutes(2))) struct HTTPServerLimitsTests {
     @Test func declaredOversizedBodyIsRefusedBeforeItIsSent() async throws {
         let running = try startServer(.test { $0.maxBodyBytes = 1024 }, handler: echoRouter().handler)
         defer { running.task.cancel() }

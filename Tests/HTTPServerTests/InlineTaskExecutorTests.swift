@@ -9,7 +9,7 @@ import Glibc
 #endif
 
 /// Handler tasks run where they are started and where their waits end, without hops through Swift's pool.
-@Suite struct InlineTaskExecutorTests {
+@Suite(.timeLimit(.minutes(2))) struct InlineTaskExecutorTests {
     /// A thread-safe log of steps, with the thread each ran on.
     final class Steps: Sendable {
         private let entries = Mutex<[(String, pthread_t)]>([])

@@ -6,7 +6,7 @@ import Synchronization
 import TestSupport
 import Testing
 
-@Suite struct RetryTests {
+@Suite(.timeLimit(.minutes(5))) struct RetryTests {
     let now = Int64(Date().timeIntervalSince1970)
 
     @Test func retryableAnswersAreRetriedWithGrowingJitteredGapsAndTheSameApnsId() async throws {

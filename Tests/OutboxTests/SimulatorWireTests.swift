@@ -8,7 +8,7 @@ import TestSupport
 import Testing
 
 /// The outbox through the real APNs client and the project's simulator (HTTP/2 over TLS on loopback).
-@Suite struct SimulatorWireTests {
+@Suite(.timeLimit(.minutes(5))) struct SimulatorWireTests {
     let now = Int64(Date().timeIntervalSince1970)
 
     /// A running simulator and a client that trusts it.

@@ -7,7 +7,7 @@ import Synchronization
 import TestSupport
 import Testing
 
-@Suite struct WorkerDeliveryTests {
+@Suite(.timeLimit(.minutes(5))) struct WorkerDeliveryTests {
     let now = Int64(Date().timeIntervalSince1970)
 
     @Test func sendsWithTheTokenRegisteredAtSendTime() async throws {

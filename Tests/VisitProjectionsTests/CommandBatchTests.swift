@@ -9,7 +9,7 @@ import VisitDomain
 import VisitProjections
 
 /// Group commit for visit commands (`VisitCommandBatcher`, `VisitCommandHandler.executeBatch`).
-@Suite(.serialized) struct CommandBatchTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct CommandBatchTests {
     func progress(_ km: Double) throws -> VisitEvent {
         try VisitEventRequest.parse(Array(#"{"type": "progress", "kilometresAway": \#(km)}"#.utf8))
     }

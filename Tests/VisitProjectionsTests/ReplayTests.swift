@@ -8,7 +8,7 @@ import VisitCommands
 import VisitDomain
 import VisitProjections
 
-@Suite struct ReplayTests {
+@Suite(.timeLimit(.minutes(5))) struct ReplayTests {
     static let journey = [
         #"{"type": "enRoute", "kilometresAway": 12}"#,
         #"{"type": "progress", "kilometresAway": 9.5}"#,

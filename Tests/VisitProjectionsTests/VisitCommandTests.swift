@@ -7,7 +7,7 @@ import VisitCommands
 import VisitDomain
 import VisitProjections
 
-@Suite struct VisitCommandTests {
+@Suite(.timeLimit(.minutes(5))) struct VisitCommandTests {
     @Test func aVisitGoesFromScheduledToCompletedThroughTheReadModel() async throws {
         let pushes = CountingEnqueuer()
         let f = try await VisitFixtures.make(pushes: pushes)

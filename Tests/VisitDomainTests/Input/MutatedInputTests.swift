@@ -1,9 +1,12 @@
+import Foundation
 import Testing
 
 @testable import VisitDomain
 
-/// Mutated and truncated bodies never crash the parser: each one parses or is a typed error.
-@Suite struct MutatedInputTests {
+/// Mutated and truncated bodies never crash the parser, and each outcome is checked against an independent
+/// reading of the same bytes (Foundation's JSON parser): a body it cannot read is `malformedJSON`, one it
+/// reads is never `malformedJSON`; a refusal names a field that is (or, when missing, is not) in the body.
+@Suite(.timeLimit(.minutes(2))) struct MutatedInputTests {
     /// SplitMix64: a seeded generator, so a failure is reproducible.
     struct SplitMix64: RandomNumberGenerator {
         var state: UInt64
@@ -23,7 +26,7 @@ import Testing
         #"{"type":"reassigned","technician":{"id":"t","name":"Kim","avatarSymbol":"p","vanDescription":"v"}}"#,
     ]
 
-    @Test func mutatedBodiesAreParsedOrRefused() {
+    @Test func mutatedBodiesAreParsedOrRefused() throws {
         var generator = SplitMix64(state: 20_261_129)
         let interesting: [UInt8] = Array(#"{}[]",:\u0"e-.9tfn"#.utf8) + [0x00, 0x80, 0xC3, 0xFF, 0xED, 0xA0]
         var outcomes = (accepted: 0, malformed: 0, refused: 0)
@@ -40,6 +43,8 @@ import Testing
                 }
                 if body.isEmpty { body = [0x7B] }
             }
+            let oracle = Self.independentlyParsed(body)
+            let note = String(decoding: body, as: UTF8.self)
             do {
                 if seedIndex == 0 {
                     _ = try ScheduleVisitRequest.parse(body) { "generated" }
@@ -47,13 +52,64 @@ import Testing
                     _ = try VisitEventRequest.parse(body)
                 }
                 outcomes.accepted += 1
+                let object = oracle as? [String: Any]
+                #expect(object != nil, "accepted a body that is not a JSON object: \(note)")
+                if seedIndex != 0 { #expect(object?["type"] is String, "accepted an event without a type: \(note)") }
             } catch {
-                if error.code == .malformedJSON { outcomes.malformed += 1 } else { outcomes.refused += 1 }
                 #expect(error.message.isEmpty == false)
+                if error.code == .malformedJSON {
+                    outcomes.malformed += 1
+                    #expect(oracle == nil || Self.hasLoneSurrogateOrDuplicateKey(body), "valid JSON called malformed: \(note)")
+                    continue
+                }
+                outcomes.refused += 1
+                #expect(oracle != nil, "\(error.code) for a body that is not JSON: \(note)")
+                guard let object = oracle as? [String: Any] else {
+                    #expect(error.code == .invalidBody, "\(error.code) for a body that is not an object: \(note)")
+                    continue
+                }
+                switch error.code {
+                case .missingField:
+                    let field = try #require(error.field, "missing_field names no field: \(note)")
+                    #expect(Self.value(at: field, in: object) == nil, "\(field) called missing but present: \(note)")
+                case .wrongType, .invalidValue, .unknownField, .unknownEventType:
+                    let field = try #require(error.field, "\(error.code) names no field: \(note)")
+                    #expect(Self.value(at: field, in: object) != nil, "\(error.code) names \(field), absent from: \(note)")
+                default:
+                    break
+                }
             }
         }
         #expect(outcomes.accepted + outcomes.malformed + outcomes.refused == 4_000)
         #expect(outcomes.malformed > 0)
         #expect(outcomes.refused > 0)
+    }
+
+    /// The body as Foundation's JSON parser reads it (nil: not JSON).
+    static func independentlyParsed(_ body: [UInt8]) -> Any? {
+        try? JSONSerialization.jsonObject(with: Data(body), options: [.fragmentsAllowed])
+    }
+
+    /// What the domain's parser refuses on purpose and Foundation's may accept (Docs/domain.md).
+    static func hasLoneSurrogateOrDuplicateKey(_ body: [UInt8]) -> Bool {
+        let text = String(decoding: body, as: UTF8.self).lowercased()
+        if text.contains("\\ud8") || text.contains("\\ud9") || text.contains("\\uda") || text.contains("\\udb")
+            || text.contains("\\udc") || text.contains("\\udd") || text.contains("\\ude") || text.contains("\\udf")
+        {
+            return true
+        }
+        // A duplicate key: the same quoted key twice in one object is rare enough to accept any repeat.
+        let keys = text.components(separatedBy: "\"").enumerated().filter { $0.offset % 2 == 1 }.map(\.element)
+        return Set(keys).count < keys.count
+    }
+
+    /// The value at a dotted field path (`technician.name`), or nil when absent or null.
+    static func value(at path: String, in object: [String: Any]) -> Any? {
+        var current: Any? = object
+        for key in path.split(separator: ".") {
+            guard let dictionary = current as? [String: Any] else { return nil }
+            current = dictionary[String(key)]
+        }
+        return current is NSNull ? nil : current
     }
 }
