@@ -59,10 +59,11 @@ import Testing
                 #expect(error.message.isEmpty == false)
                 if error.code == .malformedJSON {
                     outcomes.malformed += 1
-                    #expect(oracle == nil || Self.hasLoneSurrogateOrDuplicateKey(body), "valid JSON called malformed: \(note)")
+                    #expect(oracle == nil || Self.foundationIsLenient(body), "valid JSON called malformed: \(note)")
                     continue
                 }
                 outcomes.refused += 1
+                if oracle == nil, error.code == .invalidValue, Self.hasHugeExponent(body) { continue }
                 #expect(oracle != nil, "\(error.code) for a body that is not JSON: \(note)")
                 guard let object = oracle as? [String: Any] else {
                     #expect(error.code == .invalidBody, "\(error.code) for a body that is not an object: \(note)")
@@ -90,9 +91,12 @@ import Testing
         try? JSONSerialization.jsonObject(with: Data(body), options: [.fragmentsAllowed])
     }
 
-    /// What the domain's parser refuses on purpose and Foundation's may accept (Docs/domain.md).
-    static func hasLoneSurrogateOrDuplicateKey(_ body: [UInt8]) -> Bool {
+    /// What the domain's parser refuses on purpose (RFC 8259, Docs/domain.md) and Foundation's accepts:
+    /// lone surrogates, duplicate keys, a trailing comma.
+    static func foundationIsLenient(_ body: [UInt8]) -> Bool {
         let text = String(decoding: body, as: UTF8.self).lowercased()
+        let compact = text.filter { !$0.isWhitespace }
+        if compact.contains(",}") || compact.contains(",]") { return true }
         if text.contains("\\ud8") || text.contains("\\ud9") || text.contains("\\uda") || text.contains("\\udb")
             || text.contains("\\udc") || text.contains("\\udd") || text.contains("\\ude") || text.contains("\\udf")
         {
@@ -103,13 +107,20 @@ import Testing
         return Set(keys).count < keys.count
     }
 
-    /// The value at a dotted field path (`technician.name`), or nil when absent or null.
+    /// A number JSON allows and Foundation cannot hold (`17900e0900`): the domain reads it as out of range.
+    static func hasHugeExponent(_ body: [UInt8]) -> Bool {
+        String(decoding: body, as: UTF8.self).lowercased().contains(/[0-9]e[+]?[0-9]{3,}/)
+    }
+
+    /// The value at a dotted field path (`technician.name`; a key may itself hold a dot), or nil when
+    /// absent or null.
     static func value(at path: String, in object: [String: Any]) -> Any? {
-        var current: Any? = object
-        for key in path.split(separator: ".") {
-            guard let dictionary = current as? [String: Any] else { return nil }
-            current = dictionary[String(key)]
+        if let value = object[path] { return value is NSNull ? nil : value }
+        for (key, value) in object where path.hasPrefix(key + ".") {
+            if let inner = value as? [String: Any], let found = Self.value(at: String(path.dropFirst(key.count + 1)), in: inner) {
+                return found
+            }
         }
-        return current is NSNull ? nil : current
+        return nil
     }
 }
