@@ -16,11 +16,17 @@ import Glibc
         let output = folder.appendingPathComponent("stdout.txt")
         let demo = try BackgroundProcess(livevisits, ["demo", "--keep-running", "--dir", folder.path], output: output.path)
 
-        // Wait for the help block (the demo plays both visits first); give up after two minutes.
+        // Wait for the help block (the demo plays both visits first).
         var text = ""
-        for _ in 0..<1200 where !text.contains("curl -fsS --http2") {
-            try await Task.sleep(nanoseconds: 100_000_000)
-            text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+        do {
+            try await eventually("the demo's printed curl session", within: 300, pollingEvery: 0.1) {
+                text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+                return text.contains("curl -fsS --http2")
+            }
+        } catch {
+            demo.interrupt()
+            _ = try? await demo.wait()
+            throw error
         }
         let curls = text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { $0.hasPrefix("curl ") }
         #expect(curls.count == 5, "the printed curl session: \(text.suffix(1500))")
