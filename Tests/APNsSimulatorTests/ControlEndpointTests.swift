@@ -1,6 +1,7 @@
 import APNsSimulator
 import Runtime
 import Foundation
+import TestSupport
 import Testing
 
 @Suite("Control endpoint, printout and command line", .timeLimit(.minutes(2)))
@@ -153,14 +154,10 @@ struct CommandTests {
             ])
         }
         let ca = dir + "/ca.pem"
-        var up = false
-        for _ in 0..<100 where !up {
-            let probe = try await ProcessRunner.run(
-                "curl", ["-sS", "--http2", "--cacert", ca, "https://127.0.0.1:\(port)/_sim/stats"])
-            up = probe.status == 0
-            if !up { try await Task.sleep(nanoseconds: 100_000_000) }
+        try await eventually("apns-sim answering on port \(port)", pollingEvery: 0.1) {
+            try await ProcessRunner.run("curl", ["-sS", "--http2", "--cacert", ca, "https://127.0.0.1:\(port)/_sim/stats"])
+                .status == 0
         }
-        #expect(up)
         let jwt = try await key.jwt(issuedAt: Int64(Date().timeIntervalSince1970))
         let push = try await ProcessRunner.run(
             "curl",

@@ -54,12 +54,11 @@ import Testing
             simulator.deliveries().filter { $0.deviceToken?.lowercased() == token }
         }
 
-        /// Runs the worker until `token` got something or the bound passes.
+        /// Runs the worker until `token` got something; throws when it never does.
         func drain(until token: String) async throws {
-            for _ in 0..<200 {
+            try await eventually("a push to \(token.prefix(8))… at the simulator", pollingEvery: 0.025) {
                 _ = try await worker.runOnce()
-                if !delivered(to: token).isEmpty { return }
-                try await Task.sleep(nanoseconds: 25_000_000)
+                return !delivered(to: token).isEmpty
             }
         }
 

@@ -17,9 +17,9 @@ import Glibc
         var names: [String] { entries.withLock { $0.map(\.0) } }
         func thread(of step: String) -> pthread_t? { entries.withLock { $0.first { $0.0 == step }?.1 } }
         func has(_ step: String) -> Bool { entries.withLock { $0.contains { $0.0 == step } } }
-        /// Waits (bounded, without driving anything) until `step` is recorded.
+        /// Waits (without driving anything) until `step` is recorded; throws when it never is.
         func wait(for step: String) async throws {
-            for _ in 0..<10_000 where !has(step) { try await Task.sleep(nanoseconds: 1_000_000) }
+            try await eventually("step \(step)", pollingEvery: 0.001) { has(step) }
         }
     }
 
