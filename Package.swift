@@ -76,12 +76,12 @@ let package = Package(
         .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "Postgres", "TestSupport"]),
         // Visits built through the real command path, for the tests of the commands and of the projections.
         .target(
-            name: "VisitTestSupport", dependencies: ["VisitCommands", "VisitProjections", "VisitDomain", "EventStore", "TestSupport"],
+            name: "VisitTestSupport", dependencies: ["VisitCommands", "VisitProjections", "VisitDomain", "EventStore", "Outbox", "TestSupport"],
             path: "Tests/VisitTestSupport"
         ),
         .testTarget(
             name: "VisitProjectionsTests",
-            dependencies: ["VisitProjections", "VisitCommands", "VisitDomain", "EventStore", "VisitTestSupport", "TestSupport"]
+            dependencies: ["VisitProjections", "VisitCommands", "VisitDomain", "EventStore", "Outbox", "VisitTestSupport", "TestSupport"]
         ),
         .testTarget(
             name: "VisitCommandsTests",
@@ -89,8 +89,8 @@ let package = Package(
         ),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "TestSupport"]),
         .testTarget(name: "OutboxTests", dependencies: ["Outbox", "APNs", "APNsSimulator", "VisitProjections", "TestSupport"]),
-        .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "JSON", "Runtime"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "JSON", "Runtime"]),
+        .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "JSON", "Runtime", "TestSupport"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "JSON", "Runtime", "TestSupport"]),
         .testTarget(
             name: "HTTPAPITests",
             dependencies: [

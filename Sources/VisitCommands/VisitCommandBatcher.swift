@@ -75,6 +75,9 @@ public final class VisitCommandBatcher: Sendable {
     /// Batches run so far (each may carry many commands).
     public var batchesRun: Int { state.withLock { $0.batches } }
 
+    /// Commands queued for a batch and not yet taken (what a test waits on before withdrawing one).
+    public var waitingCount: Int { state.withLock { $0.waiting.count } }
+
     /// One runner: takes batches until nothing it may take is waiting.
     private func drain() async {
         while let batch = take() {

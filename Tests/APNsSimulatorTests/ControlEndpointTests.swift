@@ -1,9 +1,10 @@
 import APNsSimulator
 import Runtime
 import Foundation
+import TestSupport
 import Testing
 
-@Suite("Control endpoint, printout and command line")
+@Suite("Control endpoint, printout and command line", .timeLimit(.minutes(2)))
 struct ControlEndpointTests {
     @Test("GET /_sim/deliveries lists what was received; POST /_sim/faults and /_sim/reset act")
     func controlRoutes() async throws {
@@ -134,7 +135,7 @@ struct ControlEndpointTests {
     }
 }
 
-@Suite("Lifecycle")
+@Suite("Lifecycle", .timeLimit(.minutes(2)))
 struct LifecycleTests {
     @Test("as a Service, run() serves until its task is cancelled, then the port is closed")
     func runsAsService() async throws {
@@ -151,7 +152,7 @@ struct LifecycleTests {
     }
 }
 
-@Suite("livevisits apns-sim")
+@Suite("livevisits apns-sim", .timeLimit(.minutes(2)))
 struct CommandTests {
     @Test("runCommand serves on the given port with the given key until SIGTERM")
     func runCommandUntilSigterm() async throws {
@@ -167,14 +168,10 @@ struct CommandTests {
             ])
         }
         let ca = dir + "/ca.pem"
-        var up = false
-        for _ in 0..<100 where !up {
-            let probe = try await ProcessRunner.run(
-                "curl", ["-sS", "--http2", "--cacert", ca, "https://127.0.0.1:\(port)/_sim/stats"])
-            up = probe.status == 0
-            if !up { try await Task.sleep(nanoseconds: 100_000_000) }
+        try await eventually("apns-sim answering on port \(port)", pollingEvery: 0.1) {
+            try await ProcessRunner.run("curl", ["-sS", "--http2", "--cacert", ca, "https://127.0.0.1:\(port)/_sim/stats"])
+                .status == 0
         }
-        #expect(up)
         let jwt = try await key.jwt(issuedAt: Int64(Date().timeIntervalSince1970))
         let push = try await ProcessRunner.run(
             "curl",

@@ -2,7 +2,7 @@ import APNsSimulator
 import Foundation
 import Testing
 
-@Suite("Fault injection")
+@Suite("Fault injection", .timeLimit(.minutes(2)))
 struct FaultInjectionTests {
     @Test("fail the next N pushes with a status and reason, then accept again")
     func failNext() async throws {

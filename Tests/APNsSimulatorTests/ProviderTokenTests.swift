@@ -3,7 +3,7 @@ import Foundation
 import Runtime
 import Testing
 
-@Suite("Provider tokens (JWT) are verified like APNs does")
+@Suite("Provider tokens (JWT) are verified like APNs does", .timeLimit(.minutes(2)))
 struct ProviderTokenTests {
     @Test("a token signed by another key, with an unknown kid or iss, or tampered, is InvalidProviderToken")
     func invalidTokens() async throws {

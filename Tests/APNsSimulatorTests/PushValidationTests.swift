@@ -2,7 +2,7 @@ import APNsSimulator
 import Foundation
 import Testing
 
-@Suite("Pushes over HTTP/2 + TLS, validated as APNs does")
+@Suite("Pushes over HTTP/2 + TLS, validated as APNs does", .timeLimit(.minutes(2)))
 struct PushValidationTests {
     @Test("a correct update is accepted over HTTP/2 and recorded without the JWT")
     func acceptsUpdate() async throws {

@@ -2,7 +2,7 @@ import APNsSimulator
 import Foundation
 import Testing
 
-@Suite("Concurrency and bad input")
+@Suite("Concurrency and bad input", .timeLimit(.minutes(2)))
 struct RobustnessTests {
     @Test("hundreds of pushes multiplexed on one connection with curl --parallel, plus several connections")
     func manyConcurrentStreams() async throws {

@@ -2,7 +2,7 @@ import Testing
 
 @testable import APNs
 
-@Suite struct APNsConfigurationTests {
+@Suite(.timeLimit(.minutes(2))) struct APNsConfigurationTests {
     private func environment(_ key: TestKey, _ extra: [String: String] = [:]) -> [String: String] {
         [
             "LIVEVISITS_APNS_KEY_FILE": key.keyFile, "LIVEVISITS_APNS_KEY_ID": "KEY1234567",

@@ -2,7 +2,7 @@ import Testing
 
 @testable import APNs
 
-@Suite struct APNsFailureClassTests {
+@Suite(.timeLimit(.minutes(2))) struct APNsFailureClassTests {
     @Test(arguments: [
         (429, "TooManyRequests", APNsFailureClass.retryable), (500, "InternalServerError", .retryable),
         (503, "ServiceUnavailable", .retryable), (503, "Shutdown", .retryable), (502, "", .retryable),

@@ -3,7 +3,7 @@ import Testing
 
 @testable import APNs
 
-@Suite struct APNsSigningKeyTests {
+@Suite(.timeLimit(.minutes(2))) struct APNsSigningKeyTests {
     @Test func acceptsP256() throws {
         let key = try TestKey.make()
         defer { key.remove() }

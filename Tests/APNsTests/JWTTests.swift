@@ -4,7 +4,7 @@ import Testing
 
 @testable import APNs
 
-@Suite struct JWTTests {
+@Suite(.timeLimit(.minutes(2))) struct JWTTests {
     @Test func tokenHasES256HeaderAndClaims() throws {
         let key = try TestKey.make()
         defer { key.remove() }

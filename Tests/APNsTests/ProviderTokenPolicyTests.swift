@@ -2,7 +2,7 @@ import Testing
 
 @testable import APNs
 
-@Suite struct ProviderTokenPolicyTests {
+@Suite(.timeLimit(.minutes(2))) struct ProviderTokenPolicyTests {
     let start = 1_790_000_000.0
 
     private func token(at time: Double) -> ProviderToken {

@@ -4,7 +4,7 @@ import Testing
 
 @testable import APNs
 
-@Suite struct ProviderTokenSourceTests {
+@Suite(.timeLimit(.minutes(2))) struct ProviderTokenSourceTests {
     let start = 1_790_000_000.0
 
     private func signer() throws -> (ProviderTokenSigner, TestKey) {

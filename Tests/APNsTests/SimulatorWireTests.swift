@@ -2,10 +2,11 @@ import APNs
 import APNsSimulator
 import Foundation
 import Runtime
+import TestSupport
 import Testing
 
 /// The client against the project's APNs simulator: real HTTP/2 over TLS, real JWT checks.
-@Suite struct SimulatorWireTests {
+@Suite(.timeLimit(.minutes(5))) struct SimulatorWireTests {
     private func failureOf(_ result: APNsResult, sourceLocation: SourceLocation = #_sourceLocation) -> APNsFailure? {
         if case .failure(let failure) = result { return failure }
         Issue.record("expected a failure, got \(result)", sourceLocation: sourceLocation)
@@ -248,12 +249,14 @@ import Testing
     /// retryable (it may have arrived), and later pushes fail at once instead of hanging.
     @Test func cancellingRunShutsDownAndFailsPushesRetryably() async throws {
         let apns = try await SimulatedAPNs.start()
-        let client = APNsClient(configuration: try apns.configuration(), metrics: Metrics())
+        // The held push would be answered (200) well before the client's own timeout if the shutdown did
+        // not interrupt it.
+        let client = APNsClient(configuration: try apns.configuration(requestTimeout: 600), metrics: Metrics())
         let service = Task { try await client.run() }
         #expect(await client.send(SimulatedAPNs.request()).classification == nil)
-        apns.simulator.addLatency(seconds: 5)
+        apns.simulator.addLatency(seconds: 60)
         let inFlight = Task { await client.send(SimulatedAPNs.request()) }
-        while apns.simulator.statistics().requestsTotal < 2 { try await Task.sleep(nanoseconds: 10_000_000) }
+        try await eventually("the second push at the simulator") { apns.simulator.statistics().requestsTotal >= 2 }
         service.cancel()
         try await service.value
         let interrupted = await inFlight.value

@@ -7,15 +7,6 @@ import Testing
 /// binaries' own menus, so a new command is checked without touching this test.
 @Suite(.timeLimit(.minutes(10))) struct CommandHelpTests {
     /// The built product's path, built first when the test run did not.
-    static func binary(_ product: String) async throws -> String {
-        let path = TestDatabase.repositoryRoot.appendingPathComponent(".build/debug/\(product)").path
-        if FileManager.default.isExecutableFile(atPath: path) { return path }
-        let outcome = try await Subprocess.run(
-            "/usr/bin/env", ["swift", "build", "--package-path", TestDatabase.repositoryRoot.path, "--product", product])
-        #expect(outcome.status == 0, "swift build: \(outcome.stderr)")
-        return path
-    }
-
     /// The subcommands a menu's `--help` lists (the first word of each indented line).
     static func entries(of usage: String) -> [String] {
         usage.split(separator: "\n").filter { $0.hasPrefix("  ") }.compactMap { $0.split(separator: " ").first.map(String.init) }
@@ -44,32 +35,30 @@ import Testing
     }
 
     @Test func everyLivevisitsCommandAnswersHelp() async throws {
-        try await DemoCommandTests.ensureBinary()
-        let checked = try await Self.checkHelp(DemoCommandTests.binary, program: "livevisits", [])
+        let checked = try await Self.checkHelp(try await BuiltProduct.livevisits(), program: "livevisits", [])
         for command in ["livevisits replay", "livevisits serve", "livevisits keys create", "livevisits outbox retry", "livevisits apns-sim", "livevisits demo"] {
             #expect(checked.contains(command), "\(command) was not among the commands checked: \(checked)")
         }
         // The one that used to read --help as a projection's name.
-        let replay = try await Subprocess.run(DemoCommandTests.binary, ["replay", "--help"])
+        let replay = try await Subprocess.run(try await BuiltProduct.livevisits(), ["replay", "--help"])
         #expect(!replay.stdout.contains("unknown projection") && !replay.stderr.contains("unknown projection"))
     }
 
     @Test func everyBenchmarkAnswersHelp() async throws {
-        let checked = try await Self.checkHelp(try await Self.binary("livevisits-bench"), program: "livevisits-bench", [])
+        let checked = try await Self.checkHelp(try await BuiltProduct.path("livevisits-bench"), program: "livevisits-bench", [])
         for benchmark in ["api", "apns", "append", "outbox", "replay"] {
             #expect(checked.contains("livevisits-bench \(benchmark)"), "\(checked)")
         }
     }
 
     @Test func theHTTPServerBenchmarkAnswersHelp() async throws {
-        let checked = try await Self.checkHelp(try await Self.binary("http-server-bench"), program: "http-server-bench", [])
+        let checked = try await Self.checkHelp(try await BuiltProduct.path("http-server-bench"), program: "http-server-bench", [])
         #expect(checked == ["http-server-bench"])
     }
 
     @Test func noCommandOrAnUnknownOneIsAUsageError() async throws {
-        try await DemoCommandTests.ensureBinary()
         for arguments in [[], ["frobnicate"], ["keys"], ["keys", "frobnicate"]] {
-            let outcome = try await Subprocess.run(DemoCommandTests.binary, arguments)
+            let outcome = try await Subprocess.run(try await BuiltProduct.livevisits(), arguments)
             #expect(outcome.status == 2, "livevisits \(arguments): exit \(outcome.status)")
             #expect(outcome.stderr.split(separator: "\n").count == 1, "livevisits \(arguments): \(outcome.stderr)")
         }

@@ -14,7 +14,7 @@ import Glibc
 /// mount, and signs with the key the simulator verifies. What can run outside a container does run: the
 /// credentials step's own script, and the simulator serving the certificate it made, reached under the
 /// service's host name as the worker reaches it.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.timeLimit(.minutes(10)))
 struct ComposeFileTests {
     static let root = TestDatabase.repositoryRoot
 
@@ -173,7 +173,7 @@ struct ComposeFileTests {
         for tool in ["/usr/bin/openssl", "/usr/bin/curl", "/bin/sh", "/usr/bin/env"] {
             try #require(FileManager.default.isExecutableFile(atPath: tool), "\(tool) is needed (scripts/deps installs openssl and curl)")
         }
-        try await DemoCommandTests.ensureBinary()
+        let livevisits = try await BuiltProduct.livevisits()
         let compose = try await Compose.load()
         let credentials = try compose.service("credentials")
         let directory = try #require(credentials.command.first)
@@ -204,7 +204,7 @@ struct ComposeFileTests {
         if let port = arguments.firstIndex(of: "--port") { arguments[port + 1] = "0" }
         let environment = simulator.environment.mapValues(mapped).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
         let output = folder.appendingPathComponent("apns-sim.out").path
-        let process = try ChildProcess("/usr/bin/env", ["-i"] + environment + [DemoCommandTests.binary] + arguments)
+        let process = try ChildProcess("/usr/bin/env", ["-i"] + environment + [livevisits] + arguments)
             .start(stdout: .file(output), stderr: .file(output + ".err"))
         let checked: Result<Void, any Error>
         do {

@@ -4,25 +4,15 @@ import Testing
 
 /// Runs the built `livevisits demo` to the end on a private cluster of its own and checks what the APNs
 /// simulator recorded (the `--record` summary), not only the exit status.
-@Suite(.serialized) struct DemoCommandTests {
-    static let binary = TestDatabase.repositoryRoot.appendingPathComponent(".build/debug/livevisits").path
-
-    /// Builds the executable when the test run did not (scripts/test builds every product first).
-    static func ensureBinary() async throws {
-        if FileManager.default.isExecutableFile(atPath: binary) { return }
-        let outcome = try await Subprocess.run(
-            "/usr/bin/env", ["swift", "build", "--package-path", TestDatabase.repositoryRoot.path, "--product", "livevisits"])
-        #expect(outcome.status == 0, "swift build: \(outcome.stderr)")
-    }
-
+@Suite(.serialized, .timeLimit(.minutes(10))) struct DemoCommandTests {
     @Test func demoPlaysBothVisitsAndAPNsReceivesWhatTheyImply() async throws {
-        try await Self.ensureBinary()
+        let livevisits = try await BuiltProduct.livevisits()
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("lv-demo-\(UUID().uuidString.prefix(8))")
         let record = folder.appendingPathComponent("record.json")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
 
-        let outcome = try await Subprocess.run(Self.binary, ["demo", "--dir", folder.path, "--record", record.path])
+        let outcome = try await Subprocess.run(livevisits, ["demo", "--dir", folder.path, "--record", record.path])
         #expect(outcome.status == 0, "demo failed: \(outcome.stderr.suffix(2000))")
         #expect(outcome.stdout.components(separatedBy: "APNs ←").count - 1 == 9, "one printed line per push")
         #expect(outcome.stdout.contains("stopped the PostgreSQL cluster"), "the demo stops the cluster it started")
@@ -75,8 +65,8 @@ import Testing
     }
 
     @Test func unknownFlagIsAUsageError() async throws {
-        try await Self.ensureBinary()
-        let outcome = try await Subprocess.run(Self.binary, ["demo", "--no-such-flag"])
+        let livevisits = try await BuiltProduct.livevisits()
+        let outcome = try await Subprocess.run(livevisits, ["demo", "--no-such-flag"])
         #expect(outcome.status == 2)
         #expect(outcome.stderr.contains("livevisits demo: unknown option '--no-such-flag'"), "\(outcome.stderr)")
         #expect(outcome.stderr.split(separator: "\n").count == 1)

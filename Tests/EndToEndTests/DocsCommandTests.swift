@@ -7,7 +7,7 @@ import Testing
 /// scratch database). Docs/reference.md lists every command and every variable the code reads, and
 /// nothing else. The docs link only to what a clone of the repository holds. A doc that drifts from the
 /// code fails here.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.timeLimit(.minutes(10)))
 struct DocsCommandTests {
     static let root = TestDatabase.repositoryRoot
     /// README.md and every Markdown page in Docs/.
@@ -29,8 +29,7 @@ struct DocsCommandTests {
 
     /// The commands `livevisits help` lists (the first word of each usage line).
     static func commands() async throws -> Set<String> {
-        try await DemoCommandTests.ensureBinary()
-        let help = try await Subprocess.run(DemoCommandTests.binary, ["help"])
+        let help = try await Subprocess.run(try await BuiltProduct.livevisits(), ["help"])
         #expect(help.status == 0)
         let words = help.stdout.split(separator: "\n").compactMap { $0.split(separator: " ").first.map(String.init) }
         return Set(words.filter { $0.allSatisfy { $0.isLowercase || $0 == "-" } } + ["help"])
@@ -54,7 +53,7 @@ struct DocsCommandTests {
 
     /// The runbook's commands that need only a database, run as written.
     @Test func runbookCommandsRun() async throws {
-        try await DemoCommandTests.ensureBinary()
+        let livevisits = try await BuiltProduct.livevisits()
         let operations = try Self.text("Docs/operations.md")
         let (url, pool) = try await TestDatabase.create(poolSize: 1)
         await pool.close()
@@ -71,19 +70,19 @@ struct DocsCommandTests {
         for (command, expected) in runbook {
             #expect(operations.contains(command), "Docs/operations.md no longer shows '\(command)'")
             let arguments = command.split(separator: " ").dropFirst().map(String.init)
-            let outcome = try await Subprocess.run(DemoCommandTests.binary, arguments, environment: environment)
+            let outcome = try await Subprocess.run(livevisits, arguments, environment: environment)
             #expect(outcome.status == 0, "\(command): \(outcome.stderr)")
             #expect(expected.isEmpty || outcome.stdout.contains(expected), "\(command): \(outcome.stdout)")
         }
         // Revoking as the runbook shows it, with the id `keys create` printed.
         #expect(operations.contains("livevisits keys revoke KEY_ID"), "Docs/operations.md no longer shows 'livevisits keys revoke KEY_ID'")
         #expect(operations.contains("DELETE /v1/keys/{keyId}"))
-        let created = try await Subprocess.run(DemoCommandTests.binary, ["keys", "create", "--role", "ops"], environment: environment)
+        let created = try await Subprocess.run(livevisits, ["keys", "create", "--role", "ops"], environment: environment)
         let keyId = try #require(created.stdout.split(separator: "\n").first { $0.hasPrefix("key id: ") }?.dropFirst("key id: ".count))
-        let revoked = try await Subprocess.run(DemoCommandTests.binary, ["keys", "revoke", String(keyId)], environment: environment)
+        let revoked = try await Subprocess.run(livevisits, ["keys", "revoke", String(keyId)], environment: environment)
         #expect(revoked.status == 0, "keys revoke: \(revoked.stderr)")
         #expect(revoked.stdout.contains("revoked \(keyId)"))
-        let again = try await Subprocess.run(DemoCommandTests.binary, ["keys", "revoke", String(keyId)], environment: environment)
+        let again = try await Subprocess.run(livevisits, ["keys", "revoke", String(keyId)], environment: environment)
         #expect(again.status == 1)
     }
 

@@ -8,21 +8,27 @@ import Glibc
 
 /// `livevisits demo --keep-running`: the server stays up after the visits, every curl command it prints
 /// (the README's curl session) works against it, and Ctrl-C (SIGINT) stops everything with exit 0.
-struct KeepRunningTests {
+@Suite(.timeLimit(.minutes(10))) struct KeepRunningTests {
     @Test func printedCurlCommandsWorkAndCtrlCStopsEverything() async throws {
-        try await DemoCommandTests.ensureBinary()
+        let livevisits = try await BuiltProduct.livevisits()
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("lv-keep-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let output = folder.appendingPathComponent("stdout.txt")
-        let demo = try ChildProcess(DemoCommandTests.binary, ["demo", "--keep-running", "--dir", folder.path])
+        let demo = try ChildProcess(livevisits, ["demo", "--keep-running", "--dir", folder.path])
             .start(stdout: .file(output.path), stderr: .file(output.path + ".err"))
 
-        // Wait for the help block (the demo plays both visits first); give up after two minutes.
+        // Wait for the help block (the demo plays both visits first).
         var text = ""
-        for _ in 0..<1200 where !text.contains("curl -fsS --http2") {
-            try await Task.sleep(nanoseconds: 100_000_000)
-            text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+        do {
+            try await eventually("the demo's printed curl session", within: 300, pollingEvery: 0.1) {
+                text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+                return text.contains("curl -fsS --http2")
+            }
+        } catch {
+            demo.signal(SIGINT)
+            _ = await demo.wait()
+            throw error
         }
         let curls = text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { $0.hasPrefix("curl ") }
         #expect(curls.count == 5, "the printed curl session: \(text.suffix(1500))")

@@ -5,7 +5,7 @@ import TestSupport
 import Testing
 
 /// Appends through the async API (one autocommitted statement per append) and reads.
-@Suite struct AppendTests {
+@Suite(.timeLimit(.minutes(5))) struct AppendTests {
     func event(_ n: Int) -> NewEvent {
         NewEvent(type: "tested", data: #"{"n": \#(n)}"#, metadata: EventMetadata(actorRole: "dispatcher", actorSubject: "d-1"))
     }

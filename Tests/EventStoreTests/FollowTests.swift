@@ -5,7 +5,7 @@ import Runtime
 import TestSupport
 import Testing
 
-@Suite struct FollowTests {
+@Suite(.timeLimit(.minutes(5))) struct FollowTests {
     /// A writer that took a lower global position but commits after others must not be skipped.
     @Test func aReaderNeverSkipsALateCommit() async throws {
         let (url, pool) = try await TestDatabase.create()

@@ -3,7 +3,7 @@ import Postgres
 import TestSupport
 import Testing
 
-@Suite struct MigratorTests {
+@Suite(.timeLimit(.minutes(5))) struct MigratorTests {
     func scratchFolder(_ files: [String: String]) throws -> URL {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("mig-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)

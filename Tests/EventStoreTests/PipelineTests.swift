@@ -6,7 +6,7 @@ import Testing
 
 /// `PostgresConnection.pipeline`: several statements in one round trip, all or nothing outside a
 /// transaction, part of the transaction inside one; and the single-statement append in it.
-@Suite struct PipelineTests {
+@Suite(.timeLimit(.minutes(5))) struct PipelineTests {
     func request(_ stream: String, _ expected: ExpectedVersion) -> AppendRequest {
         AppendRequest(streamName: stream, events: [NewEvent(type: "tested", data: #"{"n": 1}"#)], expectedVersion: expected)
     }

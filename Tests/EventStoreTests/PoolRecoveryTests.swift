@@ -5,7 +5,7 @@ import TestSupport
 import Testing
 
 /// Runs its own cluster (so restarting it cannot disturb the other suites).
-@Suite(.serialized) struct PoolRecoveryTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct PoolRecoveryTests {
     func pg(_ data: URL, _ args: String...) throws -> String {
         var env = ProcessInfo.processInfo.environment
         env["LIVEVISITS_PGDATA"] = data.path

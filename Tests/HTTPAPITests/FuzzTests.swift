@@ -5,7 +5,7 @@ import Testing
 /// A deterministic, seeded fuzz pass over every route: malformed JSON, wrong types, huge and truncated
 /// bodies, bad UTF-8, bad path parameters and headers. No answer may be a 5xx other than 503, and the
 /// server must still serve afterwards.
-@Suite struct FuzzTests {
+@Suite(.timeLimit(.minutes(5))) struct FuzzTests {
     /// Runtime's SplitMix64: small, seedable, the same sequence on every run.
     struct Seeded {
         var generator: SplitMix64
@@ -141,17 +141,24 @@ import Testing
             }
         }
         let client = api.client
-        let late = await withTaskGroup(of: RawResponse?.self) { group in
+        let late = await withTaskGroup(of: Exchange.self) { group in
             for request in truncated {
-                group.addTask { try? await client.exchange(request, shutdownWrite: true) }
+                group.addTask { await Exchange(client, request, shutdownWrite: true) }
             }
-            return await group.reduce(into: [RawResponse?]()) { $0.append($1) }
+            return await group.reduce(into: [Exchange]()) { $0.append($1) }
         }
-        for answer in late {
-            guard let answer else { unanswered += 1; continue }  // closed without an answer: fine
-            statuses[answer.status, default: 0] += 1
-            #expect(answer.status < 500 || answer.status == 503, "truncated upload → \(answer.status) \(answer.text.prefix(200))")
+        var failed: [String] = []
+        for exchange in late {
+            switch exchange {
+            case .answered(let answer):
+                statuses[answer.status, default: 0] += 1
+                #expect(answer.status < 500 || answer.status == 503, "truncated upload → \(answer.status) \(answer.text.prefix(200))")
+            case .closedUnanswered: unanswered += 1  // the upload never ended: closing without an answer is fine
+            case .failed(let error): failed.append(error)
+            }
         }
+        #expect(truncated.count > 10, "the seeded run sends truncated uploads")
+        #expect(failed.isEmpty, "\(failed.count) of \(truncated.count) truncated uploads failed otherwise: \(failed.prefix(3))")
         #expect(try await api.call("GET", "/healthz", key: nil).status == 200)
         #expect(try await api.call("GET", "/v1/visits/\(visit)", key: api.dispatcher).status == 200)
         print("fuzz statuses: \(statuses.sorted { $0.key < $1.key }), unanswered truncated uploads: \(unanswered)")
@@ -169,17 +176,39 @@ import Testing
             Array("POST /v1/visits HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTransfer-Encoding: chunked\r\nAuthorization: Bearer \(api.dispatcher)\r\n\r\n5\r\n{\"vis\r\n0\r\n\r\n".utf8),
             Array("GET /v1/visits?limit=%FF&cursor=%00%00 HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer \(api.ops)\r\n\r\n".utf8),
         ]
+        var failed: [String] = []
         for request in requests {
-            if let answer = try? await api.client.exchange(request) {
-                #expect(answer.status < 500 || answer.status == 503, "\(answer.status) \(answer.text)")
+            switch await Exchange(api.client, request) {
+            case .answered(let answer): #expect(answer.status < 500 || answer.status == 503, "\(answer.status) \(answer.text)")
+            case .closedUnanswered: failed.append("closed without an answer: \(String(decoding: request.prefix(60), as: UTF8.self))")
+            case .failed(let error): failed.append(error)
             }
         }
+        #expect(failed.isEmpty, "\(failed.count) of \(requests.count) exchanges failed: \(failed)")
         #expect(try await api.call("GET", "/healthz", key: nil).status == 200)
     }
 }
 
+/// How one raw exchange ended: an answer, the server closing without one, or anything else (refused,
+/// reset, half an answer), which a fuzz run counts as a failure.
+enum Exchange {
+    case answered(RawResponse)
+    case closedUnanswered
+    case failed(String)
+
+    init(_ client: RawHTTPClient, _ request: [UInt8], shutdownWrite: Bool = false) async {
+        do {
+            self = .answered(try await client.exchange(request, shutdownWrite: shutdownWrite))
+        } catch let error as RawHTTPError where error.description == "no HTTP answer (0 bytes)" {
+            self = .closedUnanswered
+        } catch {
+            self = .failed("\(error)")
+        }
+    }
+}
+
 /// Strings PostgreSQL cannot store (`\u0000` in jsonb and text) and lone surrogates, in every string field.
-@Suite struct UnstorableStringTests {
+@Suite(.timeLimit(.minutes(5))) struct UnstorableStringTests {
     static let nasty = [#"a\u0000b"#, #"\ud800"#, #"\udfff\ud800"#, #"\u001f"#, #"\u2028"#]
 
     @Test func everyStringFieldRefusesOrStoresThem() async throws {

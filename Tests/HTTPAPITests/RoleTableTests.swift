@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// The role table of contract §4, route by route, with cross-customer and cross-technician attempts.
-@Suite struct RoleTableTests {
+@Suite(.timeLimit(.minutes(5))) struct RoleTableTests {
     @Test func readsAreScopedToTheCallersVisits() async throws {
         let api = try await APIServer.start()
         defer { Task { await api.stop() } }

@@ -8,7 +8,7 @@ import Testing
 
 /// Token registration through HTTP, delivered for real: the outbox worker and the APNs client run
 /// in-process against the APNs simulator (HTTP/2 over TLS, ES256 provider tokens).
-@Suite(.serialized) struct SimulatorDeliveryTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct SimulatorDeliveryTests {
     static let teamID = "TEAM123456"
     static let keyID = "KEY1234567"
     static let bundleID = "com.example.visits"
@@ -54,12 +54,11 @@ import Testing
             simulator.deliveries().filter { $0.deviceToken?.lowercased() == token }
         }
 
-        /// Runs the worker until `token` got something or the bound passes.
+        /// Runs the worker until `token` got something; throws when it never does.
         func drain(until token: String) async throws {
-            for _ in 0..<200 {
+            try await eventually("a push to \(token.prefix(8))… at the simulator", pollingEvery: 0.025) {
                 _ = try await worker.runOnce()
-                if !delivered(to: token).isEmpty { return }
-                try await Task.sleep(nanoseconds: 25_000_000)
+                return !delivered(to: token).isEmpty
             }
         }
 

@@ -8,7 +8,7 @@ import Glibc
 
 /// Live Activity and push-to-start token routes: catch-up pushes, late starts, counts, forgetting,
 /// and secrets kept out of bodies and logs. Pushes are observed where the API puts them: the outbox.
-@Suite(.serialized) struct TokenRegistrationTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct TokenRegistrationTests {
     struct Delivery: Equatable {
         let kind: String
         let activityId: String?

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// Each visit route's success path and each error code, through real HTTP on real PostgreSQL.
-@Suite struct VisitRouteTests {
+@Suite(.timeLimit(.minutes(5))) struct VisitRouteTests {
     @Test func scheduleReadPostAndHistory() async throws {
         let api = try await APIServer.start()
         defer { Task { await api.stop() } }
@@ -201,7 +201,7 @@ import Testing
 }
 
 /// The 4 KB budget is checked at accept time on the largest push the event implies (contract §6).
-@Suite struct PushBudgetTests {
+@Suite(.timeLimit(.minutes(5))) struct PushBudgetTests {
     @Test func aVisitWhosePushWouldPassFourKilobytesIsRefused() async throws {
         let api = try await APIServer.start()
         defer { Task { await api.stop() } }

@@ -7,7 +7,7 @@ import FoundationNetworking
 #endif
 
 /// A polite, ordinary client (URLSession, libcurl underneath), and listening on IPv6.
-@Suite struct HTTPServerClientTests {
+@Suite(.timeLimit(.minutes(2))) struct HTTPServerClientTests {
     private func fetch(_ url: URL, method: String = "GET", body: Data? = nil) async throws -> (Int, Data, [String: String]) {
         var request = URLRequest(url: url)
         request.httpMethod = method
@@ -40,14 +40,10 @@ import FoundationNetworking
     }
 
     @Test func listensOnIPv6() async throws {
-        let server: HTTPServer
-        do {
-            server = try HTTPServer(configuration: .test { $0.listenAddress = try! ListenAddress(parsing: "[::1]:0") }) {
-                _ in .json(body: Data(#"{"v6":true}"#.utf8))
-            }
-        } catch {
-            // No IPv6 loopback on this machine: nothing to test.
-            return
+        // A machine without an IPv6 loopback fails here, naming the init error: the test does not pass unrun.
+        let address = try ListenAddress(parsing: "[::1]:0")
+        let server = try HTTPServer(configuration: .test { $0.listenAddress = address }) { _ in
+            .json(body: Data(#"{"v6":true}"#.utf8))
         }
         #expect(server.address.description.hasPrefix("[::1]:"))
         let task = Task { try await server.run() }

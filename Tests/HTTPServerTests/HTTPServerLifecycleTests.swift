@@ -1,10 +1,11 @@
 import Foundation
 @testable import HTTPServer
 import Runtime
+import TestSupport
 import Testing
 
 /// Handler deadlines and graceful shutdown.
-@Suite struct HTTPServerLifecycleTests {
+@Suite(.timeLimit(.minutes(2))) struct HTTPServerLifecycleTests {
     @Test func handlerThatNeverReturnsGets503Timeout() async throws {
         let clock = ManualClock(now: 1_000)
         let (started, startedSignal) = AsyncStream.makeStream(of: Void.self)
@@ -70,10 +71,9 @@ import Testing
 
         running.task.cancel()  // shutdown begins while the handler is still working
         // New connections are refused once the daemon is quiesced.
-        let refused = await eventually {
+        try await eventually("new connections refused once shutdown began") {
             (try? RawClient(port: port, receiveTimeout: 2)) == nil
         }
-        #expect(refused)
         #expect(running.server.activeRequests == 1)
 
         gate.open()
@@ -98,7 +98,9 @@ import Testing
         var iterator = started.makeAsyncIterator()
         _ = await iterator.next()
         running.task.cancel()
-        #expect(await eventually { (try? RawClient(port: running.port, receiveTimeout: 2)) == nil })
+        try await eventually("new connections refused once shutdown began") {
+            (try? RawClient(port: running.port, receiveTimeout: 2)) == nil
+        }
         clock.advance(by: 4)
         let response = try await inFlight
         #expect(response.status == 503)
@@ -139,8 +141,8 @@ import Testing
         #expect(client != nil)
         client = nil  // the client goes away while its handler still works
         gate.open()
-        #expect(await eventually { running.server.activeRequests == 0 })
-        #expect(await eventually { running.server.liveContexts.value.load(ordering: .relaxed) == 0 })
+        try await eventually("no request active") { running.server.activeRequests == 0 }
+        try await eventually("every request context released") { running.server.liveContexts.value.load(ordering: .relaxed) == 0 }
         try await running.stop()
     }
 

@@ -1,10 +1,11 @@
 import Foundation
 @testable import HTTPServer
 import Runtime
+import TestSupport
 import Testing
 
 /// Bodies, headers, connections and clients that misbehave.
-@Suite struct HTTPServerLimitsTests {
+@Suite(.timeLimit(.minutes(2))) struct HTTPServerLimitsTests {
     @Test func declaredOversizedBodyIsRefusedBeforeItIsSent() async throws {
         let running = try startServer(.test { $0.maxBodyBytes = 1024 }, handler: echoRouter().handler)
         defer { running.task.cancel() }
@@ -197,7 +198,7 @@ import Testing
         for client in stuck {
             #expect(try await offPool { try client.isClosedByServer() })
         }
-        #expect(await eventually { running.server.activeRequests == 0 })
+        try await eventually("no request active") { running.server.activeRequests == 0 }
         try await running.stop()
     }
 
@@ -214,7 +215,7 @@ import Testing
             try client.send("POST /v1/visits/a/events HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\nabc")
             return client
         }
-        #expect(await eventually { running.server.activeRequests == 1 })  // headers are in
+        try await eventually("one request active") { running.server.activeRequests == 1 }  // headers are in
         clock.advance(by: 6)  // the client keeps sending, but too late
         let closed = try await offPool { () -> Bool in
             try client.send("defgh")
@@ -259,11 +260,11 @@ import Testing
                 return client
             }
         }
-        #expect(await eventually { running.server.activeRequests == 20 })
+        try await eventually("20 requests active") { running.server.activeRequests == 20 }
         #expect(clients?.count == 20)
         clients = nil  // every upload aborted mid-body
-        #expect(await eventually { running.server.activeRequests == 0 })
-        #expect(await eventually { running.server.liveContexts.value.load(ordering: .relaxed) == 0 })
+        try await eventually("no request active") { running.server.activeRequests == 0 }
+        try await eventually("every request context released") { running.server.liveContexts.value.load(ordering: .relaxed) == 0 }
         #expect(try await get(port, "/json").status == 200)
         try await running.stop()
         #expect(running.server.liveContexts.value.load(ordering: .relaxed) == 0)

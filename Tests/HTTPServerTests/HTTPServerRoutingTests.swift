@@ -4,7 +4,7 @@ import Runtime
 import Testing
 
 /// Requests over real sockets through libmicrohttpd, the bridge and the router.
-@Suite struct HTTPServerRoutingTests {
+@Suite(.timeLimit(.minutes(2))) struct HTTPServerRoutingTests {
     @Test func routesPathParametersQueryHeadersAndBody() async throws {
         let running = try startServer(handler: echoRouter().handler)
         defer { running.task.cancel() }

@@ -1,6 +1,7 @@
 import Foundation
 @testable import HTTPServer
 import Synchronization
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -8,7 +9,7 @@ import Glibc
 #endif
 
 /// Handler tasks run where they are started and where their waits end, without hops through Swift's pool.
-@Suite struct InlineTaskExecutorTests {
+@Suite(.timeLimit(.minutes(2))) struct InlineTaskExecutorTests {
     /// A thread-safe log of steps, with the thread each ran on.
     final class Steps: Sendable {
         private let entries = Mutex<[(String, pthread_t)]>([])
@@ -16,9 +17,9 @@ import Glibc
         var names: [String] { entries.withLock { $0.map(\.0) } }
         func thread(of step: String) -> pthread_t? { entries.withLock { $0.first { $0.0 == step }?.1 } }
         func has(_ step: String) -> Bool { entries.withLock { $0.contains { $0.0 == step } } }
-        /// Waits (bounded, without driving anything) until `step` is recorded.
+        /// Waits (without driving anything) until `step` is recorded; throws when it never is.
         func wait(for step: String) async throws {
-            for _ in 0..<10_000 where !has(step) { try await Task.sleep(nanoseconds: 1_000_000) }
+            try await eventually("step \(step)", pollingEvery: 0.001) { has(step) }
         }
     }
 

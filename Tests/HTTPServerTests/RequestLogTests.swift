@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// The one log line per request: what it holds and what it never holds.
-@Suite struct RequestLogTests {
+@Suite(.timeLimit(.minutes(2))) struct RequestLogTests {
     private func context(method: String = "POST") -> RequestContext {
         RequestContext(
             serial: 1, connection: OpaquePointer(bitPattern: 0x10)!, method: method,

@@ -2,7 +2,7 @@ import Foundation
 import HTTPServer
 import Testing
 
-@Suite struct RouterTests {
+@Suite(.timeLimit(.minutes(2))) struct RouterTests {
     struct Conflict: HTTPErrorConvertible {
         var httpStatus: Int { 409 }
         var httpCode: String { "illegal_transition" }

@@ -2,7 +2,7 @@ import Foundation
 import HTTPServer
 import Testing
 
-@Suite struct ValueTypeTests {
+@Suite(.timeLimit(.minutes(2))) struct ValueTypeTests {
     @Test func listenAddressesParse() throws {
         #expect(try ListenAddress(parsing: "127.0.0.1:8080") == ListenAddress(host: "127.0.0.1", port: 8080))
         #expect(try ListenAddress(parsing: "[::1]:0") == ListenAddress(host: "::1", port: 0))

@@ -1,7 +1,7 @@
 import Outbox
 import Testing
 
-@Suite struct BackoffTests {
+@Suite(.timeLimit(.minutes(5))) struct BackoffTests {
     @Test func ceilingDoublesFromTheBaseUpToTheCap() {
         let backoff = Backoff(baseSeconds: 1, capSeconds: 300)
         #expect((0..<9).map { backoff.ceiling(retry: $0) } == [1, 2, 4, 8, 16, 32, 64, 128, 256])

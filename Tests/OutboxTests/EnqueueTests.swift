@@ -3,7 +3,7 @@ import Outbox
 import Postgres
 import Testing
 
-@Suite struct EnqueueTests {
+@Suite(.timeLimit(.minutes(5))) struct EnqueueTests {
     let now = Int64(Date().timeIntervalSince1970)
 
     @Test func fansOutOneDeliveryPerLiveActivityWithItsOwnApnsId() async throws {

@@ -7,7 +7,7 @@ import TestSupport
 import Testing
 
 /// The fleet shares one APNs provider token through PostgreSQL.
-@Suite struct ProviderTokenStoreTests {
+@Suite(.timeLimit(.minutes(5))) struct ProviderTokenStoreTests {
     static func signingKey() throws -> APNsSigningKey {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ptk-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)

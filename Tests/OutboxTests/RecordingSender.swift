@@ -2,6 +2,7 @@ import APNs
 import Foundation
 import Outbox
 import Synchronization
+import TestSupport
 
 /// A `PushSender` for worker tests: records every request, answers by a script, and notices when two
 /// pushes to one token are in flight at once.
@@ -27,11 +28,18 @@ final class RecordingSender: PushSender {
     }
     private let state = Mutex(State())
     private let delaySeconds: Double
+    private let gate: Gate?
     private let respond: @Sendable (APNsRequest, Int) -> Answer
 
-    /// - Parameter respond: the outcome of the n-th send (0-based, in start order).
-    init(delaySeconds: Double = 0, respond: @escaping @Sendable (APNsRequest, Int) -> Answer = { _, _ in .ok }) {
+    /// - Parameters:
+    ///   - gate: when given, every send waits at it (after it counts as started) until the test opens it.
+    ///   - respond: the outcome of the n-th send (0-based, in start order).
+    init(
+        delaySeconds: Double = 0, gate: Gate? = nil,
+        respond: @escaping @Sendable (APNsRequest, Int) -> Answer = { _, _ in .ok }
+    ) {
         self.delaySeconds = delaySeconds
+        self.gate = gate
         self.respond = respond
     }
 
@@ -43,6 +51,7 @@ final class RecordingSender: PushSender {
             s.started += 1
             return s.started - 1
         }
+        if let gate { await gate.wait() }
         if delaySeconds > 0 { try? await Task.sleep(nanoseconds: UInt64(delaySeconds * 1e9)) }
         let outcome: APNsResult
         switch respond(request, index) {
@@ -60,6 +69,8 @@ final class RecordingSender: PushSender {
     }
 
     var calls: [Call] { state.withLock { $0.calls } }
+    /// Sends started, answered or not.
+    var started: Int { state.withLock { $0.started } }
     var accepted: [Call] { calls.filter { if case .success = $0.outcome { true } else { false } } }
     /// Times a second push to a token started while one was in flight.
     var overlaps: Int { state.withLock { $0.overlaps } }

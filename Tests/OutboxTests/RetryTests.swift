@@ -3,9 +3,10 @@ import Outbox
 import Postgres
 import Runtime
 import Synchronization
+import TestSupport
 import Testing
 
-@Suite struct RetryTests {
+@Suite(.timeLimit(.minutes(5))) struct RetryTests {
     let now = Int64(Date().timeIntervalSince1970)
 
     @Test func retryableAnswersAreRetriedWithGrowingJitteredGapsAndTheSameApnsId() async throws {
@@ -222,18 +223,21 @@ import Testing
         let metrics = Metrics()
         let worker = f.worker(sender, metrics: metrics)
         let running = Task { try await worker.run() }
-        while try await f.store.attempts(deliveryId: id).isEmpty { try await Task.sleep(nanoseconds: 10_000_000) }
+        try await eventually("the first attempt recorded") { try await !f.store.attempts(deliveryId: id).isEmpty }
         #expect(metrics.value("livevisits_outbox_config_alert") == 1)
         #expect(try await f.count(.pending) == 1)
         for _ in 0..<5 { worker.wake() }
-        try await Task.sleep(nanoseconds: 100_000_000)  // give the loops a chance to (wrongly) retry
-        #expect(sender.calls.count == 1)  // paused: no retry burnt meanwhile
+        // A claim now, while the manual clock stands inside the pause, takes nothing: no retry burnt.
+        #expect(try await worker.runOnce() == 0)
+        #expect(sender.calls.count == 1)
         // Past the pause (and the delivery's maximum age): retried, paused again (doubled), then sent.
-        while try await f.count(.sent) == 0 {
-            clock.advance(by: 1)
-            worker.wake()
-            try await Task.sleep(nanoseconds: 20_000_000)
-        }
+        try await eventually(
+            "sent once the pauses are over", pollingEvery: 0.02,
+            between: {
+                clock.advance(by: 1)
+                worker.wake()
+            }
+        ) { try await f.count(.sent) > 0 }
         running.cancel()
         _ = await running.result
         #expect(sender.calls.count == 3)

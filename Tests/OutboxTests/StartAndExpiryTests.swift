@@ -4,7 +4,7 @@ import Postgres
 import Runtime
 import Testing
 
-@Suite struct StartAndExpiryTests {
+@Suite(.timeLimit(.minutes(5))) struct StartAndExpiryTests {
     static let t0 = 1_790_000_000.0
 
     @Test func aDeferredStartWaitsUntilTheLeadTimeBeforeTheArrivalWindow() async throws {

@@ -5,7 +5,7 @@ import Testing
 
 /// Migration 0007 renames existing start targets from visit + customer + device to visit + push-to-start
 /// token (by its md5), so that a start already sent keeps blocking a second start to the same token.
-@Suite struct StartTargetMigrationTests {
+@Suite(.timeLimit(.minutes(5))) struct StartTargetMigrationTests {
     @Test func existingStartsMoveToTheirDevicesCurrentToken() async throws {
         let url = try await TestDatabase.createEmpty()
         let pool = PostgresPool(url: url, size: 2)

@@ -6,19 +6,15 @@ import TestSupport
 /// A real `livevisits worker` process against the project's simulator (in this test process) and a
 /// fixture's database, with a fresh ES256 signing key: for the tests that kill or stop a worker.
 struct WorkerProcess {
-    static let binary = TestDatabase.repositoryRoot.appendingPathComponent(".build/debug/livevisits").path
-
     let simulator: APNsSimulator
     let endpoint: SimulatorEndpoint
     let keyFile: String
+    /// `livevisits`, built from the current sources (`BuiltProduct`).
+    let binary: String
 
-    /// Starts the simulator and makes the key (and builds `livevisits` when the test run did not).
+    /// Builds `livevisits`, starts the simulator and makes the key.
     static func prepare() async throws -> WorkerProcess {
-        if !FileManager.default.isExecutableFile(atPath: binary) {
-            let build = try await Subprocess.run(
-                "/usr/bin/env", ["swift", "build", "--package-path", TestDatabase.repositoryRoot.path, "--product", "livevisits"])
-            guard build.status == 0 else { throw Failure(description: "swift build: \(build.stderr)") }
-        }
+        let binary = try await BuiltProduct.livevisits()
         var configuration = SimulatorConfiguration()
         configuration.bundleID = "com.example.visits"
         let simulator = try APNsSimulator(configuration: configuration)
@@ -30,7 +26,7 @@ struct WorkerProcess {
             await simulator.stop()
             throw Failure(description: "openssl: \(key.stderr)")
         }
-        return WorkerProcess(simulator: simulator, endpoint: endpoint, keyFile: keyFile)
+        return WorkerProcess(simulator: simulator, endpoint: endpoint, keyFile: keyFile, binary: binary)
     }
 
     /// Starts `livevisits worker` on `databaseURL`, sending to the simulator (output discarded).
@@ -45,7 +41,7 @@ struct WorkerProcess {
         environment["LIVEVISITS_APNS_TEAM_ID"] = "TEAM123456"
         environment["LIVEVISITS_APNS_BUNDLE_ID"] = "com.example.visits"
         environment["LIVEVISITS_LOG_LEVEL"] = "error"
-        return try ChildProcess(Self.binary, ["worker"], environment: environment).start()
+        return try ChildProcess(binary, ["worker"], environment: environment).start()
     }
 
     func stop() async {

@@ -2,6 +2,7 @@ import EventStore
 import Foundation
 import Postgres
 import Runtime
+import TestSupport
 import Testing
 import VisitCommands
 import VisitDomain
@@ -9,7 +10,7 @@ import VisitProjections
 import VisitTestSupport
 
 /// Group commit for visit commands (`VisitCommandBatcher`, `VisitCommandHandler.executeBatch`).
-@Suite(.serialized) struct CommandBatchTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct CommandBatchTests {
     func progress(_ km: Double) throws -> VisitEvent {
         try VisitEventRequest.parse(Array(#"{"type": "progress", "kilometresAway": \#(km)}"#.utf8))
     }
@@ -121,24 +122,28 @@ import VisitTestSupport
         let release = DispatchSemaphore(value: 0)
         let held = try await holdOpen(f, appendingTo: "v-stuck", until: release)
         let stuck = Task { try await batcher.execute(command("v-stuck", try progress(2))) }
-        // Wait until that batch runs, then queue a command behind it and withdraw it.
-        for _ in 0..<1000 where batcher.batchesRun == 0 { try await Task.sleep(nanoseconds: 5_000_000) }
+        // Wait until that batch runs, then queue a command behind it and withdraw it while it waits.
+        try await eventually("the first batch running") { batcher.batchesRun == 1 }
         let withdrawn = Task { try await batcher.execute(command("v-free", try progress(3))) }
-        try await Task.sleep(nanoseconds: 50_000_000)
+        try await eventually("the second command waiting for a batch") { batcher.waitingCount == 1 }
         withdrawn.cancel()
         await #expect(throws: CancellationError.self) { try await withdrawn.value }
+        #expect(batcher.waitingCount == 0)
         release.signal()
         try await held.value
         #expect(try await stuck.value.state.version == 3)
-        try await Task.sleep(nanoseconds: 200_000_000)
-        #expect(try await f.handler.store.readStream("visit-v-free").count == 1, "a withdrawn command was appended")
-        #expect(batcher.batchesRun == 1)
+        // The next command on v-free runs in the next batch and finds the visit as scheduled: the withdrawn
+        // one, queued before it, was never run.
+        #expect(try await batcher.execute(command("v-free", try progress(4))).state.version == 2)
+        #expect(try await f.handler.store.readStream("visit-v-free").count == 2, "a withdrawn command was appended")
+        #expect(batcher.batchesRun == 2)
     }
 
     /// An outsider: appends a progress event to `visit` in a transaction on a connection of its own, and
     /// keeps it open until another backend waits on a lock (the batch, on the outsider's row), then until
-    /// `release` is signalled (if given; 20 s at most). Returns once the event is in; await the task for
-    /// the commit.
+    /// `release` is signalled (if given). Returns once the event is in; await the task for the commit, which
+    /// throws when no backend came to wait or `release` never came (within a minute each): then the race
+    /// the test is about did not happen.
     func holdOpen(_ f: VisitFixtures, appendingTo visit: String, until release: DispatchSemaphore? = nil) async throws
         -> Task<Void, any Error>
     {
@@ -154,17 +159,22 @@ import VisitTestSupport
                     _ = try handler.execute(outsider, on: c)
                     started.signal()
                     try CommandBatchTests.waitForALockWaiter(on: c)
-                    _ = release?.wait(timeout: .now() + 20)
+                    if let release, release.wait(timeout: .now() + 60) == .timedOut {
+                        throw WaitTimedOut(what: "the test to release the outsider", seconds: 60, location: #fileID)
+                    }
                 }
             }
         }
-        #expect(await started.wait(upTo: 30))
+        guard await started.wait(upTo: 60) else {
+            held.cancel()
+            throw WaitTimedOut(what: "the outsider's append", seconds: 60, location: #fileID)
+        }
         return held
     }
 
-    /// Blocks (on the holder's own connection) until another backend waits on a lock, or 20 s pass.
+    /// Blocks (on the holder's own connection) until another backend waits on a lock; throws after 60 s.
     static func waitForALockWaiter(on c: PostgresConnection) throws {
-        for _ in 0..<2000 {
+        for _ in 0..<6000 {
             let waiting = try c.query("""
                 SELECT count(*) AS n FROM pg_stat_activity
                 WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()
@@ -172,5 +182,6 @@ import VisitTestSupport
             if waiting > 0 { return }
             Thread.sleep(forTimeInterval: 0.01)
         }
+        throw WaitTimedOut(what: "a backend waiting on the outsider's lock", seconds: 60, location: #fileID)
     }
 }

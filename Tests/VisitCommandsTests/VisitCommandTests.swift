@@ -8,7 +8,7 @@ import VisitDomain
 import VisitProjections
 import VisitTestSupport
 
-@Suite struct VisitCommandTests {
+@Suite(.timeLimit(.minutes(5))) struct VisitCommandTests {
     @Test func aVisitGoesFromScheduledToCompletedThroughTheReadModel() async throws {
         let pushes = CountingEnqueuer()
         let f = try await VisitFixtures.make(pushes: pushes)

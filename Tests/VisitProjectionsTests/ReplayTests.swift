@@ -1,5 +1,6 @@
 import EventStore
 import Foundation
+import Outbox
 import Postgres
 import TestSupport
 import Testing
@@ -8,7 +9,7 @@ import VisitDomain
 import VisitProjections
 import VisitTestSupport
 
-@Suite struct ReplayTests {
+@Suite(.timeLimit(.minutes(5))) struct ReplayTests {
     static let journey = [
         #"{"type": "enRoute", "kilometresAway": 12}"#,
         #"{"type": "progress", "kilometresAway": 9.5}"#,
@@ -22,7 +23,7 @@ import VisitTestSupport
     ]
 
     /// 10,000 events over 1,000 visits; the read model after a replay equals the one before, also while
-    /// appends keep running, and the replay enqueues no push.
+    /// appends keep running. (That the replay enqueues no push is `aReplayEnqueuesNoPush`.)
     @Test func replayRebuildsTheSameReadModelWhileAppendsContinue() async throws {
         let pushes = CountingEnqueuer()
         let f = try await VisitFixtures.make(pushes: pushes)
@@ -56,9 +57,10 @@ import VisitTestSupport
         }
         let finished = try await report
         #expect(finished.events >= eventCount)
-        // The replay itself enqueued nothing: only the 40 late visits' commands did.
-        let latePushes = pushes.count - pushesBefore
-        #expect(latePushes > 0)
+        // Only the 40 late visits' commands planned pushes while the replay ran.
+        let planned = pushes.all.dropFirst(pushesBefore)
+        #expect(!planned.isEmpty)
+        #expect(planned.allSatisfy { $0.visitId.hasPrefix("late-") }, "a push for a replayed visit was planned")
 
         let after = try await f.rows()
         #expect(after.count == visits + 40)
@@ -69,9 +71,39 @@ import VisitTestSupport
             #expect(after["late-\(v)"]?.version == 2, "an append made during the replay was lost")
         }
         // A second replay over a replayed table works and changes nothing.
+        let plannedBefore = pushes.count
         let again = try await replay.run()
         #expect(again.visits == visits + 40)
         #expect(try await f.rows() == after)
+        #expect(pushes.count == plannedBefore)
+    }
+
+    /// Visits with Live Activities and push-to-start tokens, whose commands filled the outbox; a replay
+    /// over them (and over changed rules) adds no delivery and touches none.
+    @Test func aReplayEnqueuesNoPush() async throws {
+        let f = try await VisitFixtures.withOutbox()
+        let registry = TokenRegistry(clock: f.clock)
+        try await f.pool.withConnection { c in
+            _ = try registry.registerPushToStart(
+                customerId: "c-1", deviceId: "d-1", pushToken: String(repeating: "5a", count: 32), environment: .sandbox, on: c)
+        }
+        for v in 0..<20 {
+            _ = try await f.schedule("v-\(v)")
+            try await f.pool.withConnection { c in
+                _ = try registry.registerLiveActivity(
+                    visitId: "v-\(v)", activityId: "a-\(v)", pushToken: String(format: "%064x", v + 1), environment: .sandbox, on: c)
+            }
+            for step in ReplayTests.journey.prefix(v % 2 == 0 ? 9 : 4) { try await f.post("v-\(v)", step) }
+        }
+        let snapshot: PostgresQuery = "SELECT count(*) AS n, coalesce(sum(hashtext(d::text)), 0)::text AS digest FROM deliveries d"
+        let before = try #require(try await f.pool.query(snapshot).first)
+        #expect(try before.int("n") > 20, "the commands enqueued pushes, so an enqueueing replay would show")
+
+        let report = try await VisitReplay(pool: f.pool, readModel: f.readModel).run()
+        #expect(report.visits == 20)
+        let after = try #require(try await f.pool.query(snapshot).first)
+        #expect(try after.int("n") == before.int("n"), "the replay enqueued pushes")
+        #expect(try after.string("digest") == before.string("digest"), "the replay changed deliveries")
     }
 
     @Test func replayAppliesChangedRulesToHistory() async throws {

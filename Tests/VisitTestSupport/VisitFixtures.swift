@@ -1,5 +1,6 @@
 import EventStore
 import Foundation
+import Outbox
 import Postgres
 import Runtime
 import TestSupport
@@ -16,11 +17,21 @@ public struct VisitFixtures: Sendable {
     public let clock: ManualClock
 
     public static func make(pushes: any PushEnqueuer = CountingEnqueuer()) async throws -> VisitFixtures {
+        try await make { _, _ in pushes }
+    }
+
+    /// Pushes go to the real outbox tables (`OutboxPushes`), for tests that count what was enqueued.
+    public static func withOutbox() async throws -> VisitFixtures {
+        try await make { pool, clock in OutboxPushes(outbox: Outbox(pool: pool, clock: clock)) }
+    }
+
+    private static func make(pushes: (PostgresPool, ManualClock) -> any PushEnqueuer) async throws -> VisitFixtures {
         let (_, pool) = try await TestDatabase.create(poolSize: 8)
         let rules = try ProjectionRules.load(directory: TestDatabase.projectionsDirectory)
         let readModel = try VisitReadModel(projectionsDirectory: TestDatabase.projectionsDirectory, rules: rules)
         let clock = ManualClock(now: Date().timeIntervalSince1970)
-        let handler = VisitCommandHandler(store: EventStore(pool: pool), readModel: readModel, pushes: pushes, clock: clock)
+        let handler = VisitCommandHandler(
+            store: EventStore(pool: pool), readModel: readModel, pushes: pushes(pool, clock), clock: clock)
         return VisitFixtures(pool: pool, handler: handler, readModel: readModel, clock: clock)
     }
 

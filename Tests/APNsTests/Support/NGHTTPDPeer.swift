@@ -1,5 +1,6 @@
 import Foundation
 import Runtime
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -9,7 +10,6 @@ import Glibc
 /// 200 and logs every frame it receives, which lets a test read the exact headers the client sent.
 final class NGHTTPDPeer {
     static let path = "/usr/sbin/nghttpd"
-    static var isInstalled: Bool { FileManager.default.isExecutableFile(atPath: path) }
 
     let directory: String
     let port: UInt16
@@ -18,6 +18,7 @@ final class NGHTTPDPeer {
     var url: String { "https://127.0.0.1:\(port)" }
 
     init(maximumConcurrentStreams: Int = 100, verbose: Bool = true) throws {
+        try requireTool(Self.path, installedBy: "Debian package nghttp2-server")
         directory = try OpenSSLTool.scratchDirectory()
         try OpenSSLTool.run([
             "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",

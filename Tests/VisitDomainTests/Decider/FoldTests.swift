@@ -2,7 +2,7 @@ import Testing
 
 @testable import VisitDomain
 
-@Suite struct FoldTests {
+@Suite(.timeLimit(.minutes(2))) struct FoldTests {
     static let t = TestVisit.t0
 
     static let wholeVisit: [(VisitEvent, Int)] = [

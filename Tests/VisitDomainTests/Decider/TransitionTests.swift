@@ -3,7 +3,7 @@ import Testing
 @testable import VisitDomain
 
 /// The contract's §4 transition table, written out here independently of the code's.
-@Suite struct TransitionTests {
+@Suite(.timeLimit(.minutes(2))) struct TransitionTests {
     static let table: [VisitEventType: Set<VisitStatus>] = [
         .enRoute: [.scheduled],
         .nearby: [.scheduled, .enRoute],

@@ -4,7 +4,7 @@ import Testing
 @testable import VisitDomain
 
 /// Issue 3 "Bad input": each case is a typed validation error whose message names the field.
-@Suite struct BadInputTests {
+@Suite(.timeLimit(.minutes(2))) struct BadInputTests {
     struct Case: Sendable, CustomTestStringConvertible {
         var body: [UInt8]
         var code: VisitInputError.Code

@@ -2,7 +2,7 @@ import Testing
 
 @testable import VisitDomain
 
-@Suite struct VisitViewTests {
+@Suite(.timeLimit(.minutes(2))) struct VisitViewTests {
     @Test func activeVisitHasTheContractsShape() throws {
         let t = TestVisit.t0
         let state = try TestVisit.fold([

@@ -2,7 +2,7 @@ import Testing
 
 @testable import VisitDomain
 
-@Suite struct CatchUpTests {
+@Suite(.timeLimit(.minutes(2))) struct CatchUpTests {
     @Test func catchUpRepeatsTheStateWithoutAlert() throws {
         let last = try #require(try TestVisit.accepted(TestVisit.path(to: .nearby)).last)
         let live = try #require(last.pushes.first)

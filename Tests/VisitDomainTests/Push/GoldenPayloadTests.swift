@@ -7,7 +7,7 @@ import Testing
 ///
 /// History: scheduled at 1789990000 (window 1790000300–1790000900, 14 km), nearby at
 /// 1790000000 (1.2 km), onSite at 1790000300, completed at 1790004000.
-@Suite struct GoldenPayloadTests {
+@Suite(.timeLimit(.minutes(2))) struct GoldenPayloadTests {
     static let history: [(VisitEvent, Int)] = [
         (TestVisit.scheduled(), 1_789_990_000),
         (.nearby(ArrivalUpdate(kilometresAway: 1.2)), 1_790_000_000),

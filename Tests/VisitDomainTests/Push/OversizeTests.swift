@@ -3,7 +3,7 @@ import Testing
 @testable import VisitDomain
 
 /// The 4 KB budget is checked when the event is decided, on the largest push it implies.
-@Suite struct OversizeTests {
+@Suite(.timeLimit(.minutes(2))) struct OversizeTests {
     /// 1024 bytes that escape to 6 bytes each in JSON (`\u0001`): within every field bound,
     /// far over the budget once in a push.
     static let heavy = String(repeating: "\u{1}", count: 1000)
@@ -30,9 +30,11 @@ import Testing
             payload.attributes.jobSummary = Self.heavy
             scheduled = .scheduled(payload)
         }
-        #expect(throws: VisitDecisionError.self) {
+        let error = #expect(throws: VisitDecisionError.self) {
             try VisitDecider.accept(scheduled, given: nil, recordedAt: TestVisit.t0, rules: .contractDefault)
         }
+        #expect(error?.code == .pushTooLarge)
+        #expect(error?.message.contains("4096") == true)
     }
 
     @Test func reassignmentIsMeasuredOnTheStartALaterTokenWouldGet() throws {
@@ -72,8 +74,10 @@ import Testing
         let largest = try #require(accepted.first?.pushes.map(\.bodySize).max())
         #expect(largest > 400)
         #expect(largest <= 4096)
-        #expect(throws: VisitDecisionError.self) {
+        let error = #expect(throws: VisitDecisionError.self) {
             try VisitDecider.accept(TestVisit.scheduled(), given: nil, recordedAt: TestVisit.t0, rules: rules)
         }
+        #expect(error?.code == .pushTooLarge)
+        #expect(error?.message.contains("400") == true, "the message names the rule's budget")
     }
 }

@@ -3,7 +3,7 @@ import Testing
 @testable import VisitDomain
 
 /// Every row of the contract's §5 rule table under the default rules (`Projections/rules.json`).
-@Suite struct RuleTableTests {
+@Suite(.timeLimit(.minutes(2))) struct RuleTableTests {
     /// What one row promises for the push of the event that enters the status.
     struct Row: Sendable, CustomTestStringConvertible {
         var status: VisitStatus

@@ -3,7 +3,7 @@ import Testing
 
 @testable import VisitDomain
 
-@Suite struct ProjectionRulesTests {
+@Suite(.timeLimit(.minutes(2))) struct ProjectionRulesTests {
     @Test func theShippedFileIsTheContractsTable() throws {
         let directory = TestVisit.repositoryRoot.appendingPathComponent("Projections")
         let rules = try ProjectionRules.load(directory: directory)
