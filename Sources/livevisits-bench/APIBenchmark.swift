@@ -88,21 +88,16 @@ struct APIBenchmark {
         try await schedule(prefix: "p", runs: runs, handler: handler, context: context)
 
         guard let port = LoopbackPort.bindable() else { throw BenchmarkUsageError(message: "cannot find a free port") }
-        let server = Process()
-        server.executableURL = executable
-        server.arguments = ["serve", "--api-only"]
         var environment = ProcessInfo.processInfo.environment
         environment["LIVEVISITS_DATABASE_URL"] = database.url
         environment["LIVEVISITS_HTTP_ADDR"] = "127.0.0.1:\(port)"
         environment["LIVEVISITS_PROJECTIONS_DIR"] = projections.path
         environment["LIVEVISITS_MIGRATIONS_DIR"] = root.appendingPathComponent("Migrations").path
         environment["LIVEVISITS_LOG_LEVEL"] = "warning"
-        server.environment = environment
-        server.standardOutput = FileHandle.nullDevice
-        try server.run()
-        defer { if server.isRunning { server.terminate(); server.waitUntilExit() } }
+        let server = try ChildProcess(executable.path, ["serve", "--api-only"], environment: environment).start(stderr: .inherit)
+        defer { if server.isRunning { server.signal(SIGTERM); _ = server.waitBlocking() } }
         try await waitForHealth(port: port, server: server)
-        print(String(format: "server pid %d on 127.0.0.1:%d, VmRSS at start %.1f MB", server.processIdentifier, Int(port), rss(server.processIdentifier)))
+        print(String(format: "server pid %d on 127.0.0.1:%d, VmRSS at start %.1f MB", server.pid, Int(port), rss(server.pid)))
 
         let script = FileManager.default.temporaryDirectory.appendingPathComponent("lv-bench-\(UUID().uuidString).lua")
         defer { try? FileManager.default.removeItem(at: script) }
@@ -124,19 +119,19 @@ struct APIBenchmark {
                 let run = index * rounds + round
                 try luaScript(key: key, prefix: "h\(run)-").write(to: script, atomically: true, encoding: .utf8)
                 let before = batchCounters(port: port)
-                let cpuBefore = CPUSample.take(process: server.processIdentifier)
+                let cpuBefore = CPUSample.take(process: server.pid)
                 var http = try runWrk(port: port, connections: count, script: script)
-                let httpCPU = CPUSample.take(process: server.processIdentifier) - cpuBefore
+                let httpCPU = CPUSample.take(process: server.pid) - cpuBefore
                 let after = batchCounters(port: port)
                 http.meanBatch = (after.commands - before.commands) / max(after.batches - before.batches, 1)
-                let memory = rss(server.processIdentifier)
+                let memory = rss(server.pid)
                 peak = max(peak, memory)
-                let localBefore = CPUSample.take(process: server.processIdentifier)
+                let localBefore = CPUSample.take(process: server.pid)
                 let local = try await runInProcess(prefix: "p\(run)-", concurrency: count, handler: handler, context: context)
                 httpRates.append(http.requestsPerSecond)
                 localRates.append(local.requestsPerSecond)
                 httpP99s.append(http.p99Milliseconds)
-                let localCPU = CPUSample.take(process: server.processIdentifier) - localBefore
+                let localCPU = CPUSample.take(process: server.pid) - localBefore
                 cpuLines.append(String(
                     format: "%5d   HTTP: server %4.0f  wrk %4.0f  postgres %4.0f  = %4.0f | in-process: bench %4.0f  postgres %4.0f  = %4.0f | server switches/request %.2f",
                     count, perRequest(httpCPU.process, http), perRequest(httpCPU.children, http), perRequest(httpCPU.postgres, http),
@@ -160,8 +155,7 @@ struct APIBenchmark {
         print("")
         print("CPU µs per request (utime + stime; postgres = every postgres process on the machine)")
         for line in cpuLines { print(line) }
-        server.terminate()
-        server.waitUntilExit()
+        _ = await server.stop()
         await pool.close()
         if keep { print("kept database \(database.name)") } else { await database.drop() }
     }
@@ -227,15 +221,9 @@ struct APIBenchmark {
     }
 
     func runWrk(port: UInt16, connections: Int, script: URL) throws -> Figures {
-        let wrk = Process()
-        wrk.executableURL = URL(fileURLWithPath: "/usr/bin/wrk")
-        wrk.arguments = ["-t", "\(min(connections, 2))", "-c", "\(connections)", "-d", "\(duration)s", "--timeout", "10s",
-                         "-s", script.path, "http://127.0.0.1:\(port)"]
-        let pipe = Pipe()
-        wrk.standardOutput = pipe
-        try wrk.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        wrk.waitUntilExit()
+        let wrk = ChildProcess("/usr/bin/wrk", ["-t", "\(min(connections, 2))", "-c", "\(connections)", "-d", "\(duration)s",
+                                                "--timeout", "10s", "-s", script.path, "http://127.0.0.1:\(port)"])
+        let output = try wrk.runBlocking().stdout
         guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("LV ") }) else {
             throw BenchmarkUsageError(message: "wrk gave no figures:\n\(output)")
         }
@@ -288,10 +276,10 @@ struct APIBenchmark {
                        meanBatch: Double(sorted.count) / Double(max(batcher.batchesRun, 1)))
     }
 
-    func waitForHealth(port: UInt16, server: Process) async throws {
+    func waitForHealth(port: UInt16, server: RunningChild) async throws {
         for _ in 0..<200 {
             if healthy(port: port) { return }
-            guard server.isRunning else { throw BenchmarkUsageError(message: "the server exited (status \(server.terminationStatus))") }
+            if let status = server.exitStatus() { throw BenchmarkUsageError(message: "the server exited (status \(status))") }
             try await Task.sleep(nanoseconds: 50_000_000)
         }
         throw BenchmarkUsageError(message: "the server did not come up on port \(port)")

@@ -3,7 +3,7 @@ import Postgres
 import Testing
 
 /// `Idempotency-Key` on POST /v1/visits and POST /v1/visits/{id}/events (contract §6).
-@Suite struct IdempotencyTests {
+@Suite(.timeLimit(.minutes(5))) struct IdempotencyTests {
     @Test func sameKeySameBodyReturnsTheFirstAnswer() async throws {
         let api = try await APIServer.start()
         defer { Task { await api.stop() } }

@@ -3,7 +3,7 @@ import Runtime
 import Testing
 
 /// `GET /v1/visits`: role scoping, filters that only narrow, and cursor paging.
-@Suite struct VisitListTests {
+@Suite(.timeLimit(.minutes(5))) struct VisitListTests {
     func ids(_ answer: RawResponse) -> [String] {
         (answer.json?["visits"] as? [[String: Any]] ?? []).compactMap { $0["visitId"] as? String }
     }
