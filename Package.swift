@@ -29,7 +29,9 @@ let package = Package(
         .target(name: "EventStore", dependencies: ["Postgres", "Runtime"]),
         .target(name: "VisitProjections", dependencies: ["VisitDomain", "EventStore", "Postgres", "Runtime"]),
         .target(name: "APNs", dependencies: ["COpenSSL", "CCurl", "Runtime"]),
-        .target(name: "Outbox", dependencies: ["VisitDomain", "EventStore", "Postgres", "APNs", "Runtime"]),
+        .target(name: "Outbox", dependencies: ["Postgres", "Runtime"]),
+        // The APNs side of the outbox: the sender over the APNs client, the fleet's provider token in PostgreSQL.
+        .target(name: "OutboxAPNs", dependencies: ["Outbox", "APNs", "Postgres"]),
         .target(name: "APNsSimulator", dependencies: ["CNGHTTP2", "COpenSSL", "Runtime"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Runtime"]),
         // The write side of a visit: decide, append, read model and push intents in one transaction.
@@ -49,7 +51,7 @@ let package = Package(
         .executableTarget(
             name: "livevisits",
             dependencies: [
-                "Runtime", "VisitDomain", "Postgres", "EventStore", "VisitProjections", "VisitCommands", "APNs", "Outbox",
+                "Runtime", "VisitDomain", "Postgres", "EventStore", "VisitProjections", "APNs", "Outbox", "OutboxAPNs",
                 "APNsSimulator", "HTTPServer", "HTTPAPI",
             ]
         ),
@@ -57,7 +59,7 @@ let package = Package(
             name: "livevisits-bench",
             dependencies: [
                 "Runtime", "VisitDomain", "Postgres", "EventStore", "VisitProjections", "VisitCommands", "APNs", "Outbox",
-                "APNsSimulator", "HTTPAPI",
+                "OutboxAPNs", "APNsSimulator", "HTTPAPI",
             ]
         ),
 
@@ -73,13 +75,13 @@ let package = Package(
             dependencies: ["VisitProjections", "VisitCommands", "VisitDomain", "EventStore", "TestSupport"]
         ),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "TestSupport"]),
-        .testTarget(name: "OutboxTests", dependencies: ["Outbox", "APNs", "APNsSimulator", "VisitProjections", "TestSupport"]),
+        .testTarget(name: "OutboxTests", dependencies: ["Outbox", "OutboxAPNs", "APNs", "APNsSimulator", "TestSupport"]),
         .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "Runtime"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "Runtime"]),
         .testTarget(
             name: "HTTPAPITests",
             dependencies: [
-                "HTTPAPI", "HTTPServer", "Outbox", "APNs", "APNsSimulator", "VisitDomain", "VisitProjections", "Postgres", "Runtime",
+                "HTTPAPI", "HTTPServer", "Outbox", "OutboxAPNs", "APNs", "APNsSimulator", "VisitDomain", "VisitProjections", "Postgres", "Runtime",
                 "TestSupport",
             ]
         ),

@@ -1,4 +1,3 @@
-import APNs
 import Foundation
 import Outbox
 import Synchronization
@@ -19,11 +18,11 @@ import Testing
             self.holdSeconds = holdSeconds
         }
 
-        func send(_ request: APNsRequest) async -> APNsResult {
+        func send(_ request: OutgoingPush) async -> PushOutcome {
             _ = started.withLock { $0.insert(request.deviceToken) }
             if request.deviceToken == slowToken { try? await Task.sleep(nanoseconds: UInt64(holdSeconds * 1e9)) }
             finished.withLock { $0[request.deviceToken] = Date().timeIntervalSince1970 }
-            return .success(apnsId: request.apnsId, latency: 0.001)
+            return .accepted(latency: 0.001)
         }
 
         func hasStarted(_ token: String) -> Bool { started.withLock { $0.contains(token) } }

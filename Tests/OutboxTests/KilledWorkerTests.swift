@@ -2,6 +2,7 @@ import APNs
 import APNsSimulator
 import Foundation
 import Outbox
+import OutboxAPNs
 import Postgres
 import Runtime
 import TestSupport
@@ -71,7 +72,7 @@ struct KilledWorkerTests {
 
         // A survivor takes over once the dead worker's leases (30 s) run out.
         simulator.clearFaults()
-        let survivor = f.worker(APNsClient(configuration: try clientConfiguration(endpoint, keyFile: keyFile), metrics: Metrics()))
+        let survivor = f.worker(APNsPushSender(client: APNsClient(configuration: try clientConfiguration(endpoint, keyFile: keyFile), metrics: Metrics())))
         let running = Task { try await survivor.run() }
         while try await f.count(.sent) < count {
             guard Date() < deadline.addingTimeInterval(60) else { break }
