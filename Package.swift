@@ -69,6 +69,7 @@ let package = Package(
         // Tests mirror the targets; TestSupport finds the project's PostgreSQL and makes scratch databases.
         .target(name: "TestSupport", dependencies: ["Postgres", "Runtime"], path: "Tests/TestSupport"),
         .testTarget(name: "VisitDomainTests", dependencies: ["VisitDomain"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "Runtime", "TestSupport"]),
         .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "Postgres", "TestSupport"]),
         .testTarget(
             name: "VisitProjectionsTests",
