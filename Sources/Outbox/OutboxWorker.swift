@@ -92,6 +92,8 @@ public final class OutboxWorker: Service {
                 lastClaimWasFull = handled >= configuration.batchSize
                 if lastClaimWasFull { backlog.signal() }
                 if handled == 0 && loop == 0 { try await idleWait() }
+            } catch is CancellationError {
+                break  // the pool's queue gave up on a cancelled claim: stopping
             } catch {
                 failures += 1
                 if failures == 1 || failures % 30 == 0 {
@@ -130,7 +132,7 @@ public final class OutboxWorker: Service {
         }
         guard !claimed.isEmpty else { return 0 }
         if Task.isCancelled {
-            try await pool.withConnection { try OutboxStore.release(ids: claimed.map(\.id), lease: lease, on: $0) }
+            try await uncancelled { try await self.pool.withConnection { try OutboxStore.release(ids: claimed.map(\.id), lease: lease, on: $0) } }
             return claimed.count
         }
 
@@ -153,12 +155,19 @@ public final class OutboxWorker: Service {
         }
 
         let sent = await sendAll(toSend, lease: lease)
-        completions += try await outcomes(sent)
-        let done = try await pool.withConnection { [completions] in
-            try OutboxStore.complete(completions, lease: lease, now: self.clock.now(), on: $0)
+        completions += try await uncancelled { try await self.outcomes(sent) }
+        let done = try await uncancelled { [completions] in
+            try await self.pool.withConnection { try OutboxStore.complete(completions, lease: lease, now: self.clock.now(), on: $0) }
         }
         record(completions, sent: sent, completedIds: done)
         return claimed.count
+    }
+
+    /// Runs the writes that settle a claimed batch to the end even while the worker is cancelled: the pool
+    /// gives a cancelled task no place in its queue, and a batch that was sent (or must be released) is
+    /// recorded, not left to the lease's expiry.
+    private func uncancelled<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await Task { try await body() }.value
     }
 
     // MARK: sending
