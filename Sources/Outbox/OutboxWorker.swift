@@ -26,24 +26,27 @@ public final class OutboxWorker: Service {
     private let reapSchedule: ReapSchedule
     /// Signalled when a claim came back full (a backlog): the extra claim loops join in only then, so a
     /// trickle of pushes costs one claim per wake-up, not one per loop.
-    private let backlog = WakeUp()
+    private let backlog: WakeUp
     /// Claim loops between claiming and completing a batch. A wake-up that comes while one is busy also
     /// wakes an extra loop, so a push that arrives during a slow batch does not wait for it to finish.
     private let busyLoops = Atomic<Int>(0)
 
     /// - Parameters:
     ///   - sender: the APNs client (or a test double).
-    ///   - clock: every time the worker stores or compares (due, lease, expiry, registration) comes from it.
+    ///   - clock: every time the worker stores or compares (due, lease, expiry, registration) comes from it,
+    ///     and every wait runs on it (the heartbeat, the polls and backoffs of its wake-ups).
+    ///   - wakeUp: shared with whoever signals new work; by default one on `clock`.
     public init(
         pool: PostgresPool, sender: any PushSender, configuration: OutboxConfiguration = OutboxConfiguration(),
-        clock: any WallClock = SystemClock(), wakeUp: WakeUp = WakeUp(), metrics: Metrics = .shared,
+        clock: any WallClock = SystemClock(), wakeUp: WakeUp? = nil, metrics: Metrics = .shared,
         logger: Logger = Logger(label: "outbox")
     ) {
         self.pool = pool
         self.sender = sender
         self.configuration = configuration
         self.clock = clock
-        self.wakeUp = wakeUp
+        self.wakeUp = wakeUp ?? WakeUp(clock: clock)
+        self.backlog = WakeUp(clock: clock)
         self.registry = TokenRegistry(clock: clock)
         self.metrics = metrics
         self.logger = logger
@@ -215,7 +218,7 @@ public final class OutboxWorker: Service {
         let interval = max(0.05, configuration.leaseSeconds / 3)
         let leaseSeconds = configuration.leaseSeconds
         while !Task.isCancelled {
-            do { try await Task.sleep(nanoseconds: UInt64(interval * 1_000_000_000)) } catch { return }
+            do { try await clock.sleep(seconds: interval) } catch { return }
             let now = clock.now()
             _ = try? await pool.withConnection {
                 try OutboxStore.heartbeat(lease: lease, leaseSeconds: leaseSeconds, now: now, on: $0)
