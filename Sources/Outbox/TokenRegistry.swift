@@ -128,17 +128,6 @@ public struct TokenRegistry: Sendable {
         try forget(.liveActivity(visitId: visitId, activityId: activityId), on: connection)
     }
 
-    /// Retires a Live Activity's token (see `retire`).
-    @discardableResult
-    public func retireLiveActivity(
-        visitId: String, activityId: String, token: String?, reason: RetirementReason, notRegisteredAfterMs: Int64?,
-        on connection: PostgresConnection
-    ) throws -> Bool {
-        try retire(
-            .liveActivity(visitId: visitId, activityId: activityId), token: token, reason: reason,
-            notRegisteredAfterMs: notRegisteredAfterMs, on: connection)
-    }
-
     /// Live (not retired) Live Activities of a visit: the visit's `liveActivities`.
     public func liveActivityCount(visitId: String, on connection: PostgresConnection) throws -> Int {
         try TokenRegistry.liveActivityCount(connection.query(liveActivityCountQuery(visitId: visitId)))
@@ -170,17 +159,6 @@ public struct TokenRegistry: Sendable {
     @discardableResult
     public func forgetPushToStart(customerId: String, deviceId: String, on connection: PostgresConnection) throws -> Bool {
         try forget(.pushToStart(customerId: customerId, deviceId: deviceId), on: connection)
-    }
-
-    /// Retires a push-to-start token (see `retire`).
-    @discardableResult
-    public func retirePushToStart(
-        customerId: String, deviceId: String, token: String?, reason: RetirementReason, notRegisteredAfterMs: Int64?,
-        on connection: PostgresConnection
-    ) throws -> Bool {
-        try retire(
-            .pushToStart(customerId: customerId, deviceId: deviceId), token: token, reason: reason,
-            notRegisteredAfterMs: notRegisteredAfterMs, on: connection)
     }
 
     // MARK: preferences
