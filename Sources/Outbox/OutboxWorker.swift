@@ -32,7 +32,7 @@ public final class OutboxWorker: Service {
     private let busyLoops = Atomic<Int>(0)
 
     /// - Parameters:
-    ///   - sender: the APNs client (or a test double).
+    ///   - sender: the push service behind the outbox's port (`APNsPushSender` over the APNs client; a test double).
     ///   - clock: every time the worker stores or compares (due, lease, expiry, registration) comes from it,
     ///     and every wait runs on it (the heartbeat, the polls and backoffs of its wake-ups).
     ///   - wakeUp: shared with whoever signals new work; by default one on `clock`.
