@@ -32,7 +32,9 @@ let package = Package(
         .target(name: "EventStore", dependencies: ["JSON", "Postgres", "Runtime"]),
         .target(name: "VisitProjections", dependencies: ["VisitDomain", "EventStore", "Postgres", "Runtime"]),
         .target(name: "APNs", dependencies: ["COpenSSL", "CCurl", "JSON", "Runtime"]),
-        .target(name: "Outbox", dependencies: ["VisitDomain", "EventStore", "Postgres", "APNs", "Runtime"]),
+        .target(name: "Outbox", dependencies: ["Postgres", "Runtime"]),
+        // The APNs side of the outbox: the sender over the APNs client, the fleet's provider token in PostgreSQL.
+        .target(name: "OutboxAPNs", dependencies: ["Outbox", "APNs", "Postgres"]),
         .target(name: "APNsSimulator", dependencies: ["CNGHTTP2", "COpenSSL", "JSON", "Runtime"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "JSON", "Runtime"]),
         // The API's own tables: API keys and the first answers kept under Idempotency-Keys.
@@ -54,7 +56,7 @@ let package = Package(
         .executableTarget(
             name: "livevisits",
             dependencies: [
-                "Runtime", "VisitDomain", "Postgres", "EventStore", "VisitProjections", "VisitCommands", "APNs", "Outbox",
+                "Runtime", "VisitDomain", "Postgres", "EventStore", "VisitProjections", "VisitCommands", "APNs", "Outbox", "OutboxAPNs",
                 "APNsSimulator", "HTTPServer", "HTTPAPI", "JSON",
             ]
         ),
@@ -62,7 +64,7 @@ let package = Package(
             name: "livevisits-bench",
             dependencies: [
                 "Runtime", "VisitDomain", "Postgres", "EventStore", "VisitProjections", "VisitCommands", "APNs", "Outbox",
-                "APNsSimulator", "HTTPAPI",
+                "OutboxAPNs", "APNsSimulator", "HTTPAPI",
             ]
         ),
 
@@ -73,6 +75,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["Postgres", "Runtime"], path: "Tests/TestSupport"),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "VisitDomainTests", dependencies: ["VisitDomain", "Runtime"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "Runtime", "TestSupport"]),
         .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "Postgres", "TestSupport"]),
         // Visits built through the real command path, for the tests of the commands and of the projections.
         .target(
@@ -88,13 +91,13 @@ let package = Package(
             dependencies: ["VisitCommands", "VisitProjections", "VisitDomain", "EventStore", "Postgres", "VisitTestSupport", "TestSupport"]
         ),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "TestSupport"]),
-        .testTarget(name: "OutboxTests", dependencies: ["Outbox", "APNs", "APNsSimulator", "VisitProjections", "TestSupport"]),
+        .testTarget(name: "OutboxTests", dependencies: ["Outbox", "OutboxAPNs", "APNs", "APNsSimulator", "TestSupport"]),
         .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "JSON", "Runtime", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "JSON", "Runtime", "TestSupport"]),
         .testTarget(
             name: "HTTPAPITests",
             dependencies: [
-                "HTTPAPI", "HTTPServer", "Outbox", "APNs", "APNsSimulator", "VisitDomain", "VisitProjections", "Postgres", "Runtime",
+                "HTTPAPI", "HTTPServer", "Outbox", "OutboxAPNs", "APNs", "APNsSimulator", "VisitDomain", "VisitProjections", "Postgres", "Runtime",
                 "APIStores", "VisitCommands", "TestSupport",
             ]
         ),

@@ -1,11 +1,9 @@
-import APNs
-
 /// The outbox's rules as pure functions: what to do with a claimed delivery before sending, and how an
 /// outcome ends its lease. The worker performs what these return.
 enum DeliveryPolicy {
     /// What to do with a claimed delivery.
     enum Preflight: Sendable, Hashable {
-        case send(APNsRequest)
+        case send(OutgoingPush)
         case finish(DeliveryCompletion)
     }
 
@@ -48,25 +46,25 @@ enum DeliveryPolicy {
             expiration = sentAt + (d.expiresAfterSending ?? configuration.startEndExpirationSeconds)
         }
         return .send(
-            APNsRequest(
-                deviceToken: token, environment: environment, priority: APNsPriority(rawValue: d.priority) ?? .immediate,
+            OutgoingPush(
+                deviceToken: token, environment: environment, priority: PushPriority(rawValue: d.priority) ?? .immediate,
                 expiration: expiration, apnsId: d.apnsId, body: d.body))
     }
 
     /// How a send's outcome ends the lease. `tokenRetired` tells, for a dead-token answer, whether the
     /// token was actually retired (a 410 older than the latest registration is not).
     static func completion(
-        of d: ClaimedDelivery, outcome: APNsResult, attemptedAt: Double, now: Double, tokenRetired: Bool,
+        of d: ClaimedDelivery, outcome: PushOutcome, attemptedAt: Double, now: Double, tokenRetired: Bool,
         configuration: OutboxConfiguration, random: Double
     ) -> DeliveryCompletion {
         var c = DeliveryCompletion(
             id: d.id, state: .sent, attempt: d.attempt, attemptedAt: attemptedAt, latency: outcome.latency)
-        guard case .failure(let failure) = outcome else {
+        guard case .failed(let failure) = outcome else {
             c.status = 200
             return c
         }
         c.status = failure.status
-        c.reason = failure.reasonLabel
+        c.reason = failure.reason
         c.outcomeUnknownSince = d.outcomeUnknownSince
         let retryAt = now + configuration.backoff.delay(retry: max(0, d.attempt - 1), unit: random)
         let tooOld = now - d.createdAt >= configuration.maximumAgeSeconds
@@ -74,7 +72,7 @@ enum DeliveryPolicy {
         case .retryable:
             if tooOld {
                 c.state = .dead
-            } else if d.kind == .start && DeliveryPolicy.outcomeUnknown(failure) {
+            } else if d.kind == .start && failure.outcomeUnknown {
                 // The start may have arrived: resend only after the grace period, and only if no activity registers.
                 let since = d.outcomeUnknownSince ?? attemptedAt
                 c.state = .pending
@@ -103,14 +101,5 @@ enum DeliveryPolicy {
             c.state = .dead
         }
         return c
-    }
-
-    /// True when the push may have reached APNs without us hearing back (a timeout, a connection lost
-    /// with the request in flight); false when APNs answered or no connection was ever made.
-    static func outcomeUnknown(_ failure: APNsFailure) -> Bool {
-        switch failure.cause {
-        case .timedOut, .connectionLost: true
-        default: false
-        }
     }
 }

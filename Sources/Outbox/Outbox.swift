@@ -159,57 +159,41 @@ public final class Outbox: Sendable {
                                   WHERE la.visit_id = \(intent.visitId) AND la.retired_at_ms IS NULL)
                 """
         }
-        // The rest binds after the target query's parameters: renumber by building on its text.
-        var query = PostgresQuery(sql: "WITH targets AS (" + targets.sql + "),\n", binds: targets.binds)
-        func bind(_ value: (any PostgresEncodable)?) -> String {
-            query.binds.append(value?.postgresText)
-            return "$\(query.binds.count)"
-        }
-        let kindParam = bind(kind)
-        let tsParam = bind(intent.apsTimestamp)
-        let visitParam = bind(intent.visitId)
-        let customerParam = bind(intent.customerId)
-        let priorityParam = bind(intent.priority)
-        let bodyParam = bind(body)
-        let staleParam = bind(intent.staleDate)
-        let expiresParam = bind(intent.expiresAfterSendingSeconds ?? (intent.kind == .update ? nil : configuration.startEndExpirationSeconds))
-        let versionParam = bind(intent.visitVersion)
-        let recordedParam = bind(intent.eventRecordedAt)
-        let nowParam = bind(now)
-        let dueParam = bind(due)
-        query.sql += """
+        let expires = intent.expiresAfterSendingSeconds ?? (intent.kind == .update ? nil : configuration.startEndExpirationSeconds)
+        return """
+            WITH targets AS (\(targets)),
             fresh AS (
                 -- Scalar subqueries: each runs per target on its index whatever the statistics say.
                 SELECT t.* FROM targets t
                 WHERE NOT (SELECT EXISTS (
                         SELECT 1 FROM deliveries d
                         WHERE d.target = t.target AND d.kind IN ('start', 'end') AND d.state IN ('pending', 'sending', 'sent')
-                          AND (d.kind = 'end' OR (d.kind = 'start' AND \(kindParam)::text = 'start'
+                          AND (d.kind = 'end' OR (d.kind = 'start' AND \(kind)::text = 'start'
                                -- An older start still waiting, known not to have gone out, is replaced.
                                AND NOT (d.state = 'pending' AND d.outcome_unknown_since IS NULL
-                                        AND d.aps_timestamp < \(tsParam)::bigint)))))
+                                        AND d.aps_timestamp < \(intent.apsTimestamp)::bigint)))))
                   AND NOT (SELECT EXISTS (
                         SELECT 1 FROM deliveries d
                         WHERE d.target = t.target AND d.state IN ('pending', 'sending')
-                          AND d.aps_timestamp > \(tsParam)::bigint))
+                          AND d.aps_timestamp > \(intent.apsTimestamp)::bigint))
                   AND NOT (SELECT EXISTS (
                         SELECT 1 FROM delivery_targets x
-                        WHERE x.target = t.target AND x.last_sent_timestamp > \(tsParam)::bigint))
+                        WHERE x.target = t.target AND x.last_sent_timestamp > \(intent.apsTimestamp)::bigint))
             ),
             inserted AS (
                 INSERT INTO deliveries (apns_id, target, visit_id, customer_id, activity_id, device_id, kind, priority,
                                         aps_timestamp, body, stale_date, expires_after_sending, visit_version,
                                         event_recorded_at, created_at, next_attempt_at)
-                SELECT gen_random_uuid(), f.target, \(visitParam), \(customerParam), f.activity_id, f.device_id,
-                       \(kindParam), \(priorityParam)::integer, \(tsParam)::bigint, \(bodyParam), \(staleParam)::bigint,
-                       \(expiresParam)::bigint, \(versionParam)::bigint, \(recordedParam)::float8, \(nowParam)::float8,
-                       \(dueParam)::float8
+                SELECT gen_random_uuid(), f.target, \(intent.visitId), \(intent.customerId), f.activity_id, f.device_id,
+                       \(kind), \(intent.priority)::integer, \(intent.apsTimestamp)::bigint, \(body), \(intent.staleDate)::bigint,
+                       \(expires)::bigint, \(intent.visitVersion)::bigint, \(intent.eventRecordedAt)::float8, \(now)::float8,
+                       \(due)::float8
                 FROM fresh f
                 RETURNING id, target
             ),
             superseded AS (
                 UPDATE deliveries d
-                SET state = 'superseded', superseded_by = i.id, finished_at = \(nowParam)::float8
+                SET state = 'superseded', superseded_by = i.id, finished_at = \(now)::float8
                 FROM inserted i
                 WHERE d.target = ANY (ARRAY(SELECT target FROM inserted)) AND d.target = i.target
                   AND d.state = 'pending' AND d.id <> i.id
@@ -219,13 +203,12 @@ public final class Outbox: Sendable {
             cancelled AS (
                 UPDATE deliveries d
                 SET state = 'cancelled', last_reason = 'visit ended before the start was sent',
-                    finished_at = \(nowParam)::float8
-                WHERE \(kindParam)::text = 'end' AND d.visit_id = \(visitParam) AND d.kind = 'start' AND d.state = 'pending'
+                    finished_at = \(now)::float8
+                WHERE \(kind)::text = 'end' AND d.visit_id = \(intent.visitId) AND d.kind = 'start' AND d.state = 'pending'
                 RETURNING d.id
             )
             SELECT (SELECT count(*) FROM inserted) AS created, (SELECT count(*) FROM superseded) AS superseded,
                    (SELECT count(*) FROM cancelled) AS cancelled
             """
-        return query
     }
 }

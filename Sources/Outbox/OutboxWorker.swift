@@ -1,4 +1,3 @@
-import APNs
 import Foundation
 import Postgres
 import Runtime
@@ -32,7 +31,7 @@ public final class OutboxWorker: Service {
     private let reapSchedule: ReapSchedule
     /// Signalled when a claim came back full (a backlog): the extra claim loops join in only then, so a
     /// trickle of pushes costs one claim per wake-up, not one per loop.
-    private let backlog = WakeUp()
+    private let backlog: WakeUp
     /// Claim loops between claiming and completing a batch. A wake-up that comes while one is busy also
     /// wakes an extra loop, so a push that arrives during a slow batch does not wait for it to finish.
     private let busyLoops = Atomic<Int>(0)
@@ -40,18 +39,21 @@ public final class OutboxWorker: Service {
     private let stopping = Atomic<Bool>(false)
 
     /// - Parameters:
-    ///   - sender: the APNs client (or a test double).
-    ///   - clock: every time the worker stores or compares (due, lease, expiry, registration) comes from it.
+    ///   - sender: the push service behind the outbox's port (`APNsPushSender` over the APNs client; a test double).
+    ///   - clock: every time the worker stores or compares (due, lease, expiry, registration) comes from it,
+    ///     and every wait runs on it (the heartbeat, the polls and backoffs of its wake-ups).
+    ///   - wakeUp: shared with whoever signals new work; by default one on `clock`.
     public init(
         pool: PostgresPool, sender: any PushSender, configuration: OutboxConfiguration = OutboxConfiguration(),
-        clock: any WallClock = SystemClock(), wakeUp: WakeUp = WakeUp(), metrics: Metrics = .shared,
+        clock: any WallClock = SystemClock(), wakeUp: WakeUp? = nil, metrics: Metrics = .shared,
         logger: Logger = Logger(label: "outbox")
     ) {
         self.pool = pool
         self.sender = sender
         self.configuration = configuration
         self.clock = clock
-        self.wakeUp = wakeUp
+        self.wakeUp = wakeUp ?? WakeUp(clock: clock)
+        self.backlog = WakeUp(clock: clock)
         self.registry = TokenRegistry(clock: clock)
         self.metrics = metrics
         self.logger = logger
@@ -124,6 +126,8 @@ public final class OutboxWorker: Service {
                 if lastClaimWasFull { backlog.signal() }
                 if handled == 0 && loop == 0 { try await idleWait() }
                 wakeOthersIfStopping()
+            } catch is CancellationError {
+                break  // the pool's queue gave up on a cancelled claim: stopping
             } catch {
                 failures += 1
                 if failures == 1 || failures % 30 == 0 {
@@ -171,8 +175,8 @@ public final class OutboxWorker: Service {
             try OutboxStore.claim(limit: limit, lease: lease, leaseSeconds: leaseSeconds, now: claimedAt, on: $0)
         }
         guard !claimed.isEmpty else { return 0 }
-        if isStopping {
-            try await pool.withConnection { try OutboxStore.release(ids: claimed.map(\.id), lease: lease, on: $0) }
+        if isStopping || Task.isCancelled {
+            try await uncancelled { try await self.pool.withConnection { try OutboxStore.release(ids: claimed.map(\.id), lease: lease, on: $0) } }
             return claimed.count
         }
 
@@ -182,7 +186,7 @@ public final class OutboxWorker: Service {
             newestByTarget[d.target] = d
         }
         var completions: [DeliveryCompletion] = []
-        var toSend: [(ClaimedDelivery, APNsRequest)] = []
+        var toSend: [(ClaimedDelivery, OutgoingPush)] = []
         for d in claimed {
             if newestByTarget[d.target]?.id != d.id {
                 completions.append(DeliveryCompletion(id: d.id, state: .superseded, reason: "a newer state was claimed"))
@@ -190,31 +194,40 @@ public final class OutboxWorker: Service {
             }
             switch DeliveryPolicy.preflight(d, now: claimedAt, configuration: configuration) {
             case .finish(let completion): completions.append(completion)
-            case .send(let request): toSend.append((d, request))
+            case .send(let push): toSend.append((d, push))
             }
         }
 
         let sent = await sendAll(toSend, lease: lease)
-        completions += try await outcomes(sent)
-        let done = try await pool.withConnection { [completions] in
-            try OutboxStore.complete(completions, lease: lease, now: self.clock.now(), on: $0)
+        completions += try await uncancelled { try await self.outcomes(sent) }
+        let done = try await uncancelled { [completions] in
+            try await self.pool.withConnection { try OutboxStore.complete(completions, lease: lease, now: self.clock.now(), on: $0) }
         }
         record(completions, sent: sent, completedIds: done)
         return claimed.count
+    }
+
+    /// Runs the writes that settle a claimed batch to the end even while the worker is cancelled: the pool
+    /// gives a cancelled task no place in its queue, and a batch that was sent (or must be released) is
+    /// recorded, not left to the lease's expiry.
+    private func uncancelled<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await Task { try await body() }.value
     }
 
     // MARK: sending
 
     private struct Sent: Sendable {
         let delivery: ClaimedDelivery
-        let request: APNsRequest
-        let outcome: APNsResult
+        let push: OutgoingPush
+        let outcome: PushOutcome
         let attemptedAt: Double
         let answeredAt: Double
+        /// A `DeviceTokenNotForTopic` judged a configuration error: one of too many (see `judged`).
+        var topicLooksWrong = false
     }
 
     /// Sends a batch with bounded concurrency while a heartbeat keeps the lease.
-    private func sendAll(_ items: [(ClaimedDelivery, APNsRequest)], lease: String) async -> [Sent] {
+    private func sendAll(_ items: [(ClaimedDelivery, OutgoingPush)], lease: String) async -> [Sent] {
         guard !items.isEmpty else { return [] }
         let sender = self.sender
         let clock = self.clock
@@ -225,15 +238,15 @@ public final class OutboxWorker: Service {
             var results: [Sent] = []
             results.reserveCapacity(items.count)
             var inFlight = 0
-            for (delivery, request) in items {
+            for (delivery, push) in items {
                 if inFlight >= maxInFlight, let done = await group.next() {
                     results.append(done)
                     inFlight -= 1
                 }
                 group.addTask {
                     let attemptedAt = clock.now()
-                    let outcome = await sender.send(request)
-                    return Sent(delivery: delivery, request: request, outcome: outcome, attemptedAt: attemptedAt, answeredAt: clock.now())
+                    let outcome = await sender.send(push)
+                    return Sent(delivery: delivery, push: push, outcome: outcome, attemptedAt: attemptedAt, answeredAt: clock.now())
                 }
                 inFlight += 1
             }
@@ -246,7 +259,7 @@ public final class OutboxWorker: Service {
         let interval = max(0.05, configuration.leaseSeconds / 3)
         let leaseSeconds = configuration.leaseSeconds
         while !Task.isCancelled {
-            do { try await Task.sleep(nanoseconds: UInt64(interval * 1_000_000_000)) } catch { return }
+            do { try await clock.sleep(seconds: interval) } catch { return }
             let now = clock.now()
             _ = try? await pool.withConnection {
                 try OutboxStore.heartbeat(lease: lease, leaseSeconds: leaseSeconds, now: now, on: $0)
@@ -261,64 +274,61 @@ public final class OutboxWorker: Service {
         let now = clock.now()
         let sent = judged(answered, now: now)
         var retired: [Int64: Bool] = [:]
-        let dead = sent.filter { $0.outcome.classification == .tokenDead }
+        let dead = sent.compactMap { s -> (Sent, TokenRegistry.RetirementReason)? in
+            guard case .tokenDead(let reason)? = s.outcome.failure?.classification else { return nil }
+            return (s, reason)
+        }
         if !dead.isEmpty {
             let registry = self.registry
             retired = try await pool.withConnection { connection in
                 var out: [Int64: Bool] = [:]
-                for s in dead {
-                    guard case .failure(let f) = s.outcome else { continue }
-                    let reason: TokenRegistry.RetirementReason =
-                        f.reason == .badDeviceToken ? .badDeviceToken
-                        : f.reason == .deviceTokenNotForTopic ? .notForTopic : .unregistered
-                    let after = f.status == 410 ? f.timestamp : nil
+                for (s, reason) in dead {
                     let d = s.delivery
+                    let holder: TokenRegistry.Holder
                     if d.kind == .start, let device = d.deviceId {
-                        out[d.id] = try registry.retirePushToStart(
-                            customerId: d.customerId, deviceId: device, token: s.request.deviceToken, reason: reason,
-                            notRegisteredAfterMs: after, on: connection)
+                        holder = .pushToStart(customerId: d.customerId, deviceId: device)
                     } else if let activity = d.activityId {
-                        out[d.id] = try registry.retireLiveActivity(
-                            visitId: d.visitId, activityId: activity, token: s.request.deviceToken, reason: reason,
-                            notRegisteredAfterMs: after, on: connection)
+                        holder = .liveActivity(visitId: d.visitId, activityId: activity)
+                    } else {
+                        continue
                     }
+                    out[d.id] = try registry.retire(
+                        holder, token: s.push.deviceToken, reason: reason,
+                        notRegisteredAfterMs: s.outcome.failure?.tokenInvalidSinceMs, on: connection)
                 }
                 return out
             }
         }
         // One configuration error per batch counts once towards the pause (a batch of 500 BadTopic is one
         // problem, not 500 doublings). While the batch had one, an accepted push in it does not lift the pause.
-        let configurationFailure = sent.lazy.compactMap({ s -> APNsFailure? in
-            if case .failure(let f) = s.outcome, f.classification == .configuration { return f }
-            return nil
-        }).first
-        if let f = configurationFailure {
+        let configurationFailure = sent.first { $0.outcome.failure?.classification == .configuration }
+        if let s = configurationFailure, let f = s.outcome.failure {
             let until = pause.configurationError(now: now)
             setAlert(true)
-            let reason = f.reasonLabel
+            let reason = f.reason
             try await pool.withConnection { try OutboxStore.pause(until: until, reason: reason, now: now, on: $0) }
             logger.error(
-                f.reason == .deviceTokenNotForTopic
+                s.topicLooksWrong
                     ? "many DeviceTokenNotForTopic: the topic looks wrong; sending paused, tokens kept"
                     : "APNs reports a configuration problem; sending paused",
                 ["apns.status": f.status.map(String.init) ?? "none", "apns.reason": reason,
                  "outbox.paused_until": String(until)])
         }
         return sent.map { s in
-            if case .failure(let f) = s.outcome {
+            if let f = s.outcome.failure {
                 switch f.classification {
                 case .configuration:
                     break
-                case .tokenDead:
+                case .tokenDead(let reason):
                     let wasRetired = retired[s.delivery.id] ?? false
                     if wasRetired {
                         metrics.increment("livevisits_outbox_tokens_retired_total", help: "Push tokens retired after APNs refused them.",
-                            labels: ["reason": f.reasonLabel])
+                            labels: ["reason": f.reason])
                         logger.info("push token retired",
-                            ["apns.reason": f.reasonLabel, "apns.token": Logger.fingerprint(s.request.deviceToken),
+                            ["apns.reason": f.reason, "apns.token": Logger.fingerprint(s.push.deviceToken),
                              "outbox.delivery_id": String(s.delivery.id), "visit.id": s.delivery.visitId])
                     }
-                    if f.reason == .badDeviceToken { environmentMixup(s) }
+                    if reason == .badDeviceToken { environmentMixup(s) }
                 case .retryable, .permanent: break
                 }
             } else if configurationFailure == nil {
@@ -338,15 +348,13 @@ public final class OutboxWorker: Service {
     /// delivery waits out the pause, not aged out — instead of retiring a whole batch of good tokens.
     private func judged(_ sent: [Sent], now: Double) -> [Sent] {
         sent.map { s in
-            guard case .failure(let f) = s.outcome, f.reason == .deviceTokenNotForTopic, pause.notForTopic(now: now) else {
+            guard var f = s.outcome.failure, f.classification == .tokenDead(.notForTopic), pause.notForTopic(now: now) else {
                 return s
             }
-            let configuration = APNsFailure(
-                cause: f.cause, status: f.status, reason: f.reason, timestamp: f.timestamp, apnsId: f.apnsId,
-                latency: f.latency, classification: .configuration)
+            f.classification = .configuration
             return Sent(
-                delivery: s.delivery, request: s.request, outcome: .failure(configuration), attemptedAt: s.attemptedAt,
-                answeredAt: s.answeredAt)
+                delivery: s.delivery, push: s.push, outcome: .failed(f), attemptedAt: s.attemptedAt, answeredAt: s.answeredAt,
+                topicLooksWrong: true)
         }
     }
 
@@ -354,12 +362,12 @@ public final class OutboxWorker: Service {
     /// other APNs environment (a development build's token sent to production, or the reverse). Counted by
     /// the environment it was sent to, so a spike after a release points at the app's `environment`.
     private func environmentMixup(_ s: Sent) {
-        let environment = s.request.environment.rawValue
+        let environment = s.push.environment.rawValue
         metrics.increment("livevisits_apns_environment_mixups_total",
             help: "APNs BadDeviceToken answers (likely sandbox/production mix-ups) by the environment the token was sent to.",
             labels: ["environment": environment])
         logger.warning("APNs refused a token as BadDeviceToken: likely registered for the other environment",
-            ["apns.environment": environment, "apns.token": Logger.fingerprint(s.request.deviceToken),
+            ["apns.environment": environment, "apns.token": Logger.fingerprint(s.push.deviceToken),
              "outbox.delivery_id": String(s.delivery.id), "visit.id": s.delivery.visitId])
     }
 
@@ -391,19 +399,14 @@ public final class OutboxWorker: Service {
         for s in sent {
             let result: String
             switch s.outcome {
-            case .success:
+            case .accepted:
                 result = "sent"
                 if completedIds.contains(s.delivery.id) {
                     metrics.observe("livevisits_push_delay_seconds", help: "Seconds from the event's append to APNs's acknowledgement.",
                         value: max(0, s.answeredAt - s.delivery.eventRecordedAt), buckets: OutboxWorker.delayBuckets)
                 }
-            case .failure(let f):
-                switch f.classification {
-                case .retryable: result = "retryable"
-                case .tokenDead: result = "token_dead"
-                case .configuration: result = "configuration"
-                case .permanent: result = "permanent"
-                }
+            case .failed(let f):
+                result = f.classification.label
             }
             metrics.increment("livevisits_outbox_attempts_total", help: help, labels: ["result": result])
         }

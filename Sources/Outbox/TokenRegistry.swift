@@ -33,6 +33,81 @@ public struct TokenRegistry: Sendable {
         case notForTopic
     }
 
+    /// What a push token is registered for: the two kinds of token share one implementation.
+    public enum Holder: Sendable, Hashable {
+        /// One Live Activity of a visit (its update token), in `live_activities`.
+        case liveActivity(visitId: String, activityId: String)
+        /// A customer's device (its push-to-start token), in `push_to_start_tokens`.
+        case pushToStart(customerId: String, deviceId: String)
+    }
+
+    // MARK: registering and retiring, for either kind
+
+    /// Registers or rotates the token of `holder`. With `deviceId` (Live Activities only: a push-to-start
+    /// token's device is its holder), that device's preferences apply to it. A retired token's holder
+    /// comes back to life.
+    @discardableResult
+    public func register(
+        _ holder: Holder, pushToken: String, environment: PushEnvironment, deviceId: String? = nil,
+        on connection: PostgresConnection
+    ) throws -> Registration {
+        let token = try TokenRegistry.normalized(pushToken)
+        let nowMs = Int64((clock.now() * 1000).rounded(.down))
+        let table = holder.table
+        let rows = try connection.query("""
+            WITH previous AS (
+                SELECT push_token, retired_at_ms FROM \(identifier: table) WHERE \(holder.matches)
+            )
+            INSERT INTO \(identifier: table) (\(holder.insertColumns), push_token, environment, registered_at_ms)
+            VALUES (\(holder.insertValues(deviceId: deviceId)), \(token), \(environment.rawValue), \(nowMs))
+            ON CONFLICT (\(holder.keyColumns)) DO UPDATE
+            SET push_token = EXCLUDED.push_token, environment = EXCLUDED.environment,
+                device_id = COALESCE(EXCLUDED.device_id, \(identifier: table).device_id),
+                registered_at_ms = GREATEST(EXCLUDED.registered_at_ms, \(identifier: table).registered_at_ms + 1),
+                retired_at_ms = NULL, retired_reason = NULL
+            RETURNING (SELECT push_token FROM previous) AS previous_token,
+                      (SELECT retired_at_ms FROM previous) IS NOT NULL AS was_retired
+            """)
+        return TokenRegistry.registration(previous: rows.first?["previous_token"], wasRetired: try rows.first?.bool("was_retired") ?? false, token: token)
+    }
+
+    /// Forgets the token of `holder` (retired as `forgotten`); its pending deliveries are cancelled.
+    /// Returns false when it was not registered.
+    @discardableResult
+    public func forget(_ holder: Holder, on connection: PostgresConnection) throws -> Bool {
+        try retire(holder, token: nil, reason: .forgotten, notRegisteredAfterMs: nil, on: connection)
+    }
+
+    /// Retires the token of `holder` after APNs refused it. With `token`, only while that token is still
+    /// the registered one; with `notRegisteredAfterMs` (a 410's timestamp), only if the token was not
+    /// registered again after it. Pending deliveries to it are cancelled. Returns whether it retired.
+    @discardableResult
+    public func retire(
+        _ holder: Holder, token: String?, reason: RetirementReason, notRegisteredAfterMs: Int64?,
+        on connection: PostgresConnection
+    ) throws -> Bool {
+        let nowMs = Int64((clock.now() * 1000).rounded(.down))
+        let now = clock.now()
+        let rows = try connection.query("""
+            WITH retired AS (
+                UPDATE \(identifier: holder.table) SET retired_at_ms = \(nowMs), retired_reason = \(reason.rawValue)
+                WHERE \(holder.matches) AND retired_at_ms IS NULL
+                  AND (\(token)::text IS NULL OR push_token = \(token))
+                  AND (\(notRegisteredAfterMs)::bigint IS NULL OR registered_at_ms <= \(notRegisteredAfterMs))
+                RETURNING \(holder.keyColumns)
+            ),
+            cancelled AS (
+                UPDATE deliveries d SET state = 'cancelled', last_reason = 'token ' || \(reason.rawValue),
+                       finished_at = \(now), lease_token = NULL
+                FROM retired r
+                WHERE \(holder.deliveriesOfRetired) AND d.state = 'pending'
+                RETURNING d.id
+            )
+            SELECT (SELECT count(*) FROM retired) AS retired, (SELECT count(*) FROM cancelled) AS cancelled
+            """)
+        return try rows.first?.int("retired") ?? 0 > 0
+    }
+
     // MARK: Live Activity update tokens
 
     /// Registers or rotates the update token of one Live Activity of a visit. With `deviceId`, that
@@ -42,61 +117,15 @@ public struct TokenRegistry: Sendable {
         visitId: String, activityId: String, pushToken: String, environment: PushEnvironment, deviceId: String? = nil,
         on connection: PostgresConnection
     ) throws -> Registration {
-        let token = try TokenRegistry.normalized(pushToken)
-        let nowMs = Int64((clock.now() * 1000).rounded(.down))
-        let rows = try connection.query("""
-            WITH previous AS (
-                SELECT push_token, retired_at_ms FROM live_activities WHERE visit_id = \(visitId) AND activity_id = \(activityId)
-            )
-            INSERT INTO live_activities (visit_id, activity_id, device_id, push_token, environment, registered_at_ms)
-            VALUES (\(visitId), \(activityId), \(deviceId), \(token), \(environment.rawValue), \(nowMs))
-            ON CONFLICT (visit_id, activity_id) DO UPDATE
-            SET push_token = EXCLUDED.push_token, environment = EXCLUDED.environment,
-                device_id = COALESCE(EXCLUDED.device_id, live_activities.device_id),
-                registered_at_ms = GREATEST(EXCLUDED.registered_at_ms, live_activities.registered_at_ms + 1),
-                retired_at_ms = NULL, retired_reason = NULL
-            RETURNING (SELECT push_token FROM previous) AS previous_token,
-                      (SELECT retired_at_ms FROM previous) IS NOT NULL AS was_retired
-            """)
-        return TokenRegistry.registration(previous: rows.first?["previous_token"], wasRetired: try rows.first?.bool("was_retired") ?? false, token: token)
+        try register(
+            .liveActivity(visitId: visitId, activityId: activityId), pushToken: pushToken, environment: environment,
+            deviceId: deviceId, on: connection)
     }
 
-    /// Forgets a Live Activity's token (retired as `forgotten`); its pending deliveries are cancelled.
-    /// Returns false when it was not registered.
+    /// Forgets a Live Activity's token (see `forget`).
     @discardableResult
     public func forgetLiveActivity(visitId: String, activityId: String, on connection: PostgresConnection) throws -> Bool {
-        try retireLiveActivity(visitId: visitId, activityId: activityId, token: nil, reason: .forgotten, notRegisteredAfterMs: nil, on: connection)
-    }
-
-    /// Retires a Live Activity's token after APNs refused it. With `token`, only while that token is still
-    /// the registered one; with `notRegisteredAfterMs` (a 410's timestamp), only if the token was not
-    /// registered again after it. Pending deliveries of the activity are cancelled. Returns whether it retired.
-    @discardableResult
-    public func retireLiveActivity(
-        visitId: String, activityId: String, token: String?, reason: RetirementReason, notRegisteredAfterMs: Int64?,
-        on connection: PostgresConnection
-    ) throws -> Bool {
-        let nowMs = Int64((clock.now() * 1000).rounded(.down))
-        let now = clock.now()
-        let target = "activity"
-        let rows = try connection.query("""
-            WITH retired AS (
-                UPDATE live_activities SET retired_at_ms = \(nowMs), retired_reason = \(reason.rawValue)
-                WHERE visit_id = \(visitId) AND activity_id = \(activityId) AND retired_at_ms IS NULL
-                  AND (\(token)::text IS NULL OR push_token = \(token))
-                  AND (\(notRegisteredAfterMs)::bigint IS NULL OR registered_at_ms <= \(notRegisteredAfterMs))
-                RETURNING visit_id, activity_id
-            ),
-            cancelled AS (
-                UPDATE deliveries d SET state = 'cancelled', last_reason = 'token ' || \(reason.rawValue),
-                       finished_at = \(now), lease_token = NULL
-                FROM retired r
-                WHERE d.target = \(target)::text || json_build_array(r.visit_id, r.activity_id)::text AND d.state = 'pending'
-                RETURNING d.id
-            )
-            SELECT (SELECT count(*) FROM retired) AS retired, (SELECT count(*) FROM cancelled) AS cancelled
-            """)
-        return try rows.first?.int("retired") ?? 0 > 0
+        try forget(.liveActivity(visitId: visitId, activityId: activityId), on: connection)
     }
 
     /// Live (not retired) Live Activities of a visit: the visit's `liveActivities`.
@@ -123,56 +152,13 @@ public struct TokenRegistry: Sendable {
         customerId: String, deviceId: String, pushToken: String, environment: PushEnvironment,
         on connection: PostgresConnection
     ) throws -> Registration {
-        let token = try TokenRegistry.normalized(pushToken)
-        let nowMs = Int64((clock.now() * 1000).rounded(.down))
-        let rows = try connection.query("""
-            WITH previous AS (
-                SELECT push_token, retired_at_ms FROM push_to_start_tokens WHERE customer_id = \(customerId) AND device_id = \(deviceId)
-            )
-            INSERT INTO push_to_start_tokens (customer_id, device_id, push_token, environment, registered_at_ms)
-            VALUES (\(customerId), \(deviceId), \(token), \(environment.rawValue), \(nowMs))
-            ON CONFLICT (customer_id, device_id) DO UPDATE
-            SET push_token = EXCLUDED.push_token, environment = EXCLUDED.environment,
-                registered_at_ms = GREATEST(EXCLUDED.registered_at_ms, push_to_start_tokens.registered_at_ms + 1),
-                retired_at_ms = NULL, retired_reason = NULL
-            RETURNING (SELECT push_token FROM previous) AS previous_token,
-                      (SELECT retired_at_ms FROM previous) IS NOT NULL AS was_retired
-            """)
-        return TokenRegistry.registration(previous: rows.first?["previous_token"], wasRetired: try rows.first?.bool("was_retired") ?? false, token: token)
+        try register(.pushToStart(customerId: customerId, deviceId: deviceId), pushToken: pushToken, environment: environment, on: connection)
     }
 
     /// Forgets a push-to-start token; pending starts to that device are cancelled.
     @discardableResult
     public func forgetPushToStart(customerId: String, deviceId: String, on connection: PostgresConnection) throws -> Bool {
-        try retirePushToStart(customerId: customerId, deviceId: deviceId, token: nil, reason: .forgotten, notRegisteredAfterMs: nil, on: connection)
-    }
-
-    /// Retires a push-to-start token (same rules as `retireLiveActivity`).
-    @discardableResult
-    public func retirePushToStart(
-        customerId: String, deviceId: String, token: String?, reason: RetirementReason, notRegisteredAfterMs: Int64?,
-        on connection: PostgresConnection
-    ) throws -> Bool {
-        let nowMs = Int64((clock.now() * 1000).rounded(.down))
-        let now = clock.now()
-        let rows = try connection.query("""
-            WITH retired AS (
-                UPDATE push_to_start_tokens SET retired_at_ms = \(nowMs), retired_reason = \(reason.rawValue)
-                WHERE customer_id = \(customerId) AND device_id = \(deviceId) AND retired_at_ms IS NULL
-                  AND (\(token)::text IS NULL OR push_token = \(token))
-                  AND (\(notRegisteredAfterMs)::bigint IS NULL OR registered_at_ms <= \(notRegisteredAfterMs))
-                RETURNING customer_id, device_id
-            ),
-            cancelled AS (
-                UPDATE deliveries d SET state = 'cancelled', last_reason = 'token ' || \(reason.rawValue),
-                       finished_at = \(now), lease_token = NULL
-                FROM retired r
-                WHERE d.kind = 'start' AND d.customer_id = r.customer_id AND d.device_id = r.device_id AND d.state = 'pending'
-                RETURNING d.id
-            )
-            SELECT (SELECT count(*) FROM retired) AS retired, (SELECT count(*) FROM cancelled) AS cancelled
-            """)
-        return try rows.first?.int("retired") ?? 0 > 0
+        try forget(.pushToStart(customerId: customerId, deviceId: deviceId), on: connection)
     }
 
     // MARK: preferences
@@ -230,5 +216,57 @@ public struct TokenRegistry: Sendable {
     private static func registration(previous: String?, wasRetired: Bool, token: String) -> Registration {
         guard let previous else { return .new }
         return previous == token && !wasRetired ? .unchanged : .rotated
+    }
+}
+
+/// Where each kind of token lives, as SQL fragments (`PostgresQuery` renumbers their binds).
+extension TokenRegistry.Holder {
+    /// The table holding this kind of token.
+    var table: String {
+        switch self {
+        case .liveActivity: "live_activities"
+        case .pushToStart: "push_to_start_tokens"
+        }
+    }
+
+    /// The table's key, in order: the columns of `ON CONFLICT` and `RETURNING`.
+    var keyColumns: PostgresQuery {
+        switch self {
+        case .liveActivity: "visit_id, activity_id"
+        case .pushToStart: "customer_id, device_id"
+        }
+    }
+
+    /// The columns a registration inserts besides the token: the key and the device.
+    var insertColumns: PostgresQuery {
+        switch self {
+        case .liveActivity: "visit_id, activity_id, device_id"
+        case .pushToStart: "customer_id, device_id"
+        }
+    }
+
+    /// The values of `insertColumns`. A Live Activity's device is optional; a push-to-start token's is its key.
+    func insertValues(deviceId: String?) -> PostgresQuery {
+        switch self {
+        case .liveActivity(let visitId, let activityId): "\(visitId), \(activityId), \(deviceId)"
+        case .pushToStart(let customerId, let deviceId): "\(customerId), \(deviceId)"
+        }
+    }
+
+    /// The row of this holder.
+    var matches: PostgresQuery {
+        switch self {
+        case .liveActivity(let visitId, let activityId): "visit_id = \(visitId) AND activity_id = \(activityId)"
+        case .pushToStart(let customerId, let deviceId): "customer_id = \(customerId) AND device_id = \(deviceId)"
+        }
+    }
+
+    /// Deliveries `d` that went to a retired row `r` (its key columns): an activity's target, or the
+    /// starts to a device.
+    var deliveriesOfRetired: PostgresQuery {
+        switch self {
+        case .liveActivity: "d.target = 'activity' || json_build_array(r.visit_id, r.activity_id)::text"
+        case .pushToStart: "d.kind = 'start' AND d.customer_id = r.customer_id AND d.device_id = r.device_id"
+        }
     }
 }

@@ -151,6 +151,11 @@ public final class PostgresPool: Sendable {
 
     // MARK: slot accounting
 
+    /// A free slot at once, else a place in the queue until one is released, the acquire timeout
+    /// passes (`.poolTimeout`), the pool closes (`.unavailable`) or the task is cancelled: a cancelled
+    /// waiter leaves the queue and throws `CancellationError` (a slot handed to it just before is taken,
+    /// and given back by the caller as usual). A cancelled task still gets a slot that is free at once,
+    /// so work that must finish while shutting down (completing a batch) is not refused for it.
     private func acquire() async throws -> Int {
         let ticket: (Int?, UInt64, Bool) = state.withLock { s in
             if s.closed { return (nil, 0, true) }
@@ -162,28 +167,50 @@ public final class PostgresPool: Sendable {
         if let index = ticket.0 { return index }
         let id = ticket.1
         let timeout = configuration.acquireTimeoutSeconds
-        return try await withCheckedThrowingContinuation { continuation in
-            let closed: Bool = state.withLock { s in
-                if s.closed { return true }
-                if let index = s.free.popLast() {
-                    continuation.resume(returning: index)
-                    return false
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                enum Outcome { case waiting, closed, cancelled }
+                let outcome: Outcome = state.withLock { s in
+                    if s.closed { return .closed }
+                    if let index = s.free.popLast() {
+                        continuation.resume(returning: index)
+                        return .waiting
+                    }
+                    // Checked under the lock: a cancellation after this finds the waiter in the queue.
+                    if Task.isCancelled { return .cancelled }
+                    s.waiters.append(Waiter(id: id, continuation: continuation))
+                    return .waiting
                 }
-                s.waiters.append(Waiter(id: id, continuation: continuation))
-                return false
-            }
-            if closed {
-                continuation.resume(throwing: PostgresError(code: .unavailable, message: "the connection pool is closed"))
-                return
-            }
-            DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [self] in
-                let expired = state.withLock { s -> Waiter? in
-                    guard let i = s.waiters.firstIndex(where: { $0.id == id }) else { return nil }
-                    return s.waiters.remove(at: i)
+                switch outcome {
+                case .waiting: break
+                case .closed:
+                    continuation.resume(throwing: PostgresError(code: .unavailable, message: "the connection pool is closed"))
+                    return
+                case .cancelled:
+                    continuation.resume(throwing: CancellationError())
+                    return
                 }
-                expired?.continuation.resume(throwing: PostgresError(
-                    code: .poolTimeout, message: "no database connection became free within \(timeout) s"))
+                DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [self] in
+                    removeWaiter(id)?.continuation.resume(throwing: PostgresError(
+                        code: .poolTimeout, message: "no database connection became free within \(timeout) s"))
+                }
             }
+        } onCancel: {
+            removeWaiter(id)?.continuation.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Callers waiting for a slot now (for tests).
+    var waitingCount: Int { state.withLock { $0.waiters.count } }
+
+    /// Slots free now (for tests).
+    var freeCount: Int { state.withLock { $0.free.count } }
+
+    /// Takes a waiter out of the queue, if it is still there (whoever removes it resumes it).
+    private func removeWaiter(_ id: UInt64) -> Waiter? {
+        state.withLock { s -> Waiter? in
+            guard let i = s.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+            return s.waiters.remove(at: i)
         }
     }
 

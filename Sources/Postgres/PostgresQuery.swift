@@ -42,10 +42,133 @@ public struct PostgresQuery: ExpressibleByStringInterpolation, Sendable, CustomS
             sql += "$\(binds.count)"
         }
 
+        /// Another query spliced in as SQL: its text goes in, its binds follow this query's, and its
+        /// placeholders are renumbered to match (`$1` of the fragment becomes `$n+1` here). Build a
+        /// statement from parts this way instead of counting parameters by hand.
+        ///
+        ///     let owner: PostgresQuery = "customer_id = \(customerId)"
+        ///     let q: PostgresQuery = "SELECT * FROM tokens WHERE \(owner) AND retired_at_ms IS NULL"
+        public mutating func appendInterpolation(_ fragment: PostgresQuery) {
+            sql += PostgresQuery.renumbered(fragment.sql, by: binds.count)
+            binds += fragment.binds
+        }
+
         /// A SQL identifier chosen by the program (a table name). Quoted; never pass user input.
         public mutating func appendInterpolation(identifier: String) {
             sql += "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
         }
+    }
+}
+
+extension PostgresQuery {
+    /// `sql` with every parameter placeholder `$n` turned into `$(n + offset)`. Placeholders are found as
+    /// PostgreSQL's lexer finds them: not inside string literals (`'…'`, `E'…'` with its backslash
+    /// escapes), quoted identifiers, dollar-quoted bodies (`$$…$$`, `$tag$…$tag$`) or comments, and not
+    /// as part of an identifier (`a$1`).
+    static func renumbered(_ sql: String, by offset: Int) -> String {
+        guard offset > 0 else { return sql }
+        let text = Array(sql.utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(text.count + 8)
+        var i = 0
+        func isIdentifier(_ byte: UInt8) -> Bool {
+            (byte >= 97 && byte <= 122) || (byte >= 65 && byte <= 90) || (byte >= 48 && byte <= 57) || byte == 95 || byte == 36
+                || byte >= 0x80
+        }
+        func isDigit(_ byte: UInt8) -> Bool { byte >= 48 && byte <= 57 }
+        /// Copies up to and including the first `terminator` from `i` (the opening byte already copied).
+        func copyQuoted(_ quote: UInt8, backslashEscapes: Bool) {
+            while i < text.count {
+                let byte = text[i]
+                out.append(byte)
+                i += 1
+                if backslashEscapes && byte == UInt8(ascii: "\\"), i < text.count {
+                    out.append(text[i])
+                    i += 1
+                } else if byte == quote {
+                    // A doubled quote is an escaped one: stay inside.
+                    if i < text.count && text[i] == quote {
+                        out.append(quote)
+                        i += 1
+                    } else {
+                        return
+                    }
+                }
+            }
+        }
+        while i < text.count {
+            let byte = text[i]
+            let previous: UInt8? = i > 0 ? text[i - 1] : nil
+            switch byte {
+            case UInt8(ascii: "'"):
+                let escapes = previous.map { ($0 == UInt8(ascii: "E") || $0 == UInt8(ascii: "e")) } ?? false
+                    && (i < 2 || !isIdentifier(text[i - 2]))
+                out.append(byte)
+                i += 1
+                copyQuoted(UInt8(ascii: "'"), backslashEscapes: escapes)
+            case UInt8(ascii: "\""):
+                out.append(byte)
+                i += 1
+                copyQuoted(UInt8(ascii: "\""), backslashEscapes: false)
+            case UInt8(ascii: "-") where i + 1 < text.count && text[i + 1] == UInt8(ascii: "-"):
+                while i < text.count && text[i] != UInt8(ascii: "\n") {
+                    out.append(text[i])
+                    i += 1
+                }
+            case UInt8(ascii: "/") where i + 1 < text.count && text[i + 1] == UInt8(ascii: "*"):
+                // Block comments nest in PostgreSQL.
+                var depth = 0
+                repeat {
+                    if text[i] == UInt8(ascii: "/") && i + 1 < text.count && text[i + 1] == UInt8(ascii: "*") {
+                        depth += 1
+                        out += [text[i], text[i + 1]]
+                        i += 2
+                    } else if text[i] == UInt8(ascii: "*") && i + 1 < text.count && text[i + 1] == UInt8(ascii: "/") {
+                        depth -= 1
+                        out += [text[i], text[i + 1]]
+                        i += 2
+                    } else {
+                        out.append(text[i])
+                        i += 1
+                    }
+                } while depth > 0 && i < text.count
+            case UInt8(ascii: "$") where previous.map(isIdentifier) != true:
+                if i + 1 < text.count && isDigit(text[i + 1]) {
+                    var j = i + 1
+                    var number = 0
+                    while j < text.count && isDigit(text[j]) {
+                        number = number * 10 + Int(text[j] - 48)
+                        j += 1
+                    }
+                    out.append(byte)
+                    out += Array(String(number + offset).utf8)
+                    i = j
+                } else if let tagEnd = text[(i + 1)...].firstIndex(where: { !isIdentifier($0) || $0 == UInt8(ascii: "$") }),
+                    text[tagEnd] == UInt8(ascii: "$")
+                {
+                    // A dollar-quoted body: copy through the closing tag.
+                    let tag = Array(text[i...tagEnd])
+                    out += tag
+                    i = tagEnd + 1
+                    while i < text.count {
+                        if text[i] == UInt8(ascii: "$") && text[i...].starts(with: tag) {
+                            out += tag
+                            i += tag.count
+                            break
+                        }
+                        out.append(text[i])
+                        i += 1
+                    }
+                } else {
+                    out.append(byte)
+                    i += 1
+                }
+            default:
+                out.append(byte)
+                i += 1
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 }
 

@@ -1,15 +1,32 @@
 import Foundation
 import Synchronization
 
-/// A clock that only moves when told to. Sleepers wake when `advance` passes their deadline.
+/// A clock that only moves when told to. Sleepers wake when `advance` passes their deadline (or when
+/// their task is cancelled). `waitForSleepers` lets a test advance only once the code under test waits.
 public final class ManualClock: WallClock {
     private struct Sleeper {
+        let id: UInt64
         let deadline: Double
+        let continuation: CheckedContinuation<Void, Never>
+    }
+    private struct Watcher {
+        let id: UInt64
+        let count: Int
         let continuation: CheckedContinuation<Void, Never>
     }
     private struct State {
         var now: Double
+        var nextID: UInt64 = 0
         var sleepers: [Sleeper] = []
+        var watchers: [Watcher] = []
+
+        /// The watchers satisfied now, removed.
+        mutating func satisfiedWatchers() -> [CheckedContinuation<Void, Never>] {
+            let n = sleepers.count
+            let ready = watchers.filter { $0.count <= n }.map(\.continuation)
+            watchers.removeAll { $0.count <= n }
+            return ready
+        }
     }
     private let state: Mutex<State>
 
@@ -18,13 +35,55 @@ public final class ManualClock: WallClock {
     public func now() -> Double { state.withLock { $0.now } }
 
     public func sleep(seconds: Double) async throws {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let fireNow: Bool = state.withLock { s in
-                if seconds <= 0 { return true }
-                s.sleepers.append(Sleeper(deadline: s.now + seconds, continuation: continuation))
-                return false
+        let id = state.withLock { s -> UInt64 in
+            s.nextID += 1
+            return s.nextID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let (fireNow, watchers) = state.withLock { s -> (Bool, [CheckedContinuation<Void, Never>]) in
+                    if seconds <= 0 || Task.isCancelled { return (true, []) }
+                    s.sleepers.append(Sleeper(id: id, deadline: s.now + seconds, continuation: continuation))
+                    return (false, s.satisfiedWatchers())
+                }
+                if fireNow { continuation.resume() }
+                for watcher in watchers { watcher.resume() }
             }
-            if fireNow { continuation.resume() }
+        } onCancel: {
+            let sleeper = state.withLock { s -> Sleeper? in
+                guard let i = s.sleepers.firstIndex(where: { $0.id == id }) else { return nil }
+                return s.sleepers.remove(at: i)
+            }
+            sleeper?.continuation.resume()
+        }
+        try Task.checkCancellation()
+    }
+
+    /// How many sleepers are waiting now.
+    public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
+
+    /// Returns once at least `count` sleepers are waiting on this clock (at once if they already are);
+    /// throws `CancellationError` if the task is cancelled first (a test's time limit).
+    public func waitForSleepers(_ count: Int = 1) async throws {
+        let id = state.withLock { s -> UInt64 in
+            s.nextID += 1
+            return s.nextID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let ready = state.withLock { s -> Bool in
+                    if s.sleepers.count >= count || Task.isCancelled { return true }
+                    s.watchers.append(Watcher(id: id, count: count, continuation: continuation))
+                    return false
+                }
+                if ready { continuation.resume() }
+            }
+        } onCancel: {
+            let watcher = state.withLock { s -> Watcher? in
+                guard let i = s.watchers.firstIndex(where: { $0.id == id }) else { return nil }
+                return s.watchers.remove(at: i)
+            }
+            watcher?.continuation.resume()
         }
         try Task.checkCancellation()
     }

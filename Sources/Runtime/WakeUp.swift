@@ -1,8 +1,8 @@
-import Dispatch
 import Synchronization
 
 /// A wake-up flag for followers: `signal()` from anywhere, `wait(upTo:)` returns as soon as a signal is
-/// pending (consuming it) or the timeout passes. Signals raised while nobody waits are remembered once.
+/// pending (consuming it) or the timeout passes on the wake-up's clock. Signals raised while nobody
+/// waits are remembered once. Give it a `ManualClock` and its timeouts pass only when the test advances.
 public final class WakeUp: Sendable {
     private struct State {
         var pending = false
@@ -10,8 +10,12 @@ public final class WakeUp: Sendable {
         var waiters: [UInt64: CheckedContinuation<Bool, Never>] = [:]
     }
     private let state = Mutex(State())
+    /// Where the timeouts of `wait(upTo:)` run.
+    public let clock: any WallClock
 
-    public init() {}
+    public init(clock: any WallClock = SystemClock()) {
+        self.clock = clock
+    }
 
     /// Wakes every waiter (or the next one to wait).
     public func signal() {
@@ -27,8 +31,28 @@ public final class WakeUp: Sendable {
         for w in waiters { w.resume(returning: true) }
     }
 
-    /// Waits for a signal for at most `seconds`; true when signalled, false on timeout or cancellation.
+    /// Waits for a signal for at most `seconds` of the clock's time; true when signalled, false on
+    /// timeout or cancellation. The timeout is a sleep on the clock raced against the signal; a signal
+    /// that lands as the timeout fires still counts.
     public func wait(upTo seconds: Double) async -> Bool {
+        let clock = self.clock
+        return await withTaskGroup(of: Bool?.self) { group in
+            group.addTask { await self.signalled() }
+            group.addTask {
+                do { try await clock.sleep(seconds: max(0, seconds)) } catch { return nil }
+                return nil
+            }
+            // The first to finish is the signal or the timeout; the other is cancelled, and a signal
+            // that arrived meanwhile is still reported.
+            var woken = await group.next() == true
+            group.cancelAll()
+            for await answer in group where answer == true { woken = true }
+            return woken
+        }
+    }
+
+    /// Until a signal (true) or cancellation (false).
+    private func signalled() async -> Bool {
         let id = state.withLock { s -> UInt64 in
             s.nextID += 1
             return s.nextID
@@ -44,14 +68,7 @@ public final class WakeUp: Sendable {
                     s.waiters[id] = continuation
                     return nil
                 }
-                if let immediate {
-                    continuation.resume(returning: immediate)
-                    return
-                }
-                DispatchQueue.global().asyncAfter(deadline: .now() + max(0, seconds)) { [self] in
-                    let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
-                    waiter?.resume(returning: false)
-                }
+                if let immediate { continuation.resume(returning: immediate) }
             }
         } onCancel: {
             let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }

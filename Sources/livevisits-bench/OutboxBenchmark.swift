@@ -3,6 +3,7 @@ import APNsSimulator
 import EventStore
 import Foundation
 import Outbox
+import OutboxAPNs
 import Postgres
 import Runtime
 import Synchronization
@@ -81,7 +82,7 @@ enum OutboxBenchmark {
             client = apns
             name = "APNs client → simulator at \(sim.endpoint?.url ?? "?")"
         }
-        let inner: any PushSender = sender ?? client ?? LoopbackSender(latency: options.latency)
+        let inner: any PushSender = sender ?? client.map(APNsPushSender.init(client:)) ?? LoopbackSender(latency: options.latency)
         let recording = AckRecordingSender(inner: inner, log: acks)
         do {
             try await ScratchDatabase.with(serverURL: serverURL, migrations: URL(fileURLWithPath: "Migrations")) { database in
@@ -325,10 +326,10 @@ private struct AckRecordingSender: PushSender {
     let inner: any PushSender
     let log: AckLog
 
-    func send(_ request: APNsRequest) async -> APNsResult {
-        let outcome = await inner.send(request)
-        if case .success = outcome, let ts = Self.timestamp(request.body) {
-            log.acknowledged(token: request.deviceToken, timestamp: ts, at: Date().timeIntervalSince1970)
+    func send(_ push: OutgoingPush) async -> PushOutcome {
+        let outcome = await inner.send(push)
+        if case .accepted = outcome, let ts = Self.timestamp(push.body) {
+            log.acknowledged(token: push.deviceToken, timestamp: ts, at: Date().timeIntervalSince1970)
         }
         return outcome
     }
@@ -350,8 +351,8 @@ private struct AckRecordingSender: PushSender {
 /// Answers 200 after a fixed latency, without a network: the outbox's own cost.
 private struct LoopbackSender: PushSender {
     let latency: Double
-    func send(_ request: APNsRequest) async -> APNsResult {
+    func send(_ push: OutgoingPush) async -> PushOutcome {
         if latency > 0 { try? await Task.sleep(nanoseconds: UInt64(latency * 1e9)) }
-        return .success(apnsId: request.apnsId, latency: latency)
+        return .accepted(latency: latency)
     }
 }

@@ -4,6 +4,7 @@ import Foundation
 import HTTPAPI
 import HTTPServer
 import Outbox
+import OutboxAPNs
 import Postgres
 import Runtime
 import VisitDomain
@@ -93,7 +94,7 @@ enum ServeCommand {
             let client = APNsClient(
                 configuration: apns,
                 tokenStore: PostgresProviderTokenStore(pool: pool, teamId: signer.teamId, keyId: signer.keyId), clock: clock)
-            let worker = OutboxWorker(pool: pool, sender: client, clock: clock)
+            let worker = OutboxWorker(pool: pool, sender: APNsPushSender(client: client), clock: clock)
             transport.append(client)
             intake += [worker.listener(url: url), worker]
             logger.info("outbox worker configured", ["apns.topic": apns.topic])

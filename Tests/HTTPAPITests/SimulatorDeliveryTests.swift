@@ -2,6 +2,7 @@ import APNs
 import APNsSimulator
 import Foundation
 import Outbox
+import OutboxAPNs
 import Runtime
 import TestSupport
 import Testing
@@ -46,7 +47,7 @@ import Testing
                 signingKey: try APNsSigningKey(pem: Array(pem.utf8)), keyId: keyID, teamId: teamID, bundleId: bundleID)
             let client = APNsClient(configuration: apns, metrics: Metrics())
             let api = try await APIServer.start(clock: clock)
-            let worker = OutboxWorker(pool: api.pool, sender: client, clock: clock, metrics: Metrics())
+            let worker = OutboxWorker(pool: api.pool, sender: APNsPushSender(client: client), clock: clock, metrics: Metrics())
             return Harness(simulator: simulator, client: client, api: api, worker: worker)
         }
 

@@ -1,4 +1,3 @@
-import APNs
 import Foundation
 import Outbox
 import Synchronization
@@ -16,10 +15,10 @@ import Testing
 
         init(slowToken: String) { self.slowToken = slowToken }
 
-        func send(_ request: APNsRequest) async -> APNsResult {
+        func send(_ request: OutgoingPush) async -> PushOutcome {
             if request.deviceToken == slowToken { await gate.wait() }
             _ = finished.withLock { $0.insert(request.deviceToken) }
-            return .success(apnsId: request.apnsId, latency: 0.001)
+            return .accepted(latency: 0.001)
         }
 
         func hasFinished(_ token: String) -> Bool { finished.withLock { $0.contains(token) } }

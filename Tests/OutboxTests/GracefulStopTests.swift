@@ -21,7 +21,7 @@ import Glibc
         try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
         // APNs answers slowly: the push is still on the wire when the stop comes.
         wire.simulator.inject(FaultSettings(latency: .init(milliseconds: 1500)))
-        let worker = f.worker(wire.client)
+        let worker = f.worker(wire.sender)
         // The stages `livevisits serve` uses: the APNs client, then what claims work.
         let group = ServiceGroup(stages: [[wire.client], [worker]], signals: nil)
         let running = Task { try await group.run() }

@@ -2,6 +2,7 @@ import APNs
 import APNsSimulator
 import Foundation
 import Outbox
+import OutboxAPNs
 import Postgres
 import Runtime
 import TestSupport
@@ -51,7 +52,7 @@ import Glibc
 
         // A survivor takes over once the dead worker's leases (30 s) run out.
         simulator.clearFaults()
-        let survivor = f.worker(APNsClient(configuration: try clientConfiguration(endpoint, keyFile: keyFile), metrics: Metrics()))
+        let survivor = f.worker(APNsPushSender(client: APNsClient(configuration: try clientConfiguration(endpoint, keyFile: keyFile), metrics: Metrics())))
         let running = Task { try await survivor.run() }
         defer { running.cancel() }
         try await eventually("all \(count) sent by the survivor", within: 120, pollingEvery: 0.1) {

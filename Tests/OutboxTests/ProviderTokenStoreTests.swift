@@ -1,6 +1,7 @@
 import APNs
 import Foundation
 import Outbox
+import OutboxAPNs
 import Postgres
 import Runtime
 import TestSupport

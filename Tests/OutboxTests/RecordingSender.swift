@@ -1,4 +1,3 @@
-import APNs
 import Foundation
 import Outbox
 import Synchronization
@@ -10,13 +9,17 @@ final class RecordingSender: PushSender {
     /// What the scripted APNs answers.
     enum Answer: Sendable {
         case ok
-        /// `status` nil: no answer (a timeout).
-        case fail(Int?, String, APNsFailureClass, timestamp: Int64? = nil)
+        /// `status` nil: no answer (a timeout). A dead token's retirement reason follows from `reason`.
+        case fail(Int?, String, Verdict, timestamp: Int64? = nil)
+    }
+    /// The failure's class as the script names it.
+    enum Verdict: Sendable {
+        case retryable, tokenDead, configuration, permanent
     }
     struct Call: Sendable {
-        let request: APNsRequest
+        let request: OutgoingPush
         let startedAt: Double
-        let outcome: APNsResult
+        let outcome: PushOutcome
         /// `aps.event` of the body.
         var kind: String? { event(of: request.body) }
     }
@@ -29,21 +32,21 @@ final class RecordingSender: PushSender {
     private let state = Mutex(State())
     private let delaySeconds: Double
     private let gate: Gate?
-    private let respond: @Sendable (APNsRequest, Int) -> Answer
+    private let respond: @Sendable (OutgoingPush, Int) -> Answer
 
     /// - Parameters:
     ///   - gate: when given, every send waits at it (after it counts as started) until the test opens it.
     ///   - respond: the outcome of the n-th send (0-based, in start order).
     init(
         delaySeconds: Double = 0, gate: Gate? = nil,
-        respond: @escaping @Sendable (APNsRequest, Int) -> Answer = { _, _ in .ok }
+        respond: @escaping @Sendable (OutgoingPush, Int) -> Answer = { _, _ in .ok }
     ) {
         self.delaySeconds = delaySeconds
         self.gate = gate
         self.respond = respond
     }
 
-    func send(_ request: APNsRequest) async -> APNsResult {
+    func send(_ request: OutgoingPush) async -> PushOutcome {
         let startedAt = Date().timeIntervalSince1970
         let index = state.withLock { s -> Int in
             s.inFlight[request.deviceToken, default: 0] += 1
@@ -53,13 +56,22 @@ final class RecordingSender: PushSender {
         }
         if let gate { await gate.wait() }
         if delaySeconds > 0 { try? await Task.sleep(nanoseconds: UInt64(delaySeconds * 1e9)) }
-        let outcome: APNsResult
+        let outcome: PushOutcome
         switch respond(request, index) {
-        case .ok: outcome = .success(apnsId: request.apnsId, latency: 0.001)
-        case .fail(let status, let reason, let classification, let timestamp):
-            outcome = .failure(APNsFailure(
-                cause: status == nil ? .timedOut : .rejected, status: status, reason: status == nil ? nil : APNsReason(rawValue: reason),
-                timestamp: timestamp, apnsId: request.apnsId, latency: 0.001, classification: classification))
+        case .ok: outcome = .accepted(latency: 0.001)
+        case .fail(let status, let reason, let verdict, let timestamp):
+            let classification: PushFailure.Class
+            switch verdict {
+            case .retryable: classification = .retryable
+            case .configuration: classification = .configuration
+            case .permanent: classification = .permanent
+            case .tokenDead:
+                classification = .tokenDead(
+                    reason == "BadDeviceToken" ? .badDeviceToken : reason == "DeviceTokenNotForTopic" ? .notForTopic : .unregistered)
+            }
+            outcome = .failed(PushFailure(
+                classification: classification, status: status, reason: reason, tokenInvalidSinceMs: status == 410 ? timestamp : nil,
+                outcomeUnknown: status == nil, latency: 0.001))
         }
         state.withLock { s in
             s.inFlight[request.deviceToken, default: 1] -= 1
@@ -71,7 +83,7 @@ final class RecordingSender: PushSender {
     var calls: [Call] { state.withLock { $0.calls } }
     /// Sends started, answered or not.
     var started: Int { state.withLock { $0.started } }
-    var accepted: [Call] { calls.filter { if case .success = $0.outcome { true } else { false } } }
+    var accepted: [Call] { calls.filter { if case .accepted = $0.outcome { true } else { false } } }
     /// Times a second push to a token started while one was in flight.
     var overlaps: Int { state.withLock { $0.overlaps } }
 }

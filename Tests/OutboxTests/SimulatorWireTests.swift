@@ -2,6 +2,7 @@ import APNs
 import APNsSimulator
 import Foundation
 import Outbox
+import OutboxAPNs
 import Postgres
 import Runtime
 import TestSupport
@@ -15,6 +16,7 @@ import Testing
     struct Wire {
         let simulator: APNsSimulator
         let client: APNsClient
+        var sender: APNsPushSender { APNsPushSender(client: client) }
 
         static func start(requestTimeout: Double = 5) async throws -> Wire {
             var configuration = SimulatorConfiguration()
@@ -43,7 +45,7 @@ import Testing
         defer { Task { await wire.stop(); await f.close() } }
         try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
         _ = try await f.enqueue(update("v-1", timestamp: now))
-        let worker = f.worker(wire.client)
+        let worker = f.worker(wire.sender)
         let faults: [(count: Int, status: Int, reason: String)] = [
             (4, 503, "ServiceUnavailable"), (1, 429, "TooManyRequests"), (1, 500, "InternalServerError"),
         ]
@@ -88,7 +90,7 @@ import Testing
         try await f.registerActivity(visit: "v-1", activity: "gone", token: token("gone"))
         try await f.registerActivity(visit: "v-1", activity: "alive", token: token("alive"))
         wire.simulator.markUnregistered(token: token("gone"), timestamp: Int64((Date().timeIntervalSince1970 + 60) * 1000))
-        let worker = f.worker(wire.client)
+        let worker = f.worker(wire.sender)
         _ = try await f.enqueue(update("v-1", timestamp: now))
         try await f.drain(worker)
         _ = try await f.enqueue(update("v-1", timestamp: now + 1))
@@ -109,7 +111,7 @@ import Testing
         defer { Task { await wire.stop(); await f.close() } }
         try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
         wire.simulator.addLatency(seconds: 5, count: 1)
-        let worker = f.worker(wire.client)
+        let worker = f.worker(wire.sender)
         let running = Task { try await worker.run() }
         _ = try await f.enqueue(update("v-1", timestamp: now))
         try await eventually("the first update at the simulator") { wire.simulator.statistics().requestsTotal == 1 }
@@ -147,7 +149,7 @@ import Testing
         }
         var configuration = f.configuration
         configuration.batchSize = 100
-        let workers = (0..<3).map { _ in f.worker(wire.client, configuration: configuration) }
+        let workers = (0..<3).map { _ in f.worker(wire.sender, configuration: configuration) }
         let running = Task {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for w in workers { group.addTask { try await w.run() } }

@@ -1,4 +1,3 @@
-import APNs
 import Foundation
 import Outbox
 import Postgres
@@ -102,7 +101,7 @@ import Testing
         #expect(claimedIds.count == 40)
         let listed = try await f.store.list(state: .sending)
         for d in listed.prefix(20) {
-            _ = await sender.send(APNsRequest(deviceToken: token("a\(d.activityId!.dropFirst(2))"), environment: .sandbox,
+            _ = await sender.send(OutgoingPush(deviceToken: token("a\(d.activityId!.dropFirst(2))"), environment: .sandbox,
                 priority: .low, expiration: now + 7200, apnsId: d.apnsId, body: body(.update, timestamp: now)))
         }
         // A live worker takes over once the lease runs out.

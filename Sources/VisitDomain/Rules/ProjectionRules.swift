@@ -1,8 +1,8 @@
 /// The data that turns a visit's status into what its Live Activity shows and how it is
 /// pushed: relevance, alert, stale interval, dismissal policy, APNs priorities and expiry.
 ///
-/// Loaded at start from `rules.json` in `$LIVEVISITS_PROJECTIONS_DIR` (see
-/// `ProjectionRules+Loading.swift`); `contractDefault` is the contract's §5 table and is
+/// Parsed from `rules.json` (`ProjectionRules+Parsing.swift`), which `VisitProjections` reads at start
+/// from `$LIVEVISITS_PROJECTIONS_DIR`; `contractDefault` is the contract's §5 table and is
 /// what `Projections/rules.json` holds.
 public struct ProjectionRules: Sendable, Hashable {
     /// One rule per status (all eight are required).

@@ -27,7 +27,7 @@ import Testing
         // The seed's update JSON goes stale after 600 s (its code says 120 s): the rules file is
         // data, so the fixture loads rules with a 600 s nearby interval. No other difference.
         let url = try #require(Bundle.module.url(forResource: "Fixtures/rules-stale-600", withExtension: "json"))
-        let rules = try ProjectionRules.load(from: url)
+        let rules = try ProjectionRules.parse(Data(contentsOf: url))
         #expect(rules.rule(for: .nearby).staleAfterSeconds == 600)
         let plans = try pushes(afterEvent: 2, rules: rules)
         #expect(plans.map(\.audience) == [.liveActivities, .pendingStarts])  // the waiting start re-planned too

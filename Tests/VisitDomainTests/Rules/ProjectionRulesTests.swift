@@ -5,18 +5,9 @@ import Testing
 
 @Suite(.timeLimit(.minutes(2))) struct ProjectionRulesTests {
     @Test func theShippedFileIsTheContractsTable() throws {
-        let directory = TestVisit.repositoryRoot.appendingPathComponent("Projections")
-        let rules = try ProjectionRules.load(directory: directory)
+        let url = TestVisit.repositoryRoot.appendingPathComponent("Projections/rules.json")
+        let rules = try ProjectionRules.parse(Data(contentsOf: url))
         #expect(rules == .contractDefault)
-    }
-
-    @Test func theEnvironmentNamesTheDirectory() throws {
-        let directory = TestVisit.repositoryRoot.appendingPathComponent("Projections").path
-        #expect(try ProjectionRules.load(environment: ["LIVEVISITS_PROJECTIONS_DIR": directory]) == .contractDefault)
-        #expect(ProjectionRules.directory(environment: [:]).path.hasSuffix("/Projections"))
-        #expect(throws: ProjectionRulesError.self) {
-            try ProjectionRules.load(environment: ["LIVEVISITS_PROJECTIONS_DIR": "/nonexistent"])
-        }
     }
 
     static let shipped: JSONValue = {
@@ -96,13 +87,7 @@ import Testing
         }
     }
 
-    @Test func unreadableAndMalformedFiles() {
-        do {
-            _ = try ProjectionRules.load(directory: URL(fileURLWithPath: "/nonexistent-projections"))
-            Issue.record("loaded a missing file")
-        } catch {
-            #expect(error.code == .unreadable)
-        }
+    @Test func malformedFiles() {
         do {
             _ = try ProjectionRules.parse(Array("{statuses".utf8))
             Issue.record("parsed garbage")

@@ -1,43 +1,6 @@
-import Foundation
-
+/// Reading the rules' JSON is pure (bytes in, rules or a located error out); reading the file from the
+/// projections directory is the adapters' (`ProjectionRules+Loading.swift` in `VisitProjections`).
 extension ProjectionRules {
-    /// The rules file's name inside the projections directory.
-    public static let fileName = "rules.json"
-
-    /// The environment variable naming the projections directory.
-    public static let directoryVariable = "LIVEVISITS_PROJECTIONS_DIR"
-
-    /// The projections directory: `$LIVEVISITS_PROJECTIONS_DIR`, default `./Projections`.
-    public static func directory(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
-        let path = environment[directoryVariable].flatMap { $0.isEmpty ? nil : $0 } ?? "./Projections"
-        return URL(fileURLWithPath: path, isDirectory: true)
-    }
-
-    /// Reads `rules.json` from the directory the environment names (contract §3).
-    public static func load(environment: [String: String] = ProcessInfo.processInfo.environment)
-        throws(ProjectionRulesError) -> ProjectionRules
-    {
-        try load(directory: directory(environment: environment))
-    }
-
-    /// Reads `rules.json` from a projections directory (`$LIVEVISITS_PROJECTIONS_DIR`,
-    /// default `./Projections`).
-    public static func load(directory: URL) throws(ProjectionRulesError) -> ProjectionRules {
-        try load(from: directory.appendingPathComponent(fileName))
-    }
-
-    /// Reads and validates one rules file.
-    public static func load(from url: URL) throws(ProjectionRulesError) -> ProjectionRules {
-        let data: Data
-        do {
-            data = try Data(contentsOf: url)
-        } catch {
-            throw ProjectionRulesError(
-                code: .unreadable, keyPath: "", reason: "cannot read \(url.path): \(error.localizedDescription)")
-        }
-        return try parse(data)
-    }
-
     /// Validates rules JSON. Every error names its key path (`statuses.nearby.relevance: expected a number`).
     public static func parse(_ data: some Collection<UInt8>) throws(ProjectionRulesError) -> ProjectionRules {
         let json: JSONValue

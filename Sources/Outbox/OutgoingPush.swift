@@ -1,0 +1,35 @@
+import Runtime
+
+/// One push as the worker hands it to its `PushSender`: where it goes, the headers the outbox decided,
+/// and the body as the projection produced it. Printing one never shows the token.
+public struct OutgoingPush: Sendable, Hashable, CustomStringConvertible {
+    /// The Live Activity's update token, or the device's push-to-start token (hex). A secret in logs.
+    public var deviceToken: String
+    /// Which push service the token belongs to.
+    public var environment: PushEnvironment
+    /// Delivered at once (alerts, `start`, `end`) or as routine.
+    public var priority: PushPriority
+    /// Seconds since 1970 after which the push service drops it (0: deliver once or never).
+    public var expiration: Int64
+    /// The push's id (`apns-id`): a UUID, stable across retries of one delivery.
+    public var apnsId: String
+    /// The JSON payload, sent as given.
+    public var body: [UInt8]
+
+    public init(
+        deviceToken: String, environment: PushEnvironment, priority: PushPriority, expiration: Int64, apnsId: String,
+        body: [UInt8]
+    ) {
+        self.deviceToken = deviceToken
+        self.environment = environment
+        self.priority = priority
+        self.expiration = expiration
+        self.apnsId = apnsId
+        self.body = body
+    }
+
+    public var description: String {
+        "OutgoingPush(\(environment.rawValue), token: \(Logger.fingerprint(deviceToken)), apns-id: \(apnsId), "
+            + "priority: \(priority.rawValue), \(body.count) bytes)"
+    }
+}

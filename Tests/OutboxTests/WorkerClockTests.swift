@@ -1,0 +1,113 @@
+import Foundation
+import Outbox
+import Postgres
+import Runtime
+import Synchronization
+import Testing
+
+/// The worker waits on its injected clock: the heartbeat that keeps a batch's lease and the idle wait
+/// for the next due delivery pass only when a `ManualClock` is advanced. Nothing here sleeps; a worker
+/// that waited on real time would never register a sleeper and the test would hit its time limit.
+@Suite(.timeLimit(.minutes(1))) struct WorkerClockTests {
+    static let t0: Double = 1_900_000_000
+
+    /// Answers once `release()` is called; tells when a send started.
+    final class GatedSender: PushSender {
+        let started = WakeUp()
+        private let gate = Mutex<(open: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
+        private let calls = Mutex<[OutgoingPush]>([])
+
+        func send(_ push: OutgoingPush) async -> PushOutcome {
+            calls.withLock { $0.append(push) }
+            started.signal()
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                let open = gate.withLock { g -> Bool in
+                    if !g.open { g.waiting.append(c) }
+                    return g.open
+                }
+                if open { c.resume() }
+            }
+            return .accepted(latency: 0.001)
+        }
+
+        func release() {
+            let waiting = gate.withLock { g -> [CheckedContinuation<Void, Never>] in
+                g.open = true
+                defer { g.waiting = [] }
+                return g.waiting
+            }
+            for c in waiting { c.resume() }
+        }
+
+        var sent: [OutgoingPush] { calls.withLock { $0 } }
+    }
+
+    func leaseExpiry(_ f: OutboxFixture) async throws -> Double? {
+        try await f.pool.withConnection {
+            try $0.query("SELECT lease_expires_at FROM deliveries WHERE state = 'sending'").first?.optionalDouble("lease_expires_at")
+        }
+    }
+
+    @Test func theHeartbeatRenewsTheLeaseAsTheClockAdvances() async throws {
+        let clock = ManualClock(now: Self.t0)
+        var configuration = OutboxFixture.fastConfiguration
+        configuration.leaseSeconds = 30  // a heartbeat every 10 s of the clock
+        let f = try await OutboxFixture.make(clock: clock, configuration: configuration)
+        defer { Task { await f.close() } }
+        try await f.registerActivity(visit: "v-beat", activity: "a", token: token("beat"))
+        try await f.enqueue(update("v-beat", timestamp: Int64(Self.t0)))
+
+        let sender = GatedSender()
+        let worker = f.worker(sender)
+        let batch = Task { try await worker.runOnce() }
+        #expect(await sender.started.wait(upTo: 30), "the push was not sent")
+        #expect(try await leaseExpiry(f) == Self.t0 + 30)
+
+        for beat in 1...3 {
+            try await clock.waitForSleepers(1)  // the heartbeat sleeps on the clock
+            clock.advance(by: 10)
+            // Back asleep means this beat's renewal is done.
+            try await clock.waitForSleepers(1)
+            #expect(try await leaseExpiry(f) == Self.t0 + Double(beat) * 10 + 30, "beat \(beat)")
+        }
+
+        sender.release()
+        #expect(try await batch.value == 1)
+        #expect(try await f.count(.sent) == 1)
+        #expect(clock.sleeperCount == 0, "the heartbeat outlived its batch")
+    }
+
+    @Test func anIdleWorkerWakesForTheNextDueDeliveryOnItsClock() async throws {
+        let clock = ManualClock(now: Self.t0)
+        var configuration = OutboxFixture.fastConfiguration
+        configuration.pollIntervalSeconds = 3600  // only the due time ends the idle wait
+        configuration.concurrentBatches = 1
+        configuration.reapIntervalSeconds = 3600
+        let f = try await OutboxFixture.make(clock: clock, configuration: configuration)
+        defer { Task { await f.close() } }
+        try await f.registerActivity(visit: "v-later", activity: "a", token: token("later"))
+        var later = update("v-later", timestamp: Int64(Self.t0))
+        later.notBefore = Self.t0 + 30
+        try await f.enqueue(later)
+
+        let sender = GatedSender()
+        sender.release()
+        let worker = f.worker(sender)
+        let running = Task { try await worker.run() }
+        defer { running.cancel() }
+
+        // Idle until the delivery's due time: one sleeper, nothing sent.
+        try await clock.waitForSleepers(1)
+        #expect(sender.sent.isEmpty)
+        clock.advance(by: 29)
+        #expect(clock.sleeperCount == 1, "woke before the due time")
+        #expect(sender.sent.isEmpty)
+        clock.advance(by: 1)
+        #expect(await sender.started.wait(upTo: 30), "the due delivery was not sent")
+        #expect(sender.sent.map(\.deviceToken) == [token("later")])
+
+        running.cancel()
+        try await running.value
+        #expect(try await f.count(.sent) == 1)
+    }
+}
