@@ -27,11 +27,13 @@ struct DocsCommandTests {
         }
     }
 
-    /// The commands `livevisits help` lists (the first word of each usage line).
+    /// The commands `livevisits help` lists (the first word of each indented line).
     static func commands() async throws -> Set<String> {
         let help = try await Subprocess.run(try await BuiltProduct.livevisits(), ["help"])
         #expect(help.status == 0)
-        let words = help.stdout.split(separator: "\n").compactMap { $0.split(separator: " ").first.map(String.init) }
+        // The menu's entries are the indented lines; the usage line and the closing hint are not commands.
+        let entries = help.stdout.split(separator: "\n").filter { $0.hasPrefix("  ") }
+        let words = entries.compactMap { $0.split(separator: " ").first.map(String.init) }
         return Set(words.filter { $0.allSatisfy { $0.isLowercase || $0 == "-" } } + ["help"])
     }
 
