@@ -56,7 +56,8 @@ let package = Package(
         .executableTarget(
             name: "livevisits",
             dependencies: [
-                "Runtime", "VisitDomain", "Postgres", "EventStore", "VisitProjections", "VisitCommands", "APNs", "Outbox", "OutboxAPNs",
+                "Runtime", "VisitDomain", "Postgres", "EventStore", "VisitProjections", "VisitCommands", "APNs", "Outbox",
+                "OutboxAPNs",
                 "APNsSimulator", "HTTPServer", "HTTPAPI", "JSON",
             ]
         ),
@@ -79,16 +80,21 @@ let package = Package(
         .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "Postgres", "TestSupport"]),
         // Visits built through the real command path, for the tests of the commands and of the projections.
         .target(
-            name: "VisitTestSupport", dependencies: ["VisitCommands", "VisitProjections", "VisitDomain", "EventStore", "Outbox", "TestSupport"],
+            name: "VisitTestSupport",
+            dependencies: ["VisitCommands", "VisitProjections", "VisitDomain", "EventStore", "Outbox", "TestSupport"],
             path: "Tests/VisitTestSupport"
         ),
         .testTarget(
             name: "VisitProjectionsTests",
-            dependencies: ["VisitProjections", "VisitCommands", "VisitDomain", "EventStore", "Outbox", "VisitTestSupport", "TestSupport"]
+            dependencies: [
+                "VisitProjections", "VisitCommands", "VisitDomain", "EventStore", "Outbox", "VisitTestSupport", "TestSupport",
+            ]
         ),
         .testTarget(
             name: "VisitCommandsTests",
-            dependencies: ["VisitCommands", "VisitProjections", "VisitDomain", "EventStore", "Postgres", "VisitTestSupport", "TestSupport"]
+            dependencies: [
+                "VisitCommands", "VisitProjections", "VisitDomain", "EventStore", "Postgres", "VisitTestSupport", "TestSupport",
+            ]
         ),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "TestSupport"]),
         .testTarget(name: "OutboxTests", dependencies: ["Outbox", "OutboxAPNs", "APNs", "APNsSimulator", "TestSupport"]),
@@ -97,7 +103,8 @@ let package = Package(
         .testTarget(
             name: "HTTPAPITests",
             dependencies: [
-                "HTTPAPI", "HTTPServer", "Outbox", "OutboxAPNs", "APNs", "APNsSimulator", "VisitDomain", "VisitProjections", "Postgres", "Runtime",
+                "HTTPAPI", "HTTPServer", "Outbox", "OutboxAPNs", "APNs", "APNsSimulator", "VisitDomain", "VisitProjections",
+                "Postgres", "Runtime",
                 "APIStores", "VisitCommands", "TestSupport",
             ]
         ),

@@ -42,16 +42,19 @@ public enum IdempotencyStore {
     /// Claims the key for its first request, inside the transaction that will `record` the answer: false
     /// when the key is taken (a concurrent claim is waited for).
     public static func claim(_ scope: IdempotencyScope, requestBody: String, on connection: PostgresConnection) throws -> Bool {
-        try !connection.query("""
+        try !connection.query(
+            """
             INSERT INTO http_idempotency (key_id, route, idempotency_key, request_body)
             VALUES (\(scope.keyId), \(scope.route), \(scope.key), \(requestBody))
             ON CONFLICT DO NOTHING RETURNING 1
-            """).isEmpty
+            """
+        ).isEmpty
     }
 
     /// Records the answer to a claimed key.
     public static func record(_ scope: IdempotencyScope, answer: StoredAnswer, on connection: PostgresConnection) throws {
-        try connection.query("""
+        try connection.query(
+            """
             UPDATE http_idempotency SET status = \(answer.status), response_body = \(answer.body), response_etag = \(answer.etag)
             WHERE key_id = \(scope.keyId) AND route = \(scope.route) AND idempotency_key = \(scope.key)
             """)
@@ -59,10 +62,13 @@ public enum IdempotencyStore {
 
     /// What the key holds, or nil when it is free.
     public static func find(_ scope: IdempotencyScope, on connection: PostgresConnection) throws -> IdempotencyRecord? {
-        guard let row = try connection.query("""
-            SELECT request_body, status, response_body, response_etag FROM http_idempotency
-            WHERE key_id = \(scope.keyId) AND route = \(scope.route) AND idempotency_key = \(scope.key)
-            """).first
+        guard
+            let row = try connection.query(
+                """
+                SELECT request_body, status, response_body, response_etag FROM http_idempotency
+                WHERE key_id = \(scope.keyId) AND route = \(scope.route) AND idempotency_key = \(scope.key)
+                """
+            ).first
         else { return nil }
         let answer = row["status"].flatMap { Int($0) }.map {
             StoredAnswer(status: $0, body: row["response_body"] ?? "", etag: row["response_etag"])
@@ -83,7 +89,8 @@ public enum IdempotencyStore {
     /// quoted version; `IdempotencyStoreTests` pins both forms byte for byte. A key taken meanwhile (a
     /// concurrent first try) fails the statement on the primary key, and with it the batch, which is then
     /// run again command by command.
-    public static func storeVisitAnswerStatement(_ scope: IdempotencyScope, requestBody: String, visitId: String) -> PostgresQuery {
+    public static func storeVisitAnswerStatement(_ scope: IdempotencyScope, requestBody: String, visitId: String) -> PostgresQuery
+    {
         """
         INSERT INTO http_idempotency (key_id, route, idempotency_key, request_body, status, response_body, response_etag)
         SELECT \(scope.keyId), \(scope.route), \(scope.key), \(requestBody), 201,

@@ -20,7 +20,8 @@ public enum KeyStore {
     public static func insert(
         keyId: String, secretHash: String, role: String, subject: String?, createdBy: String?, on connection: PostgresConnection
     ) throws {
-        try connection.query("""
+        try connection.query(
+            """
             INSERT INTO api_keys (key_id, secret_hash, role, subject, created_by)
             VALUES (\(keyId), \(secretHash), \(role), \(subject), \(createdBy))
             """)
@@ -28,9 +29,12 @@ public enum KeyStore {
 
     /// The live key with this id, or nil.
     public static func live(keyId: String, on connection: PostgresConnection) throws -> Row? {
-        guard let row = try connection.query("""
-            SELECT secret_hash, role, subject FROM api_keys WHERE key_id = \(keyId) AND revoked_at IS NULL
-            """).first
+        guard
+            let row = try connection.query(
+                """
+                SELECT secret_hash, role, subject FROM api_keys WHERE key_id = \(keyId) AND revoked_at IS NULL
+                """
+            ).first
         else { return nil }
         return Row(keyId: keyId, secretHash: try row.string("secret_hash"), role: try row.string("role"), subject: row["subject"])
     }
@@ -38,13 +42,15 @@ public enum KeyStore {
     /// Revokes a live key whose role is one of `roles`, and announces it on `revocationChannel` in the same
     /// statement; false when there is no such key.
     public static func revoke(keyId: String, roles: [String], on connection: PostgresConnection) throws -> Bool {
-        try !connection.query("""
+        try !connection.query(
+            """
             WITH revoked AS (
                 UPDATE api_keys SET revoked_at = now()
                 WHERE key_id = \(keyId) AND revoked_at IS NULL AND role = ANY(\(roles)::text[])
                 RETURNING key_id
             )
             SELECT pg_notify(\(revocationChannel), key_id) FROM revoked
-            """).isEmpty
+            """
+        ).isEmpty
     }
 }

@@ -3,7 +3,7 @@ import Runtime
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A local APNs: HTTP/2 over TLS (ALPN `h2`, nghttp2 + OpenSSL) on loopback, validating pushes as
@@ -156,4 +156,3 @@ public final class APNsSimulator: Service {
     /// Removes every fault (recorded deliveries stay).
     public func clearFaults() { inject(FaultSettings(clear: true)) }
 }
-

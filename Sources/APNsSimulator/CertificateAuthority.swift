@@ -1,5 +1,6 @@
 import COpenSSL
 import Foundation
+
 /// Makes a throw-away certificate authority and a server certificate it signs, for 127.0.0.1 and
 /// localhost, with OpenSSL: a client trusts the simulator by adding `ca.pem` (curl `--cacert`,
 /// `LIVEVISITS_APNS_CA_FILE`). Keys are EC P-256; everything lives in one directory.

@@ -82,4 +82,3 @@ struct FaultPlan: Sendable {
     /// The 410 timestamp (ms) when `token` is marked unregistered.
     func unregisteredTimestamp(token: String) -> Int64? { unregistered[token.lowercased()] }
 }
-

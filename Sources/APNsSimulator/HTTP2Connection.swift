@@ -5,13 +5,15 @@ import Foundation
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One accepted TCP connection: TLS (OpenSSL, non-blocking) and an nghttp2 server session, driven
 /// by a `poll` loop on the connection's own thread. Many streams are served at once; a delayed
 /// answer (latency fault) waits on a timer of the loop, so it holds up no other stream.
-final class HTTP2Connection: @unchecked Sendable {  // all mutable state is confined to the connection thread; other threads only call `stop()` (an atomic and a pipe write)
+// @unchecked Sendable: all mutable state is confined to the connection thread; other threads only call
+// `stop()` (an atomic and a pipe write).
+final class HTTP2Connection: @unchecked Sendable {
     let id: Int
     private let fd: Int32
     private let core: SimulatorCore
@@ -340,7 +342,8 @@ final class HTTP2Connection: @unchecked Sendable {  // all mutable state is conf
             case .close:
                 closeNow = true
             case .goaway:
-                _ = nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastAnswered, NGHTTP2_NO_ERROR.rawValue, nil, 0)
+                _ = nghttp2_submit_goaway(
+                    session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastAnswered, NGHTTP2_NO_ERROR.rawValue, nil, 0)
                 closeAfterFlush = true
             }
         case .answer(let status, let headers, let body):
@@ -350,7 +353,8 @@ final class HTTP2Connection: @unchecked Sendable {  // all mutable state is conf
                     return nghttp2_submit_response(session, streamID, nva.baseAddress, nva.count, nil)
                 }
                 bodies[streamID] = (body, 0)
-                var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: HTTP2Connection.readBody)
+                var provider = nghttp2_data_provider(
+                    source: nghttp2_data_source(ptr: nil), read_callback: HTTP2Connection.readBody)
                 return nghttp2_submit_response(session, streamID, nva.baseAddress, nva.count, &provider)
             }
             if var record = plan.record {
@@ -373,7 +377,7 @@ final class HTTP2Connection: @unchecked Sendable {  // all mutable state is conf
     /// Lends nghttp2 name/value pairs (it copies them during the call).
     private static func withHeaderFields<R>(_ fields: [(String, String)], _ body: (UnsafeBufferPointer<nghttp2_nv>) -> R) -> R {
         var storage: [UnsafeMutablePointer<UInt8>] = []
-        defer { storage.forEach { $0.deallocate() } }
+        defer { for pointer in storage { pointer.deallocate() } }
         func copy(_ s: String) -> (UnsafeMutablePointer<UInt8>, Int) {
             let bytes = Array(s.utf8)
             let pointer = UnsafeMutablePointer<UInt8>.allocate(capacity: max(1, bytes.count))
@@ -384,7 +388,8 @@ final class HTTP2Connection: @unchecked Sendable {  // all mutable state is conf
         let nva = fields.map { field -> nghttp2_nv in
             let (name, nameLength) = copy(field.0)
             let (value, valueLength) = copy(field.1)
-            return nghttp2_nv(name: name, value: value, namelen: nameLength, valuelen: valueLength, flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
+            return nghttp2_nv(
+                name: name, value: value, namelen: nameLength, valuelen: valueLength, flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
         }
         return nva.withUnsafeBufferPointer(body)
     }

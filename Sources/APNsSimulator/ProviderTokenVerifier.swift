@@ -39,7 +39,8 @@ final class ProviderTokenVerifier: @unchecked Sendable {  // keys: immutable aft
     init(keys: [ProviderKey], lifetime: Double, futureTolerance: Double) throws(SimulatorError) {
         var loaded: [LoadedKey] = []
         for key in keys {
-            loaded.append(LoadedKey(teamID: key.teamID, keyID: key.keyID, key: try ProviderTokenVerifier.loadKey(pem: key.publicKeyPEM)))
+            loaded.append(
+                LoadedKey(teamID: key.teamID, keyID: key.keyID, key: try ProviderTokenVerifier.loadKey(pem: key.publicKeyPEM)))
         }
         self.keys = loaded
         self.lifetime = lifetime
@@ -102,8 +103,11 @@ final class ProviderTokenVerifier: @unchecked Sendable {  // keys: immutable aft
             ($0.keyID == nil || $0.keyID == summary.keyID) && ($0.teamID == nil || $0.teamID == summary.issuer)
         }
         let signingInput = Array(jwt.utf8.prefix(segments[0].utf8.count + 1 + segments[1].utf8.count))
-        let valid = signature.count == 64
-            && candidates.contains { ProviderTokenVerifier.verifyES256(rawSignature: signature, input: signingInput, key: $0.key) }
+        let valid =
+            signature.count == 64
+            && candidates.contains {
+                ProviderTokenVerifier.verifyES256(rawSignature: signature, input: signingInput, key: $0.key)
+            }
         return Parsed(summary: summary, signatureValid: valid)
     }
 

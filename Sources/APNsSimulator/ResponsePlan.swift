@@ -8,9 +8,9 @@ struct ResponsePlan: Sendable {
 
         static func == (a: Action, b: Action) -> Bool {
             switch (a, b) {
-            case let (.answer(s1, h1, b1), .answer(s2, h2, b2)):
+            case (.answer(let s1, let h1, let b1), .answer(let s2, let h2, let b2)):
                 s1 == s2 && b1 == b2 && h1.count == h2.count && zip(h1, h2).allSatisfy { $0 == $1 }
-            case let (.drop(m1), .drop(m2)): m1 == m2
+            case (.drop(let m1), .drop(let m2)): m1 == m2
             default: false
             }
         }

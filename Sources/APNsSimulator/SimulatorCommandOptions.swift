@@ -19,12 +19,16 @@ public struct SimulatorCommandOptions: Sendable, Equatable {
     /// The command's syntax: parsed as every `livevisits` command is (Runtime's `CommandSyntax`).
     public static let syntax = CommandSyntax(
         command: "livevisits apns-sim",
-        summary: "A local APNs (HTTP/2 over TLS) for development and tests. Prints its URL and CA file, then one line per push, until SIGTERM/SIGINT.",
+        summary:
+            "A local APNs (HTTP/2 over TLS) for development and tests. Prints its URL and CA file, then one line per push, until SIGTERM/SIGINT.",
         options: [
             .value("--port", "N", "port to bind (default 0: a free one)"),
             .value("--host", "ADDR", "address to bind (default 127.0.0.1)"),
             .value("--cert-dir", "DIR", "reuse ca.pem/server.pem/server-key.pem from DIR, or generate them there"),
-            .value("--public-key", "FILE", "PEM public key (or the .p8 private key) that signs provider tokens; default: $LIVEVISITS_APNS_KEY_FILE if set, else tokens are not verified"),
+            .value(
+                "--public-key", "FILE",
+                "PEM public key (or the .p8 private key) that signs provider tokens; default: $LIVEVISITS_APNS_KEY_FILE if set, else tokens are not verified"
+            ),
             .value("--team-id", "ID", "required JWT iss (default $LIVEVISITS_APNS_TEAM_ID)"),
             .value("--key-id", "ID", "required JWT kid (default $LIVEVISITS_APNS_KEY_ID)"),
             .value("--topic", "BUNDLE_ID", "required bundle id or topic (default $LIVEVISITS_APNS_BUNDLE_ID)"),

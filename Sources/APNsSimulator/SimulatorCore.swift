@@ -56,7 +56,8 @@ final class SimulatorCore: Sendable {
         } else {
             verdict = validator.validate(request, now: now)
         }
-        let apnsID = request.header("apns-id").flatMap { PushValidator.isUUID($0) ? $0.lowercased() : nil }
+        let apnsID =
+            request.header("apns-id").flatMap { PushValidator.isUUID($0) ? $0.lowercased() : nil }
             ?? UUID().uuidString.lowercased()
         var unregisteredAt: Int64?
         if verdict.status == 200, let token = request.deviceToken,

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The listening socket, its accept thread, and one thread per connection. `stop()` closes
@@ -123,7 +123,7 @@ final class SimulatorServer: Sendable {
             defer { r.waiters.removeAll() }
             return r.waiters
         }
-        waiters.forEach { $0.resume() }
+        for waiter in waiters { waiter.resume() }
     }
 
     /// Closes the listener and every connection; returns when all their threads have ended.
@@ -137,7 +137,7 @@ final class SimulatorServer: Sendable {
             }
             var byte: UInt8 = 1
             _ = write(wakeWrite, &byte, 1)
-            connections.forEach { $0.stop() }
+            for connection in connections { connection.stop() }
             if done { continuation.resume() }
         }
     }

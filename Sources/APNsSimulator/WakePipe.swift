@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A non-blocking, close-on-exec pipe that wakes a `poll` loop from another thread.

@@ -116,8 +116,12 @@ public final class EventStore: Sendable {
     /// group commit). Unguarded like `appendStatement(_:guarded: false)`: a version that moved on fails the
     /// whole statement on the unique index. `appendResults` reads its rows.
     public static func appendStatement(forEach requests: [AppendRequest]) -> PostgresQuery {
-        var streams: [String] = [], positions: [Int64] = [], types: [String] = [], datas: [String] = []
-        var metadatas: [String] = [], recorded: [Double?] = []
+        var streams: [String] = []
+        var positions: [Int64] = []
+        var types: [String] = []
+        var datas: [String] = []
+        var metadatas: [String] = []
+        var recorded: [Double?] = []
         for request in requests {
             let base: Int64
             switch request.expectedVersion {
@@ -166,7 +170,9 @@ public final class EventStore: Sendable {
 
     /// The result of an `appendStatement`: its rows, or — when it inserted nothing — the conflict with the
     /// stream's version.
-    public static func appendResult(_ request: AppendRequest, _ rows: PostgresRows, on connection: PostgresConnection) throws -> AppendResult {
+    public static func appendResult(_ request: AppendRequest, _ rows: PostgresRows, on connection: PostgresConnection) throws
+        -> AppendResult
+    {
         guard !rows.isEmpty else { throw conflict(request, actual: try version(of: request.streamName, on: connection)) }
         return try appendResults([request], rows)[0]
     }
@@ -174,7 +180,9 @@ public final class EventStore: Sendable {
     /// What a failed `appendStatement` means: a unique violation on a position is a lost race, a conflict
     /// with the stream's version (read again when no aborted transaction is in the way); invalid JSON is
     /// `invalidEventData`; other errors pass through.
-    public static func appendFailure(_ error: PostgresError, _ request: AppendRequest, on connection: PostgresConnection) throws -> any Error {
+    public static func appendFailure(_ error: PostgresError, _ request: AppendRequest, on connection: PostgresConnection) throws
+        -> any Error
+    {
         if error.sqlState == "22P02" {
             return EventStoreError(code: .invalidEventData, message: "event data is not valid JSON: \(error.message)")
         }
@@ -183,11 +191,12 @@ public final class EventStore: Sendable {
         }
         // Inside a transaction that the error aborted nothing more can be read: the caller rolls back and retries.
         let actual = connection.inTransaction ? nil : try version(of: request.streamName, on: connection)
-        let fallback: Int64 = switch request.expectedVersion {
-        case .exactly(let v): v + 1
-        case .noStream: 1
-        case .any: 0
-        }
+        let fallback: Int64 =
+            switch request.expectedVersion {
+            case .exactly(let v): v + 1
+            case .noStream: 1
+            case .any: 0
+            }
         return conflict(request, actual: actual ?? fallback)
     }
 
@@ -207,8 +216,11 @@ public final class EventStore: Sendable {
         }
     }
 
-    public static func readStream(_ stream: String, from position: Int64 = 1, on connection: PostgresConnection) throws -> [RecordedEvent] {
-        let rows = try connection.query("""
+    public static func readStream(_ stream: String, from position: Int64 = 1, on connection: PostgresConnection) throws
+        -> [RecordedEvent]
+    {
+        let rows = try connection.query(
+            """
             SELECT \(identifier: "global_position"), stream_name, position, type, data::text AS data, metadata::text AS metadata,
                    transaction_id::text AS transaction_id, extract(epoch FROM recorded_at)::float8 AS recorded_at
             FROM events WHERE stream_name = \(stream) AND position >= \(position) ORDER BY position
@@ -226,8 +238,11 @@ public final class EventStore: Sendable {
         }
     }
 
-    public static func readAll(after checkpoint: Checkpoint, limit: Int, on connection: PostgresConnection) throws -> [RecordedEvent] {
-        let rows = try connection.query("""
+    public static func readAll(after checkpoint: Checkpoint, limit: Int, on connection: PostgresConnection) throws
+        -> [RecordedEvent]
+    {
+        let rows = try connection.query(
+            """
             SELECT global_position, stream_name, position, type, data::text AS data, metadata::text AS metadata,
                    transaction_id::text AS transaction_id, extract(epoch FROM recorded_at)::float8 AS recorded_at
             FROM events
@@ -242,7 +257,8 @@ public final class EventStore: Sendable {
     /// True when events after `checkpoint` are visible but not yet readable, because a transaction older
     /// than theirs is still open (they wait behind the snapshot horizon).
     public static func hasEventsBehindHorizon(after checkpoint: Checkpoint, on connection: PostgresConnection) throws -> Bool {
-        let rows = try connection.query("""
+        let rows = try connection.query(
+            """
             SELECT EXISTS (
                 SELECT 1 FROM events
                 WHERE (transaction_id, global_position) > (\(String(checkpoint.transactionId))::xid8, \(checkpoint.globalPosition))
@@ -254,13 +270,15 @@ public final class EventStore: Sendable {
 
     /// The last checkpoint in follow order of everything committed so far (the end of the log for a reader).
     public static func head(on connection: PostgresConnection) throws -> Checkpoint {
-        let rows = try connection.query("""
+        let rows = try connection.query(
+            """
             SELECT transaction_id::text AS transaction_id, global_position FROM events
             WHERE transaction_id < pg_snapshot_xmin(pg_current_snapshot())
             ORDER BY events.transaction_id DESC, events.global_position DESC LIMIT 1  -- xid8, not the text alias
             """)
         guard let row = rows.first else { return .start }
-        return Checkpoint(transactionId: UInt64(try row.string("transaction_id")) ?? 0, globalPosition: try row.int64("global_position"))
+        return Checkpoint(
+            transactionId: UInt64(try row.string("transaction_id")) ?? 0, globalPosition: try row.int64("global_position"))
     }
 
     // MARK: checkpoints
@@ -270,7 +288,8 @@ public final class EventStore: Sendable {
         let rows = try connection.query(
             "SELECT transaction_id::text AS transaction_id, global_position FROM projection_checkpoints WHERE name = \(name)")
         guard let row = rows.first else { return .start }
-        return Checkpoint(transactionId: UInt64(try row.string("transaction_id")) ?? 0, globalPosition: try row.int64("global_position"))
+        return Checkpoint(
+            transactionId: UInt64(try row.string("transaction_id")) ?? 0, globalPosition: try row.int64("global_position"))
     }
 
     public func checkpoint(named name: String) async throws -> Checkpoint {
@@ -284,7 +303,8 @@ public final class EventStore: Sendable {
     ) throws {
         let rows: PostgresRows
         if expected == .start {
-            rows = try connection.query("""
+            rows = try connection.query(
+                """
                 INSERT INTO projection_checkpoints AS c (name, transaction_id, global_position)
                 VALUES (\(name), \(String(new.transactionId))::xid8, \(new.globalPosition))
                 ON CONFLICT (name) DO UPDATE SET transaction_id = excluded.transaction_id,
@@ -293,7 +313,8 @@ public final class EventStore: Sendable {
                 RETURNING 1
                 """)
         } else {
-            rows = try connection.query("""
+            rows = try connection.query(
+                """
                 UPDATE projection_checkpoints SET transaction_id = \(String(new.transactionId))::xid8,
                     global_position = \(new.globalPosition), updated_at = now()
                 WHERE name = \(name) AND transaction_id = \(String(expected.transactionId))::xid8
@@ -314,7 +335,8 @@ public final class EventStore: Sendable {
     }
 
     public static func snapshotHorizonHolder(on connection: PostgresConnection) throws -> SnapshotHorizonHolder? {
-        let rows = try connection.query("""
+        let rows = try connection.query(
+            """
             SELECT pid, datname, usename, state, application_name,
                    extract(epoch FROM (now() - xact_start))::float8 AS age, left(query, 200) AS query
             FROM pg_stat_activity
@@ -346,7 +368,9 @@ public final class EventStore: Sendable {
         for event in request.events {
             let t = event.type
             if t.isEmpty || t.utf8.count > limits.maxEventTypeLength
-                || !t.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0)) })
+                || !t.unicodeScalars.allSatisfy({
+                    $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0))
+                })
             {
                 throw EventStoreError(
                     code: .invalidEventType,

@@ -24,7 +24,8 @@ public struct ProjectionLagMetric: Sendable {
         for name in synchronous.sorted() {
             text += "\(Self.name)\(Metrics.render(["projection": name])) 0\n"
         }
-        let rows = try? await pool.query("""
+        let rows = try? await pool.query(
+            """
             SELECT c.name, (SELECT count(*) FROM events e
                             WHERE (e.transaction_id, e.global_position) > (c.transaction_id, c.global_position)) AS lag
             FROM projection_checkpoints c ORDER BY c.name

@@ -23,7 +23,8 @@ public struct SnapshotHorizonMetric: Sendable {
     /// The gauge in Prometheus text format. When the database cannot be asked, the sample is left out (the
     /// series goes absent rather than reporting a made-up age).
     public func render() async -> String {
-        var text = "# HELP \(Self.name) Age of the oldest open transaction holding back the snapshot horizon that event followers read below (0 when none).\n"
+        var text =
+            "# HELP \(Self.name) Age of the oldest open transaction holding back the snapshot horizon that event followers read below (0 when none).\n"
         text += "# TYPE \(Self.name) gauge\n"
         do {
             let age = try await store.snapshotHorizonHolder()?.transactionAgeSeconds ?? 0

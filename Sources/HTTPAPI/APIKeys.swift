@@ -32,17 +32,22 @@ public enum APIKeys {
     }
 
     /// Creates a key. Technician and customer keys need a subject; dispatcher and ops keys may have one.
-    public static func mint(role: Role, subject: String?, createdBy: String?, on connection: PostgresConnection) throws -> MintedKey {
+    public static func mint(role: Role, subject: String?, createdBy: String?, on connection: PostgresConnection) throws
+        -> MintedKey
+    {
         if (role == .technician || role == .customer) && (subject ?? "").isEmpty {
             throw KeyError(message: "a \(role.rawValue) key needs a subject (the \(role.rawValue) id)")
         }
-        if let subject, subject.utf8.count > 128 || subject.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+        if let subject,
+            subject.utf8.count > 128 || subject.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        {
             throw KeyError(message: "subject must be at most 128 bytes without control characters")
         }
         let keyId = randomHex(bytes: 8)
         let secret = randomHex(bytes: 24)
         try KeyStore.insert(
-            keyId: keyId, secretHash: sha256Hex(secret), role: role.rawValue, subject: subject, createdBy: createdBy, on: connection)
+            keyId: keyId, secretHash: sha256Hex(secret), role: role.rawValue, subject: subject, createdBy: createdBy,
+            on: connection)
         return MintedKey(keyId: keyId, key: "lv_\(keyId)_\(secret)", role: role, subject: subject)
     }
 
@@ -57,7 +62,7 @@ public enum APIKeys {
         let bytes = Array(presented.utf8)
         // "lv_" + 16 hex + "_" + 48 hex
         guard bytes.count == 68, bytes[0] == UInt8(ascii: "l"), bytes[1] == UInt8(ascii: "v"), bytes[2] == UInt8(ascii: "_"),
-              bytes[19] == UInt8(ascii: "_")
+            bytes[19] == UInt8(ascii: "_")
         else { return nil }
         let isHex: (UInt8) -> Bool = {
             ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "f"))

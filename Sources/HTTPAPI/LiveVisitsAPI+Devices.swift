@@ -8,21 +8,31 @@ import VisitProjections
 
 extension LiveVisitsAPI {
     func addDeviceRoutes(to router: inout Router) {
-        router.add(.put, "/v1/visits/{id}/live-activities/{activityId}", through: idempotent, writing { request, params, caller in
-            try registerLiveActivity(request, visit: params["id"], activity: params["activityId"], caller: caller)
-        })
-        router.add(.delete, "/v1/visits/{id}/live-activities/{activityId}", through: idempotent, writing { request, params, caller in
-            try forgetLiveActivity(request, visit: params["id"], activity: params["activityId"], caller: caller)
-        })
-        router.add(.put, "/v1/customers/{id}/devices/{deviceId}/preferences", through: idempotent, writing { request, params, caller in
-            try setPreferences(request, customer: params["id"], device: params["deviceId"], caller: caller)
-        })
-        router.add(.put, "/v1/customers/{id}/push-to-start-tokens/{deviceId}", through: idempotent, writing { request, params, caller in
-            try registerPushToStart(request, customer: params["id"], device: params["deviceId"], caller: caller)
-        })
-        router.add(.delete, "/v1/customers/{id}/push-to-start-tokens/{deviceId}", through: idempotent, writing { request, params, caller in
-            try forgetPushToStart(request, customer: params["id"], device: params["deviceId"], caller: caller)
-        })
+        router.add(
+            .put, "/v1/visits/{id}/live-activities/{activityId}", through: idempotent,
+            writing { request, params, caller in
+                try registerLiveActivity(request, visit: params["id"], activity: params["activityId"], caller: caller)
+            })
+        router.add(
+            .delete, "/v1/visits/{id}/live-activities/{activityId}", through: idempotent,
+            writing { request, params, caller in
+                try forgetLiveActivity(request, visit: params["id"], activity: params["activityId"], caller: caller)
+            })
+        router.add(
+            .put, "/v1/customers/{id}/devices/{deviceId}/preferences", through: idempotent,
+            writing { request, params, caller in
+                try setPreferences(request, customer: params["id"], device: params["deviceId"], caller: caller)
+            })
+        router.add(
+            .put, "/v1/customers/{id}/push-to-start-tokens/{deviceId}", through: idempotent,
+            writing { request, params, caller in
+                try registerPushToStart(request, customer: params["id"], device: params["deviceId"], caller: caller)
+            })
+        router.add(
+            .delete, "/v1/customers/{id}/push-to-start-tokens/{deviceId}", through: idempotent,
+            writing { request, params, caller in
+                try forgetPushToStart(request, customer: params["id"], device: params["deviceId"], caller: caller)
+            })
     }
 
     /// The customer id in the path, when the caller is that customer's key.
@@ -57,7 +67,8 @@ extension LiveVisitsAPI {
                 throw APIError.notFound("visit")
             }
             try environment.tokens.registerLiveActivity(
-                visitId: visitId, activityId: activityId, pushToken: token, environment: pushEnvironment, deviceId: deviceId, on: c)
+                visitId: visitId, activityId: activityId, pushToken: token, environment: pushEnvironment, deviceId: deviceId,
+                on: c)
             // Behind (or silent about) the visit's version: push the latest state at once.
             let behind = version.map { $0 < state.version } ?? true
             if behind {
@@ -92,7 +103,8 @@ extension LiveVisitsAPI {
         let frequent = try body.bool("frequentPushesEnabled")
         return Write { c in
             try environment.tokens.setPreferences(
-                customerId: customerId, deviceId: deviceId, liveActivitiesEnabled: enabled, frequentPushesEnabled: frequent, on: c)
+                customerId: customerId, deviceId: deviceId, liveActivitiesEnabled: enabled, frequentPushesEnabled: frequent, on: c
+            )
             return Answer(status: 204, body: "")
         }
     }
@@ -115,7 +127,7 @@ extension LiveVisitsAPI {
                 let page = try VisitReadModel.list(.init(customerId: customerId, ended: false, limit: 200, after: after), on: c)
                 for row in page.prefix(200) where try environment.tokens.liveActivityCount(visitId: row.visitId, on: c) == 0 {
                     if let state = try VisitReadModel.state(visitId: row.visitId, on: c),
-                       let plan = PushPlanner.lateStart(for: state, rules: environment.rules)
+                        let plan = PushPlanner.lateStart(for: state, rules: environment.rules)
                     {
                         try environment.pushes.enqueueLateStart(plan, for: state, deviceId: deviceId, on: c)
                         started = true

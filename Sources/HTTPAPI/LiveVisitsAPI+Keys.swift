@@ -5,12 +5,16 @@ import VisitDomain
 
 extension LiveVisitsAPI {
     func addKeyRoutes(to router: inout Router) {
-        router.add(.post, "/v1/keys", through: authenticated, LiveVisitsAPI.withCaller { request, _, caller in
-            try await mintKey(request, caller: caller)
-        })
-        router.add(.delete, "/v1/keys/{keyId}", through: authenticated, LiveVisitsAPI.withCaller { _, params, caller in
-            try await revokeKey(keyId: params["keyId"], caller: caller)
-        })
+        router.add(
+            .post, "/v1/keys", through: authenticated,
+            LiveVisitsAPI.withCaller { request, _, caller in
+                try await mintKey(request, caller: caller)
+            })
+        router.add(
+            .delete, "/v1/keys/{keyId}", through: authenticated,
+            LiveVisitsAPI.withCaller { _, params, caller in
+                try await revokeKey(keyId: params["keyId"], caller: caller)
+            })
     }
 
     func mintKey(_ request: HTTPRequest, caller: Caller) async throws -> HTTPResponse {
@@ -28,7 +32,8 @@ extension LiveVisitsAPI {
                 try APIKeys.mint(role: role, subject: subject, createdBy: caller.keyId, on: c)
             }
         }
-        let json = "{\"keyId\":\"\(minted.keyId)\",\"key\":\"\(minted.key)\",\"role\":\"\(minted.role.rawValue)\",\"subject\":"
+        let json =
+            "{\"keyId\":\"\(minted.keyId)\",\"key\":\"\(minted.key)\",\"role\":\"\(minted.role.rawValue)\",\"subject\":"
             + "\(minted.subject.map { jsonString($0) } ?? "null")}"
         return .json(status: 201, body: Data(json.utf8))
     }

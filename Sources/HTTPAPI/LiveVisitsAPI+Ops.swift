@@ -6,15 +6,21 @@ import VisitProjections
 
 extension LiveVisitsAPI {
     func addOpsRoutes(to router: inout Router) {
-        router.add(.get, "/v1/ops/outbox", through: authenticated, LiveVisitsAPI.withCaller { request, _, caller in
-            try await listOutbox(request, caller: caller)
-        })
-        router.add(.post, "/v1/ops/outbox/{id}/retry", through: authenticated, LiveVisitsAPI.withCaller { _, params, caller in
-            try await retryDelivery(id: params["id"], caller: caller)
-        })
-        router.add(.post, "/v1/ops/projections/{name}/rebuild", through: authenticated, LiveVisitsAPI.withCaller { _, params, caller in
-            try await rebuild(name: params["name"], caller: caller)
-        })
+        router.add(
+            .get, "/v1/ops/outbox", through: authenticated,
+            LiveVisitsAPI.withCaller { request, _, caller in
+                try await listOutbox(request, caller: caller)
+            })
+        router.add(
+            .post, "/v1/ops/outbox/{id}/retry", through: authenticated,
+            LiveVisitsAPI.withCaller { _, params, caller in
+                try await retryDelivery(id: params["id"], caller: caller)
+            })
+        router.add(
+            .post, "/v1/ops/projections/{name}/rebuild", through: authenticated,
+            LiveVisitsAPI.withCaller { _, params, caller in
+                try await rebuild(name: params["name"], caller: caller)
+            })
     }
 
     static func requireOps(_ caller: Caller) throws {
@@ -26,7 +32,8 @@ extension LiveVisitsAPI {
         var state: DeliveryState? = nil
         if let text = request.queryValue("state") {
             guard let parsed = DeliveryState(rawValue: text) else {
-                throw APIError(.invalidValue, "state: expected one of \(DeliveryState.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw APIError(
+                    .invalidValue, "state: expected one of \(DeliveryState.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             state = parsed
         }
@@ -52,7 +59,8 @@ extension LiveVisitsAPI {
         try LiveVisitsAPI.requireOps(caller)
         guard name == VisitReadModel.name else { throw APIError.notFound("projection") }
         let report = try await mapped { try await VisitReplay(pool: environment.pool, readModel: environment.readModel).run() }
-        let body = "{\"projection\":\"visits\",\"events\":\(report.events),\"visits\":\(report.visits),"
+        let body =
+            "{\"projection\":\"visits\",\"events\":\(report.events),\"visits\":\(report.visits),"
             + "\"carriedOver\":\(report.carriedOver),\"seconds\":\(String(format: "%.3f", report.seconds))}"
         return .json(body: Data(body.utf8))
     }

@@ -11,21 +11,31 @@ import VisitProjections
 
 extension LiveVisitsAPI {
     func addVisitRoutes(to router: inout Router) {
-        router.add(.post, "/v1/visits", through: idempotent, writing { request, _, caller in
-            try scheduleVisit(request, caller: caller)
-        })
-        router.add(.get, "/v1/visits", through: authenticated, LiveVisitsAPI.withCaller { request, _, caller in
-            try await listVisits(request, caller: caller)
-        })
-        router.add(.get, "/v1/visits/{id}", through: authenticated, LiveVisitsAPI.withCaller { request, params, caller in
-            try await getVisit(id: params["id"], caller: caller)
-        })
-        router.add(.post, "/v1/visits/{id}/events", through: idempotent, writing { request, params, caller in
-            try postEvent(request, id: params["id"], caller: caller)
-        })
-        router.add(.get, "/v1/visits/{id}/events", through: authenticated, LiveVisitsAPI.withCaller { request, params, caller in
-            try await visitHistory(id: params["id"], caller: caller)
-        })
+        router.add(
+            .post, "/v1/visits", through: idempotent,
+            writing { request, _, caller in
+                try scheduleVisit(request, caller: caller)
+            })
+        router.add(
+            .get, "/v1/visits", through: authenticated,
+            LiveVisitsAPI.withCaller { request, _, caller in
+                try await listVisits(request, caller: caller)
+            })
+        router.add(
+            .get, "/v1/visits/{id}", through: authenticated,
+            LiveVisitsAPI.withCaller { request, params, caller in
+                try await getVisit(id: params["id"], caller: caller)
+            })
+        router.add(
+            .post, "/v1/visits/{id}/events", through: idempotent,
+            writing { request, params, caller in
+                try postEvent(request, id: params["id"], caller: caller)
+            })
+        router.add(
+            .get, "/v1/visits/{id}/events", through: authenticated,
+            LiveVisitsAPI.withCaller { request, params, caller in
+                try await visitHistory(id: params["id"], caller: caller)
+            })
     }
 
     // MARK: visibility
@@ -50,7 +60,9 @@ extension LiveVisitsAPI {
             unkeyed: { try answer(try await environment.batcher.execute(command)) },
             keyed: { claim in
                 var keyed = command
-                keyed.alsoRun = [IdempotencyStore.storeVisitAnswerStatement(claim.scope, requestBody: claim.body, visitId: command.visitId)]
+                keyed.alsoRun = [
+                    IdempotencyStore.storeVisitAnswerStatement(claim.scope, requestBody: claim.body, visitId: command.visitId)
+                ]
                 keyed.refuseIfAnyRow = IdempotencyStore.takenStatement(claim.scope)
                 return try keyedAnswer(try await environment.batcher.execute(keyed))
             }
@@ -71,13 +83,15 @@ extension LiveVisitsAPI {
     static func visitCommand(
         _ event: VisitEvent, visitId: String, context: VisitCommandContext, isCreation: Bool, environment: APIEnvironment
     ) -> VisitCommand {
-        VisitCommand(visitId: visitId, event: event, context: context, isCreation: isCreation,
-                     alsoRun: [environment.tokens.liveActivityCountQuery(visitId: visitId)])
+        VisitCommand(
+            visitId: visitId, event: event, context: context, isCreation: isCreation,
+            alsoRun: [environment.tokens.liveActivityCountQuery(visitId: visitId)])
     }
 
     private static func answer(_ result: VisitCommandResult) throws -> Answer {
         let live = try TokenRegistry.liveActivityCount(result.alsoRows[0])
-        return answer(result, body: VisitReadModel.body(view: result.view, liveActivities: live), etag: "\"\(result.state.version)\"")
+        return answer(
+            result, body: VisitReadModel.body(view: result.view, liveActivities: live), etag: "\"\(result.state.version)\"")
     }
 
     /// A command's 201 with the body and ETag it gives, and what it left for the followers and workers.
@@ -93,9 +107,11 @@ extension LiveVisitsAPI {
         guard caller.role == .dispatcher else { throw APIError.forbidden("only a dispatcher schedules visits") }
         let scheduled = try ScheduleVisitRequest.parse(Array(request.body)) { "v-" + UUID().uuidString.lowercased() }
         let context = VisitCommandContext(
-            actor: EventMetadata(actorRole: caller.role.rawValue, actorSubject: caller.subject ?? caller.keyId, correlationId: request.id))
+            actor: EventMetadata(
+                actorRole: caller.role.rawValue, actorSubject: caller.subject ?? caller.keyId, correlationId: request.id))
         let command = LiveVisitsAPI.visitCommand(
-            .scheduled(scheduled), visitId: scheduled.attributes.visitId, context: context, isCreation: true, environment: environment)
+            .scheduled(scheduled), visitId: scheduled.attributes.visitId, context: context, isCreation: true,
+            environment: environment)
         return LiveVisitsAPI.commandWrite(command, retryOnConflict: true, environment: environment)
     }
 
@@ -111,14 +127,16 @@ extension LiveVisitsAPI {
             throw APIError.forbidden("\(event.type.rawValue) is the dispatcher's to post")
         }
         let context = VisitCommandContext(
-            actor: EventMetadata(actorRole: caller.role.rawValue, actorSubject: caller.subject ?? caller.keyId, correlationId: request.id),
+            actor: EventMetadata(
+                actorRole: caller.role.rawValue, actorSubject: caller.subject ?? caller.keyId, correlationId: request.id),
             expectedVersion: expected,
             authorize: { state in
                 guard LiveVisitsAPI.maySee(caller, customerId: state.customerId, technicianId: state.technician.id) else {
                     throw APIError.notFound("visit")
                 }
             })
-        let command = LiveVisitsAPI.visitCommand(event, visitId: visitId, context: context, isCreation: false, environment: environment)
+        let command = LiveVisitsAPI.visitCommand(
+            event, visitId: visitId, context: context, isCreation: false, environment: environment)
         return LiveVisitsAPI.commandWrite(command, retryOnConflict: expected == nil, environment: environment)
     }
 
@@ -128,7 +146,7 @@ extension LiveVisitsAPI {
         let answer = try await mapped {
             try await environment.pool.withConnection { c -> Answer in
                 guard let row = try VisitReadModel.row(visitId: visitId, on: c),
-                      LiveVisitsAPI.maySee(caller, customerId: row.customerId, technicianId: row.technicianId)
+                    LiveVisitsAPI.maySee(caller, customerId: row.customerId, technicianId: row.technicianId)
                 else { throw APIError.notFound("visit") }
                 let live = try environment.tokens.liveActivityCount(visitId: visitId, on: c)
                 return Answer(status: 200, body: row.body(liveActivities: live), etag: "\"\(row.version)\"")
@@ -143,7 +161,7 @@ extension LiveVisitsAPI {
         let body = try await mapped {
             try await environment.pool.withConnection { c -> String in
                 guard let row = try VisitReadModel.row(visitId: visitId, on: c),
-                      LiveVisitsAPI.maySee(caller, customerId: row.customerId, technicianId: row.technicianId)
+                    LiveVisitsAPI.maySee(caller, customerId: row.customerId, technicianId: row.technicianId)
                 else { throw APIError.notFound("visit") }
                 let events = try EventStore.readStream(VisitCommandHandler.streamName(for: visitId), on: c)
                 let items: [JSONValue] = events.map { event in
@@ -154,10 +172,12 @@ extension LiveVisitsAPI {
                         JSONMember("type", .string(event.type)),
                         JSONMember("data", data),
                         JSONMember("recordedAt", .number(event.recordedAt.rounded(.down))),
-                        JSONMember("actor", .object([
-                            JSONMember("role", event.metadata.actorRole.map { .string($0) } ?? .null),
-                            JSONMember("subject", event.metadata.actorSubject.map { .string($0) } ?? .null),
-                        ])),
+                        JSONMember(
+                            "actor",
+                            .object([
+                                JSONMember("role", event.metadata.actorRole.map { .string($0) } ?? .null),
+                                JSONMember("subject", event.metadata.actorSubject.map { .string($0) } ?? .null),
+                            ])),
                     ])
                 }
                 return JSONValue.object([JSONMember("events", .array(items))]).serializedString()
@@ -181,7 +201,9 @@ extension LiveVisitsAPI {
             filter.limit = n
         }
         if let cursor = request.queryValue("cursor") {
-            guard let decoded = LiveVisitsAPI.decodeCursor(cursor) else { throw APIError.malformed("cursor is not one this server gave") }
+            guard let decoded = LiveVisitsAPI.decodeCursor(cursor) else {
+                throw APIError.malformed("cursor is not one this server gave")
+            }
             filter.after = decoded
         }
         // Role scoping: filters only narrow what the caller may see.
@@ -206,7 +228,8 @@ extension LiveVisitsAPI {
                 for row in shown {
                     items.append(row.body(liveActivities: try environment.tokens.liveActivityCount(visitId: row.visitId, on: c)))
                 }
-                let next = rows.count > page.limit ? shown.last.map { LiveVisitsAPI.encodeCursor($0.scheduledAt, $0.booked) } : nil
+                let next =
+                    rows.count > page.limit ? shown.last.map { LiveVisitsAPI.encodeCursor($0.scheduledAt, $0.booked) } : nil
                 let nextJSON = next.map { JSONValue.string($0).serializedString() } ?? "null"
                 return "{\"visits\":[\(items.joined(separator: ","))],\"nextCursor\":\(nextJSON)}"
             }
@@ -221,8 +244,8 @@ extension LiveVisitsAPI {
 
     static func decodeCursor(_ cursor: String) -> (scheduledAt: Int64, booked: Int64)? {
         guard cursor.count <= 400, let bytes = Base64URL.decode(cursor), let plain = String(validating: bytes, as: UTF8.self),
-              let colon = plain.firstIndex(of: ":"), let at = Int64(plain[..<colon]),
-              let booked = Int64(plain[plain.index(after: colon)...])
+            let colon = plain.firstIndex(of: ":"), let at = Int64(plain[..<colon]),
+            let booked = Int64(plain[plain.index(after: colon)...])
         else { return nil }
         return (at, booked)
     }

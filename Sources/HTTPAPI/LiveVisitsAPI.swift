@@ -88,7 +88,8 @@ public struct LiveVisitsAPI: Sendable {
         do {
             let pending = try await environment.migrator.pending(pool: environment.pool)
             guard pending.isEmpty else {
-                return .error(status: 503, code: "migrations_pending", message: "pending migrations: \(pending.joined(separator: ", "))")
+                return .error(
+                    status: 503, code: "migrations_pending", message: "pending migrations: \(pending.joined(separator: ", "))")
             }
             return .json(body: Data(#"{"status":"ready"}"#.utf8))
         } catch let error as Migrator.MigrationError {
@@ -135,7 +136,9 @@ public struct LiveVisitsAPI: Sendable {
 
         init(error: APIError) {
             status = error.httpStatus
-            body = String(decoding: HTTPResponse.error(status: error.httpStatus, code: error.httpCode, message: error.httpMessage).body, as: UTF8.self)
+            body = String(
+                decoding: HTTPResponse.error(status: error.httpStatus, code: error.httpCode, message: error.httpMessage).body,
+                as: UTF8.self)
         }
     }
 

@@ -66,9 +66,9 @@ enum RequestChecks {
     /// Ids in paths: 1–128 bytes of URL-unreserved characters.
     static func id(_ value: String?, name: String) throws -> String {
         guard let value, !value.isEmpty, value.utf8.count <= 128,
-              value.utf8.allSatisfy({ c in
-                  (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c == 45 || c == 46 || c == 95 || c == 126
-              })
+            value.utf8.allSatisfy({ c in
+                (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c == 45 || c == 46 || c == 95 || c == 126
+            })
         else { throw APIError(.notFound, "\(name) not found") }
         return value
     }
@@ -86,7 +86,9 @@ enum RequestChecks {
 
     static func idempotencyKey(_ header: String?) throws -> String? {
         guard let key = header else { return nil }
-        guard !key.isEmpty, key.utf8.count <= 255, key.unicodeScalars.allSatisfy({ $0.isASCII && $0.value >= 0x21 && $0.value < 0x7f }) else {
+        guard !key.isEmpty, key.utf8.count <= 255,
+            key.unicodeScalars.allSatisfy({ $0.isASCII && $0.value >= 0x21 && $0.value < 0x7f })
+        else {
             throw APIError(.malformedRequest, "Idempotency-Key must be 1 to 255 visible ASCII characters")
         }
         return key

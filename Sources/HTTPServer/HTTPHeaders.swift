@@ -78,7 +78,7 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, C
         while true {
             switch (left.next(), right.next()) {
             case (nil, nil): return true
-            case let (x?, y?):
+            case (let x?, let y?):
                 if x == y { continue }
                 if lowered(x) != lowered(y) { return false }
             default: return false

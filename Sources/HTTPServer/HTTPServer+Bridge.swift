@@ -3,7 +3,7 @@ import Foundation
 import Runtime
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 // The C side: libmicrohttpd's callbacks, which run on its polling threads. Nothing here waits.

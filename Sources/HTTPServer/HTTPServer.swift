@@ -1,8 +1,9 @@
 import CMicroHTTPD
 import Foundation
 import Runtime
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Answers one request. Handlers run as Swift tasks, never on libmicrohttpd's threads.

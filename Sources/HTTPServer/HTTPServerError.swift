@@ -49,7 +49,7 @@ public struct HTTPServerError: Error, CustomStringConvertible, Sendable {
 }
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif

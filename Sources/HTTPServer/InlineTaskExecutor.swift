@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The executor preference of handler tasks: a job runs on the thread that enqueues it, at once.

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Where the server listens: a numeric IPv4 or IPv6 host and a port (0 picks a free port).

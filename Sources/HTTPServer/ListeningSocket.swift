@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The bound, listening TCP socket. It is made in the server's initializer so the bound port is
 /// known (and connections queue in the backlog) before `run()` hands the socket to libmicrohttpd.

@@ -120,7 +120,8 @@ public struct Router: Sendable {
             return .error(status: 404, code: "not_found", message: "No such resource.")
         case .methodNotAllowed(let allowed, let template):
             var response = HTTPResponse.error(
-                status: 405, code: "method_not_allowed", message: "This resource does not accept \(Router.safeMethod(request.method)).",
+                status: 405, code: "method_not_allowed",
+                message: "This resource does not accept \(Router.safeMethod(request.method)).",
                 headers: ["Allow": allowed.map(\.rawValue).joined(separator: ", ")])
             response.route = template
             return response
@@ -154,4 +155,3 @@ public struct Router: Sendable {
         HTTPServer.methodLabel(method.rawValue) == "other" ? "this method" : method.rawValue
     }
 }
-

@@ -19,7 +19,9 @@ public final class Outbox: Sendable {
     private let clock: any WallClock
     private let pool: PostgresPool
 
-    public init(pool: PostgresPool, configuration: OutboxConfiguration = OutboxConfiguration(), clock: any WallClock = SystemClock()) {
+    public init(
+        pool: PostgresPool, configuration: OutboxConfiguration = OutboxConfiguration(), clock: any WallClock = SystemClock()
+    ) {
         self.configuration = configuration
         self.clock = clock
         self.pool = pool
@@ -159,7 +161,8 @@ public final class Outbox: Sendable {
                                   WHERE la.visit_id = \(intent.visitId) AND la.retired_at_ms IS NULL)
                 """
         }
-        let expires = intent.expiresAfterSendingSeconds ?? (intent.kind == .update ? nil : configuration.startEndExpirationSeconds)
+        let expires =
+            intent.expiresAfterSendingSeconds ?? (intent.kind == .update ? nil : configuration.startEndExpirationSeconds)
         return """
             WITH targets AS (\(targets)),
             fresh AS (

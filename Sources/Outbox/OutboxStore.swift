@@ -20,23 +20,27 @@ public struct OutboxStore: Sendable {
         let limit = min(max(limit, 1), 1000)
         let stateText = state?.rawValue
         return try await pool.withConnection { connection in
-            try connection.query("""
+            try connection.query(
+                """
                 SELECT id, apns_id::text AS apns_id, visit_id, customer_id, activity_id, device_id, kind, state, priority,
                        aps_timestamp, visit_version, attempts, created_at, next_attempt_at, finished_at, last_status, last_reason
                 FROM deliveries WHERE (\(stateText)::text IS NULL OR state = \(stateText))
                 ORDER BY id DESC LIMIT \(limit)
-                """).rows.map(OutboxStore.delivery)
+                """
+            ).rows.map(OutboxStore.delivery)
         }
     }
 
     /// One delivery by id.
     public func delivery(id: Int64) async throws -> OutboxDelivery? {
         try await pool.withConnection { connection in
-            try connection.query("""
+            try connection.query(
+                """
                 SELECT id, apns_id::text AS apns_id, visit_id, customer_id, activity_id, device_id, kind, state, priority,
                        aps_timestamp, visit_version, attempts, created_at, next_attempt_at, finished_at, last_status, last_reason
                 FROM deliveries WHERE id = \(id)
-                """).rows.first.map(OutboxStore.delivery)
+                """
+            ).rows.first.map(OutboxStore.delivery)
         }
     }
 
@@ -48,7 +52,8 @@ public struct OutboxStore: Sendable {
     public func retry(id: Int64) async throws -> OutboxDelivery {
         let now = clock.now()
         let updated = try await pool.withConnection { connection -> Bool in
-            let rows = try connection.query("""
+            let rows = try connection.query(
+                """
                 UPDATE deliveries
                 SET state = 'pending', next_attempt_at = \(now), created_at = \(now), finished_at = NULL,
                     stale_date = CASE WHEN state = 'expired' THEN NULL ELSE stale_date END,
@@ -63,7 +68,9 @@ public struct OutboxStore: Sendable {
             throw OutboxError(code: .notFound, message: "no delivery \(id)")
         }
         guard updated else {
-            throw OutboxError(code: .notRetryable, message: "delivery \(id) is \(delivery.state.rawValue); only dead or expired deliveries can be retried")
+            throw OutboxError(
+                code: .notRetryable,
+                message: "delivery \(id) is \(delivery.state.rawValue); only dead or expired deliveries can be retried")
         }
         return delivery
     }
@@ -71,10 +78,12 @@ public struct OutboxStore: Sendable {
     /// Every recorded attempt of a delivery, oldest first.
     public func attempts(deliveryId: Int64) async throws -> [DeliveryAttempt] {
         try await pool.withConnection { connection in
-            try connection.query("""
+            try connection.query(
+                """
                 SELECT delivery_id, attempt, attempted_at, status, reason, latency_seconds, retry_after_seconds
                 FROM delivery_attempts WHERE delivery_id = \(deliveryId) ORDER BY attempt
-                """).rows.map { row in
+                """
+            ).rows.map { row in
                 DeliveryAttempt(
                     deliveryId: try row.int64("delivery_id"), attempt: try row.int("attempt"),
                     attemptedAt: try row.double("attempted_at"), status: row.optionalInt64("status").map(Int.init),
@@ -130,7 +139,8 @@ public struct OutboxStore: Sendable {
     static func claim(limit: Int, lease: String, leaseSeconds: Double, now: Double, on connection: PostgresConnection) throws
         -> [ClaimedDelivery]
     {
-        let rows = try connection.query("""
+        let rows = try connection.query(
+            """
             WITH candidates AS (
                 SELECT d.id FROM deliveries d
                 WHERE d.state = 'pending' AND d.next_attempt_at <= \(now)
@@ -204,7 +214,8 @@ public struct OutboxStore: Sendable {
     /// Ends the lease of a batch (one statement), fenced by the lease token: a worker whose lease was taken
     /// over changes nothing. Attempts are recorded either way (they happened). Targets remember the newest
     /// `aps.timestamp` they acknowledged. Returns the ids actually completed.
-    static func complete(_ completions: [DeliveryCompletion], lease: String, now: Double, on connection: PostgresConnection) throws
+    static func complete(_ completions: [DeliveryCompletion], lease: String, now: Double, on connection: PostgresConnection)
+        throws
         -> Set<Int64>
     {
         guard !completions.isEmpty else { return [] }
@@ -218,7 +229,8 @@ public struct OutboxStore: Sendable {
         let attemptedAt = PostgresNullableArray(completions.map(\.attemptedAt))
         let latencies = PostgresNullableArray(completions.map(\.latency))
         let retryAfters = PostgresNullableArray(completions.map(\.retryAfter))
-        let rows = try connection.query("""
+        let rows = try connection.query(
+            """
             WITH input AS (
                 SELECT * FROM unnest(\(ids)::bigint[], \(states)::text[], \(next)::float8[], \(statuses)::int[],
                                      \(reasons)::text[], \(unknown)::float8[], \(attempts)::int[], \(attemptedAt)::float8[],
@@ -257,7 +269,8 @@ public struct OutboxStore: Sendable {
 
     /// Renews a batch's lease.
     static func heartbeat(lease: String, leaseSeconds: Double, now: Double, on connection: PostgresConnection) throws {
-        try connection.query("""
+        try connection.query(
+            """
             UPDATE deliveries SET lease_expires_at = \(now + leaseSeconds)
             WHERE lease_token = \(lease)::uuid AND state = 'sending'
             """)
@@ -266,7 +279,8 @@ public struct OutboxStore: Sendable {
     /// Gives the deliveries of a released lease back (graceful shutdown before sending).
     static func release(ids: [Int64], lease: String, on connection: PostgresConnection) throws {
         guard !ids.isEmpty else { return }
-        try connection.query("""
+        try connection.query(
+            """
             UPDATE deliveries SET state = 'pending', lease_token = NULL, lease_expires_at = NULL, attempts = attempts - 1
             WHERE id = ANY(\(ids)::bigint[]) AND lease_token = \(lease)::uuid AND state = 'sending'
             """)
@@ -276,7 +290,8 @@ public struct OutboxStore: Sendable {
     /// have reached APNs: its outcome becomes unknown and it waits for the grace period, after which it
     /// is resent only if no Live Activity of its visit registered meanwhile.
     static func reapExpiredLeases(now: Double, startGraceSeconds: Double, on connection: PostgresConnection) throws -> Int {
-        try connection.query("""
+        try connection.query(
+            """
             UPDATE deliveries
             SET state = 'pending', lease_token = NULL, lease_expires_at = NULL,
                 outcome_unknown_since = CASE WHEN kind = 'start' THEN COALESCE(outcome_unknown_since, claimed_at)
@@ -285,22 +300,26 @@ public struct OutboxStore: Sendable {
                                        ELSE \(now) END,
                 last_reason = 'lease expired'
             WHERE state = 'sending' AND lease_expires_at < \(now)
-            """).affectedRows
+            """
+        ).affectedRows
     }
 
     /// When the next pending delivery falls due (nil when none is pending), never before a shared pause ends.
     static func nextDue(on connection: PostgresConnection) throws -> Double? {
-        try connection.query("""
+        try connection.query(
+            """
             SELECT GREATEST(min(next_attempt_at), (SELECT paused_until FROM outbox_pause)) AS due
             FROM deliveries WHERE state = 'pending'
             HAVING count(*) > 0
-            """).first?.optionalDouble("due")
+            """
+        ).first?.optionalDouble("due")
     }
 
     /// Pauses sending for every worker on the database until `until` (a configuration error); a pause
     /// already running longer is kept.
     static func pause(until: Double, reason: String, now: Double, on connection: PostgresConnection) throws {
-        try connection.query("""
+        try connection.query(
+            """
             INSERT INTO outbox_pause (singleton, paused_until, paused_at, reason) VALUES (true, \(until), \(now), \(reason))
             ON CONFLICT (singleton) DO UPDATE
             SET paused_until = GREATEST(EXCLUDED.paused_until, outbox_pause.paused_until), paused_at = EXCLUDED.paused_at, reason = EXCLUDED.reason

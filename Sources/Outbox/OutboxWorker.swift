@@ -176,7 +176,9 @@ public final class OutboxWorker: Service {
         }
         guard !claimed.isEmpty else { return 0 }
         if isStopping || Task.isCancelled {
-            try await uncancelled { try await self.pool.withConnection { try OutboxStore.release(ids: claimed.map(\.id), lease: lease, on: $0) } }
+            try await uncancelled {
+                try await self.pool.withConnection { try OutboxStore.release(ids: claimed.map(\.id), lease: lease, on: $0) }
+            }
             return claimed.count
         }
 
@@ -201,7 +203,9 @@ public final class OutboxWorker: Service {
         let sent = await sendAll(toSend, lease: lease)
         completions += try await uncancelled { try await self.outcomes(sent) }
         let done = try await uncancelled { [completions] in
-            try await self.pool.withConnection { try OutboxStore.complete(completions, lease: lease, now: self.clock.now(), on: $0) }
+            try await self.pool.withConnection {
+                try OutboxStore.complete(completions, lease: lease, now: self.clock.now(), on: $0)
+            }
         }
         record(completions, sent: sent, completedIds: done)
         return claimed.count
@@ -246,7 +250,8 @@ public final class OutboxWorker: Service {
                 group.addTask {
                     let attemptedAt = clock.now()
                     let outcome = await sender.send(push)
-                    return Sent(delivery: delivery, push: push, outcome: outcome, attemptedAt: attemptedAt, answeredAt: clock.now())
+                    return Sent(
+                        delivery: delivery, push: push, outcome: outcome, attemptedAt: attemptedAt, answeredAt: clock.now())
                 }
                 inFlight += 1
             }
@@ -311,8 +316,10 @@ public final class OutboxWorker: Service {
                 s.topicLooksWrong
                     ? "many DeviceTokenNotForTopic: the topic looks wrong; sending paused, tokens kept"
                     : "APNs reports a configuration problem; sending paused",
-                ["apns.status": f.status.map(String.init) ?? "none", "apns.reason": reason,
-                 "outbox.paused_until": String(until)])
+                [
+                    "apns.status": f.status.map(String.init) ?? "none", "apns.reason": reason,
+                    "outbox.paused_until": String(until),
+                ])
         }
         return sent.map { s in
             if let f = s.outcome.failure {
@@ -322,11 +329,15 @@ public final class OutboxWorker: Service {
                 case .tokenDead(let reason):
                     let wasRetired = retired[s.delivery.id] ?? false
                     if wasRetired {
-                        metrics.increment("livevisits_outbox_tokens_retired_total", help: "Push tokens retired after APNs refused them.",
+                        metrics.increment(
+                            "livevisits_outbox_tokens_retired_total", help: "Push tokens retired after APNs refused them.",
                             labels: ["reason": f.reason])
-                        logger.info("push token retired",
-                            ["apns.reason": f.reason, "apns.token": Logger.fingerprint(s.push.deviceToken),
-                             "outbox.delivery_id": String(s.delivery.id), "visit.id": s.delivery.visitId])
+                        logger.info(
+                            "push token retired",
+                            [
+                                "apns.reason": f.reason, "apns.token": Logger.fingerprint(s.push.deviceToken),
+                                "outbox.delivery_id": String(s.delivery.id), "visit.id": s.delivery.visitId,
+                            ])
                     }
                     if reason == .badDeviceToken { environmentMixup(s) }
                 case .retryable, .permanent: break
@@ -363,12 +374,16 @@ public final class OutboxWorker: Service {
     /// the environment it was sent to, so a spike after a release points at the app's `environment`.
     private func environmentMixup(_ s: Sent) {
         let environment = s.push.environment.rawValue
-        metrics.increment("livevisits_apns_environment_mixups_total",
+        metrics.increment(
+            "livevisits_apns_environment_mixups_total",
             help: "APNs BadDeviceToken answers (likely sandbox/production mix-ups) by the environment the token was sent to.",
             labels: ["environment": environment])
-        logger.warning("APNs refused a token as BadDeviceToken: likely registered for the other environment",
-            ["apns.environment": environment, "apns.token": Logger.fingerprint(s.push.deviceToken),
-             "outbox.delivery_id": String(s.delivery.id), "visit.id": s.delivery.visitId])
+        logger.warning(
+            "APNs refused a token as BadDeviceToken: likely registered for the other environment",
+            [
+                "apns.environment": environment, "apns.token": Logger.fingerprint(s.push.deviceToken),
+                "outbox.delivery_id": String(s.delivery.id), "visit.id": s.delivery.visitId,
+            ])
     }
 
     // MARK: leases
@@ -388,7 +403,8 @@ public final class OutboxWorker: Service {
     // MARK: metrics
 
     private func setAlert(_ raised: Bool) {
-        metrics.set("livevisits_outbox_config_alert", help: "1 while sending is paused by an APNs configuration error.",
+        metrics.set(
+            "livevisits_outbox_config_alert", help: "1 while sending is paused by an APNs configuration error.",
             to: raised ? 1 : 0)
     }
 
@@ -402,7 +418,8 @@ public final class OutboxWorker: Service {
             case .accepted:
                 result = "sent"
                 if completedIds.contains(s.delivery.id) {
-                    metrics.observe("livevisits_push_delay_seconds", help: "Seconds from the event's append to APNs's acknowledgement.",
+                    metrics.observe(
+                        "livevisits_push_delay_seconds", help: "Seconds from the event's append to APNs's acknowledgement.",
                         value: max(0, s.answeredAt - s.delivery.eventRecordedAt), buckets: OutboxWorker.delayBuckets)
                 }
             case .failed(let f):
@@ -411,12 +428,16 @@ public final class OutboxWorker: Service {
             metrics.increment("livevisits_outbox_attempts_total", help: help, labels: ["result": result])
         }
         for c in completions where completedIds.contains(c.id) && c.state.isFinal {
-            metrics.increment("livevisits_outbox_finished_total", help: "Deliveries reaching a final state.",
+            metrics.increment(
+                "livevisits_outbox_finished_total", help: "Deliveries reaching a final state.",
                 labels: ["state": c.state.rawValue])
             if c.state == .dead {
-                logger.warning("delivery dead-lettered",
-                    ["outbox.delivery_id": String(c.id), "apns.status": c.status.map(String.init) ?? "none",
-                     "apns.reason": c.reason ?? ""])
+                logger.warning(
+                    "delivery dead-lettered",
+                    [
+                        "outbox.delivery_id": String(c.id), "apns.status": c.status.map(String.init) ?? "none",
+                        "apns.reason": c.reason ?? "",
+                    ])
             }
         }
         let fenced = completions.filter { !completedIds.contains($0.id) }.count

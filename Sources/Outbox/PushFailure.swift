@@ -40,7 +40,8 @@ public struct PushFailure: Sendable, Hashable, CustomStringConvertible {
     public var latency: Double
 
     public init(
-        classification: Class, status: Int? = nil, reason: String, tokenInvalidSinceMs: Int64? = nil, outcomeUnknown: Bool = false,
+        classification: Class, status: Int? = nil, reason: String, tokenInvalidSinceMs: Int64? = nil,
+        outcomeUnknown: Bool = false,
         latency: Double
     ) {
         self.classification = classification

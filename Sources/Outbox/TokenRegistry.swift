@@ -54,7 +54,8 @@ public struct TokenRegistry: Sendable {
         let token = try TokenRegistry.normalized(pushToken)
         let nowMs = Int64((clock.now() * 1000).rounded(.down))
         let table = holder.table
-        let rows = try connection.query("""
+        let rows = try connection.query(
+            """
             WITH previous AS (
                 SELECT push_token, retired_at_ms FROM \(identifier: table) WHERE \(holder.matches)
             )
@@ -68,7 +69,8 @@ public struct TokenRegistry: Sendable {
             RETURNING (SELECT push_token FROM previous) AS previous_token,
                       (SELECT retired_at_ms FROM previous) IS NOT NULL AS was_retired
             """)
-        return TokenRegistry.registration(previous: rows.first?["previous_token"], wasRetired: try rows.first?.bool("was_retired") ?? false, token: token)
+        return TokenRegistry.registration(
+            previous: rows.first?["previous_token"], wasRetired: try rows.first?.bool("was_retired") ?? false, token: token)
     }
 
     /// Forgets the token of `holder` (retired as `forgotten`); its pending deliveries are cancelled.
@@ -88,7 +90,8 @@ public struct TokenRegistry: Sendable {
     ) throws -> Bool {
         let nowMs = Int64((clock.now() * 1000).rounded(.down))
         let now = clock.now()
-        let rows = try connection.query("""
+        let rows = try connection.query(
+            """
             WITH retired AS (
                 UPDATE \(identifier: holder.table) SET retired_at_ms = \(nowMs), retired_reason = \(reason.rawValue)
                 WHERE \(holder.matches) AND retired_at_ms IS NULL
@@ -152,7 +155,9 @@ public struct TokenRegistry: Sendable {
         customerId: String, deviceId: String, pushToken: String, environment: PushEnvironment,
         on connection: PostgresConnection
     ) throws -> Registration {
-        try register(.pushToStart(customerId: customerId, deviceId: deviceId), pushToken: pushToken, environment: environment, on: connection)
+        try register(
+            .pushToStart(customerId: customerId, deviceId: deviceId), pushToken: pushToken, environment: environment,
+            on: connection)
     }
 
     /// Forgets a push-to-start token; pending starts to that device are cancelled.
@@ -171,7 +176,8 @@ public struct TokenRegistry: Sendable {
     ) throws {
         let nowMs = Int64((clock.now() * 1000).rounded(.down))
         let now = clock.now()
-        try connection.query("""
+        try connection.query(
+            """
             INSERT INTO device_preferences (customer_id, device_id, live_activities_enabled, frequent_pushes_enabled, updated_at_ms)
             VALUES (\(customerId), \(deviceId), \(liveActivitiesEnabled), \(frequentPushesEnabled), \(nowMs))
             ON CONFLICT (customer_id, device_id) DO UPDATE
@@ -179,7 +185,8 @@ public struct TokenRegistry: Sendable {
                 frequent_pushes_enabled = EXCLUDED.frequent_pushes_enabled, updated_at_ms = EXCLUDED.updated_at_ms
             """)
         if !liveActivitiesEnabled {
-            try connection.query("""
+            try connection.query(
+                """
                 UPDATE deliveries SET state = 'cancelled', last_reason = 'live activities switched off',
                        finished_at = \(now)
                 WHERE customer_id = \(customerId) AND device_id = \(deviceId) AND state = 'pending'
@@ -191,10 +198,13 @@ public struct TokenRegistry: Sendable {
     public func preferences(customerId: String, deviceId: String, on connection: PostgresConnection) throws
         -> (liveActivitiesEnabled: Bool, frequentPushesEnabled: Bool)
     {
-        guard let row = try connection.query("""
-            SELECT live_activities_enabled, frequent_pushes_enabled FROM device_preferences
-            WHERE customer_id = \(customerId) AND device_id = \(deviceId)
-            """).first
+        guard
+            let row = try connection.query(
+                """
+                SELECT live_activities_enabled, frequent_pushes_enabled FROM device_preferences
+                WHERE customer_id = \(customerId) AND device_id = \(deviceId)
+                """
+            ).first
         else { return (true, true) }
         return (try row.bool("live_activities_enabled"), try row.bool("frequent_pushes_enabled"))
     }

@@ -36,10 +36,11 @@ public struct APNsPushSender: PushSender {
         case .success(_, let latency):
             return .accepted(latency: latency)
         case .failure(let f):
-            return .failed(PushFailure(
-                classification: classification(f), status: f.status, reason: f.reasonLabel,
-                tokenInvalidSinceMs: f.status == 410 ? f.timestamp : nil, outcomeUnknown: outcomeUnknown(f),
-                latency: f.latency))
+            return .failed(
+                PushFailure(
+                    classification: classification(f), status: f.status, reason: f.reasonLabel,
+                    tokenInvalidSinceMs: f.status == 410 ? f.timestamp : nil, outcomeUnknown: outcomeUnknown(f),
+                    latency: f.latency))
         }
     }
 

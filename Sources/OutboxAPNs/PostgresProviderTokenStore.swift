@@ -27,19 +27,25 @@ public struct PostgresProviderTokenStore: ProviderTokenStore {
         return try await pool.withTransaction { c in
             let won: Bool
             if let expected {
-                won = try !c.query("""
+                won = try !c.query(
+                    """
                     UPDATE apns_provider_tokens SET jwt = \(new.jwt), issued_at = \(new.issuedAt), updated_at = now()
                     WHERE team_id = \(teamId) AND key_id = \(keyId) AND issued_at = \(expected.issuedAt) AND jwt = \(expected.jwt)
                     RETURNING 1
-                    """).isEmpty
+                    """
+                ).isEmpty
             } else {
-                won = try !c.query("""
+                won = try !c.query(
+                    """
                     INSERT INTO apns_provider_tokens (team_id, key_id, jwt, issued_at) VALUES (\(teamId), \(keyId), \(new.jwt), \(new.issuedAt))
                     ON CONFLICT DO NOTHING RETURNING 1
-                    """).isEmpty
+                    """
+                ).isEmpty
             }
             if won { return new }
-            let row = try c.query("SELECT jwt, issued_at FROM apns_provider_tokens WHERE team_id = \(teamId) AND key_id = \(keyId)").first
+            let row = try c.query(
+                "SELECT jwt, issued_at FROM apns_provider_tokens WHERE team_id = \(teamId) AND key_id = \(keyId)"
+            ).first
             guard let row else { return new }
             return ProviderToken(jwt: try row.string("jwt"), issuedAt: try row.int64("issued_at"))
         }

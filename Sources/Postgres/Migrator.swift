@@ -62,29 +62,34 @@ public struct Migrator: Sendable {
         return try await pool.withConnection { connection in
             try connection.query("SELECT pg_advisory_lock(\(Migrator.lockKey))")
             defer { _ = try? connection.query("SELECT pg_advisory_unlock(\(Migrator.lockKey))") }
-            try connection.execute(script: """
-                CREATE TABLE IF NOT EXISTS schema_migrations (
-                    version integer PRIMARY KEY,
-                    name text NOT NULL,
-                    checksum text NOT NULL,
-                    applied_at timestamptz NOT NULL DEFAULT now()
-                )
-                """)
+            try connection.execute(
+                script: """
+                    CREATE TABLE IF NOT EXISTS schema_migrations (
+                        version integer PRIMARY KEY,
+                        name text NOT NULL,
+                        checksum text NOT NULL,
+                        applied_at timestamptz NOT NULL DEFAULT now()
+                    )
+                    """)
             let applied = try Migrator.applied(on: connection)
             var report = Report()
             for file in files {
                 let checksum = try Migrator.checksum(file.sql, on: connection)
                 if let existing = applied[file.version] {
                     guard existing.checksum == checksum else {
-                        throw MigrationError(message:
-                            "migration \(file.name) was changed after it was applied (checksum \(existing.checksum.prefix(12)) in the database, \(checksum.prefix(12)) on disk); add a new migration instead")
+                        throw MigrationError(
+                            message:
+                                "migration \(file.name) was changed after it was applied (checksum \(existing.checksum.prefix(12)) in the database, \(checksum.prefix(12)) on disk); add a new migration instead"
+                        )
                     }
                     report.alreadyApplied += 1
                     continue
                 }
                 try connection.transaction { c in
                     try c.execute(script: file.sql)
-                    try c.query("INSERT INTO schema_migrations (version, name, checksum) VALUES (\(file.version), \(file.name), \(checksum))")
+                    try c.query(
+                        "INSERT INTO schema_migrations (version, name, checksum) VALUES (\(file.version), \(file.name), \(checksum))"
+                    )
                 }
                 logger.info("applied migration", ["migration": file.name])
                 report.applied.append(file.name)

@@ -77,7 +77,10 @@ public final class PostgresConnection {
             throw connectionError(PostgresConnection.firstLine(PQerrorMessage(conn)))
         }
         // What was sent, in order: a Parse for a statement not yet prepared, or a statement to run.
-        enum Sent { case prepare(sql: String, name: String), run(index: Int) }
+        enum Sent {
+            case prepare(sql: String, name: String)
+            case run(index: Int)
+        }
         var sent: [Sent] = []
         var names = prepared
         var sendFailed = false
@@ -103,7 +106,10 @@ public final class PostgresConnection {
                     PQsendQueryParams(conn, query.sql, Int32(values.count), nil, values, nil, nil, 0)
                 }
             }
-            guard ok == 1 else { sendFailed = true; break }
+            guard ok == 1 else {
+                sendFailed = true
+                break
+            }
             sent.append(.run(index: index))
         }
         if sendFailed || PQpipelineSync(conn) != 1 {
@@ -149,7 +155,8 @@ public final class PostgresConnection {
                 emptyReads += 1
                 if emptyReads > 1 || PQstatus(conn) != CONNECTION_OK {
                     broken = true
-                    throw connectionError("no answer at the pipeline's sync point: " + PostgresConnection.firstLine(PQerrorMessage(conn)))
+                    throw connectionError(
+                        "no answer at the pipeline's sync point: " + PostgresConnection.firstLine(PQerrorMessage(conn)))
                 }
                 continue
             }

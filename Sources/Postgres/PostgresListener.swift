@@ -4,7 +4,7 @@ import Runtime
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// LISTENs on channels over a dedicated connection on a thread of its own and calls `onNotify` for each

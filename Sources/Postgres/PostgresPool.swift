@@ -96,8 +96,9 @@ public final class PostgresPool: Sendable {
                             if let pgError = error as? PostgresError, pgError.code == .unavailable {
                                 continuation.resume(throwing: pgError)
                             } else {
-                                continuation.resume(throwing: PostgresError(
-                                    code: .unavailable, message: "connection to PostgreSQL lost: \(error)"))
+                                continuation.resume(
+                                    throwing: PostgresError(
+                                        code: .unavailable, message: "connection to PostgreSQL lost: \(error)"))
                             }
                             return
                         }
@@ -191,8 +192,9 @@ public final class PostgresPool: Sendable {
                     return
                 }
                 DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [self] in
-                    removeWaiter(id)?.continuation.resume(throwing: PostgresError(
-                        code: .poolTimeout, message: "no database connection became free within \(timeout) s"))
+                    removeWaiter(id)?.continuation.resume(
+                        throwing: PostgresError(
+                            code: .poolTimeout, message: "no database connection became free within \(timeout) s"))
                 }
             }
         } onCancel: {

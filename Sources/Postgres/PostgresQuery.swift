@@ -101,7 +101,8 @@ extension PostgresQuery {
             let previous: UInt8? = i > 0 ? text[i - 1] : nil
             switch byte {
             case UInt8(ascii: "'"):
-                let escapes = previous.map { ($0 == UInt8(ascii: "E") || $0 == UInt8(ascii: "e")) } ?? false
+                let escapes =
+                    previous.map { ($0 == UInt8(ascii: "E") || $0 == UInt8(ascii: "e")) } ?? false
                     && (i < 2 || !isIdentifier(text[i - 2]))
                 out.append(byte)
                 i += 1
@@ -184,7 +185,9 @@ extension Int64: PostgresEncodable { public var postgresText: String { String(se
 extension Int32: PostgresEncodable { public var postgresText: String { String(self) } }
 extension UInt64: PostgresEncodable { public var postgresText: String { String(self) } }
 extension Double: PostgresEncodable {
-    public var postgresText: String { self.isFinite ? String(self) : (self.isNaN ? "NaN" : (self > 0 ? "Infinity" : "-Infinity")) }
+    public var postgresText: String {
+        self.isFinite ? String(self) : (self.isNaN ? "NaN" : (self > 0 ? "Infinity" : "-Infinity"))
+    }
 }
 extension Bool: PostgresEncodable { public var postgresText: String { self ? "t" : "f" } }
 

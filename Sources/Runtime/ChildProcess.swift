@@ -1,7 +1,8 @@
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Starting a child process, in one place for the executables, the benchmarks and the tests.
@@ -103,7 +104,8 @@ public struct ChildProcess: Sendable {
         for (descriptor, output) in [(Int32(1), stdout), (Int32(2), stderr)] {
             switch output {
             case .discard: posix_spawn_file_actions_addopen(&actions, descriptor, "/dev/null", O_WRONLY, 0)
-            case .file(let file): posix_spawn_file_actions_addopen(&actions, descriptor, file, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+            case .file(let file):
+                posix_spawn_file_actions_addopen(&actions, descriptor, file, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
             case .inherit: break
             }
         }

@@ -127,7 +127,8 @@ public struct CommandSyntax: Sendable {
             throw mistake("\(option.name) is required")
         }
         guard positionalCount.contains(positionals.count) else {
-            if positionals.count > positionalCount.upperBound, let extra = positionals.dropFirst(positionalCount.upperBound).first {
+            if positionals.count > positionalCount.upperBound, let extra = positionals.dropFirst(positionalCount.upperBound).first
+            {
                 throw mistake("unexpected argument '\(extra)'")
             }
             throw mistake("missing \(positionalSynopsis.isEmpty ? "arguments" : positionalSynopsis)")
@@ -186,7 +187,8 @@ public struct ParsedArguments: Sendable {
     }
 
     private static func describe(_ range: ClosedRange<Int>) -> String {
-        range.upperBound == Int.max ? "a whole number of at least \(range.lowerBound)"
+        range.upperBound == Int.max
+            ? "a whole number of at least \(range.lowerBound)"
             : "a whole number from \(range.lowerBound) to \(range.upperBound)"
     }
 }
@@ -226,11 +228,14 @@ public struct CommandMenu: Sendable {
     /// The subcommand named first and the arguments after it.
     public func select(_ arguments: [String]) throws -> (name: String, arguments: [String]) {
         guard let first = arguments.first else {
-            throw UsageError("\(command): missing command; one of \(entries.map(\.name).joined(separator: ", ")) (see '\(command) --help')")
+            throw UsageError(
+                "\(command): missing command; one of \(entries.map(\.name).joined(separator: ", ")) (see '\(command) --help')")
         }
         if first == "help" || first == "--help" || first == "-h" { throw HelpRequest(usage: usage) }
         guard entries.contains(where: { $0.name == first }) else {
-            throw UsageError("\(command): unknown command '\(first)'; one of \(entries.map(\.name).joined(separator: ", ")) (see '\(command) --help')")
+            throw UsageError(
+                "\(command): unknown command '\(first)'; one of \(entries.map(\.name).joined(separator: ", ")) (see '\(command) --help')"
+            )
         }
         return (first, Array(arguments.dropFirst()))
     }

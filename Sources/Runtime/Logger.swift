@@ -7,7 +7,8 @@ import Synchronization
 /// use `Logger.fingerprint(_:)` when a secret must be named.
 public struct Logger: Sendable {
     public enum Level: Int, Sendable, Comparable, CustomStringConvertible {
-        case debug = 0, info, warning, error
+        case debug = 0
+        case info, warning, error
         public static func < (a: Level, b: Level) -> Bool { a.rawValue < b.rawValue }
         public var description: String {
             switch self {
@@ -87,9 +88,11 @@ public struct Logger: Sendable {
     /// literal (the one JSON escaper: quotes, backslashes and every control character escaped, so a
     /// value cannot forge a line or a field).
     public static func quoteIfNeeded(_ value: String) -> String {
-        let plain = !value.isEmpty && value.utf8.allSatisfy { byte in
-            byte > 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "=")
-        }
+        let plain =
+            !value.isEmpty
+            && value.utf8.allSatisfy { byte in
+                byte > 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "=")
+            }
         return plain ? value : JSONValue.quoted(value)
     }
 }

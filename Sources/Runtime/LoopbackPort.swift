@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Ports on 127.0.0.1 for servers the project starts itself (the demo's API, benchmarks, test peers).

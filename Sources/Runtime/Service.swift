@@ -1,7 +1,8 @@
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A long-running part of the process (HTTP server, outbox worker, projection follower, APNs client).
@@ -48,15 +49,18 @@ public struct ServiceGroup: Sendable {
         // children cannot be. Every task is awaited below before `run()` returns.
         let running: [[(name: String, task: Task<Void, any Error>)]] = stages.map { stage in
             stage.map { service in
-                (service.name, Task {
-                    do {
-                        try await service.run()
-                        trigger.fire(.ended(service.name))
-                    } catch {
-                        trigger.fire(.failed(service.name, error))
-                        throw error
+                (
+                    service.name,
+                    Task {
+                        do {
+                            try await service.run()
+                            trigger.fire(.ended(service.name))
+                        } catch {
+                            trigger.fire(.failed(service.name, error))
+                            throw error
+                        }
                     }
-                })
+                )
             }
         }
         let watcher = signals.map { signals in
@@ -74,7 +78,8 @@ public struct ServiceGroup: Sendable {
         switch cause {
         case .signal(let signal): logger.info("shutting down", ["signal": String(signal)])
         case .ended(let name): logger.info("a service ended; shutting down", ["service": name])
-        case .failed(let name, let error): logger.error("a service failed; shutting down", ["service": name, "error": "\(error)"])
+        case .failed(let name, let error):
+            logger.error("a service failed; shutting down", ["service": name, "error": "\(error)"])
         case .cancelled: logger.info("shutting down")
         }
         for stage in running.reversed() {

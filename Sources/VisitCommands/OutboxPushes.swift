@@ -18,26 +18,32 @@ public struct OutboxPushes: PushEnqueuer {
     public func committed() { outbox.committed() }
 
     /// A catch-up for one newly registered Live Activity (latest state, its own timestamp).
-    public func enqueueCatchUp(_ plan: PushPlan, for state: VisitState, activityId: String, on connection: PostgresConnection) throws {
+    public func enqueueCatchUp(_ plan: PushPlan, for state: VisitState, activityId: String, on connection: PostgresConnection)
+        throws
+    {
         _ = try outbox.enqueue([OutboxPushes.intent(plan, state: state, audience: .activity(activityId))], on: connection)
     }
 
     /// A start for one push-to-start device registered after scheduling.
-    public func enqueueLateStart(_ plan: PushPlan, for state: VisitState, deviceId: String, on connection: PostgresConnection) throws {
+    public func enqueueLateStart(_ plan: PushPlan, for state: VisitState, deviceId: String, on connection: PostgresConnection)
+        throws
+    {
         _ = try outbox.enqueue([OutboxPushes.intent(plan, state: state, audience: .pushToStartDevice(deviceId))], on: connection)
     }
 
     static func intent(_ plan: PushPlan, state: VisitState, audience: PushIntent.Audience?) -> PushIntent {
-        let kind: PushIntent.Kind = switch plan.kind {
-        case .start: .start
-        case .update: .update
-        case .end: .end
-        }
-        let defaultAudience: PushIntent.Audience = switch plan.audience {
-        case .pushToStartTokens: .pushToStartTokens
-        case .liveActivities: .liveActivities
-        case .pendingStarts: .pendingStarts
-        }
+        let kind: PushIntent.Kind =
+            switch plan.kind {
+            case .start: .start
+            case .update: .update
+            case .end: .end
+            }
+        let defaultAudience: PushIntent.Audience =
+            switch plan.audience {
+            case .pushToStartTokens: .pushToStartTokens
+            case .liveActivities: .liveActivities
+            case .pendingStarts: .pendingStarts
+            }
         var staleDate: Int64? = nil
         var afterSending: Int64? = nil
         switch plan.expiration {

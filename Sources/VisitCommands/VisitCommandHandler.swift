@@ -129,8 +129,9 @@ public struct VisitCommandHandler: Sendable {
         visitId: String, event: VisitEvent, context: VisitCommandContext, isCreation: Bool,
         alsoRun: [PostgresQuery] = [], on connection: PostgresConnection
     ) throws -> VisitCommandResult {
-        try execute(VisitCommand(visitId: visitId, event: event, context: context, isCreation: isCreation, alsoRun: alsoRun),
-                    on: connection)
+        try execute(
+            VisitCommand(visitId: visitId, event: event, context: context, isCreation: isCreation, alsoRun: alsoRun),
+            on: connection)
     }
 
     public func execute(_ command: VisitCommand, on connection: PostgresConnection) throws -> VisitCommandResult {
@@ -158,7 +159,9 @@ public struct VisitCommandHandler: Sendable {
     /// unreachable (a concurrent writer took a position, say), nothing of it stands and each command is run
     /// again alone, so one command's conflict cannot fail its neighbours. A command on a visit already in
     /// the batch runs alone.
-    public func executeBatch(_ commands: [VisitCommand], on connection: PostgresConnection) -> [Result<VisitCommandResult, any Error>] {
+    public func executeBatch(_ commands: [VisitCommand], on connection: PostgresConnection) -> [Result<
+        VisitCommandResult, any Error
+    >] {
         var outcomes = [Result<VisitCommandResult, any Error>?](repeating: nil, count: commands.count)
         var batched: [Int] = []
         var visits = Set<String>()
@@ -199,16 +202,19 @@ public struct VisitCommandHandler: Sendable {
             } catch {
                 // Nothing of the batch stands: left for the one-by-one pass below.
                 Metrics.shared.increment(
-                    "livevisits_command_batches_redone_total", help: "Command batches whose shared write failed and was redone one by one.")
+                    "livevisits_command_batches_redone_total",
+                    help: "Command batches whose shared write failed and was redone one by one.")
             }
             if let results {
                 // Committed: whatever happens now, these commands are not run again.
                 do {
                     let appended = try EventStore.appendResults(requests, results[0])
                     for (n, (i, p)) in prepared.enumerated() {
-                        outcomes[i] = .success(VisitCommandResult(
-                            state: p.accepted.state, appended: appended[n], pushes: p.accepted.pushes.count, view: encoded.views[n],
-                            alsoRows: Array(results[extras[n]])))
+                        outcomes[i] = .success(
+                            VisitCommandResult(
+                                state: p.accepted.state, appended: appended[n], pushes: p.accepted.pushes.count,
+                                view: encoded.views[n],
+                                alsoRows: Array(results[extras[n]])))
                     }
                 } catch {
                     for (i, _) in prepared { outcomes[i] = .failure(error) }
@@ -246,7 +252,8 @@ public struct VisitCommandHandler: Sendable {
             for (i, found) in zip(checked, results.dropFirst()) where !found.isEmpty { refused.insert(i) }
         }
         guard rows.count == commands.count else {
-            throw PostgresError(code: .protocolViolation, message: "read \(rows.count) visit states for \(commands.count) commands")
+            throw PostgresError(
+                code: .protocolViolation, message: "read \(rows.count) visit states for \(commands.count) commands")
         }
         return zip(commands.indices, rows.rows).map { i, row in
             if refused.contains(i) { return .failure(CommandPreconditionFailed()) }
@@ -270,7 +277,8 @@ public struct VisitCommandHandler: Sendable {
         if let state { try command.context.authorize(state) }
         if command.isCreation == false && state == nil {
             throw VisitDecisionError(
-                code: .notScheduled, message: "visit \(command.visitId) does not exist", status: nil, eventType: command.event.type)
+                code: .notScheduled, message: "visit \(command.visitId) does not exist", status: nil,
+                eventType: command.event.type)
         }
         if let expected = command.context.expectedVersion, expected != (state?.version ?? 0) {
             throw VersionMismatch(expected: expected, actual: state?.version ?? 0)
@@ -281,10 +289,14 @@ public struct VisitCommandHandler: Sendable {
         let accepted = try VisitDecider.accept(command.event, given: state, recordedAt: recordedAt, rules: readModel.rules)
         let request = AppendRequest(
             streamName: command.stream,
-            events: [NewEvent(type: accepted.recorded.event.eventType,
-                              data: String(decoding: accepted.recorded.event.storedData(), as: UTF8.self),
-                              metadata: command.context.actor)],
-            expectedVersion: state.map { .exactly(Int64($0.version)) } ?? .noStream, recordedAt: Double(accepted.recorded.recordedAt))
+            events: [
+                NewEvent(
+                    type: accepted.recorded.event.eventType,
+                    data: String(decoding: accepted.recorded.event.storedData(), as: UTF8.self),
+                    metadata: command.context.actor)
+            ],
+            expectedVersion: state.map { .exactly(Int64($0.version)) } ?? .noStream,
+            recordedAt: Double(accepted.recorded.recordedAt))
         try EventStore.validate(request, limits: store.limits)
         return Prepared(
             command: command, accepted: accepted, request: request,
@@ -292,14 +304,17 @@ public struct VisitCommandHandler: Sendable {
     }
 
     /// The snapshot when it is at the stream's version, else the stream folded (nil: no such visit).
-    private func state(fromSnapshot text: String?, version: Int, stream: String, on connection: PostgresConnection) throws -> VisitState? {
+    private func state(fromSnapshot text: String?, version: Int, stream: String, on connection: PostgresConnection) throws
+        -> VisitState?
+    {
         if let text, let snapshot = try? VisitState(snapshot: Array(text.utf8)), snapshot.version == version {
             return snapshot
         }
         if version == 0 { return nil }
         let history = try EventStore.readStream(stream, on: connection).map {
-            StoredVisitEvent(eventType: $0.type, data: Array($0.data.utf8), version: Int($0.position),
-                             recordedAt: Int($0.recordedAt.rounded(.down)))
+            StoredVisitEvent(
+                eventType: $0.type, data: Array($0.data.utf8), version: Int($0.position),
+                recordedAt: Int($0.recordedAt.rounded(.down)))
         }
         return try VisitDecider.replay(history)
     }

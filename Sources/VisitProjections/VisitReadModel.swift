@@ -88,8 +88,15 @@ public struct VisitReadModel: Sendable {
 
     /// Encodes states for `write` (view text and snapshot per state).
     public func encode(_ states: [VisitState]) -> EncodedBatch {
-        var ids: [String] = [], customers: [String] = [], technicians: [String] = [], statuses: [String] = []
-        var ended: [Bool] = [], versions: [Int64] = [], scheduled: [Int64] = [], views: [String] = [], snapshots: [String] = []
+        var ids: [String] = []
+        var customers: [String] = []
+        var technicians: [String] = []
+        var statuses: [String] = []
+        var ended: [Bool] = []
+        var versions: [Int64] = []
+        var scheduled: [Int64] = []
+        var views: [String] = []
+        var snapshots: [String] = []
         for state in states {
             ids.append(state.visitId)
             customers.append(state.customerId)
@@ -101,27 +108,32 @@ public struct VisitReadModel: Sendable {
             views.append(viewText(for: state))
             snapshots.append(state.snapshotJSON().serializedString())
         }
-        return EncodedBatch(binds: [
-            ids.postgresText, customers.postgresText, technicians.postgresText, statuses.postgresText,
-            ended.postgresText, versions.postgresText, scheduled.postgresText, views.postgresText, snapshots.postgresText,
-        ], count: states.count, views: views)
+        return EncodedBatch(
+            binds: [
+                ids.postgresText, customers.postgresText, technicians.postgresText, statuses.postgresText,
+                ended.postgresText, versions.postgresText, scheduled.postgresText, views.postgresText, snapshots.postgresText,
+            ], count: states.count, views: views)
     }
 
     /// Writes an encoded batch (newest version wins; an older one never overwrites a newer one).
-    public func write(_ batch: EncodedBatch, into table: String = VisitReadModel.table, on connection: PostgresConnection) throws {
+    public func write(_ batch: EncodedBatch, into table: String = VisitReadModel.table, on connection: PostgresConnection) throws
+    {
         guard batch.count > 0 else { return }
         try connection.query(upsertStatement(batch, into: table))
     }
 
     /// The upsert of an encoded batch as a statement, to run with others (`PostgresConnection.pipeline`).
     public func upsertStatement(_ batch: EncodedBatch, into table: String = VisitReadModel.table) -> PostgresQuery {
-        let sql = table == VisitReadModel.table
+        let sql =
+            table == VisitReadModel.table
             ? liveUpsert : upsertTemplate.replacingOccurrences(of: "{table}", with: "\"\(table)\"")
         return PostgresQuery(sql: sql, binds: batch.binds)
     }
 
     /// Writes the states (newest version wins; an older one never overwrites a newer one).
-    public func upsert(_ states: [VisitState], into table: String = VisitReadModel.table, on connection: PostgresConnection) throws {
+    public func upsert(_ states: [VisitState], into table: String = VisitReadModel.table, on connection: PostgresConnection)
+        throws
+    {
         try write(encode(states), into: table, on: connection)
     }
 
@@ -133,19 +145,21 @@ public struct VisitReadModel: Sendable {
     /// `SELECT` of a `Row`'s columns from `visits v`, with `b.booked` (the global position of each visit's
     /// first, `scheduled`, event), then `rest` — whose binds keep their numbers: the head has none.
     private static func selectRows(_ rest: PostgresQuery) -> PostgresQuery {
-        PostgresQuery(sql: """
-            SELECT v.visit_id, v.customer_id, v.technician_id, v.status, v.ended, v.version, v.scheduled_at, v.view,
-                   COALESCE(b.booked, 0) AS booked
-            FROM visits v
-            LEFT JOIN LATERAL (SELECT e.global_position AS booked FROM events e
-                               WHERE e.stream_name = '\(streamPrefix)' || v.visit_id AND e.position = 1) b ON true
+        PostgresQuery(
+            sql: """
+                SELECT v.visit_id, v.customer_id, v.technician_id, v.status, v.ended, v.version, v.scheduled_at, v.view,
+                       COALESCE(b.booked, 0) AS booked
+                FROM visits v
+                LEFT JOIN LATERAL (SELECT e.global_position AS booked FROM events e
+                                   WHERE e.stream_name = '\(streamPrefix)' || v.visit_id AND e.position = 1) b ON true
 
-            """ + rest.sql, binds: rest.binds)
+                """ + rest.sql, binds: rest.binds)
     }
 
     /// The folded state stored with a visit (nil when the visit does not exist).
     public static func state(visitId: String, on connection: PostgresConnection) throws -> VisitState? {
-        guard let text = try connection.query("SELECT state::text AS state FROM visits WHERE visit_id = \(visitId)").first?["state"]
+        guard
+            let text = try connection.query("SELECT state::text AS state FROM visits WHERE visit_id = \(visitId)").first?["state"]
         else { return nil }
         return try VisitState(snapshot: Array(text.utf8))
     }
@@ -160,8 +174,10 @@ public struct VisitReadModel: Sendable {
         /// Resume after this (scheduled time, booking order: a row's `scheduledAt` and `booked`).
         public var after: (scheduledAt: Int64, booked: Int64)?
 
-        public init(customerId: String? = nil, technicianId: String? = nil, ended: Bool? = nil, limit: Int = 50,
-                    after: (scheduledAt: Int64, booked: Int64)? = nil) {
+        public init(
+            customerId: String? = nil, technicianId: String? = nil, ended: Bool? = nil, limit: Int = 50,
+            after: (scheduledAt: Int64, booked: Int64)? = nil
+        ) {
             self.customerId = customerId
             self.technicianId = technicianId
             self.ended = ended
@@ -176,14 +192,17 @@ public struct VisitReadModel: Sendable {
     public static func list(_ filter: ListFilter, on connection: PostgresConnection) throws -> [Row] {
         let afterAt = filter.after?.scheduledAt
         let afterBooked = filter.after?.booked
-        return try connection.query(selectRows("""
-            WHERE (\(filter.customerId)::text IS NULL OR v.customer_id = \(filter.customerId))
-              AND (\(filter.technicianId)::text IS NULL OR v.technician_id = \(filter.technicianId))
-              AND (\(filter.ended)::boolean IS NULL OR v.ended = \(filter.ended))
-              AND (\(afterAt)::bigint IS NULL OR (v.scheduled_at, COALESCE(b.booked, 0)) < (\(afterAt), \(afterBooked)))
-            ORDER BY v.scheduled_at DESC, COALESCE(b.booked, 0) DESC
-            LIMIT \(filter.limit + 1)
-            """)).rows.map(decode)
+        return try connection.query(
+            selectRows(
+                """
+                WHERE (\(filter.customerId)::text IS NULL OR v.customer_id = \(filter.customerId))
+                  AND (\(filter.technicianId)::text IS NULL OR v.technician_id = \(filter.technicianId))
+                  AND (\(filter.ended)::boolean IS NULL OR v.ended = \(filter.ended))
+                  AND (\(afterAt)::bigint IS NULL OR (v.scheduled_at, COALESCE(b.booked, 0)) < (\(afterAt), \(afterBooked)))
+                ORDER BY v.scheduled_at DESC, COALESCE(b.booked, 0) DESC
+                LIMIT \(filter.limit + 1)
+                """)
+        ).rows.map(decode)
     }
 
     static func decode(_ row: PostgresRow) throws -> Row {

@@ -46,15 +46,18 @@ public struct VisitReplay: Sendable {
         // The shadow starts with its primary key only (the upsert needs it); the other indexes of `visits`
         // are built once at the end, which is far cheaper than maintaining them row by row.
         let secondaryIndexes = try await pool.withConnection { c -> [(name: String, definition: String)] in
-            try c.execute(script: """
-                DROP TABLE IF EXISTS \(VisitReplay.shadow);
-                CREATE TABLE \(VisitReplay.shadow) (LIKE visits INCLUDING DEFAULTS);
-                ALTER TABLE \(VisitReplay.shadow) ADD CONSTRAINT \(VisitReplay.shadow)_pkey PRIMARY KEY (visit_id);
-                """)
-            return try c.query("""
+            try c.execute(
+                script: """
+                    DROP TABLE IF EXISTS \(VisitReplay.shadow);
+                    CREATE TABLE \(VisitReplay.shadow) (LIKE visits INCLUDING DEFAULTS);
+                    ALTER TABLE \(VisitReplay.shadow) ADD CONSTRAINT \(VisitReplay.shadow)_pkey PRIMARY KEY (visit_id);
+                    """)
+            return try c.query(
+                """
                 SELECT indexname, indexdef FROM pg_indexes
                 WHERE schemaname = current_schema() AND tablename = 'visits' AND indexname <> 'visits_pkey'
-                """).rows.map { (try $0.string("indexname"), try $0.string("indexdef")) }
+                """
+            ).rows.map { (try $0.string("indexname"), try $0.string("indexdef")) }
         }
         let readModel = self.readModel
         let fetchSize = self.fetchSize
@@ -65,18 +68,20 @@ public struct VisitReplay: Sendable {
         let counts = try await pool.withConnection { reader -> (Int, Int, Double, Double, ShadowWriter.Timing) in
             let writer = try ShadowWriter(url: pool.configuration.url, readModel: readModel, table: VisitReplay.shadow)
             try reader.execute(script: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            try reader.execute(script: """
-                DECLARE visit_log NO SCROLL CURSOR FOR
-                SELECT stream_name, position, type, data::text AS data, extract(epoch FROM recorded_at)::float8 AS recorded_at
-                FROM events WHERE stream_name LIKE 'visit-%' ORDER BY stream_name, position
-                """)
+            try reader.execute(
+                script: """
+                    DECLARE visit_log NO SCROLL CURSOR FOR
+                    SELECT stream_name, position, type, data::text AS data, extract(epoch FROM recorded_at)::float8 AS recorded_at
+                    FROM events WHERE stream_name LIKE 'visit-%' ORDER BY stream_name, position
+                    """)
             var events = 0
             var visits = 0
             var pending: [VisitState] = []
             pending.reserveCapacity(writeBatch)
             var current: (stream: String, state: VisitState?)? = nil
             var lastReport = Date()
-            var readSeconds = 0.0, foldSeconds = 0.0
+            var readSeconds = 0.0
+            var foldSeconds = 0.0
             while true {
                 let t0 = Date()
                 let rows = try reader.query(PostgresQuery(sql: "FETCH \(fetchSize) FROM visit_log"))
@@ -130,19 +135,23 @@ public struct VisitReplay: Sendable {
         }
         let carried = try await pool.withTransaction { c -> Int in
             try c.execute(script: "LOCK TABLE visits IN EXCLUSIVE MODE")
-            let moved = try c.query(PostgresQuery(sql: """
-                INSERT INTO \(VisitReplay.shadow) AS s SELECT * FROM visits
-                ON CONFLICT (visit_id) DO UPDATE SET customer_id = excluded.customer_id, technician_id = excluded.technician_id,
-                    status = excluded.status, ended = excluded.ended, version = excluded.version,
-                    scheduled_at = excluded.scheduled_at, view = excluded.view, state = excluded.state, updated_at = excluded.updated_at
-                WHERE s.version < excluded.version
-                """)).affectedRows
-            try c.execute(script: """
-                ALTER TABLE visits RENAME TO visits_replaced;
-                ALTER TABLE \(VisitReplay.shadow) RENAME TO visits;
-                DROP TABLE visits_replaced;
-                ALTER INDEX \(VisitReplay.shadow)_pkey RENAME TO visits_pkey;
-                """)
+            let moved = try c.query(
+                PostgresQuery(
+                    sql: """
+                        INSERT INTO \(VisitReplay.shadow) AS s SELECT * FROM visits
+                        ON CONFLICT (visit_id) DO UPDATE SET customer_id = excluded.customer_id, technician_id = excluded.technician_id,
+                            status = excluded.status, ended = excluded.ended, version = excluded.version,
+                            scheduled_at = excluded.scheduled_at, view = excluded.view, state = excluded.state, updated_at = excluded.updated_at
+                        WHERE s.version < excluded.version
+                        """)
+            ).affectedRows
+            try c.execute(
+                script: """
+                    ALTER TABLE visits RENAME TO visits_replaced;
+                    ALTER TABLE \(VisitReplay.shadow) RENAME TO visits;
+                    DROP TABLE visits_replaced;
+                    ALTER INDEX \(VisitReplay.shadow)_pkey RENAME TO visits_pkey;
+                    """)
             for index in secondaryIndexes {
                 try c.execute(script: "ALTER INDEX \(index.name)_rebuild RENAME TO \(index.name)")
             }

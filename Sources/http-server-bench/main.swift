@@ -68,10 +68,13 @@ func residentMegabytes() -> (current: Double, peak: Double) {
 }
 
 func runWrk(port: UInt16, connections: Int, threads: Int, seconds: Int, script: String) throws -> WrkResult {
-    let output = try ChildProcess("/usr/bin/wrk", [
-        "-t", String(min(threads, connections)), "-c", String(connections), "-d", "\(seconds)s", "--latency",
-        "-s", script, "http://127.0.0.1:\(port)/v1/visits/v-1001/events",
-    ]).runBlocking().stdout
+    let output = try ChildProcess(
+        "/usr/bin/wrk",
+        [
+            "-t", String(min(threads, connections)), "-c", String(connections), "-d", "\(seconds)s", "--latency",
+            "-s", script, "http://127.0.0.1:\(port)/v1/visits/v-1001/events",
+        ]
+    ).runBlocking().stdout
     var result = WrkResult(requestsPerSecond: 0, p50: "?", p99: "?", errors: "none")
     for line in output.split(separator: "\n") {
         let words = line.split(separator: " ", omittingEmptySubsequences: true)

@@ -71,7 +71,8 @@ struct APIBenchmark {
         guard FileManager.default.isExecutableFile(atPath: executable.path) else {
             throw BenchmarkUsageError(message: "build livevisits first (swift build -c release --product livevisits)")
         }
-        let database = try await ScratchDatabase.create(serverURL: serverURL, migrations: root.appendingPathComponent("Migrations"))
+        let database = try await ScratchDatabase.create(
+            serverURL: serverURL, migrations: root.appendingPathComponent("Migrations"))
         let projections = root.appendingPathComponent("Projections")
         let rules = try ProjectionRules.load(directory: projections)
         let readModel = try VisitReadModel(projectionsDirectory: projections, rules: rules)
@@ -95,15 +96,24 @@ struct APIBenchmark {
         environment["LIVEVISITS_MIGRATIONS_DIR"] = root.appendingPathComponent("Migrations").path
         environment["LIVEVISITS_LOG_LEVEL"] = "warning"
         let server = try ChildProcess(executable.path, ["serve", "--api-only"], environment: environment).start(stderr: .inherit)
-        defer { if server.isRunning { server.signal(SIGTERM); _ = server.waitBlocking() } }
+        defer {
+            if server.isRunning {
+                server.signal(SIGTERM)
+                _ = server.waitBlocking()
+            }
+        }
         try await waitForHealth(port: port, server: server)
         print(String(format: "server pid %d on 127.0.0.1:%d, VmRSS at start %.1f MB", server.pid, Int(port), rss(server.pid)))
 
         let script = FileManager.default.temporaryDirectory.appendingPathComponent("lv-bench-\(UUID().uuidString).lua")
         defer { try? FileManager.default.removeItem(at: script) }
         print("")
-        if idempotencyKeys { print("HTTP requests carry a fresh Idempotency-Key each; the in-process command is the unkeyed one") }
-        print("conns   HTTP req/s   p50 ms   p99 ms   errors  batch | in-process req/s   p50 ms   p99 ms  batch | ratio   server VmRSS MB")
+        if idempotencyKeys {
+            print("HTTP requests carry a fresh Idempotency-Key each; the in-process command is the unkeyed one")
+        }
+        print(
+            "conns   HTTP req/s   p50 ms   p99 ms   errors  batch | in-process req/s   p50 ms   p99 ms  batch | ratio   server VmRSS MB"
+        )
         var peak = 0.0
         var cpuLines: [String] = []
         /// CPU microseconds per request of a run.
@@ -132,20 +142,29 @@ struct APIBenchmark {
                 localRates.append(local.requestsPerSecond)
                 httpP99s.append(http.p99Milliseconds)
                 let localCPU = CPUSample.take(process: server.pid) - localBefore
-                cpuLines.append(String(
-                    format: "%5d   HTTP: server %4.0f  wrk %4.0f  postgres %4.0f  = %4.0f | in-process: bench %4.0f  postgres %4.0f  = %4.0f | server switches/request %.2f",
-                    count, perRequest(httpCPU.process, http), perRequest(httpCPU.children, http), perRequest(httpCPU.postgres, http),
-                    perRequest(httpCPU.process + httpCPU.children + httpCPU.postgres, http),
-                    perRequest(localCPU.this, local), perRequest(localCPU.postgres, local), perRequest(localCPU.this + localCPU.postgres, local),
-                    perRequest(httpCPU.switches, http) / 1e6))
-                print(String(format: "%5d %12.0f %8.2f %8.2f %8d %6.1f | %16.0f %8.2f %8.2f %6.1f | %5.2f %12.1f",
-                             count, http.requestsPerSecond, http.p50Milliseconds, http.p99Milliseconds, http.errors, http.meanBatch,
-                             local.requestsPerSecond, local.p50Milliseconds, local.p99Milliseconds, local.meanBatch,
-                             http.requestsPerSecond / max(local.requestsPerSecond, 0.001), memory))
+                cpuLines.append(
+                    String(
+                        format:
+                            "%5d   HTTP: server %4.0f  wrk %4.0f  postgres %4.0f  = %4.0f | in-process: bench %4.0f  postgres %4.0f  = %4.0f | server switches/request %.2f",
+                        count, perRequest(httpCPU.process, http), perRequest(httpCPU.children, http),
+                        perRequest(httpCPU.postgres, http),
+                        perRequest(httpCPU.process + httpCPU.children + httpCPU.postgres, http),
+                        perRequest(localCPU.this, local), perRequest(localCPU.postgres, local),
+                        perRequest(localCPU.this + localCPU.postgres, local),
+                        perRequest(httpCPU.switches, http) / 1e6))
+                print(
+                    String(
+                        format: "%5d %12.0f %8.2f %8.2f %8d %6.1f | %16.0f %8.2f %8.2f %6.1f | %5.2f %12.1f",
+                        count, http.requestsPerSecond, http.p50Milliseconds, http.p99Milliseconds, http.errors, http.meanBatch,
+                        local.requestsPerSecond, local.p50Milliseconds, local.p99Milliseconds, local.meanBatch,
+                        http.requestsPerSecond / max(local.requestsPerSecond, 0.001), memory))
             }
-            let httpMedian = median(httpRates), localMedian = median(localRates)
-            medians.append(String(format: "%5d %11.0f %12.2f %17.0f %10.2f", count, httpMedian, median(httpP99s), localMedian,
-                                httpMedian / max(localMedian, 0.001)))
+            let httpMedian = median(httpRates)
+            let localMedian = median(localRates)
+            medians.append(
+                String(
+                    format: "%5d %11.0f %12.2f %17.0f %10.2f", count, httpMedian, median(httpP99s), localMedian,
+                    httpMedian / max(localMedian, 0.001)))
         }
         print(String(format: "server peak VmRSS %.1f MB", peak))
         print("")
@@ -181,7 +200,8 @@ struct APIBenchmark {
                             "technician":{"id":"t-\(id % 13)","name":"Sam","avatarSymbol":"person.crop.circle","vanDescription":"White van"},\
                             "arrivalWindow":{"start":\(start),"end":\(start + 600)},"kilometresAway":14.0}
                             """
-                        _ = try await handler.schedule(try ScheduleVisitRequest.parse(Array(body.utf8)) { all[id] }, context: context)
+                        _ = try await handler.schedule(
+                            try ScheduleVisitRequest.parse(Array(body.utf8)) { all[id] }, context: context)
                     }
                 }
             }
@@ -221,21 +241,29 @@ struct APIBenchmark {
     }
 
     func runWrk(port: UInt16, connections: Int, script: URL) throws -> Figures {
-        let wrk = ChildProcess("/usr/bin/wrk", ["-t", "\(min(connections, 2))", "-c", "\(connections)", "-d", "\(duration)s",
-                                                "--timeout", "10s", "-s", script.path, "http://127.0.0.1:\(port)"])
+        let wrk = ChildProcess(
+            "/usr/bin/wrk",
+            [
+                "-t", "\(min(connections, 2))", "-c", "\(connections)", "-d", "\(duration)s",
+                "--timeout", "10s", "-s", script.path, "http://127.0.0.1:\(port)",
+            ])
         let output = try wrk.runBlocking().stdout
         guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("LV ") }) else {
             throw BenchmarkUsageError(message: "wrk gave no figures:\n\(output)")
         }
         let parts = line.split(separator: " ").dropFirst().compactMap { Double($0) }
-        let rate = output.split(separator: "\n").first { $0.hasPrefix("Requests/sec:") }
+        let rate =
+            output.split(separator: "\n").first { $0.hasPrefix("Requests/sec:") }
             .flatMap { Double($0.split(separator: " ").last ?? "") } ?? parts[2] / Double(duration)
-        return Figures(requestsPerSecond: rate, p50Milliseconds: parts[0] / 1000, p99Milliseconds: parts[1] / 1000, errors: Int(parts[3]),
-                       meanBatch: 0)
+        return Figures(
+            requestsPerSecond: rate, p50Milliseconds: parts[0] / 1000, p99Milliseconds: parts[1] / 1000, errors: Int(parts[3]),
+            meanBatch: 0)
     }
 
     /// The same command without HTTP: `concurrency` tasks posting for `duration` seconds.
-    func runInProcess(prefix: String, concurrency: Int, handler: VisitCommandHandler, context: VisitCommandContext) async throws -> Figures {
+    func runInProcess(prefix: String, concurrency: Int, handler: VisitCommandHandler, context: VisitCommandContext) async throws
+        -> Figures
+    {
         let deadline = Date().addingTimeInterval(Double(duration))
         let visits = self.visits
         let batcher = VisitCommandBatcher(handler: handler)
@@ -254,9 +282,10 @@ struct APIBenchmark {
                         let t0 = Date()
                         // What the route runs: the command (with the read its answer needs) through group commit,
                         // then the wake-ups of followers and outbox workers after the commit.
-                        let result = try await batcher.execute(VisitCommand(
-                            visitId: visit, event: event, context: context, isCreation: false,
-                            alsoRun: [tokens.liveActivityCountQuery(visitId: visit)]))
+                        let result = try await batcher.execute(
+                            VisitCommand(
+                                visitId: visit, event: event, context: context, isCreation: false,
+                                alsoRun: [tokens.liveActivityCountQuery(visitId: visit)]))
                         handler.store.eventsCommitted(count: 1)
                         if result.pushes > 0 { handler.pushes.committed() }
                         mine.append(Date().timeIntervalSince(t0))
@@ -271,9 +300,10 @@ struct APIBenchmark {
         func percentile(_ p: Double) -> Double {
             sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] * 1000
         }
-        return Figures(requestsPerSecond: Double(sorted.count) / elapsed, p50Milliseconds: percentile(0.5),
-                       p99Milliseconds: percentile(0.99), errors: 0,
-                       meanBatch: Double(sorted.count) / Double(max(batcher.batchesRun, 1)))
+        return Figures(
+            requestsPerSecond: Double(sorted.count) / elapsed, p50Milliseconds: percentile(0.5),
+            p99Milliseconds: percentile(0.99), errors: 0,
+            meanBatch: Double(sorted.count) / Double(max(batcher.batchesRun, 1)))
     }
 
     func waitForHealth(port: UInt16, server: RunningChild) async throws {
@@ -292,7 +322,8 @@ struct APIBenchmark {
 
     /// The server's group-commit counters (`livevisits_command_batches_total`, `…_batched_total`) from `/metrics`.
     func batchCounters(port: UInt16) -> (batches: Double, commands: Double) {
-        var batches = 0.0, commands = 0.0
+        var batches = 0.0
+        var commands = 0.0
         for line in get(port: port, path: "/metrics").split(separator: "\n") {
             let parts = line.split(separator: " ")
             guard parts.count == 2, let value = Double(parts[1]) else { continue }
@@ -311,11 +342,15 @@ struct APIBenchmark {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         address.sin_port = port.bigEndian
         let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
         }
         guard connected else { return "" }
         let request = Array("GET \(path) HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8)
-        guard request.withUnsafeBytes({ Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else { return "" }
+        guard request.withUnsafeBytes({ Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else {
+            return ""
+        }
         var answer: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 16_384)
         while true {
@@ -329,8 +364,8 @@ struct APIBenchmark {
     /// Resident memory of a process in MB (VmRSS from /proc).
     func rss(_ pid: Int32) -> Double {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-              let kb = line.split(separator: " ").compactMap({ Double($0) }).first
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+            let kb = line.split(separator: " ").compactMap({ Double($0) }).first
         else { return 0 }
         return kb / 1024
     }

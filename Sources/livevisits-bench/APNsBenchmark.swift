@@ -28,7 +28,8 @@ enum APNsBenchmark {
             String(
                 format: "%d pushes (%d ok, %d failed) with %d in flight in %.2f s: %.0f pushes/s, p50 %.1f ms, p99 %.1f ms",
                 pushes, succeeded, failed, concurrency, seconds, pushesPerSecond, p50 * 1000, p99 * 1000)
-                + String(format: ", process CPU %.2f s (%.0f µs/push, %.0f%% of the wall time)", processCPUSeconds,
+                + String(
+                    format: ", process CPU %.2f s (%.0f µs/push, %.0f%% of the wall time)", processCPUSeconds,
                     cpuMicrosecondsPerPush, seconds > 0 ? processCPUSeconds / seconds * 100 : 0)
                 + (failures.isEmpty ? "" : " failures: \(failures.sorted { $0.key < $1.key })")
         }
@@ -50,7 +51,8 @@ enum APNsBenchmark {
                     while true {
                         let index = next.take()
                         guard index < count else { break }
-                        let body = #"{"aps":{"timestamp":\#(1_790_000_000 + index),"event":"update","content-state":{"status":"enRoute","kilometresAway":\#(index % 50)}}}"#
+                        let body =
+                            #"{"aps":{"timestamp":\#(1_790_000_000 + index),"event":"update","content-state":{"status":"enRoute","kilometresAway":\#(index % 50)}}}"#
                         let request = APNsRequest(
                             deviceToken: deviceToken, environment: environment, priority: .low, expiration: 0,
                             apnsId: UUID().uuidString.lowercased(), body: Array(body.utf8))

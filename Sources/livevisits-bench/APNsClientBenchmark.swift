@@ -1,7 +1,7 @@
 import APNs
 import APNsSimulator
-import Runtime
 import Foundation
+import Runtime
 
 /// `livevisits-bench apns [--count N] [--concurrency 100,500]`: N small liveactivity pushes from the APNs
 /// client to the project's simulator (in this process) over one HTTP/2 connection, at each concurrency;
@@ -32,8 +32,9 @@ struct APNsClientBenchmark {
             await client.shutdown()
             let statistics = simulator.statistics()
             await simulator.stop()
-            print("apns: \(concurrency) streams: \(report); connections \(statistics.connectionsAccepted), "
-                + "max concurrent streams seen \(statistics.maximumConcurrentStreams)")
+            print(
+                "apns: \(concurrency) streams: \(report); connections \(statistics.connectionsAccepted), "
+                    + "max concurrent streams seen \(statistics.maximumConcurrentStreams)")
         }
     }
 }

@@ -33,12 +33,18 @@ struct AppendBenchmark {
             .value("--writers", "LIST", "concurrent writers, comma-separated (default 1,4,16)"),
             .value("--streams", "N", "number of visits (default 10000), scheduled before the runs"),
             .value("--distribution", "LIST", "uniform,zipf (default both)"),
-            .value("--mode", "LIST", "batched (group commit, the API's path, the default) and/or direct (one transaction per command)"),
+            .value(
+                "--mode", "LIST",
+                "batched (group commit, the API's path, the default) and/or direct (one transaction per command)"),
             .value("--batches", "N", "group commit: batches in flight at once (default 2, the API's)"),
-            .flag("--no-sync", "synchronous_commit=off for both sides (what a fast WAL device would show: commits cost CPU, not a flush wait)"),
+            .flag(
+                "--no-sync",
+                "synchronous_commit=off for both sides (what a fast WAL device would show: commits cost CPU, not a flush wait)"),
             .value("--pgbench", "PATH", "pgbench binary (default /usr/lib/postgresql/15/bin/pgbench)"),
             .flag("--no-pgbench", "skip the pgbench baseline"),
-            .value("--migrations", "DIR", "migration files (default ./Migrations); the read-model SQL and rules come from ./Projections"),
+            .value(
+                "--migrations", "DIR",
+                "migration files (default ./Migrations); the read-model SQL and rules come from ./Projections"),
         ],
         details: """
             The cluster comes from LIVEVISITS_DATABASE_URL (start it with scripts/pg start); a scratch database
@@ -63,7 +69,9 @@ struct AppendBenchmark {
         streams = try parsed.integer("--streams", in: 1...Int.max) ?? streams
         if let list = parsed.value("--distribution") {
             distributions = try list.split(separator: ",").map {
-                guard let d = StreamPicker.Distribution(rawValue: String($0)) else { throw Self.syntax.mistake("unknown distribution \($0)") }
+                guard let d = StreamPicker.Distribution(rawValue: String($0)) else {
+                    throw Self.syntax.mistake("unknown distribution \($0)")
+                }
                 return d
             }
         }
@@ -97,7 +105,9 @@ struct AppendBenchmark {
 
     func run() async throws {
         guard let serverURL = ProcessInfo.processInfo.environment["LIVEVISITS_DATABASE_URL"], !serverURL.isEmpty else {
-            throw BenchmarkUsageError(message: "set LIVEVISITS_DATABASE_URL (for the private cluster: export LIVEVISITS_DATABASE_URL=$(scripts/pg url))")
+            throw BenchmarkUsageError(
+                message: "set LIVEVISITS_DATABASE_URL (for the private cluster: export LIVEVISITS_DATABASE_URL=$(scripts/pg url))"
+            )
         }
         let database = try await ScratchDatabase.create(serverURL: serverURL, migrations: migrations)
         do {
@@ -111,10 +121,12 @@ struct AppendBenchmark {
 
     private func measureAll(database: ScratchDatabase) async throws {
         // Both sides connect with the same URL, so a session setting applies to both.
-        let url = synchronousCommit ? database.url : ScratchDatabase.url(database.url, adding: "options=-csynchronous_commit%3Doff")
+        let url =
+            synchronousCommit ? database.url : ScratchDatabase.url(database.url, adding: "options=-csynchronous_commit%3Doff")
         let maxWriters = writerCounts.max() ?? 1
-        print("append benchmark: \(streams) visits, progress commands, \(Int(duration)) s per run, database \(database.name)"
-            + (synchronousCommit ? "" : ", synchronous_commit=off"))
+        print(
+            "append benchmark: \(streams) visits, progress commands, \(Int(duration)) s per run, database \(database.name)"
+                + (synchronousCommit ? "" : ", synchronous_commit=off"))
 
         var baseline: [Int: Double] = [:]
         if runPgbench {
@@ -128,10 +140,12 @@ struct AppendBenchmark {
         }
 
         let projections = URL(fileURLWithPath: "Projections")
-        let readModel = try VisitReadModel(projectionsDirectory: projections, rules: try ProjectionRules.load(directory: projections))
+        let readModel = try VisitReadModel(
+            projectionsDirectory: projections, rules: try ProjectionRules.load(directory: projections))
         var figures: [Figure] = []
         try await PostgresPool.withPool(PostgresConfiguration(url: url, size: maxWriters + 2)) { pool in
-            let handler = VisitCommandHandler(store: EventStore(pool: pool), readModel: readModel, pushes: OutboxPushes(outbox: Outbox(pool: pool)))
+            let handler = VisitCommandHandler(
+                store: EventStore(pool: pool), readModel: readModel, pushes: OutboxPushes(outbox: Outbox(pool: pool)))
             let batcher = VisitCommandBatcher(handler: handler, maxConcurrentBatches: concurrentBatches)
             try await scheduleVisits(batcher: batcher)
             for mode in modes {
@@ -156,9 +170,10 @@ struct AppendBenchmark {
     private func line(_ f: Figure, baseline: Double?) -> String {
         let ratio = baseline.map { String(format: "%.2fx", f.eventsPerSecond / $0) } ?? "-"
         let label = f.label.padding(toLength: 22, withPad: " ", startingAt: 0)
-        return label + String(
-            format: " %7d %10.0f %8.2f %8.2f %12.0f  ", f.writers, f.eventsPerSecond, f.p50 * 1000, f.p99 * 1000,
-            f.conflictsPerSecond) + ratio.padding(toLength: 10, withPad: " ", startingAt: 0)
+        return label
+            + String(
+                format: " %7d %10.0f %8.2f %8.2f %12.0f  ", f.writers, f.eventsPerSecond, f.p50 * 1000, f.p99 * 1000,
+                f.conflictsPerSecond) + ratio.padding(toLength: 10, withPad: " ", startingAt: 0)
             + (f.meanBatch > 0 ? String(format: "%6.1f", f.meanBatch) : "")
     }
 
@@ -178,8 +193,9 @@ struct AppendBenchmark {
                              "arrivalWindow": {"start": \(start), "end": \(start + 600)}, "kilometresAway": 14.0}
                             """
                         let scheduled = try ScheduleVisitRequest.parse(Array(json.utf8)) { "bench-\(n)" }
-                        _ = try await batcher.execute(VisitCommand(
-                            visitId: "bench-\(n)", event: .scheduled(scheduled), context: context, isCreation: true))
+                        _ = try await batcher.execute(
+                            VisitCommand(
+                                visitId: "bench-\(n)", event: .scheduled(scheduled), context: context, isCreation: true))
                     }
                 }
             }
@@ -251,7 +267,8 @@ struct AppendBenchmark {
 
     /// About 200 bytes of JSON, shaped like a visit event: pgbench's row.
     static let eventData: String = {
-        var text = #"{"visitId":"v-100042","status":"enRoute","kilometresAway":12.5,"#
+        var text =
+            #"{"visitId":"v-100042","status":"enRoute","kilometresAway":12.5,"#
             + #""arrivalWindow":{"start":1790000300,"end":1790000900},"technician":{"id":"t-42","name":"Sam"},"#
             + #""note":""#
         while text.utf8.count < 196 { text += "x" }

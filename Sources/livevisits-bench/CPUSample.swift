@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// CPU seconds used so far by the processes a benchmark cares about, read from `/proc` and `getrusage`:
@@ -18,14 +18,18 @@ struct CPUSample {
     var postgres: Double
 
     static func take(process pid: Int32) -> CPUSample {
-        CPUSample(process: seconds(pid: pid), switches: contextSwitches(pid: pid), this: rusage(RUSAGE_SELF.rawValue), children: rusage(RUSAGE_CHILDREN.rawValue), postgres: postgresSeconds())
+        CPUSample(
+            process: seconds(pid: pid), switches: contextSwitches(pid: pid), this: rusage(RUSAGE_SELF.rawValue),
+            children: rusage(RUSAGE_CHILDREN.rawValue), postgres: postgresSeconds())
     }
 
     /// CPU seconds (user + system) this process has used so far.
     static func thisProcess() -> Double { rusage(RUSAGE_SELF.rawValue) }
 
     static func - (a: CPUSample, b: CPUSample) -> CPUSample {
-        CPUSample(process: a.process - b.process, switches: a.switches - b.switches, this: a.this - b.this, children: a.children - b.children, postgres: a.postgres - b.postgres)
+        CPUSample(
+            process: a.process - b.process, switches: a.switches - b.switches, this: a.this - b.this,
+            children: a.children - b.children, postgres: a.postgres - b.postgres)
     }
 
     private static let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
@@ -33,7 +37,7 @@ struct CPUSample {
     /// utime + stime of one process (fields 14 and 15 of /proc/PID/stat, after the parenthesised name).
     static func seconds(pid: Int32) -> Double {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")")
+            let close = stat.lastIndex(of: ")")
         else { return 0 }
         let fields = stat[stat.index(after: close)...].split(separator: " ")
         guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
@@ -45,7 +49,9 @@ struct CPUSample {
         guard let threads = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return 0 }
         var total = 0.0
         for thread in threads {
-            guard let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(thread)/status", encoding: .utf8) else { continue }
+            guard let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(thread)/status", encoding: .utf8) else {
+                continue
+            }
             for line in status.split(separator: "\n") where line.contains("ctxt_switches:") {
                 total += line.split(separator: "\t").last.flatMap { Double($0.trimmingCharacters(in: .whitespaces)) } ?? 0
             }
@@ -66,8 +72,8 @@ struct CPUSample {
         var total = 0.0
         for entry in entries {
             guard let pid = Int32(entry),
-                  let name = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8),
-                  name.hasPrefix("postgres")
+                let name = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8),
+                name.hasPrefix("postgres")
             else { continue }
             total += seconds(pid: pid)
         }

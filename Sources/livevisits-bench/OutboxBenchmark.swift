@@ -37,7 +37,8 @@ enum OutboxBenchmark {
         var backlogOnly = false
     }
 
-    static let summary = "appends N events with their push intents; one outbox worker delivers them (--count N --rate R --simulator)"
+    static let summary =
+        "appends N events with their push intents; one outbox worker delivers them (--count N --rate R --simulator)"
 
     static let syntax = CommandSyntax(
         command: "livevisits-bench outbox", summary: summary,
@@ -60,7 +61,8 @@ enum OutboxBenchmark {
         var options = Options()
         options.count = try parsed.integer("--count", in: 1...Int.max) ?? options.count
         options.rate = try parsed.positiveNumber("--rate") ?? options.rate
-        options.latency = try parsed.value("--latency", expected: "seconds (0 or more)") { Double($0).flatMap { $0 >= 0 ? $0 : nil } }
+        options.latency =
+            try parsed.value("--latency", expected: "seconds (0 or more)") { Double($0).flatMap { $0 >= 0 ? $0 : nil } }
             ?? options.latency
         options.writers = try parsed.integer("--writers", in: 1...Int.max) ?? options.writers
         options.appendOnly = parsed.has("--append-only")
@@ -87,23 +89,31 @@ enum OutboxBenchmark {
         do {
             try await ScratchDatabase.with(serverURL: serverURL, migrations: URL(fileURLWithPath: "Migrations")) { database in
                 let url = database.url
-                print("outbox benchmark: sender=\(sender == nil && client == nil ? "loopback (latency \(options.latency) s)" : name), one worker")
+                print(
+                    "outbox benchmark: sender=\(sender == nil && client == nil ? "loopback (latency \(options.latency) s)" : name), one worker"
+                )
                 if options.appendOnly {
                     try await appendOnly(count: options.count, writers: options.writers, url: url)
                     return
                 }
                 if options.enqueueOnly {
-                    try await phase("enqueue only", count: options.count, rate: nil, writers: options.writers, url: url, sender: nil, acks: acks)
+                    try await phase(
+                        "enqueue only", count: options.count, rate: nil, writers: options.writers, url: url, sender: nil,
+                        acks: acks)
                     return
                 }
                 if !options.backlogOnly {
-                try await phase("saturated", count: options.count, rate: nil, writers: options.writers, url: url, sender: recording, acks: acks,
-                                options: options)
-                try await phase("paced", count: max(1, options.count / 4), rate: options.rate, writers: options.writers, url: url,
-                                sender: recording, acks: acks, options: options)
+                    try await phase(
+                        "saturated", count: options.count, rate: nil, writers: options.writers, url: url, sender: recording,
+                        acks: acks,
+                        options: options)
+                    try await phase(
+                        "paced", count: max(1, options.count / 4), rate: options.rate, writers: options.writers, url: url,
+                        sender: recording, acks: acks, options: options)
                 }
-                try await phase("backlog", count: options.count, rate: nil, writers: options.writers, url: url, sender: recording,
-                                acks: acks, startWorkerAfterAppends: true, options: options)
+                try await phase(
+                    "backlog", count: options.count, rate: nil, writers: options.writers, url: url, sender: recording,
+                    acks: acks, startWorkerAfterAppends: true, options: options)
             }
         } catch {
             await client?.shutdown()
@@ -167,10 +177,12 @@ enum OutboxBenchmark {
                             acks.expect(token: token(prefix, v), timestamp: ts, recordedAt: recordedAt)
                             // As the visit command writes: the event and its outbox rows in one pipelined transaction.
                             let request = AppendRequest(
-                                streamName: "visit-\(visit)", events: [NewEvent(type: "nearby", data: "{\"kilometresAway\":1.2}")],
+                                streamName: "visit-\(visit)",
+                                events: [NewEvent(type: "nearby", data: "{\"kilometresAway\":1.2}")],
                                 recordedAt: recordedAt)
                             try EventStore.validate(request, limits: limits)
-                            let statements = [EventStore.appendStatement(request, guarded: false)]
+                            let statements =
+                                [EventStore.appendStatement(request, guarded: false)]
                                 + (try outbox.enqueueStatements([intent(visit: visit, timestamp: ts, recordedAt: recordedAt)]))
                             _ = try await pool.withConnection { try $0.pipeline(statements) }
                             outbox.committed()
@@ -181,8 +193,10 @@ enum OutboxBenchmark {
             }
             var appended = Date().timeIntervalSince1970
             if startWorkerAfterAppends {
-                print(String(format: "%@: %d events appended with their intents in %.2f s (%.0f/s), worker stopped", label, count,
-                    appended - started, Double(count) / (appended - started)))
+                print(
+                    String(
+                        format: "%@: %d events appended with their intents in %.2f s (%.0f/s), worker stopped", label, count,
+                        appended - started, Double(count) / (appended - started)))
                 gate.signal()
                 appended = Date().timeIntervalSince1970
                 let drainStart = appended
@@ -192,13 +206,17 @@ enum OutboxBenchmark {
                 let span = (acks.lastAck ?? drainStart) - drainStart
                 services.cancel()
                 _ = await services.result
-                print(String(format: "%@: one worker drained %d pushes in %.2f s = %.0f pushes/s", label, acks.count, span,
-                    Double(acks.count) / span))
+                print(
+                    String(
+                        format: "%@: one worker drained %d pushes in %.2f s = %.0f pushes/s", label, acks.count, span,
+                        Double(acks.count) / span))
                 return
             }
             if sender == nil {
-                print(String(format: "%@: %d events appended with their intents in %.2f s = %.0f events/s", label, count,
-                    appended - started, Double(count) / (appended - started)))
+                print(
+                    String(
+                        format: "%@: %d events appended with their intents in %.2f s = %.0f events/s", label, count,
+                        appended - started, Double(count) / (appended - started)))
                 services.cancel()
                 return
             }
@@ -213,10 +231,12 @@ enum OutboxBenchmark {
             func percentile(_ p: Double) -> Double {
                 delays.isEmpty ? .nan : delays[min(delays.count - 1, Int((Double(delays.count) * p).rounded(.down)))]
             }
-            print(String(
-                format: "%@: %d events appended in %.2f s (%.0f/s); %d pushes acknowledged in %.2f s = %.0f pushes/s; append→ack p50 %.1f ms, p99 %.1f ms, max %.1f ms",
-                label, count, appended - started, Double(count) / (appended - started), delays.count, span,
-                Double(delays.count) / span, percentile(0.5) * 1000, percentile(0.99) * 1000, (delays.last ?? .nan) * 1000))
+            print(
+                String(
+                    format:
+                        "%@: %d events appended in %.2f s (%.0f/s); %d pushes acknowledged in %.2f s = %.0f pushes/s; append→ack p50 %.1f ms, p99 %.1f ms, max %.1f ms",
+                    label, count, appended - started, Double(count) / (appended - started), delays.count, span,
+                    Double(delays.count) / span, percentile(0.5) * 1000, percentile(0.99) * 1000, (delays.last ?? .nan) * 1000))
         }
     }
 
@@ -230,7 +250,8 @@ enum OutboxBenchmark {
         let keyPEM = try generateP256Key()
         let apns = APNsConfiguration(
             baseURLs: [.sandbox: endpoint.url, .production: endpoint.url],
-            trustedCertificates: try APNsTrustedCertificates(pem: Array(try Data(contentsOf: URL(fileURLWithPath: endpoint.caFile)))),
+            trustedCertificates: try APNsTrustedCertificates(
+                pem: Array(try Data(contentsOf: URL(fileURLWithPath: endpoint.caFile)))),
             signingKey: try APNsSigningKey(pem: keyPEM), keyId: "KEY1234567", teamId: "TEAM123456",
             bundleId: "com.example.visits")
         return (simulator, APNsClient(configuration: apns))
@@ -241,7 +262,9 @@ enum OutboxBenchmark {
         let outcome = try ChildProcess(
             "/bin/sh", ["-c", "openssl ecparam -name prime256v1 -genkey -noout | openssl pkcs8 -topk8 -nocrypt"]
         ).runBlocking()
-        guard outcome.status == 0, !outcome.stdout.isEmpty else { throw BenchmarkError(message: "openssl could not generate a P-256 key") }
+        guard outcome.status == 0, !outcome.stdout.isEmpty else {
+            throw BenchmarkError(message: "openssl could not generate a P-256 key")
+        }
         return Array(outcome.stdout.utf8)
     }
 
@@ -255,7 +278,8 @@ enum OutboxBenchmark {
                             _ = try await pool.withTransaction { connection in
                                 try EventStore.append(
                                     AppendRequest(
-                                        streamName: "visit-append-\(v)", events: [NewEvent(type: "nearby", data: "{\"kilometresAway\":1.2}")],
+                                        streamName: "visit-append-\(v)",
+                                        events: [NewEvent(type: "nearby", data: "{\"kilometresAway\":1.2}")],
                                         recordedAt: Date().timeIntervalSince1970),
                                     on: connection)
                             }
@@ -283,7 +307,8 @@ enum OutboxBenchmark {
     }
 
     private static func token(_ prefix: String, _ v: Int) -> String {
-        let hex = String(UInt64(truncatingIfNeeded: v), radix: 16) + String(UInt64(truncatingIfNeeded: prefix.hashValue), radix: 16)
+        let hex =
+            String(UInt64(truncatingIfNeeded: v), radix: 16) + String(UInt64(truncatingIfNeeded: prefix.hashValue), radix: 16)
         return String((hex + String(repeating: "0", count: 64)).prefix(64))
     }
 

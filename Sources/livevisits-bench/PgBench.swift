@@ -18,10 +18,11 @@ struct PgBench {
     func prepare(eventData: String) async throws {
         try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 1)) { pool in
             try await pool.withConnection { c in
-                try c.execute(script: """
-                    CREATE TABLE pgbench_events (LIKE events INCLUDING ALL);
-                    CREATE SEQUENCE pgbench_events_position;
-                    """)
+                try c.execute(
+                    script: """
+                        CREATE TABLE pgbench_events (LIKE events INCLUDING ALL);
+                        CREATE SEQUENCE pgbench_events_position;
+                        """)
             }
         }
         // The payload is concatenated per row, so PostgreSQL parses a fresh jsonb each time as appends do.
@@ -43,10 +44,13 @@ struct PgBench {
     func run(clients: Int, seconds: Double) throws -> Double {
         // Runtime's ChildProcess starts pgbench with default signal handlers and an empty mask: its `-T`
         // relies on SIGALRM, which a child of Foundation's `Process` inherited blocked (pgbench never stopped).
-        let outcome = try ChildProcess(path, [
-            "-n", "-M", "prepared", "-c", String(clients), "-j", String(min(clients, 2)),
-            "-T", String(max(1, Int(seconds.rounded()))), "-f", scriptURL.path, url,
-        ]).runBlocking()
+        let outcome = try ChildProcess(
+            path,
+            [
+                "-n", "-M", "prepared", "-c", String(clients), "-j", String(min(clients, 2)),
+                "-T", String(max(1, Int(seconds.rounded()))), "-f", scriptURL.path, url,
+            ]
+        ).runBlocking()
         guard outcome.status == 0 else {
             throw Failure(description: "pgbench failed (\(outcome.status)): \(outcome.stderr.split(separator: "\n").last ?? "")")
         }

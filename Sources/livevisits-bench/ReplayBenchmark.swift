@@ -56,7 +56,8 @@ struct ReplayBenchmark {
                 func statements(for plans: [PushPlan], state: VisitState) throws -> [PostgresQuery] { [] }
             }
             let clock = ManualClock(now: Date().timeIntervalSince1970)
-            let handler = VisitCommandHandler(store: EventStore(pool: pool), readModel: readModel, pushes: NoPushes(), clock: clock)
+            let handler = VisitCommandHandler(
+                store: EventStore(pool: pool), readModel: readModel, pushes: NoPushes(), clock: clock)
             let start = Int(clock.now()) + 900
             let schedule = """
                 {"visitId": "TEMPLATE", "customerId": "c-TEMPLATE",
@@ -68,7 +69,8 @@ struct ReplayBenchmark {
             _ = try await handler.schedule(try ScheduleVisitRequest.parse(Array(schedule.utf8)) { "TEMPLATE" }, context: context)
             for step in ReplayBenchmark.journey {
                 clock.advance(by: 30)
-                _ = try await handler.post(visitId: "TEMPLATE", event: try VisitEventRequest.parse(Array(step.utf8)), context: context)
+                _ = try await handler.post(
+                    visitId: "TEMPLATE", event: try VisitEventRequest.parse(Array(step.utf8)), context: context)
             }
             let visits = events / 10
             print("generating \(visits * 10) events over \(visits) visits in \(database.name) …")
@@ -77,7 +79,8 @@ struct ReplayBenchmark {
             var from = 1
             while from <= visits {
                 let to = min(from + chunk - 1, visits)
-                try await pool.query("""
+                try await pool.query(
+                    """
                     INSERT INTO events (stream_name, position, type, data, metadata, recorded_at)
                     SELECT 'visit-b' || v, t.position, t.type, replace(t.data::text, 'TEMPLATE', 'b' || v)::jsonb, t.metadata,
                            t.recorded_at + make_interval(secs => v)
@@ -91,13 +94,19 @@ struct ReplayBenchmark {
             print(String(format: "generated %d events in %.1f s", total, Date().timeIntervalSince(generateStarted)))
 
             let report = try await VisitReplay(pool: pool, readModel: readModel).run { progress in
-                print("  replay visits: \(progress.events) events, \(progress.visits) visits, \(Int(progress.eventsPerSecond)) events/s")
+                print(
+                    "  replay visits: \(progress.events) events, \(progress.visits) visits, \(Int(progress.eventsPerSecond)) events/s"
+                )
             }
             let rows = try await pool.query("SELECT count(*) AS n FROM visits").first!.int("n")
-            print(String(format: "  time: read %.2f s, fold %.2f s, encode %.2f s, write %.2f s",
-                         report.readSeconds, report.foldSeconds, report.encodeSeconds, report.writeSeconds))
-            print(String(format: "replay visits: %d events, %d visits (%d rows) in %.2f s = %.0f events/s",
-                         report.events, report.visits, rows, report.seconds, report.eventsPerSecond))
+            print(
+                String(
+                    format: "  time: read %.2f s, fold %.2f s, encode %.2f s, write %.2f s",
+                    report.readSeconds, report.foldSeconds, report.encodeSeconds, report.writeSeconds))
+            print(
+                String(
+                    format: "replay visits: %d events, %d visits (%d rows) in %.2f s = %.0f events/s",
+                    report.events, report.visits, rows, report.seconds, report.eventsPerSecond))
         }
         if keep {
             print("kept database \(database.name): LIVEVISITS_DATABASE_URL='\(database.url)' livevisits replay")

@@ -54,7 +54,7 @@ struct FastRandom: RandomNumberGenerator {
 }
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #else
-import Foundation
+    import Foundation
 #endif

@@ -34,7 +34,8 @@ struct Configuration {
     private func wholeNumber(_ variable: String, in range: ClosedRange<Int>) throws -> Int? {
         guard let text = environment[variable] else { return nil }
         guard let value = Int(text), range.contains(value) else {
-            throw ConfigurationError("\(variable) must be a whole number from \(range.lowerBound) to \(range.upperBound), not \(text)")
+            throw ConfigurationError(
+                "\(variable) must be a whole number from \(range.lowerBound) to \(range.upperBound), not \(text)")
         }
         return value
     }
@@ -68,6 +69,7 @@ struct Configuration {
             if fm.fileExists(atPath: candidate.path) { return candidate }
             dir.deleteLastPathComponent()
         }
-        throw ConfigurationError("cannot find the \(folder) folder; run from the project folder or set LIVEVISITS_\(folder.uppercased())_DIR")
+        throw ConfigurationError(
+            "cannot find the \(folder) folder; run from the project folder or set LIVEVISITS_\(folder.uppercased())_DIR")
     }
 }

@@ -1,7 +1,8 @@
 import Foundation
 import JSON
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The demo's HTTP client: the calls a dispatcher console, a technician app and a customer's iPhone make

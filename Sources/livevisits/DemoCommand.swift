@@ -25,7 +25,8 @@ enum DemoCommand {
 
     static let syntax = CommandSyntax(
         command: "livevisits demo",
-        summary: "Starts a private PostgreSQL cluster, the APNs simulator and the server, plays a whole visit and prints every push as APNs received it.",
+        summary:
+            "Starts a private PostgreSQL cluster, the APNs simulator and the server, plays a whole visit and prints every push as APNs received it.",
         options: [
             .flag("--keep-running", "keep the server running after the visits (Ctrl-C stops everything)"),
             .value("--record", "FILE", "write what APNs received, and the verdict, as JSON to FILE"),
@@ -34,7 +35,8 @@ enum DemoCommand {
 
     static func parse(_ arguments: [String]) throws -> Options {
         let parsed = try syntax.parse(arguments)
-        return Options(keepRunning: parsed.has("--keep-running"), recordFile: parsed.value("--record"), directory: parsed.value("--dir"))
+        return Options(
+            keepRunning: parsed.has("--keep-running"), recordFile: parsed.value("--record"), directory: parsed.value("--dir"))
     }
 
     static func run(_ arguments: [String]) async throws {
@@ -45,7 +47,8 @@ enum DemoCommand {
         }
         try DemoPrerequisites.check()
         let project = try Configuration.locate("scripts").deletingLastPathComponent()
-        let folder = options.directory.map { URL(fileURLWithPath: $0).standardizedFileURL }
+        let folder =
+            options.directory.map { URL(fileURLWithPath: $0).standardizedFileURL }
             ?? project.appendingPathComponent(".demo")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
 
@@ -176,7 +179,8 @@ enum DemoCommand {
         await simulator.stop()
         progress("stopped the API, the worker and the APNs simulator")
 
-        let expected = scenario.steps(dispatcher: "", technician: "", customerAKey: "", customerBKey: "", now: 0).compactMap(\.push)
+        let expected = scenario.steps(dispatcher: "", technician: "", customerAKey: "", customerBKey: "", now: 0).compactMap(
+            \.push)
         let received: [SimulatedDelivery]
         if case .success(let deliveries)? = outcome { received = deliveries } else { received = simulator.deliveries() }
         let verdict = DemoVerdict(scenario: scenario, expected: expected, deliveries: received)
@@ -209,8 +213,11 @@ enum DemoCommand {
         return file
     }
 
-    private static func keepRunningHelp(baseURL: String, keys: DemoPlayer.Keys, scenario: DemoScenario, endpoint: SimulatorEndpoint) {
-        Console.line("""
+    private static func keepRunningHelp(
+        baseURL: String, keys: DemoPlayer.Keys, scenario: DemoScenario, endpoint: SimulatorEndpoint
+    ) {
+        Console.line(
+            """
 
             The server keeps running (Ctrl-C stops it and everything the demo started).
               API          \(baseURL)   (/healthz, /readyz, /metrics)

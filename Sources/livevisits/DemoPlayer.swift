@@ -54,7 +54,8 @@ struct DemoPlayer: Sendable {
             let received = simulator.deliveries().filter { scenario.device(of: $0) == device }.count
             if received >= count { return }
             guard Date() < deadline else {
-                throw CommandFailure("APNs received no push for \(device.rawValue) within \(Int(timeout)) s; see 'livevisits outbox list'")
+                throw CommandFailure(
+                    "APNs received no push for \(device.rawValue) within \(Int(timeout)) s; see 'livevisits outbox list'")
             }
             try await Task.sleep(nanoseconds: 50_000_000)
         }

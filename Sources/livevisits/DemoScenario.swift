@@ -93,44 +93,62 @@ struct DemoScenario: Sendable {
         }
         let eventsA = "/v1/visits/\(visitA)/events"
         return [
-            Step(actor: "customer A", description: "the iPhone registers its push-to-start token", method: "PUT",
-                 path: "/v1/customers/\(customerA)/push-to-start-tokens/\(deviceId)", key: customerAKey,
-                 body: ["pushToken": .string(tokens[.pushToStart]!), "environment": "sandbox"], expect: 204, push: nil),
-            Step(actor: "dispatcher", description: "books visit \(visitA), arrival window opens in 15 min", method: "POST",
-                 path: "/v1/visits", key: dispatcher, body: schedule(visitA, customer: customerA, summary: "Boiler check"),
-                 expect: 201,
-                 push: ExpectedPush(device: .pushToStart, event: "start", status: "scheduled", priority: "10", hasAlert: true)),
-            Step(actor: "customer A", description: "the started Live Activity registers its update token (version 1)",
-                 method: "PUT", path: "/v1/visits/\(visitA)/live-activities/la-\(run)-a", key: customerAKey,
-                 body: ["pushToken": .string(tokens[.activityA]!), "environment": "sandbox", "version": 1, "deviceId": .string(deviceId)],
-                 expect: 204, push: nil),
-            Step(actor: "technician", description: "is en route, 14.5 km away", method: "POST", path: eventsA, key: technician,
-                 body: event("enRoute", ["kilometresAway": 14.5]), expect: 201, push: update("enRoute")),
-            Step(actor: "technician", description: "progress: 8.2 km away", method: "POST", path: eventsA, key: technician,
-                 body: event("progress", ["kilometresAway": 8.2]), expect: 201, push: update("enRoute")),
-            Step(actor: "technician", description: "progress: 3.6 km away", method: "POST", path: eventsA, key: technician,
-                 body: event("progress", ["kilometresAway": 3.6]), expect: 201, push: update("enRoute")),
-            Step(actor: "technician", description: "is nearby, 1.2 km away", method: "POST", path: eventsA, key: technician,
-                 body: event("nearby", ["kilometresAway": 1.2]), expect: 201, push: update("nearby", alert: true)),
-            Step(actor: "technician", description: "is on site", method: "POST", path: eventsA, key: technician,
-                 body: event("onSite"), expect: 201, push: update("onSite", alert: true)),
-            Step(actor: "technician", description: "is finishing", method: "POST", path: eventsA, key: technician,
-                 body: event("finishing"), expect: 201, push: update("finishing")),
-            Step(actor: "technician", description: "completed the visit", method: "POST", path: eventsA, key: technician,
-                 body: event("completed"), expect: 201,
-                 push: ExpectedPush(device: .activityA, event: "end", status: "completed", priority: "10", hasAlert: false,
-                                    dismissal: .afterOneHour)),
-            Step(actor: "dispatcher", description: "books visit \(visitB) for another customer", method: "POST",
-                 path: "/v1/visits", key: dispatcher, body: schedule(visitB, customer: customerB, summary: "Radiator leak"),
-                 expect: 201, push: nil),
-            Step(actor: "customer B", description: "the Live Activity started in the app registers its token (version 1)",
-                 method: "PUT", path: "/v1/visits/\(visitB)/live-activities/la-\(run)-b", key: customerBKey,
-                 body: ["pushToken": .string(tokens[.activityB]!), "environment": "sandbox", "version": 1], expect: 204, push: nil),
-            Step(actor: "dispatcher", description: "cancels visit \(visitB)", method: "POST",
-                 path: "/v1/visits/\(visitB)/events", key: dispatcher,
-                 body: event("cancelled", ["reason": "Customer rescheduled"]), expect: 201,
-                 push: ExpectedPush(device: .activityB, event: "end", status: "cancelled", priority: "10", hasAlert: false,
-                                    dismissal: .immediate)),
+            Step(
+                actor: "customer A", description: "the iPhone registers its push-to-start token", method: "PUT",
+                path: "/v1/customers/\(customerA)/push-to-start-tokens/\(deviceId)", key: customerAKey,
+                body: ["pushToken": .string(tokens[.pushToStart]!), "environment": "sandbox"], expect: 204, push: nil),
+            Step(
+                actor: "dispatcher", description: "books visit \(visitA), arrival window opens in 15 min", method: "POST",
+                path: "/v1/visits", key: dispatcher, body: schedule(visitA, customer: customerA, summary: "Boiler check"),
+                expect: 201,
+                push: ExpectedPush(device: .pushToStart, event: "start", status: "scheduled", priority: "10", hasAlert: true)),
+            Step(
+                actor: "customer A", description: "the started Live Activity registers its update token (version 1)",
+                method: "PUT", path: "/v1/visits/\(visitA)/live-activities/la-\(run)-a", key: customerAKey,
+                body: [
+                    "pushToken": .string(tokens[.activityA]!), "environment": "sandbox", "version": 1,
+                    "deviceId": .string(deviceId),
+                ],
+                expect: 204, push: nil),
+            Step(
+                actor: "technician", description: "is en route, 14.5 km away", method: "POST", path: eventsA, key: technician,
+                body: event("enRoute", ["kilometresAway": 14.5]), expect: 201, push: update("enRoute")),
+            Step(
+                actor: "technician", description: "progress: 8.2 km away", method: "POST", path: eventsA, key: technician,
+                body: event("progress", ["kilometresAway": 8.2]), expect: 201, push: update("enRoute")),
+            Step(
+                actor: "technician", description: "progress: 3.6 km away", method: "POST", path: eventsA, key: technician,
+                body: event("progress", ["kilometresAway": 3.6]), expect: 201, push: update("enRoute")),
+            Step(
+                actor: "technician", description: "is nearby, 1.2 km away", method: "POST", path: eventsA, key: technician,
+                body: event("nearby", ["kilometresAway": 1.2]), expect: 201, push: update("nearby", alert: true)),
+            Step(
+                actor: "technician", description: "is on site", method: "POST", path: eventsA, key: technician,
+                body: event("onSite"), expect: 201, push: update("onSite", alert: true)),
+            Step(
+                actor: "technician", description: "is finishing", method: "POST", path: eventsA, key: technician,
+                body: event("finishing"), expect: 201, push: update("finishing")),
+            Step(
+                actor: "technician", description: "completed the visit", method: "POST", path: eventsA, key: technician,
+                body: event("completed"), expect: 201,
+                push: ExpectedPush(
+                    device: .activityA, event: "end", status: "completed", priority: "10", hasAlert: false,
+                    dismissal: .afterOneHour)),
+            Step(
+                actor: "dispatcher", description: "books visit \(visitB) for another customer", method: "POST",
+                path: "/v1/visits", key: dispatcher, body: schedule(visitB, customer: customerB, summary: "Radiator leak"),
+                expect: 201, push: nil),
+            Step(
+                actor: "customer B", description: "the Live Activity started in the app registers its token (version 1)",
+                method: "PUT", path: "/v1/visits/\(visitB)/live-activities/la-\(run)-b", key: customerBKey,
+                body: ["pushToken": .string(tokens[.activityB]!), "environment": "sandbox", "version": 1], expect: 204, push: nil),
+            Step(
+                actor: "dispatcher", description: "cancels visit \(visitB)", method: "POST",
+                path: "/v1/visits/\(visitB)/events", key: dispatcher,
+                body: event("cancelled", ["reason": "Customer rescheduled"]), expect: 201,
+                push: ExpectedPush(
+                    device: .activityB, event: "end", status: "cancelled", priority: "10", hasAlert: false,
+                    dismissal: .immediate)),
         ]
     }
 }

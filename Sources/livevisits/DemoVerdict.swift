@@ -45,7 +45,8 @@ struct DemoVerdict {
             switch want.dismissal {
             case .none where dismissal != nil: problems.append("\(label): unexpected dismissal-date")
             case .immediate where dismissal != timestamp:
-                problems.append("\(label): dismissal-date \(dismissal.map(String.init) ?? "none"), expected \(timestamp) (immediate)")
+                problems.append(
+                    "\(label): dismissal-date \(dismissal.map(String.init) ?? "none"), expected \(timestamp) (immediate)")
             case .afterOneHour where dismissal != timestamp + 3600:
                 problems.append("\(label): dismissal-date \(dismissal.map(String.init) ?? "none"), expected \(timestamp + 3600)")
             default: break

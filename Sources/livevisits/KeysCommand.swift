@@ -28,7 +28,8 @@ enum KeysCommand {
         switch action {
         case "create":
             let parsed = try createSyntax.parse(rest)
-            guard let role = try parsed.choice("--role", among: Role.allCases.map(\.rawValue)).flatMap(Role.init(rawValue:)) else {
+            guard let role = try parsed.choice("--role", among: Role.allCases.map(\.rawValue)).flatMap(Role.init(rawValue:))
+            else {
                 throw createSyntax.mistake("--role is required")
             }
             try await create(role: role, subject: parsed.value("--subject"))

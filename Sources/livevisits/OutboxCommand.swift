@@ -29,7 +29,8 @@ enum OutboxCommand {
         switch action {
         case "list":
             let parsed = try listSyntax.parse(rest)
-            let state = try parsed.choice("--state", among: DeliveryState.allCases.map(\.rawValue)).flatMap(DeliveryState.init(rawValue:))
+            let state = try parsed.choice("--state", among: DeliveryState.allCases.map(\.rawValue)).flatMap(
+                DeliveryState.init(rawValue:))
             let limit = try parsed.integer("--limit", in: 1...Int.max) ?? 50
             let url = try configuration.databaseURL()
             let deliveries = try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 1)) { pool in
@@ -38,7 +39,8 @@ enum OutboxCommand {
             Console.line("id\tstate\tkind\tvisit\tattempts\tlast\tapns-id")
             for d in deliveries {
                 let last = d.lastStatus.map { "\($0) \(d.lastReason ?? "")" } ?? (d.lastReason ?? "-")
-                Console.line("\(d.id)\t\(d.state.rawValue)\t\(d.kind.rawValue)\t\(d.visitId)\t\(d.attempts)\t\(last)\t\(d.apnsId)")
+                Console.line(
+                    "\(d.id)\t\(d.state.rawValue)\t\(d.kind.rawValue)\t\(d.visitId)\t\(d.attempts)\t\(last)\t\(d.apnsId)")
             }
             Console.line("\(deliveries.count) deliveries")
         default:

@@ -33,10 +33,13 @@ enum ReplayCommand {
     }
 
     /// Rebuilds one projection; returns the summary line.
-    static func rebuild(_ name: String, pool: PostgresPool, configuration: Configuration, rules: ProjectionRules) async throws -> String {
+    static func rebuild(_ name: String, pool: PostgresPool, configuration: Configuration, rules: ProjectionRules) async throws
+        -> String
+    {
         let readModel = try VisitReadModel(projectionsDirectory: configuration.projectionsDirectory, rules: rules)
         let report = try await VisitReplay(pool: pool, readModel: readModel).run { progress in
-            Console.line("replay \(name): \(progress.events) events, \(progress.visits) visits, \(Int(progress.eventsPerSecond)) events/s")
+            Console.line(
+                "replay \(name): \(progress.events) events, \(progress.visits) visits, \(Int(progress.eventsPerSecond)) events/s")
         }
         return "replay \(name): done, \(report.events) events, \(report.visits) visits, "
             + "\(report.carriedOver) carried over from live appends, \(String(format: "%.2f", report.seconds)) s, "

@@ -26,7 +26,9 @@ enum ServeCommand {
             .flag("--api-only", "only the HTTP API (scale the API out)"),
             .flag("--worker-only", "only the outbox worker (the same as 'livevisits worker')"),
         ],
-        details: "Configuration from the environment: LIVEVISITS_DATABASE_URL, LIVEVISITS_HTTP_ADDR, LIVEVISITS_APNS_* (Docs/operations.md).")
+        details:
+            "Configuration from the environment: LIVEVISITS_DATABASE_URL, LIVEVISITS_HTTP_ADDR, LIVEVISITS_APNS_* (Docs/operations.md)."
+    )
 
     static let workerSyntax = CommandSyntax(
         command: "livevisits worker",
@@ -65,8 +67,10 @@ enum ServeCommand {
     /// group's `run()` returned (the demo uses it too). Stages, in start order: the APNs client; then what
     /// takes work in (HTTP server, LISTENers, outbox worker). Shutdown runs backwards: stop accepting and
     /// claiming, let the sends on the wire finish, close the client; the caller closes the pool.
-    static func services(parts: Parts, pool: PostgresPool, configuration: Configuration, clock: any WallClock,
-                         announce: @escaping @Sendable (String) -> Void = { Console.line($0) }) async throws -> ServiceGroup {
+    static func services(
+        parts: Parts, pool: PostgresPool, configuration: Configuration, clock: any WallClock,
+        announce: @escaping @Sendable (String) -> Void = { Console.line($0) }
+    ) async throws -> ServiceGroup {
         let logger = Logger(label: "livevisits")
         let url = try configuration.databaseURL()
         let migrator = Migrator(directory: try configuration.migrationsDirectory())

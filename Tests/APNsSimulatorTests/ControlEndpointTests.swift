@@ -1,6 +1,6 @@
 import APNsSimulator
-import Runtime
 import Foundation
+import Runtime
 import TestSupport
 import Testing
 
@@ -31,7 +31,8 @@ struct ControlEndpointTests {
 
         let faults = try await h.control(
             "POST", "/_sim/faults",
-            body: #"{"failNext":{"count":1,"status":429,"reason":"TooManyRequests"},"unregister":[{"token":"\#(SimulatorHarness.token(5))","timestamp":1790000000000}]}"#
+            body:
+                #"{"failNext":{"count":1,"status":429,"reason":"TooManyRequests"},"unregister":[{"token":"\#(SimulatorHarness.token(5))","timestamp":1790000000000}]}"#
         )
         #expect(faults.status == 200, "\(faults.body)")
         let throttled = try await h.push(token: SimulatorHarness.token(1))
@@ -51,7 +52,8 @@ struct ControlEndpointTests {
         #expect(badMode.body.contains("dropConnection.mode"), "\(badMode.body)")
         let everyField = try await h.control(
             "POST", "/_sim/faults",
-            body: #"{"clear":true,"failFraction":{"fraction":0,"status":500,"reason":"InternalServerError","seed":7},"latency":{"milliseconds":0},"dropConnection":{"afterRequests":1000,"mode":"goaway"},"expireProviderTokens":false}"#
+            body:
+                #"{"clear":true,"failFraction":{"fraction":0,"status":500,"reason":"InternalServerError","seed":7},"latency":{"milliseconds":0},"dropConnection":{"afterRequests":1000,"mode":"goaway"},"expireProviderTokens":false}"#
         )
         #expect(everyField.status == 200, "\(everyField.body)")
         #expect(try await h.control("POST", "/_sim/faults", body: #"{"clear":true}"#).status == 200)
@@ -175,10 +177,12 @@ struct CommandTests {
         let jwt = try await key.jwt(issuedAt: Int64(Date().timeIntervalSince1970))
         let push = try await ProcessRunner.run(
             "curl",
-            ["-sS", "--http2", "--cacert", ca, "-H", "apns-push-type: liveactivity", "-H",
-             "apns-topic: \(SimulatorHarness.topic)", "-H", "authorization: bearer \(jwt)", "--data-binary",
-             SimulatorHarness.updateBody(), "-o", "/dev/null", "-w", "%{http_code}",
-             "https://127.0.0.1:\(port)/3/device/\(SimulatorHarness.token())"])
+            [
+                "-sS", "--http2", "--cacert", ca, "-H", "apns-push-type: liveactivity", "-H",
+                "apns-topic: \(SimulatorHarness.topic)", "-H", "authorization: bearer \(jwt)", "--data-binary",
+                SimulatorHarness.updateBody(), "-o", "/dev/null", "-w", "%{http_code}",
+                "https://127.0.0.1:\(port)/3/device/\(SimulatorHarness.token())",
+            ])
         #expect(push.stdout == "200", "\(push.stderr)")
         kill(getpid(), SIGTERM)
         try await task.value

@@ -117,7 +117,10 @@ struct FaultInjectionTests {
         let recorded = h.simulator.deliveries()
         #expect(recorded.map(\.status) == [200, 200, 0, 200])
         #expect(recorded[2].reason == "ConnectionDropped")
-        #expect(recorded.map(\.connectionID) == [recorded[0].connectionID, recorded[0].connectionID, recorded[0].connectionID, recorded[3].connectionID])
+        #expect(
+            recorded.map(\.connectionID) == [
+                recorded[0].connectionID, recorded[0].connectionID, recorded[0].connectionID, recorded[3].connectionID,
+            ])
         #expect(recorded[3].connectionID != recorded[0].connectionID)
     }
 

@@ -79,7 +79,8 @@ struct ProviderTokenTests {
     func badKeysRefused() async throws {
         let dir = TestFiles.scratch()
         let rsa = dir + "/rsa.pem"
-        let made = try await ProcessRunner.run("openssl", ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:1024", "-out", rsa])
+        let made = try await ProcessRunner.run(
+            "openssl", ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:1024", "-out", rsa])
         #expect(made.status == 0)
         let secp384 = dir + "/p384.pem"
         _ = try await ProcessRunner.run("openssl", ["ecparam", "-name", "secp384r1", "-genkey", "-noout", "-out", secp384])

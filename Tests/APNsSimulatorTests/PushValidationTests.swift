@@ -86,7 +86,8 @@ struct PushValidationTests {
             Case(name: "not JSON", body: "{\"aps\":", status: 400, reason: "BadPayload"),
             Case(name: "no aps", body: "{\"x\":1}", status: 400, reason: "BadPayload"),
             Case(
-                name: "unknown event", body: SimulatorHarness.updateBody().replacingOccurrences(of: "\"update\"", with: "\"pause\""),
+                name: "unknown event",
+                body: SimulatorHarness.updateBody().replacingOccurrences(of: "\"update\"", with: "\"pause\""),
                 status: 400, reason: "BadPayload"),
             Case(
                 name: "string timestamp",
@@ -111,7 +112,8 @@ struct PushValidationTests {
             Case(name: "start without alert", body: SimulatorHarness.startBody(alert: false), status: 400, reason: "BadPayload"),
             Case(
                 name: "start without attributes-type",
-                body: SimulatorHarness.startBody().replacingOccurrences(of: "\"attributes-type\":\"ServiceVisitAttributes\",", with: ""),
+                body: SimulatorHarness.startBody().replacingOccurrences(
+                    of: "\"attributes-type\":\"ServiceVisitAttributes\",", with: ""),
                 status: 400, reason: "BadPayload"),
             Case(
                 name: "stale-date text",

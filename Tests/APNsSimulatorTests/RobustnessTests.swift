@@ -78,9 +78,11 @@ struct RobustnessTests {
         #expect(longHeader.status == 200)
         let duplicate = try await ProcessRunner.run(
             "curl",
-            ["-sS", "--http2", "--cacert", h.endpoint.caFile, "-H", "apns-topic: a.push-type.liveactivity", "-H",
-             "apns-topic: b.push-type.liveactivity", "-H", "authorization: bearer \(h.jwt)", "-d", "{}", "-w", "%{http_code}",
-             "-o", "/dev/null", "\(h.endpoint.url)/3/device/\(SimulatorHarness.token())"])
+            [
+                "-sS", "--http2", "--cacert", h.endpoint.caFile, "-H", "apns-topic: a.push-type.liveactivity", "-H",
+                "apns-topic: b.push-type.liveactivity", "-H", "authorization: bearer \(h.jwt)", "-d", "{}", "-w", "%{http_code}",
+                "-o", "/dev/null", "\(h.endpoint.url)/3/device/\(SimulatorHarness.token())",
+            ])
         #expect(duplicate.stdout == "400")
         let weirdPath = try await h.push(path: "/3/device/%00%ff/../..")
         #expect(weirdPath.status == 400)

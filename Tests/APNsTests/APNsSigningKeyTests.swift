@@ -27,7 +27,8 @@ import Testing
         let directory = try OpenSSLTool.scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let garbage = directory + "/garbage.p8"
-        try Data("-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n".utf8).write(to: URL(fileURLWithPath: garbage))
+        try Data("-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n".utf8).write(
+            to: URL(fileURLWithPath: garbage))
         let invalid = #expect(throws: APNsError.self) { try APNsSigningKey(contentsOfFile: garbage) }
         #expect(invalid?.code == .invalidKey)
         let missing = #expect(throws: APNsError.self) { try APNsSigningKey(contentsOfFile: directory + "/none.p8") }

@@ -62,7 +62,10 @@ import Testing
     @Test func anotherKeyDoesNotVerify() throws {
         let key = try TestKey.make()
         let other = try TestKey.make()
-        defer { key.remove(); other.remove() }
+        defer {
+            key.remove()
+            other.remove()
+        }
         let token = try ProviderTokenSigner(key: try APNsSigningKey(pem: key.pem), keyId: "K", teamId: "T").mint(issuedAt: 1)
         let parts = token.jwt.split(separator: ".").map(String.init)
         let inputFile = key.directory + "/input.txt"
@@ -81,8 +84,10 @@ import Testing
             let text = Base64URL.encode(bytes)
             #expect(!text.contains("="))
             #expect(Base64URL.decode(text) == bytes)
-            #expect(text == Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
-                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: ""))
+            #expect(
+                text
+                    == Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                    .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: ""))
         }
     }
 

@@ -27,7 +27,10 @@ import Testing
     @Test func manyConcurrentStreamsShareOneConnectionWithTheContractHeaders() async throws {
         let peer = try NGHTTPDPeer()
         let key = try TestKey.make()
-        defer { peer.stop(); key.remove() }
+        defer {
+            peer.stop()
+            key.remove()
+        }
         let client = try client(for: peer, key: key)
         let results = await withTaskGroup(of: APNsResult.self) { group in
             for index in 0..<300 { group.addTask { await client.send(request(index)) } }
@@ -53,7 +56,10 @@ import Testing
     @Test func untrustedServerIsAConfigurationFailure() async throws {
         let peer = try NGHTTPDPeer()
         let key = try TestKey.make()
-        defer { peer.stop(); key.remove() }
+        defer {
+            peer.stop()
+            key.remove()
+        }
         let client = try client(for: peer, key: key, trust: false)
         let result = await client.send(request(1))
         await client.shutdown()
@@ -76,7 +82,8 @@ import Testing
         let result = await client.send(request(1))
         await client.shutdown()
         #expect(result.classification == .retryable)
-        if case .failure(let failure) = result, case .connectionFailed = failure.cause {} else {
+        if case .failure(let failure) = result, case .connectionFailed = failure.cause {
+        } else {
             Issue.record("expected connectionFailed, got \(result)")
         }
     }
@@ -85,7 +92,10 @@ import Testing
     @Test func idleConnectionIsReusedThenReplacedAfterMaximumIdleTime() async throws {
         let peer = try NGHTTPDPeer()
         let key = try TestKey.make()
-        defer { peer.stop(); key.remove() }
+        defer {
+            peer.stop()
+            key.remove()
+        }
         var configuration = try client(for: peer, key: key).configuration
         configuration.maximumIdleTime = 1
         let client = APNsClient(configuration: configuration, metrics: Metrics())

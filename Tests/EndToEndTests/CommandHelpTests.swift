@@ -36,7 +36,10 @@ import Testing
 
     @Test func everyLivevisitsCommandAnswersHelp() async throws {
         let checked = try await Self.checkHelp(try await BuiltProduct.livevisits(), program: "livevisits", [])
-        for command in ["livevisits replay", "livevisits serve", "livevisits keys create", "livevisits outbox retry", "livevisits apns-sim", "livevisits demo"] {
+        for command in [
+            "livevisits replay", "livevisits serve", "livevisits keys create", "livevisits outbox retry", "livevisits apns-sim",
+            "livevisits demo",
+        ] {
             #expect(checked.contains(command), "\(command) was not among the commands checked: \(checked)")
         }
         // The one that used to read --help as a projection's name.

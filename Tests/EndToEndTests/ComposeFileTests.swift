@@ -4,7 +4,7 @@ import TestSupport
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `docker compose up` must work on a machine without Apple credentials. There is no container engine
@@ -26,9 +26,12 @@ struct ComposeFileTests {
         #expect(postgres.volumes.contains { $0.target == "/var/lib/postgresql/data" }, "the database outlives its container")
 
         let builders = compose.serviceNames.filter { (try? compose.service($0).value("build")) != nil }
-        #expect(builders == ["migrate"], "one service builds the image, the others run it (and it stays with Apple's APNs): \(builders)")
+        #expect(
+            builders == ["migrate"],
+            "one service builds the image, the others run it (and it stays with Apple's APNs): \(builders)")
         for name in ["credentials", "migrate", "apns-sim", "api", "worker"] {
-            #expect(try compose.service(name).string("image") == "livevisits:local", "\(name) runs the image the Dockerfile builds")
+            #expect(
+                try compose.service(name).string("image") == "livevisits:local", "\(name) runs the image the Dockerfile builds")
         }
         #expect(try compose.service("migrate").command == ["migrate"])
         #expect(try compose.service("api").command == ["serve", "--api-only"])
@@ -115,7 +118,9 @@ struct ComposeFileTests {
         #expect(environment["LIVEVISITS_APNS_CA_FILE"] == certificates + "/ca.pem")
         #expect(environment["LIVEVISITS_APNS_KEY_FILE"] == directory + "/AuthKey.p8")
         #expect(worker.mounts(volume.source, at: directory))
-        for variable in ["LIVEVISITS_APNS_KEY_FILE", "LIVEVISITS_APNS_KEY_ID", "LIVEVISITS_APNS_TEAM_ID", "LIVEVISITS_APNS_BUNDLE_ID"] {
+        for variable in [
+            "LIVEVISITS_APNS_KEY_FILE", "LIVEVISITS_APNS_KEY_ID", "LIVEVISITS_APNS_TEAM_ID", "LIVEVISITS_APNS_BUNDLE_ID",
+        ] {
             #expect(environment[variable] != nil, "the worker lacks \(variable)")
             #expect(simulator.environment[variable] == environment[variable], "the simulator checks JWTs against \(variable)")
         }
@@ -171,7 +176,8 @@ struct ComposeFileTests {
     /// the worker reaches it, and through the simulator's own healthcheck.
     @Test func credentialsStepMakesWhatTheSimulatorServesAndTheWorkerTrusts() async throws {
         for tool in ["/usr/bin/openssl", "/usr/bin/curl", "/bin/sh", "/usr/bin/env"] {
-            try #require(FileManager.default.isExecutableFile(atPath: tool), "\(tool) is needed (scripts/deps installs openssl and curl)")
+            try #require(
+                FileManager.default.isExecutableFile(atPath: tool), "\(tool) is needed (scripts/deps installs openssl and curl)")
         }
         let livevisits = try await BuiltProduct.livevisits()
         let compose = try await Compose.load()
@@ -212,7 +218,8 @@ struct ComposeFileTests {
             let worker = try #require(try compose.service("worker").environment["LIVEVISITS_APNS_URL"])
             let dialled = worker.replacingOccurrences(of: ":\(composePort)", with: ":\(port)")
             let asWorker = try await Subprocess.run(
-                "/usr/bin/curl", ["-fsS", "--http2", "--cacert", ca, "--resolve", "apns-sim:\(port):127.0.0.1", dialled + "/_sim/stats"])
+                "/usr/bin/curl",
+                ["-fsS", "--http2", "--cacert", ca, "--resolve", "apns-sim:\(port):127.0.0.1", dialled + "/_sim/stats"])
             #expect(asWorker.status == 0, "\(dialled) with the CA file: \(asWorker.stderr)")
             #expect(asWorker.stdout.contains("\"requestsTotal\""), "\(asWorker.stdout)")
 
@@ -238,7 +245,9 @@ struct ComposeFileTests {
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
             let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
-            if let port = text.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }).flatMap({ Int($0.dropFirst(prefix.count)) }) {
+            if let port = text.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }).flatMap({
+                Int($0.dropFirst(prefix.count))
+            }) {
                 return port
             }
             try await Task.sleep(nanoseconds: 50_000_000)
@@ -315,7 +324,8 @@ struct Compose {
 
     static func load() async throws -> Compose {
         let python = "/usr/bin/python3"
-        try #require(FileManager.default.isExecutableFile(atPath: python), "python3 is needed to read docker-compose.yml (scripts/deps)")
+        try #require(
+            FileManager.default.isExecutableFile(atPath: python), "python3 is needed to read docker-compose.yml (scripts/deps)")
         let outcome = try await Subprocess.run(
             python, ["-c", interpolating, ComposeFileTests.root.appendingPathComponent("docker-compose.yml").path])
         try #require(
@@ -350,7 +360,9 @@ struct Compose {
 
         /// `depends_on` as service → condition.
         var dependencies: [String: String] {
-            (definition["depends_on"] as? [String: Any] ?? [:]).mapValues { ($0 as? [String: Any])?["condition"] as? String ?? "" }
+            (definition["depends_on"] as? [String: Any] ?? [:]).mapValues {
+                ($0 as? [String: Any])?["condition"] as? String ?? ""
+            }
         }
 
         /// Short-syntax volumes, `source:target[:ro]`.

@@ -41,8 +41,9 @@ import Testing
         #expect(start["alertTitle"] as? String == "Visit booked")
 
         let updates = events("update")
-        #expect(updates.map { contentState($0)["status"] as? String ?? "?" }
-            == ["enRoute", "enRoute", "enRoute", "nearby", "onSite", "finishing"])
+        #expect(
+            updates.map { contentState($0)["status"] as? String ?? "?" }
+                == ["enRoute", "enRoute", "enRoute", "nearby", "onSite", "finishing"])
         let distances = updates.prefix(4).map { (contentState($0)["kilometresAway"] as? NSNumber)?.doubleValue ?? -1 }
         #expect(distances == distances.sorted(by: >) && Set(distances).count == 4, "the technician comes closer")
         #expect(updates.map { $0["priority"] as? Int ?? 0 } == [5, 5, 5, 10, 10, 5])
@@ -57,7 +58,8 @@ import Testing
         #expect(contentState(completedEnd)["status"] as? String == "completed")
         #expect(contentState(cancelledEnd)["status"] as? String == "cancelled")
 
-        let timestamps = deliveries
+        let timestamps =
+            deliveries
             .filter { $0["visitId"] as? String == completed && $0["device"] as? String != "push-to-start" }
             .compactMap { $0["timestamp"] as? Int }
         #expect(timestamps.count == 7)

@@ -77,10 +77,13 @@ struct DocsCommandTests {
             #expect(expected.isEmpty || outcome.stdout.contains(expected), "\(command): \(outcome.stdout)")
         }
         // Revoking as the runbook shows it, with the id `keys create` printed.
-        #expect(operations.contains("livevisits keys revoke KEY_ID"), "Docs/operations.md no longer shows 'livevisits keys revoke KEY_ID'")
+        #expect(
+            operations.contains("livevisits keys revoke KEY_ID"),
+            "Docs/operations.md no longer shows 'livevisits keys revoke KEY_ID'")
         #expect(operations.contains("DELETE /v1/keys/{keyId}"))
         let created = try await Subprocess.run(livevisits, ["keys", "create", "--role", "ops"], environment: environment)
-        let keyId = try #require(created.stdout.split(separator: "\n").first { $0.hasPrefix("key id: ") }?.dropFirst("key id: ".count))
+        let keyId = try #require(
+            created.stdout.split(separator: "\n").first { $0.hasPrefix("key id: ") }?.dropFirst("key id: ".count))
         let revoked = try await Subprocess.run(livevisits, ["keys", "revoke", String(keyId)], environment: environment)
         #expect(revoked.status == 0, "keys revoke: \(revoked.stderr)")
         #expect(revoked.stdout.contains("revoked \(keyId)"))
@@ -101,7 +104,9 @@ struct DocsCommandTests {
         let known = scripts.reduce(read) { $0.union(ComposeFileTests.variables(in: $1)) }
         let documented = ComposeFileTests.variables(in: reference)
         #expect(read.subtracting(documented).isEmpty, "Docs/reference.md lacks \(read.subtracting(documented).sorted())")
-        #expect(documented.subtracting(known).isEmpty, "Docs/reference.md names variables no code reads: \(documented.subtracting(known).sorted())")
+        #expect(
+            documented.subtracting(known).isEmpty,
+            "Docs/reference.md names variables no code reads: \(documented.subtracting(known).sorted())")
     }
 
     /// A clone holds everything the docs point to: no `../shared/…` or other path out of the repository,
@@ -120,7 +125,8 @@ struct DocsCommandTests {
             for link in Self.markdownLinks(in: text) {
                 if link.hasPrefix("http://") || link.hasPrefix("https://") || link.hasPrefix("mailto:") { continue }
                 let parts = link.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
-                let target = parts[0].isEmpty ? Self.root.appendingPathComponent(document) : folder.appendingPathComponent(parts[0])
+                let target =
+                    parts[0].isEmpty ? Self.root.appendingPathComponent(document) : folder.appendingPathComponent(parts[0])
                 let path = target.standardizedFileURL.path
                 #expect(inside(path), "\(document) links out of the repository: \(link)")
                 let exists = FileManager.default.fileExists(atPath: path)
@@ -157,7 +163,9 @@ struct DocsCommandTests {
             if line.hasPrefix("```") { inCode.toggle() }
             guard !inCode, line.hasPrefix("#") else { continue }
             let title = line.drop { $0 == "#" }.trimmingCharacters(in: .whitespaces).lowercased()
-            let kept = title.unicodeScalars.filter { CharacterSet.alphanumerics.contains($0) || $0 == " " || $0 == "-" || $0 == "_" }
+            let kept = title.unicodeScalars.filter {
+                CharacterSet.alphanumerics.contains($0) || $0 == " " || $0 == "-" || $0 == "_"
+            }
             anchors.insert(String(String.UnicodeScalarView(kept)).replacingOccurrences(of: " ", with: "-"))
         }
         return anchors
@@ -170,7 +178,8 @@ struct DocsCommandTests {
         var index = 0
         while index + 2 < characters.count {
             let starts = characters[index] == "." && characters[index + 1] == "." && characters[index + 2] == "/"
-            let preceded = index > 0 && (characters[index - 1] == "." || characters[index - 1] == "/" || characters[index - 1].isLetter)
+            let preceded =
+                index > 0 && (characters[index - 1] == "." || characters[index - 1] == "/" || characters[index - 1].isLetter)
             guard starts, !preceded else {
                 index += 1
                 continue

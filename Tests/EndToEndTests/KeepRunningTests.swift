@@ -2,8 +2,9 @@ import Foundation
 import Runtime
 import TestSupport
 import Testing
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `livevisits demo --keep-running`: the server stays up after the visits, every curl command it prints

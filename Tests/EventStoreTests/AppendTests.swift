@@ -13,11 +13,13 @@ import Testing
     @Test func appendsAndReadsAStreamInOrder() async throws {
         let (_, pool) = try await TestDatabase.create()
         let store = EventStore(pool: pool)
-        let first = try await store.append(AppendRequest(streamName: "visit-a", events: [event(1), event(2)], expectedVersion: .noStream))
+        let first = try await store.append(
+            AppendRequest(streamName: "visit-a", events: [event(1), event(2)], expectedVersion: .noStream))
         #expect(first.firstPosition == 1)
         #expect(first.lastPosition == 2)
         #expect(first.globalPositions.count == 2)
-        let second = try await store.append(AppendRequest(streamName: "visit-a", events: [event(3)], expectedVersion: .exactly(2)))
+        let second = try await store.append(
+            AppendRequest(streamName: "visit-a", events: [event(3)], expectedVersion: .exactly(2)))
         #expect(second.lastPosition == 3)
         let read = try await store.readStream("visit-a")
         #expect(read.map(\.position) == [1, 2, 3])
@@ -64,8 +66,9 @@ import Testing
                 for w in 0..<writers {
                     group.addTask {
                         do {
-                            try await store.append(AppendRequest(
-                                streamName: stream, events: [event(w)], expectedVersion: .exactly(Int64(version))))
+                            try await store.append(
+                                AppendRequest(
+                                    streamName: stream, events: [event(w)], expectedVersion: .exactly(Int64(version))))
                             return true
                         } catch let error as EventStoreError where error.code == .wrongExpectedVersion {
                             return false
@@ -97,7 +100,12 @@ import Testing
             (AppendRequest(streamName: "a\u{0}b", events: [event(1)]), .invalidStreamName),
             (AppendRequest(streamName: "s", events: [NewEvent(type: "", data: "{}")]), .invalidEventType),
             (AppendRequest(streamName: "s", events: [NewEvent(type: "drop table;", data: "{}")]), .invalidEventType),
-            (AppendRequest(streamName: "s", events: [NewEvent(type: "big", data: "{\"x\":\"" + String(repeating: "a", count: 70_000) + "\"}")]), .eventTooLarge),
+            (
+                AppendRequest(
+                    streamName: "s",
+                    events: [NewEvent(type: "big", data: "{\"x\":\"" + String(repeating: "a", count: 70_000) + "\"}")]),
+                .eventTooLarge
+            ),
             (AppendRequest(streamName: "s", events: []), .invalidEventData),
             (AppendRequest(streamName: "s", events: [NewEvent(type: "t", data: "not json")]), .invalidEventData),
         ]

@@ -13,7 +13,8 @@ import Testing
     }
 
     @Test func readsBackWhatItWroteAndWhatPostgreSQLReturns() {
-        let tricky = EventMetadata(actorRole: "a\"b\\c", actorSubject: "line\nbreak\t\u{1}é😀", correlationId: nil, causationId: "")
+        let tricky = EventMetadata(
+            actorRole: "a\"b\\c", actorSubject: "line\nbreak\t\u{1}é😀", correlationId: nil, causationId: "")
         #expect(EventMetadata(jsonText: tricky.jsonText) == tricky)
         // jsonb's text form has spaces after ':' and ','.
         #expect(

@@ -42,10 +42,11 @@ import Testing
         let (_, pool) = try await TestDatabase.create()
         let store = EventStore(pool: pool)
         try await pool.withConnection { c in
-            try c.execute(script: """
-                INSERT INTO events (stream_name, position, type, data, transaction_id) VALUES
-                    ('a', 1, 'e', '{}', '10'), ('b', 1, 'e', '{}', '9'), ('c', 1, 'e', '{}', '100'), ('d', 1, 'e', '{}', '99')
-                """)
+            try c.execute(
+                script: """
+                    INSERT INTO events (stream_name, position, type, data, transaction_id) VALUES
+                        ('a', 1, 'e', '{}', '10'), ('b', 1, 'e', '{}', '9'), ('c', 1, 'e', '{}', '100'), ('d', 1, 'e', '{}', '99')
+                    """)
         }
         let all = try await store.readAll(after: .start, limit: 10)
         #expect(all.map(\.streamName) == ["b", "a", "d", "c"])
@@ -100,20 +101,24 @@ import Testing
             defer { finished.add() }
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for w in 0..<writers {
-                    group.addTask { try await onOwnThread {
-                        let connection = try PostgresConnection(url: url)
-                        for i in 0..<perWriter {
-                            do {
-                                try connection.transaction { c in
-                                    try EventStore.append(
-                                        AppendRequest(streamName: "w\(w)-\(i % 3)", events: [NewEvent(type: "e", data: #"{"w":\#(w),"i":\#(i)}"#)]),
-                                        on: c)
-                                    if Bool.random() { usleep(UInt32.random(in: 0...15_000)) }
-                                    if i % 11 == 0 { throw CancellationError() }  // some transactions roll back
-                                }
-                            } catch is CancellationError {}
+                    group.addTask {
+                        try await onOwnThread {
+                            let connection = try PostgresConnection(url: url)
+                            for i in 0..<perWriter {
+                                do {
+                                    try connection.transaction { c in
+                                        try EventStore.append(
+                                            AppendRequest(
+                                                streamName: "w\(w)-\(i % 3)",
+                                                events: [NewEvent(type: "e", data: #"{"w":\#(w),"i":\#(i)}"#)]),
+                                            on: c)
+                                        if Bool.random() { usleep(UInt32.random(in: 0...15_000)) }
+                                        if i % 11 == 0 { throw CancellationError() }  // some transactions roll back
+                                    }
+                                } catch is CancellationError {}
+                            }
                         }
-                    } }
+                    }
                 }
                 try await group.waitForAll()
             }

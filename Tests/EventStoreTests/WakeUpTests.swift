@@ -2,8 +2,8 @@ import EventStore
 import Foundation
 import Postgres
 import Runtime
-import TestSupport
 import Synchronization
+import TestSupport
 import Testing
 
 /// How readers of the log learn about new events (LISTEN/NOTIFY), and the horizon metric.
@@ -44,7 +44,9 @@ import Testing
         }
         let listening = Task { try await listener.run() }
         defer { listening.cancel() }
-        try await TestSupport.eventually("the listener listening") { listener.isListening.load(ordering: .sequentiallyConsistent) }
+        try await TestSupport.eventually("the listener listening") {
+            listener.isListening.load(ordering: .sequentiallyConsistent)
+        }
 
         for _ in 0..<200 {
             pool.notifyAfterCommit("lv_test_a")
@@ -92,8 +94,9 @@ import Testing
     }
 
     @Test func theHorizonMetricLeavesOutTheSampleWhenTheDatabaseIsDown() async throws {
-        let pool = PostgresPool(configuration: PostgresConfiguration(
-            url: "postgresql://livevisits@127.0.0.1:1/none", size: 1, acquireTimeoutSeconds: 1, connectTimeoutSeconds: 1))
+        let pool = PostgresPool(
+            configuration: PostgresConfiguration(
+                url: "postgresql://livevisits@127.0.0.1:1/none", size: 1, acquireTimeoutSeconds: 1, connectTimeoutSeconds: 1))
         let text = await SnapshotHorizonMetric(store: EventStore(pool: pool)).render()
         #expect(text.contains("# TYPE livevisits_snapshot_horizon_age_seconds gauge"))
         #expect(!text.contains("livevisits_snapshot_horizon_age_seconds 0"))

@@ -1,6 +1,6 @@
 import Foundation
-import Synchronization
 import Postgres
+import Synchronization
 import TestSupport
 import Testing
 
@@ -14,7 +14,8 @@ import Testing
         var env = ProcessInfo.processInfo.environment
         env["LIVEVISITS_PGDATA"] = data.path
         env["LIVEVISITS_PGPORT"] = port
-        let outcome = try Subprocess.runBlocking(TestDatabase.repositoryRoot.appendingPathComponent("scripts/pg").path, args, environment: env)
+        let outcome = try Subprocess.runBlocking(
+            TestDatabase.repositoryRoot.appendingPathComponent("scripts/pg").path, args, environment: env)
         guard outcome.status == 0 else { throw RawHTTPError(description: "scripts/pg \(args) failed: \(outcome.stderr)") }
         return outcome.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
@@ -44,7 +45,10 @@ import Testing
     @Test func restartUnderLoad() async throws {
         let data = TestDatabase.repositoryRoot.appendingPathComponent(".build/pg-api-outage-\(getpid())")
         _ = try pg(data, "start")
-        defer { _ = try? pg(data, "stop"); try? FileManager.default.removeItem(at: data) }
+        defer {
+            _ = try? pg(data, "stop")
+            try? FileManager.default.removeItem(at: data)
+        }
         let url = try pg(data, "url")
         let setup = PostgresPool(url: url, size: 1)
         try await Migrator(directory: TestDatabase.migrationsDirectory).migrate(pool: setup)
@@ -94,7 +98,10 @@ import Testing
         #expect(try await api.call("GET", "/readyz", key: nil).status == 200)
 
         let seen = tally.seen.withLock { $0 }
-        let accepted = seen.accepted, statuses = seen.statuses, slowest = seen.slowest503, others = seen.others
+        let accepted = seen.accepted
+        let statuses = seen.statuses
+        let slowest = seen.slowest503
+        let others = seen.others
         print("outage load: statuses \(statuses.sorted { $0.key < $1.key }), slowest 503 \(String(format: "%.2f", slowest)) s")
         #expect(others.isEmpty, "\(others.prefix(5))")
         #expect((statuses[503] ?? 0) > 0)
@@ -103,7 +110,10 @@ import Testing
         #expect(slowest < 10)
         // Every 201 is in the log at the version it reported.
         let logged: Set<String> = try await api.pool.withConnection { c in
-            Set(try c.query("SELECT stream_name, position FROM events").map { "\(try $0.string("stream_name"))#\(try $0.int("position"))" })
+            Set(
+                try c.query("SELECT stream_name, position FROM events").map {
+                    "\(try $0.string("stream_name"))#\(try $0.int("position"))"
+                })
         }
         let missing = accepted.filter { !logged.contains("visit-\($0.visit)#\($0.version)") }
         #expect(missing.isEmpty, "accepted but not logged: \(missing.prefix(5))")

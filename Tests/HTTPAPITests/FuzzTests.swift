@@ -28,7 +28,8 @@ import Testing
 
     static let oddValues: [String] = [
         "null", "true", "0", "-1", "1e308", "-1e308", "1.5e-320", "123456789012345678901234567890", "\"\"", "\"x\"",
-        "[]", "{}", "[[[[[[[[[[]]]]]]]]]]", "\"\\u0000\"", "\"\\ud800\"", "\"\\uffff\"", "\"\(String(repeating: "é", count: 3000))\"",
+        "[]", "{}", "[[[[[[[[[[]]]]]]]]]]", "\"\\u0000\"", "\"\\ud800\"", "\"\\uffff\"",
+        "\"\(String(repeating: "é", count: 3000))\"",
         "{\"start\":\"a\",\"end\":null}", "{\"start\":1790000900,\"end\":1790000300}", "NaN", "\"enRoute\"", "\"cancelled\"",
     ]
 
@@ -40,7 +41,9 @@ import Testing
             return Array(text.utf8.prefix(r.below(text.utf8.count)))
         case 1:  // bad UTF-8 inside a string
             var bytes = Array(text.utf8)
-            if let quote = bytes.lastIndex(of: UInt8(ascii: "\"")) { bytes.insert(contentsOf: [0xC3, 0x28, 0xFF, 0xED, 0xA0, 0x80], at: quote) }
+            if let quote = bytes.lastIndex(of: UInt8(ascii: "\"")) {
+                bytes.insert(contentsOf: [0xC3, 0x28, 0xFF, 0xED, 0xA0, 0x80], at: quote)
+            }
             return bytes
         case 2:  // random bytes
             return r.bytes(r.below(300))
@@ -48,14 +51,17 @@ import Testing
             let depth = 1 + r.below(5000)
             return Array((String(repeating: "[", count: depth) + String(repeating: "]", count: depth)).utf8)
         case 4:  // a huge body (over 64 KiB)
-            return Array(("{\"type\":\"progress\",\"x\":\"" + String(repeating: "a", count: 65_000 + r.below(100_000)) + "\"}").utf8)
+            return Array(
+                ("{\"type\":\"progress\",\"x\":\"" + String(repeating: "a", count: 65_000 + r.below(100_000)) + "\"}").utf8)
         case 5:  // duplicated keys, extra fields
             text = String(text.dropLast()) + ",\"type\":\"completed\",\"extra\":\(r.pick(oddValues))}"
             return Array(text.utf8)
         default:  // one value replaced by an odd one
-            let keys = ["type", "kilometresAway", "arrivalWindow", "reason", "technician", "pushToken", "environment", "version",
-                        "deviceId", "liveActivitiesEnabled", "frequentPushesEnabled", "role", "subject", "visitId", "customerId",
-                        "attributes", "start", "end", "id", "name"]
+            let keys = [
+                "type", "kilometresAway", "arrivalWindow", "reason", "technician", "pushToken", "environment", "version",
+                "deviceId", "liveActivitiesEnabled", "frequentPushesEnabled", "role", "subject", "visitId", "customerId",
+                "attributes", "start", "end", "id", "name",
+            ]
             let key = r.pick(keys)
             guard let range = text.range(of: "\"\(key)\":") else { return Array(text.utf8) }
             var end = range.upperBound
@@ -66,7 +72,10 @@ import Testing
                 if c == "\"" { inString.toggle() }
                 if !inString {
                     if c == "{" || c == "[" { depth += 1 }
-                    if c == "}" || c == "]" { if depth == 0 { break }; depth -= 1 }
+                    if c == "}" || c == "]" {
+                        if depth == 0 { break }
+                        depth -= 1
+                    }
                     if c == "," && depth == 0 { break }
                 }
                 end = text.index(after: end)
@@ -85,7 +94,12 @@ import Testing
         let seg = { (r: inout Seeded) -> String in r.below(3) == 0 ? visit : r.pick(badSegments) }
         let routes: [(String, (inout Seeded) -> String)] = [
             ("POST", { _ in "/v1/visits" }),
-            ("GET", { r in "/v1/visits?status=\(r.pick(["active", "x", "%FF"]))&limit=\(r.pick(["1", "0", "-5", "abc", "999999999999"]))&cursor=\(r.pick(["", "%FF", "MTox", "abc"]))" }),
+            (
+                "GET",
+                { r in
+                    "/v1/visits?status=\(r.pick(["active", "x", "%FF"]))&limit=\(r.pick(["1", "0", "-5", "abc", "999999999999"]))&cursor=\(r.pick(["", "%FF", "MTox", "abc"]))"
+                }
+            ),
             ("GET", { r in "/v1/visits/\(seg(&r))" }),
             ("GET", { r in "/v1/visits/\(seg(&r))/events" }),
             ("POST", { r in "/v1/visits/\(seg(&r))/events" }),
@@ -96,7 +110,10 @@ import Testing
             ("DELETE", { r in "/v1/customers/\(r.pick(["c-1"] + badSegments))/push-to-start-tokens/\(r.pick(badSegments))" }),
             ("POST", { _ in "/v1/keys" }),
             ("DELETE", { r in "/v1/keys/\(r.pick(badSegments))" }),
-            ("GET", { r in "/v1/ops/outbox?state=\(r.pick(["pending", "dead", "%00", "x"]))&limit=\(r.pick(["1", "0", "1e3", "x"]))" }),
+            (
+                "GET",
+                { r in "/v1/ops/outbox?state=\(r.pick(["pending", "dead", "%00", "x"]))&limit=\(r.pick(["1", "0", "1e3", "x"]))" }
+            ),
             ("POST", { r in "/v1/ops/outbox/\(r.pick(badSegments))/retry" }),
             ("POST", { r in "/v1/ops/projections/\(r.pick(["visits"] + badSegments))/rebuild" }),
             ("PATCH", { r in "/v1/visits/\(seg(&r))" }),
@@ -110,7 +127,9 @@ import Testing
         defer { Task { await api.stop() } }
         let visit = uniqueID("fz")
         try await api.schedule(visit, customer: "c-1", technician: "t-1")
-        let keys = [api.dispatcher, api.ops, try await api.key(.customer, "c-1"), try await api.key(.technician, "t-1"), "garbage", ""]
+        let keys = [
+            api.dispatcher, api.ops, try await api.key(.customer, "c-1"), try await api.key(.technician, "t-1"), "garbage", "",
+        ]
         var r = Seeded(state: 20_261_129)
         var statuses: [Int: Int] = [:]
         var unanswered = 0
@@ -120,8 +139,12 @@ import Testing
             var headers: [(String, String)] = []
             let key = r.pick(keys)
             if !key.isEmpty { headers.append(("Authorization", "Bearer \(key)")) }
-            if r.below(4) == 0 { headers.append(("Idempotency-Key", r.pick(["k1", "k-\(i)", "\u{7f}bad", String(repeating: "k", count: 300)]))) }
-            if r.below(4) == 0 { headers.append(("If-Match", r.pick(["\"1\"", "W/\"2\"", "abc", "\"-1\"", "99999999999999999999", "*"]))) }
+            if r.below(4) == 0 {
+                headers.append(("Idempotency-Key", r.pick(["k1", "k-\(i)", "\u{7f}bad", String(repeating: "k", count: 300)])))
+            }
+            if r.below(4) == 0 {
+                headers.append(("If-Match", r.pick(["\"1\"", "W/\"2\"", "abc", "\"-1\"", "99999999999999999999", "*"])))
+            }
             let body = method == "GET" || method == "DELETE" ? (r.below(5) == 0 ? FuzzTests.body(&r) : nil) : FuzzTests.body(&r)
             let answer: RawResponse
             if let body, r.below(12) == 0 {
@@ -135,7 +158,8 @@ import Testing
                 answer = try await api.client.send(method, path, headers: headers, body: body)
             }
             statuses[answer.status, default: 0] += 1
-            #expect(answer.status < 500 || answer.status == 503, "\(method) \(path) → \(answer.status) \(answer.text.prefix(200))")
+            #expect(
+                answer.status < 500 || answer.status == 503, "\(method) \(path) → \(answer.status) \(answer.text.prefix(200))")
             if answer.status >= 400 {
                 #expect(answer.errorCode != nil, "\(method) \(path) → \(answer.status) without an error body")
             }
@@ -152,7 +176,8 @@ import Testing
             switch exchange {
             case .answered(let answer):
                 statuses[answer.status, default: 0] += 1
-                #expect(answer.status < 500 || answer.status == 503, "truncated upload → \(answer.status) \(answer.text.prefix(200))")
+                #expect(
+                    answer.status < 500 || answer.status == 503, "truncated upload → \(answer.status) \(answer.text.prefix(200))")
             case .closedUnanswered: unanswered += 1  // the upload never ended: closing without an answer is fine
             case .failed(let error): failed.append(error)
             }
@@ -168,19 +193,27 @@ import Testing
         let api = try await APIServer.start()
         defer { Task { await api.stop() } }
         let requests: [[UInt8]] = [
-            Array("GET /v1/visits/".utf8) + [0xFF, 0xFE, 0xC3, 0x28] + Array(" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8),
+            Array("GET /v1/visits/".utf8) + [0xFF, 0xFE, 0xC3, 0x28]
+                + Array(" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8),
             Array("GET /v1/visits HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer ".utf8) + [0xFF, 0x00, 0x80]
                 + Array("\r\n\r\n".utf8),
-            Array("POST /v1/visits HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer \(api.dispatcher)\r\nIdempotency-Key: ".utf8)
+            Array(
+                "POST /v1/visits HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer \(api.dispatcher)\r\nIdempotency-Key: "
+                    .utf8)
                 + [0xE2, 0x82] + Array("\r\nContent-Length: 2\r\n\r\n{}".utf8),
-            Array("POST /v1/visits HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTransfer-Encoding: chunked\r\nAuthorization: Bearer \(api.dispatcher)\r\n\r\n5\r\n{\"vis\r\n0\r\n\r\n".utf8),
-            Array("GET /v1/visits?limit=%FF&cursor=%00%00 HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer \(api.ops)\r\n\r\n".utf8),
+            Array(
+                "POST /v1/visits HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTransfer-Encoding: chunked\r\nAuthorization: Bearer \(api.dispatcher)\r\n\r\n5\r\n{\"vis\r\n0\r\n\r\n"
+                    .utf8),
+            Array(
+                "GET /v1/visits?limit=%FF&cursor=%00%00 HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer \(api.ops)\r\n\r\n"
+                    .utf8),
         ]
         var failed: [String] = []
         for request in requests {
             switch await Exchange(api.client, request) {
             case .answered(let answer): #expect(answer.status < 500 || answer.status == 503, "\(answer.status) \(answer.text)")
-            case .closedUnanswered: failed.append("closed without an answer: \(String(decoding: request.prefix(60), as: UTF8.self))")
+            case .closedUnanswered:
+                failed.append("closed without an answer: \(String(decoding: request.prefix(60), as: UTF8.self))")
             case .failed(let error): failed.append(error)
             }
         }
@@ -227,13 +260,35 @@ enum Exchange {
                 "{\"visitId\":\"\(fresh)c\",\"customerId\":\"c\",\"attributes\":{\"customerFirstName\":\"A\",\"serviceAddress\":\"B\",\"jobSummary\":\"C\"},\"technician\":{\"id\":\"\(text)\",\"name\":\"\(text)\",\"avatarSymbol\":\"\(text)\",\"vanDescription\":\"\(text)\"},\"arrivalWindow\":{\"start\":\(now),\"end\":\(now + 60)}}",
             ]
             for body in schedules {
-                answers.append(("schedule", try await api.call("POST", "/v1/visits", key: api.dispatcher, json: body, headers: [("Idempotency-Key", "i-\(UUID())")])))
+                answers.append(
+                    (
+                        "schedule",
+                        try await api.call(
+                            "POST", "/v1/visits", key: api.dispatcher, json: body, headers: [("Idempotency-Key", "i-\(UUID())")])
+                    ))
             }
             answers.append(("failed", try await api.post(id, "{\"type\":\"progress\",\"kilometresAway\":1,\"x\":\"\(text)\"}")))
-            answers.append(("reassigned", try await api.post(id, "{\"type\":\"reassigned\",\"technician\":{\"id\":\"t-1\",\"name\":\"\(text)\",\"avatarSymbol\":\"p\",\"vanDescription\":\"V\"}}")))
-            answers.append(("key", try await api.call("POST", "/v1/keys", key: api.dispatcher, json: "{\"role\":\"customer\",\"subject\":\"\(text)\"}")))
-            answers.append(("token", try await api.call("PUT", "/v1/visits/\(id)/live-activities/a-\(n)", key: customer,
-                                                       json: "{\"pushToken\":\"\(pushToken("n"))\",\"environment\":\"sandbox\",\"deviceId\":\"\(text)\"}")))
+            answers.append(
+                (
+                    "reassigned",
+                    try await api.post(
+                        id,
+                        "{\"type\":\"reassigned\",\"technician\":{\"id\":\"t-1\",\"name\":\"\(text)\",\"avatarSymbol\":\"p\",\"vanDescription\":\"V\"}}"
+                    )
+                ))
+            answers.append(
+                (
+                    "key",
+                    try await api.call(
+                        "POST", "/v1/keys", key: api.dispatcher, json: "{\"role\":\"customer\",\"subject\":\"\(text)\"}")
+                ))
+            answers.append(
+                (
+                    "token",
+                    try await api.call(
+                        "PUT", "/v1/visits/\(id)/live-activities/a-\(n)", key: customer,
+                        json: "{\"pushToken\":\"\(pushToken("n"))\",\"environment\":\"sandbox\",\"deviceId\":\"\(text)\"}")
+                ))
         }
         // The reason last: it ends the visit when it is accepted.
         for text in UnstorableStringTests.nasty {

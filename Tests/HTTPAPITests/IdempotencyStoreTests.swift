@@ -26,12 +26,16 @@ import VisitProjections
         for count in 0...2 {
             if count > 0 {
                 let registration = "{\"pushToken\":\"\(pushToken("\(id)-\(count)"))\",\"environment\":\"sandbox\"}"
-                #expect(try await api.call("PUT", "/v1/visits/\(id)/live-activities/a-\(count)", key: customerKey, json: registration).status == 204)
+                #expect(
+                    try await api.call("PUT", "/v1/visits/\(id)/live-activities/a-\(count)", key: customerKey, json: registration)
+                        .status == 204)
             }
             let (row, stored) = try await api.pool.withConnection { c -> (VisitReadModel.Row?, PostgresRow?) in
                 let scope = IdempotencyScope(keyId: "pin", route: "POST /pin", key: "k-\(id)-\(count)")
-                return (try VisitReadModel.row(visitId: id, on: c),
-                        try c.query(IdempotencyStore.storeVisitAnswerStatement(scope, requestBody: "{}", visitId: id)).first)
+                return (
+                    try VisitReadModel.row(visitId: id, on: c),
+                    try c.query(IdempotencyStore.storeVisitAnswerStatement(scope, requestBody: "{}", visitId: id)).first
+                )
             }
             let visit = try #require(row)
             let swift = visit.body(liveActivities: count)

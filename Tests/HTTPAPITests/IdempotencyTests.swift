@@ -16,7 +16,8 @@ import Testing
         let posted = try await api.post(id, event, headers: [("Idempotency-Key", "e-\(id)")])
         #expect(posted.status == 201)
         // Equal JSON, other spelling: still the same request.
-        let retried = try await api.post(id, #"{ "kilometresAway": 1.5, "type": "nearby" }"#, headers: [("Idempotency-Key", "e-\(id)")])
+        let retried = try await api.post(
+            id, #"{ "kilometresAway": 1.5, "type": "nearby" }"#, headers: [("Idempotency-Key", "e-\(id)")])
         #expect(retried.status == 201)
         #expect(retried.text == posted.text)
         #expect(retried.header("ETag") == posted.header("ETag"))
@@ -40,14 +41,17 @@ import Testing
         let id = uniqueID("v")
         let batches = api.environment.batcher.batchesRun
         let scheduled = try await api.call(
-            "POST", "/v1/visits", key: api.dispatcher, json: APIServer.visitJSON(id, customer: "c-3"), headers: [("Idempotency-Key", "s-\(id)")])
+            "POST", "/v1/visits", key: api.dispatcher, json: APIServer.visitJSON(id, customer: "c-3"),
+            headers: [("Idempotency-Key", "s-\(id)")])
         #expect(scheduled.status == 201)
         #expect(api.environment.batcher.batchesRun == batches + 1, "the keyed schedule ran in a group-commit batch")
         let customer = try await api.key(.customer, "c-3")
         let registration = "{\"pushToken\":\"\(pushToken("keyed"))\",\"environment\":\"sandbox\"}"
-        #expect(try await api.call("PUT", "/v1/visits/\(id)/live-activities/a-1", key: customer, json: registration).status == 204)
+        #expect(
+            try await api.call("PUT", "/v1/visits/\(id)/live-activities/a-1", key: customer, json: registration).status == 204)
 
-        let posted = try await api.post(id, #"{"type":"enRoute","kilometresAway":7.5}"#, headers: [("Idempotency-Key", "e-\(id)")])
+        let posted = try await api.post(
+            id, #"{"type":"enRoute","kilometresAway":7.5}"#, headers: [("Idempotency-Key", "e-\(id)")])
         #expect(posted.status == 201)
         #expect(api.environment.batcher.batchesRun == batches + 2, "the keyed event ran in a group-commit batch")
         let read = try await api.call("GET", "/v1/visits/\(id)", key: api.dispatcher)
@@ -56,14 +60,16 @@ import Testing
         #expect(posted.header("ETag") == read.header("ETag"))
         #expect(posted.header("ETag") == "\"2\"")
         let stored = try await api.pool.withConnection { c in
-            try c.query("SELECT status, response_body, response_etag FROM http_idempotency WHERE idempotency_key = \("e-\(id)")").first
+            try c.query("SELECT status, response_body, response_etag FROM http_idempotency WHERE idempotency_key = \("e-\(id)")")
+                .first
         }
         #expect(stored?["status"] == "201")
         #expect(stored?["response_body"] == posted.text)
         #expect(stored?["response_etag"] == posted.header("ETag"))
 
         // Its retry finds the key taken and answers the stored answer; nothing more is appended.
-        let retried = try await api.post(id, #"{"type":"enRoute","kilometresAway":7.5}"#, headers: [("Idempotency-Key", "e-\(id)")])
+        let retried = try await api.post(
+            id, #"{"type":"enRoute","kilometresAway":7.5}"#, headers: [("Idempotency-Key", "e-\(id)")])
         #expect(retried.status == 201)
         #expect(retried.text == posted.text)
         #expect(try await api.eventCount(id) == 2)
@@ -122,19 +128,32 @@ import Testing
 
         // 404 path id: kept under its route.
         let path = [("Idempotency-Key", "path-\(id)")]
-        #expect(try await api.call("POST", "/v1/visits/no%20such/events", key: api.dispatcher, json: #"{"type":"enRoute"}"#,
-                                   headers: path).status == 404)
-        #expect(try await api.call("POST", "/v1/visits/no%20such/events", key: api.dispatcher, json: #"{"type":"nearby"}"#,
-                                   headers: path).errorCode == "idempotency_key_reused")
+        #expect(
+            try await api.call(
+                "POST", "/v1/visits/no%20such/events", key: api.dispatcher, json: #"{"type":"enRoute"}"#,
+                headers: path
+            ).status == 404)
+        #expect(
+            try await api.call(
+                "POST", "/v1/visits/no%20such/events", key: api.dispatcher, json: #"{"type":"nearby"}"#,
+                headers: path
+            ).errorCode == "idempotency_key_reused")
 
         // 403 wrong role and 422 body on POST /v1/visits: no visit is made by the corrected retry.
         let customer = try await api.key(.customer, "c-1")
         let schedule = [("Idempotency-Key", "sched-\(id)")]
-        #expect(try await api.call("POST", "/v1/visits", key: customer, json: APIServer.visitJSON("\(id)-c"), headers: schedule).status == 403)
-        #expect(try await api.call("POST", "/v1/visits", key: customer, json: APIServer.visitJSON("\(id)-d"), headers: schedule).errorCode
-            == "idempotency_key_reused")
-        #expect(try await api.call("POST", "/v1/visits", key: api.dispatcher, json: #"{"customerId":"c-1"}"#, headers: schedule).status == 422)
-        let scheduled = try await api.call("POST", "/v1/visits", key: api.dispatcher, json: APIServer.visitJSON("\(id)-e"), headers: schedule)
+        #expect(
+            try await api.call("POST", "/v1/visits", key: customer, json: APIServer.visitJSON("\(id)-c"), headers: schedule)
+                .status == 403)
+        #expect(
+            try await api.call("POST", "/v1/visits", key: customer, json: APIServer.visitJSON("\(id)-d"), headers: schedule)
+                .errorCode
+                == "idempotency_key_reused")
+        #expect(
+            try await api.call("POST", "/v1/visits", key: api.dispatcher, json: #"{"customerId":"c-1"}"#, headers: schedule)
+                .status == 422)
+        let scheduled = try await api.call(
+            "POST", "/v1/visits", key: api.dispatcher, json: APIServer.visitJSON("\(id)-e"), headers: schedule)
         #expect(scheduled.errorCode == "idempotency_key_reused")
         #expect(try await api.eventCount("\(id)-e") == 0)
 
@@ -164,9 +183,14 @@ import Testing
 
         let preferences = "/v1/customers/c-1/devices/d-1/preferences"
         let keyed = [("Idempotency-Key", "prefs-\(id)")]
-        #expect(try await api.call("PUT", preferences, key: customer, json: #"{"liveActivitiesEnabled":true}"#, headers: keyed).status == 422)
-        #expect(try await api.call("PUT", preferences, key: customer, json: #"{"liveActivitiesEnabled":true,"frequentPushesEnabled":true}"#,
-                                   headers: keyed).errorCode == "idempotency_key_reused")
+        #expect(
+            try await api.call("PUT", preferences, key: customer, json: #"{"liveActivitiesEnabled":true}"#, headers: keyed).status
+                == 422)
+        #expect(
+            try await api.call(
+                "PUT", preferences, key: customer, json: #"{"liveActivitiesEnabled":true,"frequentPushesEnabled":true}"#,
+                headers: keyed
+            ).errorCode == "idempotency_key_reused")
     }
 
     /// What is not kept: a 401 (no calling key to scope it to), a malformed key (400), and anything
@@ -201,7 +225,9 @@ import Testing
         #expect(try await api.post(id, #"{"type":"nearby"}"#, key: technician, headers: header).status == 201)
         #expect(try await api.eventCount(id) == 3)
         #expect(try await api.post(id, #"{"type":"onSite"}"#, headers: [("Idempotency-Key", "")]).status == 400)
-        #expect(try await api.post(id, #"{"type":"onSite"}"#, headers: [("Idempotency-Key", String(repeating: "k", count: 300))]).status == 400)
+        #expect(
+            try await api.post(id, #"{"type":"onSite"}"#, headers: [("Idempotency-Key", String(repeating: "k", count: 300))])
+                .status == 400)
     }
 
     @Test func concurrentRetriesAppendOnce() async throws {
@@ -220,8 +246,9 @@ import Testing
         // Every answer is the first one or "still being processed" (409); never a second event.
         #expect(!created.isEmpty)
         #expect(Set(created.map(\.text)).count == 1)
-        #expect(answers.allSatisfy { $0.status == 201 || ($0.status == 409 && $0.errorCode == "idempotency_key_in_use") },
-                "\(answers.map { "\($0.status) \($0.text)" })")
+        #expect(
+            answers.allSatisfy { $0.status == 201 || ($0.status == 409 && $0.errorCode == "idempotency_key_in_use") },
+            "\(answers.map { "\($0.status) \($0.text)" })")
         #expect(try await api.eventCount(id) == 2)
         // Once settled, a retry gets the 201.
         let late = try await api.post(id, #"{"type":"progress","kilometresAway":4}"#, headers: header)
@@ -236,7 +263,9 @@ import Testing
         let header = [("Idempotency-Key", "sched-\(id)")]
         let answers = try await withThrowingTaskGroup(of: RawResponse.self) { group in
             let body = APIServer.visitJSON(id)
-            for _ in 0..<8 { group.addTask { try await api.call("POST", "/v1/visits", key: api.dispatcher, json: body, headers: header) } }
+            for _ in 0..<8 {
+                group.addTask { try await api.call("POST", "/v1/visits", key: api.dispatcher, json: body, headers: header) }
+            }
             return try await group.reduce(into: []) { $0.append($1) }
         }
         #expect(answers.contains { $0.status == 201 })

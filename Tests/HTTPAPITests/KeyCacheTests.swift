@@ -43,7 +43,8 @@ import Testing
         let key = try await api.key(.technician, "t-1")
         #expect(try await api.call("GET", "/v1/visits", key: key).status == 200)
         let keyId = String(key.split(separator: "_")[1])
-        _ = try await api.pool.withConnection { c in try c.query("UPDATE api_keys SET revoked_at = now() WHERE key_id = \(keyId)") }
+        _ = try await api.pool.withConnection { c in try c.query("UPDATE api_keys SET revoked_at = now() WHERE key_id = \(keyId)")
+        }
         #expect(!cache.isActive)
         #expect(try await api.call("GET", "/v1/visits", key: key).status == 401)
     }

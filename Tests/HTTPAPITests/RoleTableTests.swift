@@ -6,7 +6,8 @@ import Testing
     @Test func readsAreScopedToTheCallersVisits() async throws {
         let api = try await APIServer.start()
         defer { Task { await api.stop() } }
-        let mine = uniqueID("v"), theirs = uniqueID("v")
+        let mine = uniqueID("v")
+        let theirs = uniqueID("v")
         try await api.schedule(mine, customer: "c-1", technician: "t-1")
         try await api.schedule(theirs, customer: "c-2", technician: "t-2")
         let customer = try await api.key(.customer, "c-1")
@@ -27,7 +28,8 @@ import Testing
     @Test func whoMayPostWhichEvent() async throws {
         let api = try await APIServer.start()
         defer { Task { await api.stop() } }
-        let id = uniqueID("v"), other = uniqueID("v")
+        let id = uniqueID("v")
+        let other = uniqueID("v")
         try await api.schedule(id, customer: "c-1", technician: "t-1")
         try await api.schedule(other, customer: "c-1", technician: "t-2")
         let technician = try await api.key(.technician, "t-1")
@@ -37,7 +39,8 @@ import Testing
         #expect(try await api.post(id, #"{"type":"enRoute"}"#, key: customer).status == 403)
         #expect(try await api.post(id, #"{"type":"enRoute"}"#, key: ops).status == 403)
         #expect(try await api.post(id, #"{"type":"cancelled","reason":"x"}"#, key: technician).status == 403)
-        let reassign = #"{"type":"reassigned","technician":{"id":"t-9","name":"Kim","avatarSymbol":"person","vanDescription":"Red van"}}"#
+        let reassign =
+            #"{"type":"reassigned","technician":{"id":"t-9","name":"Kim","avatarSymbol":"person","vanDescription":"Red van"}}"#
         #expect(try await api.post(id, reassign, key: technician).status == 403)
         // Another technician's visit: 404 (its existence is not leaked), and nothing appended.
         let cross = try await api.post(other, #"{"type":"enRoute"}"#, key: technician)
@@ -58,7 +61,8 @@ import Testing
         let new = try await api.key(.technician, "t-new")
         #expect(try await api.post(id, #"{"type":"enRoute"}"#, key: old).status == 201)
         #expect(try await api.call("GET", "/v1/visits/\(id)", key: new).status == 404)
-        let reassign = #"{"type":"reassigned","technician":{"id":"t-new","name":"Kim","avatarSymbol":"person","vanDescription":"Red van"}}"#
+        let reassign =
+            #"{"type":"reassigned","technician":{"id":"t-new","name":"Kim","avatarSymbol":"person","vanDescription":"Red van"}}"#
         let moved = try await api.post(id, reassign)
         #expect(moved.status == 201)
         #expect(moved.json?["status"] as? String == "scheduled")
@@ -83,7 +87,8 @@ import Testing
         #expect(try await api.call("PUT", activity, key: api.dispatcher, json: token).status == 403)
         #expect(try await api.call("DELETE", activity, key: stranger).status == 404)
         #expect(try await api.call("PUT", "/v1/customers/c-1/push-to-start-tokens/d-1", key: stranger, json: token).status == 404)
-        #expect(try await api.call("PUT", "/v1/customers/c-1/push-to-start-tokens/d-1", key: technician, json: token).status == 403)
+        #expect(
+            try await api.call("PUT", "/v1/customers/c-1/push-to-start-tokens/d-1", key: technician, json: token).status == 403)
         let prefs = #"{"liveActivitiesEnabled":true,"frequentPushesEnabled":false}"#
         #expect(try await api.call("PUT", "/v1/customers/c-1/devices/d-1/preferences", key: stranger, json: prefs).status == 404)
         #expect(try await api.call("PUT", "/v1/customers/c-1/devices/d-1/preferences", key: customer, json: prefs).status == 204)

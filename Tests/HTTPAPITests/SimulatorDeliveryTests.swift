@@ -19,10 +19,14 @@ import Testing
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("api-apns-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
-        let sec1 = dir.appendingPathComponent("sec1.pem").path, p8 = dir.appendingPathComponent("key.p8").path
-        let generated = try Subprocess.runBlocking("/usr/bin/openssl", ["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", sec1])
+        let sec1 = dir.appendingPathComponent("sec1.pem").path
+        let p8 = dir.appendingPathComponent("key.p8").path
+        let generated = try Subprocess.runBlocking(
+            "/usr/bin/openssl", ["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", sec1])
         let converted = try Subprocess.runBlocking("/usr/bin/openssl", ["pkcs8", "-topk8", "-nocrypt", "-in", sec1, "-out", p8])
-        guard generated.status == 0, converted.status == 0 else { throw RawHTTPError(description: "openssl: \(generated.stderr) \(converted.stderr)") }
+        guard generated.status == 0, converted.status == 0 else {
+            throw RawHTTPError(description: "openssl: \(generated.stderr) \(converted.stderr)")
+        }
         return try String(contentsOfFile: p8, encoding: .utf8)
     }
 
@@ -72,7 +76,8 @@ import Testing
 
     @Test func catchUpAndLateStartLandInTheSimulator() async throws {
         let harness = try await Harness.start()
-        let api = harness.api, worker = harness.worker
+        let api = harness.api
+        let worker = harness.worker
         func delivered(to token: String) -> [SimulatedDelivery] { harness.delivered(to: token) }
         func drain(until token: String) async throws { try await harness.drain(until: token) }
 
@@ -80,13 +85,21 @@ import Testing
         try await api.schedule(id, customer: "c-1")
         try await api.post(id, #"{"type":"enRoute","kilometresAway":7}"#)
         let customer = try await api.key(.customer, "c-1")
-        let behind = pushToken("sim-behind"), level = pushToken("sim-level"), starter = pushToken("sim-start")
+        let behind = pushToken("sim-behind")
+        let level = pushToken("sim-level")
+        let starter = pushToken("sim-start")
 
         // Equal version first: nothing for it; then an older version: a catch-up update at once.
-        #expect(try await api.call("PUT", "/v1/visits/\(id)/live-activities/a-level", key: customer,
-                                   json: "{\"pushToken\":\"\(level)\",\"environment\":\"sandbox\",\"version\":2}").status == 204)
-        #expect(try await api.call("PUT", "/v1/visits/\(id)/live-activities/a-behind", key: customer,
-                                   json: "{\"pushToken\":\"\(behind)\",\"environment\":\"sandbox\",\"version\":1}").status == 204)
+        #expect(
+            try await api.call(
+                "PUT", "/v1/visits/\(id)/live-activities/a-level", key: customer,
+                json: "{\"pushToken\":\"\(level)\",\"environment\":\"sandbox\",\"version\":2}"
+            ).status == 204)
+        #expect(
+            try await api.call(
+                "PUT", "/v1/visits/\(id)/live-activities/a-behind", key: customer,
+                json: "{\"pushToken\":\"\(behind)\",\"environment\":\"sandbox\",\"version\":1}"
+            ).status == 204)
         try await drain(until: behind)
         let catchUp = try #require(delivered(to: behind).first)
         #expect(catchUp.status == 200)
@@ -99,8 +112,11 @@ import Testing
         // A push-to-start token registered after scheduling: the start, on another visit with no activity.
         let quiet = uniqueID("sim")
         try await api.schedule(quiet, customer: "c-1")
-        #expect(try await api.call("PUT", "/v1/customers/c-1/push-to-start-tokens/d-1", key: customer,
-                                   json: "{\"pushToken\":\"\(starter)\",\"environment\":\"production\"}").status == 204)
+        #expect(
+            try await api.call(
+                "PUT", "/v1/customers/c-1/push-to-start-tokens/d-1", key: customer,
+                json: "{\"pushToken\":\"\(starter)\",\"environment\":\"production\"}"
+            ).status == 204)
         try await drain(until: starter)
         let start = try #require(delivered(to: starter).first)
         #expect(start.aps?["event"]?.stringValue == "start")
@@ -126,8 +142,11 @@ import Testing
 
         let customer = try await api.key(.customer, "c-1")
         let late = pushToken("sim-late")
-        #expect(try await api.call("PUT", "/v1/visits/\(id)/live-activities/a-late", key: customer,
-                                   json: "{\"pushToken\":\"\(late)\",\"environment\":\"sandbox\",\"version\":1}").status == 204)
+        #expect(
+            try await api.call(
+                "PUT", "/v1/visits/\(id)/live-activities/a-late", key: customer,
+                json: "{\"pushToken\":\"\(late)\",\"environment\":\"sandbox\",\"version\":1}"
+            ).status == 204)
         try await harness.drain(until: late)
         let catchUp = try #require(harness.delivered(to: late).first)
         #expect(catchUp.status == 200)
@@ -136,7 +155,9 @@ import Testing
         #expect(catchUp.aps?["stale-date"]?.integerValue == Int64(staleDate))  // the state's own, unchanged
         #expect(catchUp.header("apns-expiration") == String(Int(t0) + 600))  // at once, not in the past
         let states = try await api.pool.withConnection { c in
-            try c.query("SELECT state FROM deliveries WHERE visit_id = \(id) AND activity_id = 'a-late'").map { try $0.string("state") }
+            try c.query("SELECT state FROM deliveries WHERE visit_id = \(id) AND activity_id = 'a-late'").map {
+                try $0.string("state")
+            }
         }
         #expect(states == ["sent"])
         await harness.stop()

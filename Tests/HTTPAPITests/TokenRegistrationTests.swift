@@ -3,7 +3,7 @@ import Postgres
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Live Activity and push-to-start token routes: catch-up pushes, late starts, counts, forgetting,
@@ -23,10 +23,13 @@ import Glibc
         }
     }
 
-    func register(_ api: APIServer, _ visit: String, _ activity: String, key: String, version: Int?, token: String) async throws -> RawResponse {
+    func register(_ api: APIServer, _ visit: String, _ activity: String, key: String, version: Int?, token: String) async throws
+        -> RawResponse
+    {
         let v = version.map { ",\"version\":\($0)" } ?? ""
-        return try await api.call("PUT", "/v1/visits/\(visit)/live-activities/\(activity)", key: key,
-                                  json: "{\"pushToken\":\"\(token)\",\"environment\":\"sandbox\"\(v)}")
+        return try await api.call(
+            "PUT", "/v1/visits/\(visit)/live-activities/\(activity)", key: key,
+            json: "{\"pushToken\":\"\(token)\",\"environment\":\"sandbox\"\(v)}")
     }
 
     @Test func registrationBehindOrSilentCatchesUpAndEqualDoesNot() async throws {
@@ -68,7 +71,9 @@ import Glibc
     @Test func pushToStartAfterSchedulingGetsTheStart() async throws {
         let api = try await APIServer.start()
         defer { Task { await api.stop() } }
-        let quiet = uniqueID("v"), followed = uniqueID("v"), ended = uniqueID("v")
+        let quiet = uniqueID("v")
+        let followed = uniqueID("v")
+        let ended = uniqueID("v")
         try await api.schedule(quiet, customer: "c-5")
         try await api.schedule(followed, customer: "c-5")
         try await api.schedule(ended, customer: "c-5")
@@ -109,13 +114,22 @@ import Glibc
         let customer = try await api.key(.customer, "c-1")
         #expect(try await register(api, id, "a-1", key: customer, version: nil, token: pushToken("m1")).status == 204)
         #expect(try await register(api, id, "a-2", key: customer, version: 3, token: pushToken("m2")).status == 204)
-        #expect(try await api.call("PUT", "/v1/visits/\(id)/live-activities/a-3", key: customer,
-                                   json: "{\"pushToken\":\"\(pushToken("m3"))\",\"environment\":\"sandbox\"}", headers: keyed).status == 204)
+        #expect(
+            try await api.call(
+                "PUT", "/v1/visits/\(id)/live-activities/a-3", key: customer,
+                json: "{\"pushToken\":\"\(pushToken("m3"))\",\"environment\":\"sandbox\"}", headers: keyed
+            ).status == 204)
         #expect(try await api.call("DELETE", "/v1/visits/\(id)/live-activities/a-2", key: customer).status == 204)
-        #expect(try await api.call("PUT", "/v1/customers/c-1/devices/d-1/preferences", key: customer,
-                                   json: #"{"liveActivitiesEnabled":true,"frequentPushesEnabled":false}"#).status == 204)
-        #expect(try await api.call("PUT", "/v1/customers/c-1/push-to-start-tokens/d-1", key: customer,
-                                   json: "{\"pushToken\":\"\(pushToken("m4"))\",\"environment\":\"sandbox\"}").status == 204)
+        #expect(
+            try await api.call(
+                "PUT", "/v1/customers/c-1/devices/d-1/preferences", key: customer,
+                json: #"{"liveActivitiesEnabled":true,"frequentPushesEnabled":false}"#
+            ).status == 204)
+        #expect(
+            try await api.call(
+                "PUT", "/v1/customers/c-1/push-to-start-tokens/d-1", key: customer,
+                json: "{\"pushToken\":\"\(pushToken("m4"))\",\"environment\":\"sandbox\"}"
+            ).status == 204)
         #expect(try await api.call("DELETE", "/v1/customers/c-1/push-to-start-tokens/d-1", key: customer).status == 204)
         #expect(try await eventsAppended(api) == 3)
         // The catch-up of the registration without a version was still enqueued.
@@ -129,8 +143,11 @@ import Glibc
         let api = try await APIServer.start()
         defer { Task { await api.stop() } }
         let customer = try await api.key(.customer, "c-9")
-        #expect(try await api.call("PUT", "/v1/customers/c-9/push-to-start-tokens/d-1", key: customer,
-                                   json: "{\"pushToken\":\"\(pushToken("waiting"))\",\"environment\":\"sandbox\"}").status == 204)
+        #expect(
+            try await api.call(
+                "PUT", "/v1/customers/c-9/push-to-start-tokens/d-1", key: customer,
+                json: "{\"pushToken\":\"\(pushToken("waiting"))\",\"environment\":\"sandbox\"}"
+            ).status == 204)
         let id = uniqueID("v")
         let now = Int(Date().timeIntervalSince1970)
         let visit = """
@@ -140,15 +157,24 @@ import Glibc
             "arrivalWindow":{"start":\(now + 5 * 3600),"end":\(now + 6 * 3600)},"kilometresAway":40.0}
             """
         #expect(try await api.call("POST", "/v1/visits", key: api.dispatcher, json: visit).status == 201)
-        try await api.post(id, "{\"type\":\"enRoute\",\"kilometresAway\":30,\"arrivalWindow\":{\"start\":\(now + 4 * 3600),\"end\":\(now + 5 * 3600)}}")
+        try await api.post(
+            id,
+            "{\"type\":\"enRoute\",\"kilometresAway\":30,\"arrivalWindow\":{\"start\":\(now + 4 * 3600),\"end\":\(now + 5 * 3600)}}"
+        )
 
-        struct Start: Equatable { let state: String; let status: String?; let due: Double }
+        struct Start: Equatable {
+            let state: String
+            let status: String?
+            let due: Double
+        }
         func starts() async throws -> [Start] {
             try await api.pool.withConnection { c in
-                try c.query("""
+                try c.query(
+                    """
                     SELECT state, body::json->'aps'->'content-state'->>'status' AS status, next_attempt_at
                     FROM deliveries WHERE visit_id = \(id) AND kind = 'start' ORDER BY id
-                    """).map { Start(state: try $0.string("state"), status: $0["status"], due: try $0.double("next_attempt_at")) }
+                    """
+                ).map { Start(state: try $0.string("state"), status: $0["status"], due: try $0.double("next_attempt_at")) }
             }
         }
         let afterEnRoute = try await starts()
@@ -171,12 +197,27 @@ import Glibc
         #expect(try await api.call("PUT", path, key: customer, json: "{").status == 400)
         #expect(try await api.call("PUT", path, key: customer, json: "[]").status == 422)
         #expect(try await api.call("PUT", path, key: customer, json: #"{"environment":"sandbox"}"#).status == 422)
-        #expect(try await api.call("PUT", path, key: customer, json: #"{"pushToken":"zz-not-hex","environment":"sandbox"}"#).status == 422)
-        #expect(try await api.call("PUT", path, key: customer, json: "{\"pushToken\":\"\(pushToken("x"))\",\"environment\":\"moon\"}").status == 422)
-        #expect(try await api.call("PUT", path, key: customer, json: "{\"pushToken\":\"\(pushToken("x"))\",\"environment\":\"sandbox\",\"version\":-1}").status == 422)
-        #expect(try await api.call("PUT", "/v1/visits/nope/live-activities/a-1", key: customer,
-                                   json: "{\"pushToken\":\"\(pushToken("x"))\",\"environment\":\"sandbox\"}").status == 404)
-        #expect(try await api.call("PUT", "/v1/customers/c-1/devices/d-1/preferences", key: customer, json: #"{"liveActivitiesEnabled":"yes","frequentPushesEnabled":true}"#).status == 422)
+        #expect(
+            try await api.call("PUT", path, key: customer, json: #"{"pushToken":"zz-not-hex","environment":"sandbox"}"#).status
+                == 422)
+        #expect(
+            try await api.call("PUT", path, key: customer, json: "{\"pushToken\":\"\(pushToken("x"))\",\"environment\":\"moon\"}")
+                .status == 422)
+        #expect(
+            try await api.call(
+                "PUT", path, key: customer,
+                json: "{\"pushToken\":\"\(pushToken("x"))\",\"environment\":\"sandbox\",\"version\":-1}"
+            ).status == 422)
+        #expect(
+            try await api.call(
+                "PUT", "/v1/visits/nope/live-activities/a-1", key: customer,
+                json: "{\"pushToken\":\"\(pushToken("x"))\",\"environment\":\"sandbox\"}"
+            ).status == 404)
+        #expect(
+            try await api.call(
+                "PUT", "/v1/customers/c-1/devices/d-1/preferences", key: customer,
+                json: #"{"liveActivitiesEnabled":"yes","frequentPushesEnabled":true}"#
+            ).status == 422)
     }
 
     @Test func secretsAppearInNoBodyAndNoLogLine() async throws {
@@ -194,11 +235,15 @@ import Glibc
             let customer = try await api.key(.customer, "c-1")
             keys = [api.dispatcher, api.ops, customer]
             bodies.append(try await api.schedule(id, customer: "c-1").text)
-            let minted = try await api.call("POST", "/v1/keys", key: api.dispatcher, json: #"{"role":"customer","subject":"c-1"}"#)
+            let minted = try await api.call(
+                "POST", "/v1/keys", key: api.dispatcher, json: #"{"role":"customer","subject":"c-1"}"#)
             keys.append(minted.json?["key"] as? String ?? "")
             bodies.append(try await register(api, id, "a-1", key: customer, version: nil, token: updateToken).text)
-            bodies.append(try await api.call("PUT", "/v1/customers/c-1/push-to-start-tokens/d-1", key: customer,
-                                             json: "{\"pushToken\":\"\(startToken)\",\"environment\":\"sandbox\"}").text)
+            bodies.append(
+                try await api.call(
+                    "PUT", "/v1/customers/c-1/push-to-start-tokens/d-1", key: customer,
+                    json: "{\"pushToken\":\"\(startToken)\",\"environment\":\"sandbox\"}"
+                ).text)
             bodies.append(try await api.post(id, #"{"type":"nearby"}"#).text)
             bodies.append(try await api.call("GET", "/v1/visits/\(id)", key: customer).text)
             bodies.append(try await api.call("GET", "/v1/visits/\(id)/events", key: api.ops).text)

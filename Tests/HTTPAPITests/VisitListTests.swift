@@ -40,7 +40,9 @@ import Testing
     @Test func filtersOnlyNarrowWhatTheCallerMaySee() async throws {
         let api = try await APIServer.start()
         defer { Task { await api.stop() } }
-        let a = uniqueID("v"), b = uniqueID("v"), c = uniqueID("v")
+        let a = uniqueID("v")
+        let b = uniqueID("v")
+        let c = uniqueID("v")
         try await api.schedule(a, customer: "c-1", technician: "t-1")
         try await api.schedule(b, customer: "c-2", technician: "t-1")
         try await api.schedule(c, customer: "c-2", technician: "t-2")

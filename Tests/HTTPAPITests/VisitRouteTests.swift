@@ -36,7 +36,10 @@ import Testing
         #expect(events.map { $0["type"] as? String } == ["scheduled", "nearby"])
         #expect(events.map { $0["version"] as? Int } == [1, 2])
         #expect((events.last?["actor"] as? [String: Any])?["role"] as? String == "dispatcher")
-        #expect(events.allSatisfy { ($0["recordedAt"] as? Int ?? 0) > 1_700_000_000 && $0["position"] is Int && $0["data"] is [String: Any] })
+        #expect(
+            events.allSatisfy {
+                ($0["recordedAt"] as? Int ?? 0) > 1_700_000_000 && $0["position"] is Int && $0["data"] is [String: Any]
+            })
     }
 
     @Test func generatedIdAndEndedVisit() async throws {
@@ -60,7 +63,8 @@ import Testing
     @Test func cancelledAndFailedEnds() async throws {
         let api = try await APIServer.start()
         defer { Task { await api.stop() } }
-        let a = uniqueID("v"), b = uniqueID("v")
+        let a = uniqueID("v")
+        let b = uniqueID("v")
         try await api.schedule(a)
         try await api.schedule(b)
         let cancelled = try await api.post(a, #"{"type":"cancelled","reason":"customer away"}"#)
@@ -84,8 +88,10 @@ import Testing
         answers.append((400, try await api.post(id, #"{"type":"nearby"}"#, headers: [("If-Match", "\"abc\"")])))
         // 401: no key, unknown key, garbage scheme.
         answers.append((401, try await api.call("GET", "/v1/visits/\(id)", key: nil)))
-        answers.append((401, try await api.call("GET", "/v1/visits/\(id)", key: "lv_0000000000000000_" + String(repeating: "0", count: 48))))
-        answers.append((401, try await api.call("GET", "/v1/visits/\(id)", key: nil, headers: [("Authorization", "Basic Zm9vOmJhcg==")])))
+        answers.append(
+            (401, try await api.call("GET", "/v1/visits/\(id)", key: "lv_0000000000000000_" + String(repeating: "0", count: 48))))
+        answers.append(
+            (401, try await api.call("GET", "/v1/visits/\(id)", key: nil, headers: [("Authorization", "Basic Zm9vOmJhcg==")])))
         // 403: a customer posting an event, a customer scheduling.
         answers.append((403, try await api.post(id, #"{"type":"nearby"}"#, key: customer)))
         answers.append((403, try await api.schedule(uniqueID("v"), key: customer)))
@@ -148,12 +154,14 @@ import Testing
             let unkeyed = try await api.post(unknown, #"{"type":"enRoute"}"#, headers: [("If-Match", version)])
             #expect(unkeyed.status == 404, "If-Match \(version): \(unkeyed.text)")
             #expect(unkeyed.errorCode == plain.errorCode)
-            let keyed = try await api.post(unknown, #"{"type":"enRoute"}"#, headers: [("If-Match", version), ("Idempotency-Key", "k-\(version)")])
+            let keyed = try await api.post(
+                unknown, #"{"type":"enRoute"}"#, headers: [("If-Match", version), ("Idempotency-Key", "k-\(version)")])
             #expect(keyed.status == 404, "If-Match \(version) with a key: \(keyed.text)")
         }
         let known = uniqueID("v")
         try await api.schedule(known)
-        #expect(try await api.post(known, #"{"type":"enRoute"}"#, headers: [("If-Match", "\"0\"")]).errorCode == "version_conflict")
+        #expect(
+            try await api.post(known, #"{"type":"enRoute"}"#, headers: [("If-Match", "\"0\"")]).errorCode == "version_conflict")
         #expect(try await api.eventCount(unknown) == 0)
     }
 
@@ -164,7 +172,10 @@ import Testing
         try await api.schedule(id)
         let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
             for i in 0..<8 {
-                group.addTask { try await api.post(id, "{\"type\":\"progress\",\"kilometresAway\":\(i)}", headers: [("If-Match", "\"1\"")]).status }
+                group.addTask {
+                    try await api.post(id, "{\"type\":\"progress\",\"kilometresAway\":\(i)}", headers: [("If-Match", "\"1\"")])
+                        .status
+                }
             }
             return try await group.reduce(into: []) { $0.append($1) }
         }
@@ -206,7 +217,8 @@ import Testing
         let api = try await APIServer.start()
         defer { Task { await api.stop() } }
         let now = Int(Date().timeIntervalSince1970)
-        let long = String(repeating: "x", count: 1024), name = String(repeating: "n", count: 256)
+        let long = String(repeating: "x", count: 1024)
+        let name = String(repeating: "n", count: 256)
         let body = """
             {"visitId":"\(uniqueID("big"))","customerId":"c-1",\
             "attributes":{"customerFirstName":"\(name)","serviceAddress":"\(long)","jobSummary":"\(long)"},\

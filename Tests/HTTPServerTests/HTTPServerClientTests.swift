@@ -3,7 +3,7 @@ import HTTPServer
 import Testing
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// A polite, ordinary client (URLSession, libcurl underneath), and listening on IPv6.

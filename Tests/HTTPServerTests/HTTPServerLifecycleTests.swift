@@ -1,8 +1,9 @@
 import Foundation
-@testable import HTTPServer
 import Runtime
 import TestSupport
 import Testing
+
+@testable import HTTPServer
 
 /// Handler deadlines and graceful shutdown.
 @Suite(.timeLimit(.minutes(2))) struct HTTPServerLifecycleTests {
@@ -88,7 +89,12 @@ import Testing
         let clock = ManualClock(now: 0)
         let (started, startedSignal) = AsyncStream.makeStream(of: Void.self)
         let gate = Gate()
-        let running = try startServer(.test { $0.shutdownGracePeriod = 3; $0.requestTimeout = 100 }, clock: clock) { _ in
+        let running = try startServer(
+            .test {
+                $0.shutdownGracePeriod = 3
+                $0.requestTimeout = 100
+            }, clock: clock
+        ) { _ in
             startedSignal.yield()
             await gate.wait()
             return HTTPResponse(status: 200)

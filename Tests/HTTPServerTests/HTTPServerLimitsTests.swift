@@ -1,8 +1,9 @@
 import Foundation
-@testable import HTTPServer
 import Runtime
 import TestSupport
 import Testing
+
+@testable import HTTPServer
 
 /// Bodies, headers, connections and clients that misbehave.
 @Suite(.timeLimit(.minutes(2))) struct HTTPServerLimitsTests {
@@ -109,7 +110,8 @@ import Testing
         let (first, second) = try await offPool { () -> (RawClient.Response, Int?) in
             let client = try RawClient(port: port)
             try client.send(
-                "POST /v1/visits/a/events HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello, this is much more than five bytes")
+                "POST /v1/visits/a/events HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello, this is much more than five bytes"
+            )
             let first = try client.readResponse()
             let second = try? client.readResponse()
             return (first, second?.status)
@@ -178,7 +180,11 @@ import Testing
     }
 
     @Test func slowClientDoesNotBlockOthersAndIdleOnesAreClosed() async throws {
-        let running = try startServer(.test { $0.idleTimeoutSeconds = 1; $0.threadCount = 1 }, handler: echoRouter().handler)
+        let running = try startServer(
+            .test {
+                $0.idleTimeoutSeconds = 1
+                $0.threadCount = 1
+            }, handler: echoRouter().handler)
         defer { running.task.cancel() }
         let port = running.port
         // A client that stopped in the middle of its headers, one that never sent anything,
@@ -207,7 +213,10 @@ import Testing
         // The idle timeout is far away: only the body deadline can close this connection in time
         // (the client's read gives up after 20 s and fails the test).
         let running = try startServer(
-            .test { $0.bodyReadTimeout = 5; $0.idleTimeoutSeconds = 120 }, clock: clock, handler: echoRouter().handler)
+            .test {
+                $0.bodyReadTimeout = 5
+                $0.idleTimeoutSeconds = 120
+            }, clock: clock, handler: echoRouter().handler)
         defer { running.task.cancel() }
         let port = running.port
         let client = try await offPool { () -> RawClient in
@@ -226,7 +235,11 @@ import Testing
     }
 
     @Test func connectionLimitHoldsTheSurplusBackUntilASlotFrees() async throws {
-        let running = try startServer(.test { $0.connectionLimit = 2; $0.threadCount = 1 }, handler: echoRouter().handler)
+        let running = try startServer(
+            .test {
+                $0.connectionLimit = 2
+                $0.threadCount = 1
+            }, handler: echoRouter().handler)
         defer { running.task.cancel() }
         let port = running.port
         let (silent, late) = try await offPool { () -> (Bool, Int) in

@@ -1,11 +1,12 @@
 import Foundation
-@testable import HTTPServer
 import Synchronization
 import TestSupport
 import Testing
 
+@testable import HTTPServer
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Handler tasks run where they are started and where their waits end, without hops through Swift's pool.

@@ -1,7 +1,8 @@
 import CMicroHTTPD
 import Foundation
-@testable import HTTPServer
 import Testing
+
+@testable import HTTPServer
 
 /// The one log line per request: what it holds and what it never holds.
 @Suite(.timeLimit(.minutes(2))) struct RequestLogTests {

@@ -32,7 +32,9 @@ import Testing
         router.add(.get, "/v1/chain/{id}", through: [Self.mark("a"), Self.mark("b")]) { _, parameters in
             HTTPResponse(status: 200, body: Data("\(RouterMiddlewareTests.trail)>\(parameters["id"]!)".utf8))
         }
-        router.add(.get, "/v1/guarded", through: [Self.refuseWithoutKey]) { _, _ in HTTPResponse(status: 200, body: Data("in".utf8)) }
+        router.add(.get, "/v1/guarded", through: [Self.refuseWithoutKey]) { _, _ in
+            HTTPResponse(status: 200, body: Data("in".utf8))
+        }
         return router
     }
 

@@ -10,9 +10,10 @@ import Testing
         #expect(try ListenAddress(parsing: ":9000") == ListenAddress(host: "0.0.0.0", port: 9000))
         #expect(try ListenAddress(parsing: "*:9000").host == "0.0.0.0")
         #expect(try ListenAddress(parsing: "[::1]:8080").description == "[::1]:8080")
-        for bad in ["", "8080", "127.0.0.1", "127.0.0.1:", "127.0.0.1:65536", "127.0.0.1:-1", "example.com:80",
-            "::1:80", "[::1]80", "[::1", "1.2.3.4:8o"]
-        {
+        for bad in [
+            "", "8080", "127.0.0.1", "127.0.0.1:", "127.0.0.1:65536", "127.0.0.1:-1", "example.com:80",
+            "::1:80", "[::1]80", "[::1", "1.2.3.4:8o",
+        ] {
             #expect(throws: HTTPServerError.self, "\(bad)") { try ListenAddress(parsing: bad) }
         }
     }

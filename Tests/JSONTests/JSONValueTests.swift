@@ -68,7 +68,9 @@ import Testing
     }
 
     @Test func parsesStringsAndEveryByteSequenceTotally() throws {
-        #expect(try JSONValue.parse(" {\"a\":[1,2.50,{\"b\":null}],\"c\":\"\\u00e9\\n\"} ").serializedString() == #"{"a":[1,2.5,{"b":null}],"c":"é\n"}"#)
+        #expect(
+            try JSONValue.parse(" {\"a\":[1,2.50,{\"b\":null}],\"c\":\"\\u00e9\\n\"} ").serializedString()
+                == #"{"a":[1,2.5,{"b":null}],"c":"é\n"}"#)
         #expect(try JSONValue.parse("\"\\ud83d\\ude00\"") == .string("😀"))
         #expect(throws: JSONParseError.self) { try JSONValue.parse(String(repeating: "[", count: 100_000)) }
         var random = SystemRandomNumberGenerator()

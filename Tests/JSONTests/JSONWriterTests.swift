@@ -55,7 +55,10 @@ import Testing
     @Test func indentedReadsBackEqual() throws {
         let value: JSONValue = ["a": [1, ["b": .null]], "c": "d", "e": [], "f": [:]]
         let text = String(decoding: value.indentedSerialized(), as: UTF8.self)
-        #expect(text == "{\n  \"a\": [\n    1,\n    {\n      \"b\": null\n    }\n  ],\n  \"c\": \"d\",\n  \"e\": [],\n  \"f\": {}\n}\n")
+        #expect(
+            text
+                == "{\n  \"a\": [\n    1,\n    {\n      \"b\": null\n    }\n  ],\n  \"c\": \"d\",\n  \"e\": [],\n  \"f\": {}\n}\n"
+        )
         #expect(try JSONValue.parse(Array(text.utf8)) == value)
     }
 }

@@ -10,9 +10,12 @@ import Testing
         _ cause: APNsFailure.Cause = .rejected, status: Int?, reason: String?, timestamp: Int64? = nil
     ) -> APNsResult {
         let apnsReason = reason.map(APNsReason.init(rawValue:))
-        return .failure(APNsFailure(
-            cause: cause, status: status, reason: apnsReason, timestamp: timestamp, apnsId: "00000000-0000-0000-0000-000000000001",
-            latency: 0.25, classification: status.map { APNsFailureClass.classify(status: $0, reason: apnsReason) } ?? .retryable))
+        return .failure(
+            APNsFailure(
+                cause: cause, status: status, reason: apnsReason, timestamp: timestamp,
+                apnsId: "00000000-0000-0000-0000-000000000001",
+                latency: 0.25,
+                classification: status.map { APNsFailureClass.classify(status: $0, reason: apnsReason) } ?? .retryable))
     }
 
     @Test func aPushBecomesALiveActivityRequestWithItsHeaders() {
@@ -27,9 +30,13 @@ import Testing
         #expect(request.expiration == 1_700_000_000)
         #expect(request.apnsId == push.apnsId)
         #expect(request.body == push.body)
-        #expect(APNsPushSender.request(OutgoingPush(
-            deviceToken: "abcd", environment: .sandbox, priority: .immediate, expiration: 0, apnsId: push.apnsId, body: [])).priority
-            == .immediate)
+        #expect(
+            APNsPushSender.request(
+                OutgoingPush(
+                    deviceToken: "abcd", environment: .sandbox, priority: .immediate, expiration: 0, apnsId: push.apnsId, body: []
+                )
+            ).priority
+                == .immediate)
     }
 
     @Test func deadTokensCarryTheirRetirementReasonAndA410ItsTimestamp() {
@@ -42,21 +49,29 @@ import Testing
         let bad = APNsPushSender.outcome(Self.failure(status: 400, reason: "BadDeviceToken", timestamp: 99)).failure
         #expect(bad?.classification == .tokenDead(.badDeviceToken))
         #expect(bad?.tokenInvalidSinceMs == nil)  // only a 410's timestamp dates a token's end
-        #expect(APNsPushSender.outcome(Self.failure(status: 400, reason: "DeviceTokenNotForTopic")).failure?.classification
-            == .tokenDead(.notForTopic))
+        #expect(
+            APNsPushSender.outcome(Self.failure(status: 400, reason: "DeviceTokenNotForTopic")).failure?.classification
+                == .tokenDead(.notForTopic))
     }
 
     @Test func classesAndUnknownOutcomesFollowTheClient() {
-        #expect(APNsPushSender.outcome(Self.failure(status: 403, reason: "InvalidProviderToken")).failure?.classification == .configuration)
-        #expect(APNsPushSender.outcome(Self.failure(status: 400, reason: "PayloadTooLarge")).failure?.classification == .permanent)
+        #expect(
+            APNsPushSender.outcome(Self.failure(status: 403, reason: "InvalidProviderToken")).failure?.classification
+                == .configuration)
+        #expect(
+            APNsPushSender.outcome(Self.failure(status: 400, reason: "PayloadTooLarge")).failure?.classification == .permanent)
         let busy = APNsPushSender.outcome(Self.failure(status: 503, reason: "ServiceUnavailable")).failure
         #expect(busy?.classification == .retryable)
         #expect(busy?.outcomeUnknown == false)
         let timeout = APNsPushSender.outcome(Self.failure(.timedOut, status: nil, reason: nil)).failure
         #expect(timeout?.reason == "timeout")
         #expect(timeout?.outcomeUnknown == true)
-        #expect(APNsPushSender.outcome(Self.failure(.connectionLost("GOAWAY"), status: nil, reason: nil)).failure?.outcomeUnknown == true)
-        #expect(APNsPushSender.outcome(Self.failure(.connectionFailed("refused"), status: nil, reason: nil)).failure?.outcomeUnknown == false)
+        #expect(
+            APNsPushSender.outcome(Self.failure(.connectionLost("GOAWAY"), status: nil, reason: nil)).failure?.outcomeUnknown
+                == true)
+        #expect(
+            APNsPushSender.outcome(Self.failure(.connectionFailed("refused"), status: nil, reason: nil)).failure?.outcomeUnknown
+                == false)
         #expect(APNsPushSender.outcome(.success(apnsId: "x", latency: 0.5)) == .accepted(latency: 0.5))
     }
 }

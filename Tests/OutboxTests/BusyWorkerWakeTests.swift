@@ -45,7 +45,9 @@ import Testing
         _ = try await f.enqueue(update("v-fast", timestamp: now))
         worker.wake()
         // The slow push cannot finish before the gate opens, so the fast one finishing first is the proof.
-        try await eventually("the second push sent while the slow batch is still on the wire") { sender.hasFinished(token("fast")) }
+        try await eventually("the second push sent while the slow batch is still on the wire") {
+            sender.hasFinished(token("fast"))
+        }
         #expect(!sender.hasFinished(token("slow")))
         sender.gate.open()
         try await eventually("both pushes recorded as sent") { try await f.count(.sent) == 2 }

@@ -5,8 +5,9 @@ import Outbox
 import Runtime
 import TestSupport
 import Testing
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The ordered shutdown `serve` runs on SIGTERM: the worker stops claiming, the send already on the wire
@@ -17,7 +18,12 @@ import Glibc
     @Test func aSendInFlightAtGracefulStopCompletesAndIsRecordedAsSent() async throws {
         let f = try await OutboxFixture.make()
         let wire = try await SimulatorWireTests.Wire.start()
-        defer { Task { await wire.stop(); await f.close() } }
+        defer {
+            Task {
+                await wire.stop()
+                await f.close()
+            }
+        }
         try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
         // APNs answers slowly: the push is still on the wire when the stop comes.
         wire.simulator.inject(FaultSettings(latency: .init(milliseconds: 1500)))
@@ -42,8 +48,9 @@ import Glibc
         #expect(wire.simulator.deliveries().map(\.status) == [200])
         // The client closed after the worker returned: a send now fails at once as shut down.
         let late = await wire.client.send(
-            APNsRequest(deviceToken: token("a1"), environment: .sandbox, priority: .low, expiration: 0,
-                        apnsId: UUID().uuidString.lowercased(), body: Array(#"{"aps":{}}"#.utf8)))
+            APNsRequest(
+                deviceToken: token("a1"), environment: .sandbox, priority: .low, expiration: 0,
+                apnsId: UUID().uuidString.lowercased(), body: Array(#"{"aps":{}}"#.utf8)))
         #expect(late.classification == .retryable)
     }
 
@@ -51,7 +58,12 @@ import Glibc
     @Test func sigtermToAWorkerProcessLetsTheSendOnTheWireFinishAndExitsZero() async throws {
         let f = try await OutboxFixture.make()
         let rig = try await WorkerProcess.prepare()
-        defer { Task { await rig.stop(); await f.close() } }
+        defer {
+            Task {
+                await rig.stop()
+                await f.close()
+            }
+        }
         let simulator = rig.simulator
         try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
         simulator.inject(FaultSettings(latency: .init(milliseconds: 1500)))

@@ -9,7 +9,7 @@ import TestSupport
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `kill -9` of a real `livevisits worker` process mid-batch, then a survivor: every push still arrives
@@ -18,7 +18,12 @@ import Glibc
     @Test func killNineMidBatchStillDeliversEverythingAndDuplicatesShareTheirApnsId() async throws {
         let f = try await OutboxFixture.make()
         let rig = try await WorkerProcess.prepare()
-        defer { Task { await rig.stop(); await f.close() } }
+        defer {
+            Task {
+                await rig.stop()
+                await f.close()
+            }
+        }
         let (simulator, endpoint, keyFile) = (rig.simulator, rig.endpoint, rig.keyFile)
 
         let count = 300
@@ -52,7 +57,9 @@ import Glibc
 
         // A survivor takes over once the dead worker's leases (30 s) run out.
         simulator.clearFaults()
-        let survivor = f.worker(APNsPushSender(client: APNsClient(configuration: try clientConfiguration(endpoint, keyFile: keyFile), metrics: Metrics())))
+        let survivor = f.worker(
+            APNsPushSender(
+                client: APNsClient(configuration: try clientConfiguration(endpoint, keyFile: keyFile), metrics: Metrics())))
         let running = Task { try await survivor.run() }
         defer { running.cancel() }
         try await eventually("all \(count) sent by the survivor", within: 120, pollingEvery: 0.1) {
@@ -71,7 +78,8 @@ import Glibc
     private func clientConfiguration(_ endpoint: SimulatorEndpoint, keyFile: String) throws -> APNsConfiguration {
         APNsConfiguration(
             baseURLs: [.sandbox: endpoint.url, .production: endpoint.url],
-            trustedCertificates: try APNsTrustedCertificates(pem: Array(try Data(contentsOf: URL(fileURLWithPath: endpoint.caFile)))),
+            trustedCertificates: try APNsTrustedCertificates(
+                pem: Array(try Data(contentsOf: URL(fileURLWithPath: endpoint.caFile)))),
             signingKey: try APNsSigningKey(pem: Array(try Data(contentsOf: URL(fileURLWithPath: keyFile)))), keyId: "KEY1234567",
             teamId: "TEAM123456", bundleId: "com.example.visits", requestTimeout: 5)
     }

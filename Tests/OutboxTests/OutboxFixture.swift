@@ -26,7 +26,9 @@ struct OutboxFixture {
         return c
     }
 
-    static func make(clock: any WallClock = SystemClock(), configuration: OutboxConfiguration = fastConfiguration) async throws -> OutboxFixture {
+    static func make(clock: any WallClock = SystemClock(), configuration: OutboxConfiguration = fastConfiguration) async throws
+        -> OutboxFixture
+    {
         let (url, pool) = try await TestDatabase.create(poolSize: 8)
         return OutboxFixture(
             url: url, pool: pool, clock: clock, configuration: configuration,
@@ -51,7 +53,9 @@ struct OutboxFixture {
     }
 
     @discardableResult
-    func registerActivity(visit: String, activity: String, token: String, device: String? = nil, environment: PushEnvironment = .sandbox) async throws
+    func registerActivity(
+        visit: String, activity: String, token: String, device: String? = nil, environment: PushEnvironment = .sandbox
+    ) async throws
         -> TokenRegistry.Registration
     {
         let registry = self.registry
@@ -64,14 +68,16 @@ struct OutboxFixture {
     func registerStart(customer: String, device: String, token: String) async throws {
         let registry = self.registry
         _ = try await pool.withConnection {
-            try registry.registerPushToStart(customerId: customer, deviceId: device, pushToken: token, environment: .production, on: $0)
+            try registry.registerPushToStart(
+                customerId: customer, deviceId: device, pushToken: token, environment: .production, on: $0)
         }
     }
 
     func setPreferences(customer: String, device: String, enabled: Bool) async throws {
         let registry = self.registry
         try await pool.withConnection {
-            try registry.setPreferences(customerId: customer, deviceId: device, liveActivitiesEnabled: enabled, frequentPushesEnabled: true, on: $0)
+            try registry.setPreferences(
+                customerId: customer, deviceId: device, liveActivitiesEnabled: enabled, frequentPushesEnabled: true, on: $0)
         }
     }
 
@@ -110,8 +116,10 @@ func body(_ kind: PushIntent.Kind, timestamp: Int64, note: String = "") -> [UInt
     Array("{\"aps\":{\"timestamp\":\(timestamp),\"event\":\"\(kind.rawValue)\",\"content-state\":{\"note\":\"\(note)\"}}}".utf8)
 }
 
-func update(_ visit: String, customer: String = "c-1", timestamp: Int64, stale: Int64? = nil, version: Int64 = 2,
-            audience: PushIntent.Audience = .liveActivities, note: String = "") -> PushIntent {
+func update(
+    _ visit: String, customer: String = "c-1", timestamp: Int64, stale: Int64? = nil, version: Int64 = 2,
+    audience: PushIntent.Audience = .liveActivities, note: String = ""
+) -> PushIntent {
     PushIntent(
         visitId: visit, customerId: customer, kind: .update, audience: audience, priority: 5, apsTimestamp: timestamp,
         body: body(.update, timestamp: timestamp, note: note), staleDate: stale ?? (timestamp + 7200), visitVersion: version,
@@ -124,8 +132,10 @@ func end(_ visit: String, customer: String = "c-1", timestamp: Int64, version: I
         body: body(.end, timestamp: timestamp), visitVersion: version, eventRecordedAt: Date().timeIntervalSince1970)
 }
 
-func start(_ visit: String, customer: String = "c-1", timestamp: Int64, notBefore: Double? = nil, arrival: Int64? = nil,
-           audience: PushIntent.Audience = .pushToStartTokens) -> PushIntent {
+func start(
+    _ visit: String, customer: String = "c-1", timestamp: Int64, notBefore: Double? = nil, arrival: Int64? = nil,
+    audience: PushIntent.Audience = .pushToStartTokens
+) -> PushIntent {
     PushIntent(
         visitId: visit, customerId: customer, kind: .start, audience: audience, priority: 10, apsTimestamp: timestamp,
         body: body(.start, timestamp: timestamp), visitVersion: 1, eventRecordedAt: Date().timeIntervalSince1970,

@@ -13,7 +13,8 @@ import Testing
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ptk-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let key = dir.appendingPathComponent("key.p8").path
-        let made = try Subprocess.runBlocking("/bin/sh", ["-c", "openssl ecparam -name prime256v1 -genkey -noout | openssl pkcs8 -topk8 -nocrypt -out '\(key)'"])
+        let made = try Subprocess.runBlocking(
+            "/bin/sh", ["-c", "openssl ecparam -name prime256v1 -genkey -noout | openssl pkcs8 -topk8 -nocrypt -out '\(key)'"])
         #expect(made.status == 0)
         return try APNsSigningKey(contentsOfFile: key)
     }
@@ -42,9 +43,13 @@ import Testing
         let signer = ProviderTokenSigner(key: key, keyId: "ABC123DEFG", teamId: "TEAM123456")
         let clock = ManualClock(now: Date().timeIntervalSince1970)
         // Two sources stand for two worker processes: separate pools, one database.
-        let first = ProviderTokenSource(signer: signer, store: PostgresProviderTokenStore(pool: pool, teamId: "TEAM123456", keyId: "ABC123DEFG"), clock: clock)
+        let first = ProviderTokenSource(
+            signer: signer, store: PostgresProviderTokenStore(pool: pool, teamId: "TEAM123456", keyId: "ABC123DEFG"), clock: clock
+        )
         let secondPool = PostgresPool(url: pool.configuration.url, size: 2)
-        let second = ProviderTokenSource(signer: signer, store: PostgresProviderTokenStore(pool: secondPool, teamId: "TEAM123456", keyId: "ABC123DEFG"), clock: clock)
+        let second = ProviderTokenSource(
+            signer: signer, store: PostgresProviderTokenStore(pool: secondPool, teamId: "TEAM123456", keyId: "ABC123DEFG"),
+            clock: clock)
         let one = try await first.token()
         clock.advance(by: 1)
         let two = try await second.token()

@@ -67,11 +67,14 @@ final class RecordingSender: PushSender {
             case .permanent: classification = .permanent
             case .tokenDead:
                 classification = .tokenDead(
-                    reason == "BadDeviceToken" ? .badDeviceToken : reason == "DeviceTokenNotForTopic" ? .notForTopic : .unregistered)
+                    reason == "BadDeviceToken"
+                        ? .badDeviceToken : reason == "DeviceTokenNotForTopic" ? .notForTopic : .unregistered)
             }
-            outcome = .failed(PushFailure(
-                classification: classification, status: status, reason: reason, tokenInvalidSinceMs: status == 410 ? timestamp : nil,
-                outcomeUnknown: status == nil, latency: 0.001))
+            outcome = .failed(
+                PushFailure(
+                    classification: classification, status: status, reason: reason,
+                    tokenInvalidSinceMs: status == 410 ? timestamp : nil,
+                    outcomeUnknown: status == nil, latency: 0.001))
         }
         state.withLock { s in
             s.inFlight[request.deviceToken, default: 1] -= 1

@@ -27,8 +27,11 @@ import Testing
         #expect(delivery.state == .sent)
         let attempts = try await f.store.attempts(deliveryId: delivery.id)
         #expect(attempts.map(\.status) == [503, 503, 503, 503, 429, 500, 200])
-        #expect(attempts.map(\.reason) == ["ServiceUnavailable", "ServiceUnavailable", "ServiceUnavailable", "ServiceUnavailable",
-                                           "TooManyRequests", "InternalServerError", nil])
+        #expect(
+            attempts.map(\.reason) == [
+                "ServiceUnavailable", "ServiceUnavailable", "ServiceUnavailable", "ServiceUnavailable",
+                "TooManyRequests", "InternalServerError", nil,
+            ])
         // The backoff chosen after each failure lies within its full-jitter bound, and no retry started
         // before its backoff had passed (gaps only ever exceed the schedule, never undercut it).
         let backoff = f.configuration.backoff
@@ -87,7 +90,9 @@ import Testing
         let worker = f.worker(sender)
         try await f.drain(worker)
         #expect(try await f.count(.cancelled) == 1)
-        let count = try await f.pool.withConnection { [registry = f.registry] in try registry.liveActivityCount(visitId: "v-1", on: $0) }
+        let count = try await f.pool.withConnection { [registry = f.registry] in
+            try registry.liveActivityCount(visitId: "v-1", on: $0)
+        }
         #expect(count == 1)
         _ = try await f.enqueue(update("v-1", timestamp: now + 1), end("v-1", timestamp: now + 2))
         try await f.drain(worker)
@@ -107,7 +112,9 @@ import Testing
         try await f.drain(f.worker(sender))
         #expect(sender.calls.count == 2)
         #expect(try await f.count(.sent) == 1)
-        let count = try await f.pool.withConnection { [registry = f.registry] in try registry.liveActivityCount(visitId: "v-1", on: $0) }
+        let count = try await f.pool.withConnection { [registry = f.registry] in
+            try registry.liveActivityCount(visitId: "v-1", on: $0)
+        }
         #expect(count == 1)
     }
 
@@ -181,7 +188,9 @@ import Testing
         #expect(try await f.count(.cancelled) == 2)
         #expect(try await f.count(.pending) == 8)
         #expect(try await f.count(.sent) == 1)
-        let live = try await f.pool.withConnection { [registry = f.registry] in try registry.liveActivityCount(visitId: "v-1", on: $0) }
+        let live = try await f.pool.withConnection { [registry = f.registry] in
+            try registry.liveActivityCount(visitId: "v-1", on: $0)
+        }
         #expect(live == 8)
         #expect(metrics.value("livevisits_outbox_config_alert") == 1)  // not lowered by the batch's success
         #expect(metrics.value("livevisits_outbox_tokens_retired_total", labels: ["reason": "DeviceTokenNotForTopic"]) == 2)

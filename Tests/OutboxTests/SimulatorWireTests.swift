@@ -27,7 +27,8 @@ import Testing
                 "/bin/sh", ["-c", "openssl ecparam -name prime256v1 -genkey -noout | openssl pkcs8 -topk8 -nocrypt"])
             let apns = APNsConfiguration(
                 baseURLs: [.sandbox: endpoint.url, .production: endpoint.url],
-                trustedCertificates: try APNsTrustedCertificates(pem: Array(try Data(contentsOf: URL(fileURLWithPath: endpoint.caFile)))),
+                trustedCertificates: try APNsTrustedCertificates(
+                    pem: Array(try Data(contentsOf: URL(fileURLWithPath: endpoint.caFile)))),
                 signingKey: try APNsSigningKey(pem: Array(key.stdout.utf8)), keyId: "KEY1234567", teamId: "TEAM123456",
                 bundleId: "com.example.visits", requestTimeout: requestTimeout)
             return Wire(simulator: simulator, client: APNsClient(configuration: apns, metrics: Metrics()))
@@ -42,7 +43,12 @@ import Testing
     @Test func retriesThrough503x4Then429Then500AreDeliveredWithOneApnsIdAndGrowingGaps() async throws {
         let f = try await OutboxFixture.make()
         let wire = try await Wire.start()
-        defer { Task { await wire.stop(); await f.close() } }
+        defer {
+            Task {
+                await wire.stop()
+                await f.close()
+            }
+        }
         try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
         _ = try await f.enqueue(update("v-1", timestamp: now))
         let worker = f.worker(wire.sender)
@@ -86,7 +92,12 @@ import Testing
     @Test func unregisteredRetiresTheTokenAndLaterUpdatesAreNotSent() async throws {
         let f = try await OutboxFixture.make()
         let wire = try await Wire.start()
-        defer { Task { await wire.stop(); await f.close() } }
+        defer {
+            Task {
+                await wire.stop()
+                await f.close()
+            }
+        }
         try await f.registerActivity(visit: "v-1", activity: "gone", token: token("gone"))
         try await f.registerActivity(visit: "v-1", activity: "alive", token: token("alive"))
         wire.simulator.markUnregistered(token: token("gone"), timestamp: Int64((Date().timeIntervalSince1970 + 60) * 1000))
@@ -108,7 +119,12 @@ import Testing
     @Test func coalescingWhileAPNsIsSlowSendsTheLastStateAndTheEndInOrder() async throws {
         let f = try await OutboxFixture.make()
         let wire = try await Wire.start(requestTimeout: 60)
-        defer { Task { await wire.stop(); await f.close() } }
+        defer {
+            Task {
+                await wire.stop()
+                await f.close()
+            }
+        }
         try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
         wire.simulator.addLatency(seconds: 5, count: 1)
         let worker = f.worker(wire.sender)
@@ -118,7 +134,8 @@ import Testing
         for i in 1..<10 { _ = try await f.enqueue(update("v-1", timestamp: now + Int64(i))) }
         _ = try await f.enqueue(end("v-1", timestamp: now + 10))
         // The race this test is about happened: all of that while the first was still unanswered.
-        let sending = try await f.count(.sending), sent = try await f.count(.sent)
+        let sending = try await f.count(.sending)
+        let sent = try await f.count(.sent)
         #expect(sending == 1 && sent == 0, "the first push was answered too early")
         #expect(try await f.count(.superseded) == 9)
         try await eventually("every delivery finished", pollingEvery: 0.05) {
@@ -137,13 +154,19 @@ import Testing
     @Test func threeWorkersDeliverTwoThousandThroughTheSimulatorWithoutDuplicates() async throws {
         let f = try await OutboxFixture.make()
         let wire = try await Wire.start()
-        defer { Task { await wire.stop(); await f.close() } }
+        defer {
+            Task {
+                await wire.stop()
+                await f.close()
+            }
+        }
         let registry = f.registry
         try await f.pool.withTransaction { connection in
             for v in 0..<400 {
                 for a in 0..<5 {
                     try registry.registerLiveActivity(
-                        visitId: "v-\(v)", activityId: "a-\(a)", pushToken: token("v\(v)a\(a)"), environment: .sandbox, on: connection)
+                        visitId: "v-\(v)", activityId: "a-\(a)", pushToken: token("v\(v)a\(a)"), environment: .sandbox,
+                        on: connection)
                 }
             }
         }

@@ -32,7 +32,8 @@ import Testing
         try await f.registerStart(customer: "c-1", device: "d-1", token: token("s1"))
         try await f.registerStart(customer: "c-2", device: "d-2", token: token("s2"))
         _ = try await f.enqueue(start("v-1", timestamp: Int64(Self.t0), arrival: Int64(Self.t0) + 1200))
-        _ = try await f.enqueue(start("v-2", customer: "c-2", timestamp: Int64(Self.t0), notBefore: Self.t0 + 60, arrival: Int64(Self.t0) + 1200))
+        _ = try await f.enqueue(
+            start("v-2", customer: "c-2", timestamp: Int64(Self.t0), notBefore: Self.t0 + 60, arrival: Int64(Self.t0) + 1200))
         let sender = RecordingSender()
         let worker = f.worker(sender)
         clock.advance(by: 61)
@@ -110,7 +111,8 @@ import Testing
         #expect(try await f.enqueue(start("v-1", timestamp: t0 + 1, audience: .pendingStarts)).created == 0)
 
         _ = try await f.enqueue(start("v-2", timestamp: t0, arrival: t0 + 3 * 3600))
-        #expect(try await f.enqueue(start("v-2", timestamp: t0 + 1, arrival: t0 + 3 * 3600, audience: .pendingStarts)).created == 1)
+        #expect(
+            try await f.enqueue(start("v-2", timestamp: t0 + 1, arrival: t0 + 3 * 3600, audience: .pendingStarts)).created == 1)
         #expect(try await f.enqueue(end("v-2", timestamp: t0 + 2)).cancelledStarts == 1)
         #expect(try await f.enqueue(start("v-2", timestamp: t0 + 3, audience: .pendingStarts)).created == 0)
     }
@@ -119,7 +121,8 @@ import Testing
     private func abandonClaim(_ f: OutboxFixture, at now: Double) async throws {
         let lease = UUID().uuidString.lowercased()
         _ = try await f.pool.withConnection { connection in
-            try connection.query("""
+            try connection.query(
+                """
                 UPDATE deliveries SET state = 'sending', lease_token = \(lease)::uuid, lease_expires_at = \(now + 5),
                        claimed_at = \(now), attempts = attempts + 1
                 WHERE state = 'pending'
@@ -246,7 +249,10 @@ import Testing
         let newer = try await f.enqueue(update("v-1", timestamp: Int64(Self.t0) + 300, stale: Int64(Self.t0) + 420))
         #expect(newer.created == 2)
         #expect(try await worker.runOnce() == 2)
-        #expect(sender.calls.dropFirst(2).compactMap { apsTimestamp(of: $0.request.body) } == [Int64(Self.t0) + 300, Int64(Self.t0) + 300])
+        #expect(
+            sender.calls.dropFirst(2).compactMap { apsTimestamp(of: $0.request.body) } == [
+                Int64(Self.t0) + 300, Int64(Self.t0) + 300,
+            ])
         #expect(try await f.count(.superseded) == 1)
     }
 

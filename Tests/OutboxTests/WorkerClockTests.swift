@@ -44,7 +44,8 @@ import Testing
 
     func leaseExpiry(_ f: OutboxFixture) async throws -> Double? {
         try await f.pool.withConnection {
-            try $0.query("SELECT lease_expires_at FROM deliveries WHERE state = 'sending'").first?.optionalDouble("lease_expires_at")
+            try $0.query("SELECT lease_expires_at FROM deliveries WHERE state = 'sending'").first?.optionalDouble(
+                "lease_expires_at")
         }
     }
 

@@ -14,7 +14,9 @@ import Testing
         defer { Task { await f.close() } }
         #expect(try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("old")) == .new)
         _ = try await f.enqueue(update("v-1", timestamp: now))
-        #expect(try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("new"), environment: .production) == .rotated)
+        #expect(
+            try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("new"), environment: .production) == .rotated
+        )
         let sender = RecordingSender()
         try await f.drain(f.worker(sender))
         let calls = sender.calls
@@ -91,18 +93,22 @@ import Testing
         let sender = RecordingSender()
         let lease = UUID().uuidString.lowercased()
         let claimedIds = try await f.pool.withConnection { connection -> [Int64] in
-            try connection.query("""
+            try connection.query(
+                """
                 UPDATE deliveries SET state = 'sending', lease_token = \(lease)::uuid,
                        lease_expires_at = \(Date().timeIntervalSince1970 + 1), claimed_at = \(Date().timeIntervalSince1970),
                        attempts = attempts + 1
                 WHERE state = 'pending' RETURNING id
-                """).rows.map { try $0.int64("id") }
+                """
+            ).rows.map { try $0.int64("id") }
         }
         #expect(claimedIds.count == 40)
         let listed = try await f.store.list(state: .sending)
         for d in listed.prefix(20) {
-            _ = await sender.send(OutgoingPush(deviceToken: token("a\(d.activityId!.dropFirst(2))"), environment: .sandbox,
-                priority: .low, expiration: now + 7200, apnsId: d.apnsId, body: body(.update, timestamp: now)))
+            _ = await sender.send(
+                OutgoingPush(
+                    deviceToken: token("a\(d.activityId!.dropFirst(2))"), environment: .sandbox,
+                    priority: .low, expiration: now + 7200, apnsId: d.apnsId, body: body(.update, timestamp: now)))
         }
         // A live worker takes over once the lease runs out.
         let survivor = f.worker(sender)

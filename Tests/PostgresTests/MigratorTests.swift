@@ -33,7 +33,8 @@ import Testing
         let pool = PostgresPool(url: url, size: 2)
         let dir = try scratchFolder(["0001_first.sql": "CREATE TABLE t (n int);"])
         try await Migrator(directory: dir).migrate(pool: pool)
-        try "CREATE TABLE t (n bigint);".write(to: dir.appendingPathComponent("0001_first.sql"), atomically: true, encoding: .utf8)
+        try "CREATE TABLE t (n bigint);".write(
+            to: dir.appendingPathComponent("0001_first.sql"), atomically: true, encoding: .utf8)
         do {
             try await Migrator(directory: dir).migrate(pool: pool)
             Issue.record("a changed migration was accepted")

@@ -30,10 +30,12 @@ import Testing
 
         // The only connection, held on its own thread until `gate` opens.
         let gate = DispatchSemaphore(value: 0)
-        let holder = Task { try await pool.withConnection { c -> Int in
-            gate.wait()
-            return try c.query("SELECT 1 AS n").first!.int("n")
-        } }
+        let holder = Task {
+            try await pool.withConnection { c -> Int in
+                gate.wait()
+                return try c.query("SELECT 1 AS n").first!.int("n")
+            }
+        }
         let first = Task { try await pool.withConnection { try $0.query("SELECT 'first' AS w").first!.string("w") } }
         try await waitUntil(within: 30, "the first waiter is queued") { pool.waitingCount == 1 }
         let second = Task { try await pool.withConnection { try $0.query("SELECT 'second' AS w").first!.string("w") } }

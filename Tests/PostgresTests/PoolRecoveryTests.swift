@@ -20,7 +20,10 @@ import Testing
     @Test func thePoolSurvivesARestartAndFailsFastWhileDown() async throws {
         let data = TestDatabase.repositoryRoot.appendingPathComponent(".build/pg-recovery-\(getpid())")
         _ = try pg(data, "start")
-        defer { _ = try? pg(data, "stop"); try? FileManager.default.removeItem(at: data) }
+        defer {
+            _ = try? pg(data, "stop")
+            try? FileManager.default.removeItem(at: data)
+        }
         let url = try pg(data, "url")
         let pool = PostgresPool(configuration: PostgresConfiguration(url: url, size: 2, acquireTimeoutSeconds: 2))
         #expect(try await pool.query("SELECT 1 AS one").first!.int("one") == 1)

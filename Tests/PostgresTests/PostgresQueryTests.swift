@@ -16,7 +16,10 @@ import Testing
     @Test func aFragmentsPlaceholdersFollowTheOuterQuerys() {
         let owner: PostgresQuery = "customer_id = \("c1") AND device_id = \("d1")"
         let q: PostgresQuery = "SELECT \(1) FROM t WHERE \(owner) AND n > \(2) AND (\(owner))"
-        #expect(q.sql == "SELECT $1 FROM t WHERE customer_id = $2 AND device_id = $3 AND n > $4 AND (customer_id = $5 AND device_id = $6)")
+        #expect(
+            q.sql
+                == "SELECT $1 FROM t WHERE customer_id = $2 AND device_id = $3 AND n > $4 AND (customer_id = $5 AND device_id = $6)"
+        )
         #expect(q.binds == ["1", "c1", "d1", "2", "c1", "d1"])
         // Nested: the inner fragment is renumbered once into the middle one, then again into the outer.
         let middle: PostgresQuery = "x = \("m") OR \(owner)"
@@ -74,7 +77,9 @@ import Testing
     @Test func arraysAndFragmentsRoundTripThroughPostgreSQL() async throws {
         let (_, pool) = try await TestDatabase.create(poolSize: 1)
         defer { Task { await pool.close() } }
-        let texts: [String?] = ["plain", "", "NULL", nil, #"quote " and \ backslash"#, "a,b", "{braces}", "line\nbreak", "ü 🙂", " "]
+        let texts: [String?] = [
+            "plain", "", "NULL", nil, #"quote " and \ backslash"#, "a,b", "{braces}", "line\nbreak", "ü 🙂", " ",
+        ]
         let back = try await pool.withConnection { c in
             try c.query("SELECT x FROM unnest(\(PostgresNullableArray(texts))::text[]) WITH ORDINALITY AS u(x, i) ORDER BY i")
                 .rows.map { $0["x"] }
@@ -90,10 +95,12 @@ import Testing
 
         let owner: PostgresQuery = "v.customer = \("c2") AND v.device = \("d2")"
         let found = try await pool.withConnection { c in
-            try c.query("""
+            try c.query(
+                """
                 SELECT v.n FROM (VALUES (\(1), 'c1', 'd1'), (\(2), 'c2', 'd2'), (\(3), 'c2', 'd2')) AS v(n, customer, device)
                 WHERE \(owner) AND v.n::int > \(2) AND '$1 stays text' <> ''
-                """).rows.map { try $0.int("n") }
+                """
+            ).rows.map { try $0.int("n") }
         }
         #expect(found == [3])
     }

@@ -1,14 +1,17 @@
 import Foundation
 import Runtime
 import Testing
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The one way the project starts a child process.
 @Suite(.timeLimit(.minutes(1))) struct ChildProcessTests {
     @Test func runCapturesStatusOutputAndInput() async throws {
-        let outcome = try await ChildProcess("/bin/sh", ["-c", "read line; echo out:$line; echo err >&2; exit 3"], input: .text("hello\n")).run()
+        let outcome = try await ChildProcess(
+            "/bin/sh", ["-c", "read line; echo out:$line; echo err >&2; exit 3"], input: .text("hello\n")
+        ).run()
         #expect(outcome.status == 3)
         #expect(outcome.stdout == "out:hello\n")
         #expect(outcome.stderr == "err\n")

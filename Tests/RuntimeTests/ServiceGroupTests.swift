@@ -20,7 +20,8 @@ import Testing
         running.cancel()  // a graceful stop, as SIGTERM asks for
         await journal.waitFor("worker draining")
         await journal.waitFor("server stopped")
-        #expect(!journal.entries.contains("transport stopped"), "the transport closed under a draining worker: \(journal.entries)")
+        #expect(
+            !journal.entries.contains("transport stopped"), "the transport closed under a draining worker: \(journal.entries)")
         drain.open()
         try await running.value
 
@@ -64,7 +65,11 @@ struct TestService: Service {
         if let failure { throw failure }
         if endsAtOnce { return }
         let cancelled = Gate()
-        await withTaskCancellationHandler { await cancelled.wait() } onCancel: { cancelled.open() }
+        await withTaskCancellationHandler {
+            await cancelled.wait()
+        } onCancel: {
+            cancelled.open()
+        }
         if let drain {
             journal.append("\(name) draining")
             await drain.wait()

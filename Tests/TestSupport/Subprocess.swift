@@ -10,7 +10,8 @@ public enum Subprocess {
         try await ChildProcess(path, arguments, environment: environment).run()
     }
 
-    public static func runBlocking(_ path: String, _ arguments: [String], environment: [String: String]? = nil) throws -> Outcome {
+    public static func runBlocking(_ path: String, _ arguments: [String], environment: [String: String]? = nil) throws -> Outcome
+    {
         try ChildProcess(path, arguments, environment: environment).runBlocking()
     }
 }

@@ -37,8 +37,9 @@ public enum TestDatabase {
     public static func create(poolSize: Int = 8) async throws -> (url: String, pool: PostgresPool) {
         let url = try await createEmpty()
         // Generous timeouts: a loaded CI machine can take seconds to fork backends; tests must not flake on it.
-        let pool = PostgresPool(configuration: PostgresConfiguration(
-            url: url, size: poolSize, acquireTimeoutSeconds: 30, connectTimeoutSeconds: 15))
+        let pool = PostgresPool(
+            configuration: PostgresConfiguration(
+                url: url, size: poolSize, acquireTimeoutSeconds: 30, connectTimeoutSeconds: 15))
         try await Migrator(directory: migrationsDirectory).migrate(pool: pool)
         return (url, pool)
     }

@@ -75,7 +75,8 @@ import VisitTestSupport
         for v in ["v-ok1", "v-ok2", "v-bad"] { _ = try await f.schedule(v) }
         let finishing = try VisitEventRequest.parse(Array(#"{"type": "finishing"}"#.utf8))  // illegal from scheduled
         let outcomes = try await f.pool.withConnection { c in
-            f.handler.executeBatch([command("v-ok1", try progress(3)), command("v-bad", finishing), command("v-ok2", try progress(4))], on: c)
+            f.handler.executeBatch(
+                [command("v-ok1", try progress(3)), command("v-bad", finishing), command("v-ok2", try progress(4))], on: c)
         }
         #expect((try? outcomes[0].get())?.state.version == 2)
         #expect((try? outcomes[2].get())?.state.version == 2)
@@ -175,10 +176,13 @@ import VisitTestSupport
     /// Blocks (on the holder's own connection) until another backend waits on a lock; throws after 60 s.
     static func waitForALockWaiter(on c: PostgresConnection) throws {
         for _ in 0..<6000 {
-            let waiting = try c.query("""
-                SELECT count(*) AS n FROM pg_stat_activity
-                WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()
-                """).first?.int("n") ?? 0
+            let waiting =
+                try c.query(
+                    """
+                    SELECT count(*) AS n FROM pg_stat_activity
+                    WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()
+                    """
+                ).first?.int("n") ?? 0
             if waiting > 0 { return }
             Thread.sleep(forTimeInterval: 0.01)
         }

@@ -14,7 +14,10 @@ import VisitCommands
     @Test func aLostRaceIsRunAgainUntilItWins() async throws {
         let attempts = Mutex(0)
         let answer = try await LostRace.retrying {
-            let n = attempts.withLock { $0 += 1; return $0 }
+            let n = attempts.withLock {
+                $0 += 1
+                return $0
+            }
             if n < 3 { throw conflict() }
             return n
         }

@@ -56,7 +56,9 @@ import VisitTestSupport
         _ = try await f.schedule("v-3")
         let stale = VisitCommandContext(actor: VisitFixtures.dispatcher.actor, expectedVersion: 7)
         await #expect(throws: VersionMismatch.self) {
-            try await f.handler.post(visitId: "v-3", event: try VisitEventRequest.parse(Array(#"{"type":"progress","kilometresAway":3}"#.utf8)), context: stale)
+            try await f.handler.post(
+                visitId: "v-3", event: try VisitEventRequest.parse(Array(#"{"type":"progress","kilometresAway":3}"#.utf8)),
+                context: stale)
         }
         // Without If-Match, racing progress events are retried on the new state: all of them land.
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -96,9 +98,11 @@ import VisitTestSupport
         try await f.post("v-4", #"{"type": "enRoute", "kilometresAway": 9}"#)
         // Rewind the row to version 1 (as if a write had bypassed it): the stream is at 2.
         let scheduledOnly = try #require(try await f.handler.store.readStream("visit-v-4").first)
-        let state = try VisitDecider.replay([StoredVisitEvent(
-            eventType: scheduledOnly.type, data: Array(scheduledOnly.data.utf8), version: 1,
-            recordedAt: Int(scheduledOnly.recordedAt.rounded(.down)))])
+        let state = try VisitDecider.replay([
+            StoredVisitEvent(
+                eventType: scheduledOnly.type, data: Array(scheduledOnly.data.utf8), version: 1,
+                recordedAt: Int(scheduledOnly.recordedAt.rounded(.down)))
+        ])
         try await f.pool.withConnection { c in
             try c.query("DELETE FROM visits WHERE visit_id = \("v-4")")
             try f.readModel.upsert([try #require(state)], on: c)

@@ -91,11 +91,13 @@ import VisitTestSupport
             _ = try await f.schedule("v-\(v)")
             try await f.pool.withConnection { c in
                 _ = try registry.registerLiveActivity(
-                    visitId: "v-\(v)", activityId: "a-\(v)", pushToken: String(format: "%064x", v + 1), environment: .sandbox, on: c)
+                    visitId: "v-\(v)", activityId: "a-\(v)", pushToken: String(format: "%064x", v + 1), environment: .sandbox,
+                    on: c)
             }
             for step in ReplayTests.journey.prefix(v % 2 == 0 ? 9 : 4) { try await f.post("v-\(v)", step) }
         }
-        let snapshot: PostgresQuery = "SELECT count(*) AS n, coalesce(sum(hashtext(d::text)), 0)::text AS digest FROM deliveries d"
+        let snapshot: PostgresQuery =
+            "SELECT count(*) AS n, coalesce(sum(hashtext(d::text)), 0)::text AS digest FROM deliveries d"
         let before = try #require(try await f.pool.query(snapshot).first)
         #expect(try before.int("n") > 20, "the commands enqueued pushes, so an enqueueing replay would show")
 

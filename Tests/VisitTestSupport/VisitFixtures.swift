@@ -51,7 +51,8 @@ public struct VisitFixtures: Sendable {
 
     @discardableResult
     public func post(_ id: String, _ json: String) async throws -> VisitCommandResult {
-        try await handler.post(visitId: id, event: try VisitEventRequest.parse(Array(json.utf8)), context: VisitFixtures.dispatcher)
+        try await handler.post(
+            visitId: id, event: try VisitEventRequest.parse(Array(json.utf8)), context: VisitFixtures.dispatcher)
     }
 
     /// The read model rows, keyed by visit id.

@@ -10,7 +10,9 @@ struct ProcessResult: Sendable {
 
 /// Runs command-line tools (curl, openssl) through Runtime's `ChildProcess`, off Swift's cooperative pool.
 enum ProcessRunner {
-    static func run(_ tool: String, _ arguments: [String], stdin: String? = nil, stdinFile: String? = nil) async throws -> ProcessResult {
+    static func run(_ tool: String, _ arguments: [String], stdin: String? = nil, stdinFile: String? = nil) async throws
+        -> ProcessResult
+    {
         let input: ChildProcess.Input = stdin.map { .text($0) } ?? stdinFile.map { .file($0) } ?? .null
         let outcome = try await ChildProcess("/usr/bin/env", [tool] + arguments, input: input).run()
         return ProcessResult(status: outcome.status, stdout: outcome.stdout, stderr: outcome.stderr)

@@ -29,7 +29,8 @@ struct TestSigningKey: Sendable {
         let dir = TestFiles.scratch()
         let inputPath = TestFiles.write(input, in: dir, name: "input")
         let sigPath = dir + "/sig.der"
-        let sign = try await ProcessRunner.run("openssl", ["dgst", "-sha256", "-sign", privateKeyPath, "-out", sigPath, inputPath])
+        let sign = try await ProcessRunner.run(
+            "openssl", ["dgst", "-sha256", "-sign", privateKeyPath, "-out", sigPath, inputPath])
         guard sign.status == 0, let der = FileManager.default.contents(atPath: sigPath) else {
             throw TestFailure("openssl dgst failed: \(sign.stderr)")
         }

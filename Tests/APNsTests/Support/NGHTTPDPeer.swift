@@ -3,7 +3,7 @@ import Runtime
 import TestSupport
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `nghttpd` (Debian `nghttp2-server`) as an independent HTTP/2 TLS peer: it echoes POST bodies with
@@ -29,10 +29,14 @@ final class NGHTTPDPeer {
         port = try Self.freePort()
         let log = directory + "/frames.log"
         _ = FileManager.default.createFile(atPath: log, contents: nil)
-        process = try ChildProcess(Self.path, [
-            verbose ? "-v" : "--echo-upload", "--echo-upload", "-m", String(maximumConcurrentStreams), "-d", directory + "/htdocs", String(port),
-            directory + "/key.pem", directory + "/cert.pem",
-        ]).start(stdout: .file(log), stderr: .file(log + ".err"))
+        process = try ChildProcess(
+            Self.path,
+            [
+                verbose ? "-v" : "--echo-upload", "--echo-upload", "-m", String(maximumConcurrentStreams), "-d",
+                directory + "/htdocs", String(port),
+                directory + "/key.pem", directory + "/cert.pem",
+            ]
+        ).start(stdout: .file(log), stderr: .file(log + ".err"))
         try Self.waitUntilListening(port)
     }
 

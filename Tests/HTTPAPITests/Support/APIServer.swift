@@ -2,10 +2,10 @@ import Foundation
 import HTTPAPI
 import HTTPServer
 import Outbox
-import VisitDomain
 import Postgres
 import Runtime
 import TestSupport
+import VisitDomain
 import VisitProjections
 
 /// The API served in-process on 127.0.0.1:0 over a scratch (or given) database, with a dispatcher,
@@ -40,7 +40,8 @@ final class APIServer: Sendable {
     /// `clock` is the API's (events' recorded times, token registrations, the outbox's due times); the
     /// HTTP server keeps the system clock for its own deadlines.
     static func start(
-        databaseURL: String? = nil, poolSize: Int = 8, acquireTimeoutSeconds: Double? = nil, keyCache: APIKeyCache = APIKeyCache(),
+        databaseURL: String? = nil, poolSize: Int = 8, acquireTimeoutSeconds: Double? = nil,
+        keyCache: APIKeyCache = APIKeyCache(),
         listenForRevocations: Bool = false, clock apiClock: any WallClock = SystemClock()
     ) async throws -> APIServer {
         let url: String
@@ -59,7 +60,8 @@ final class APIServer: Sendable {
         let metrics = Metrics()
         let environment = APIEnvironment(
             pool: pool, readModel: readModel, outbox: Outbox(pool: pool, clock: apiClock),
-            migrator: Migrator(directory: TestDatabase.migrationsDirectory), clock: apiClock, keyCache: keyCache, metrics: metrics)
+            migrator: Migrator(directory: TestDatabase.migrationsDirectory), clock: apiClock, keyCache: keyCache, metrics: metrics
+        )
         let api = LiveVisitsAPI(environment: environment)
         var httpConfiguration = HTTPServerConfiguration(listenAddress: ListenAddress(host: "127.0.0.1", port: 0))
         httpConfiguration.threadCount = 4
@@ -74,10 +76,13 @@ final class APIServer: Sendable {
             }
         }
         let (dispatcher, ops) = try await pool.withConnection { c in
-            (try APIKeys.mint(role: .dispatcher, subject: nil, createdBy: nil, on: c).key,
-             try APIKeys.mint(role: .ops, subject: nil, createdBy: nil, on: c).key)
+            (
+                try APIKeys.mint(role: .dispatcher, subject: nil, createdBy: nil, on: c).key,
+                try APIKeys.mint(role: .ops, subject: nil, createdBy: nil, on: c).key
+            )
         }
-        return APIServer(databaseURL: url, pool: pool, server: server, dispatcher: dispatcher, ops: ops, environment: environment, task: task)
+        return APIServer(
+            databaseURL: url, pool: pool, server: server, dispatcher: dispatcher, ops: ops, environment: environment, task: task)
     }
 
     func stop() async {
@@ -92,7 +97,9 @@ final class APIServer: Sendable {
     }
 
     /// One request with a bearer key and an optional JSON body.
-    func call(_ method: String, _ path: String, key: String?, json: String? = nil, headers: [(String, String)] = []) async throws -> RawResponse {
+    func call(_ method: String, _ path: String, key: String?, json: String? = nil, headers: [(String, String)] = []) async throws
+        -> RawResponse
+    {
         var all = headers
         if let key { all.append(("Authorization", "Bearer \(key)")) }
         return try await client.send(method, path, headers: all, body: json.map { Array($0.utf8) })
@@ -100,15 +107,20 @@ final class APIServer: Sendable {
 
     /// Schedules a visit as the dispatcher and returns the answer.
     @discardableResult
-    func schedule(_ visitId: String, customer: String = "c-1", technician: String = "t-1", key: String? = nil,
-                  headers: [(String, String)] = []) async throws -> RawResponse {
-        try await call("POST", "/v1/visits", key: key ?? dispatcher, json: APIServer.visitJSON(visitId, customer: customer, technician: technician),
-                       headers: headers)
+    func schedule(
+        _ visitId: String, customer: String = "c-1", technician: String = "t-1", key: String? = nil,
+        headers: [(String, String)] = []
+    ) async throws -> RawResponse {
+        try await call(
+            "POST", "/v1/visits", key: key ?? dispatcher,
+            json: APIServer.visitJSON(visitId, customer: customer, technician: technician),
+            headers: headers)
     }
 
     /// Posts one event.
     @discardableResult
-    func post(_ visitId: String, _ json: String, key: String? = nil, headers: [(String, String)] = []) async throws -> RawResponse {
+    func post(_ visitId: String, _ json: String, key: String? = nil, headers: [(String, String)] = []) async throws -> RawResponse
+    {
         try await call("POST", "/v1/visits/\(visitId)/events", key: key ?? dispatcher, json: json, headers: headers)
     }
 

@@ -2,7 +2,7 @@ import Foundation
 import TestSupport
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One HTTP/1.1 answer as the socket carried it.
@@ -39,7 +39,9 @@ struct RawHTTPClient: Sendable {
     let port: UInt16
 
     /// Sends `method path` with the given headers and body; `Content-Length` is added unless present.
-    func send(_ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8]? = nil) async throws -> RawResponse {
+    func send(_ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8]? = nil) async throws
+        -> RawResponse
+    {
         var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         if let body, !headers.contains(where: { $0.0.lowercased() == "content-length" }) {
@@ -67,7 +69,9 @@ struct RawHTTPClient: Sendable {
             address.sin_port = port.bigEndian
             address.sin_addr.s_addr = inet_addr("127.0.0.1")
             let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
             }
             guard connected == 0 else { throw RawHTTPError(description: "connect: errno \(errno)") }
             var offset = 0
@@ -106,7 +110,9 @@ struct RawHTTPClient: Sendable {
         var body = Array(bytes[(end + 4)...])
         if headers.contains(where: { $0.0.lowercased() == "transfer-encoding" && $0.1.lowercased().contains("chunked") }) {
             body = dechunk(body)
-        } else if let length = headers.first(where: { $0.0.lowercased() == "content-length" }).flatMap({ Int($0.1) }), length <= body.count {
+        } else if let length = headers.first(where: { $0.0.lowercased() == "content-length" }).flatMap({ Int($0.1) }),
+            length <= body.count
+        {
             body = Array(body[0..<length])
         }
         return RawResponse(status: status, headers: headers, body: body)
@@ -117,7 +123,7 @@ struct RawHTTPClient: Sendable {
         var i = 0
         while i < bytes.count {
             guard let lineEnd = (i..<max(i, bytes.count - 1)).first(where: { bytes[$0] == 13 && bytes[$0 + 1] == 10 }),
-                  let size = Int(String(decoding: bytes[i..<lineEnd], as: UTF8.self).split(separator: ";")[0], radix: 16)
+                let size = Int(String(decoding: bytes[i..<lineEnd], as: UTF8.self).split(separator: ";")[0], radix: 16)
             else { break }
             if size == 0 { break }
             let start = lineEnd + 2

@@ -2,7 +2,7 @@ import Foundation
 import HTTPServer
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A blocking HTTP/1.1 client over a raw POSIX socket, for the cases a polite client cannot make

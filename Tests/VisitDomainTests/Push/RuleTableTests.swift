@@ -129,12 +129,14 @@ import Testing
         #expect(booked.kind == .start && booked.audience == .pushToStartTokens)
         let last = try #require(accepted.last)
         let replacement = try #require(last.pushes.first { $0.audience == .pendingStarts })
-        #expect(replacement == PushPlanner.lateStart(for: last.state, rules: .contractDefault).map {
-            var plan = $0
-            plan.audience = .pendingStarts
-            plan.isCatchUp = false
-            return plan
-        })
+        #expect(
+            replacement
+                == PushPlanner.lateStart(for: last.state, rules: .contractDefault).map {
+                    var plan = $0
+                    plan.audience = .pendingStarts
+                    plan.isCatchUp = false
+                    return plan
+                })
         #expect(replacement.apsTimestamp == last.state.apsTimestamp)
         #expect(replacement.apsTimestamp > booked.apsTimestamp)
         let aps = try #require(try JSONValue.parse(replacement.body)["aps"])

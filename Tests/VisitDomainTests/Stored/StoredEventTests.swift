@@ -13,7 +13,8 @@ import Testing
         var testDescription: String { "\(eventType) \(data)" }
     }
 
-    static let sam = #""technician":{"id":"t-42","name":"Sam","avatarSymbol":"person.crop.circle","vanDescription":"White van, blue stripe"}"#
+    static let sam =
+        #""technician":{"id":"t-42","name":"Sam","avatarSymbol":"person.crop.circle","vanDescription":"White van, blue stripe"}"#
     static let stored: [Stored] = [
         Stored(
             event: .scheduled(
@@ -33,7 +34,8 @@ import Testing
             event: .enRoute(ArrivalUpdate(kilometresAway: 7.25, arrivalWindow: ArrivalWindow(start: 10, end: 20))),
             eventType: "enRoute", data: #"{"schemaVersion":1,"kilometresAway":7.25,"arrivalWindow":{"start":10,"end":20}}"#),
         Stored(
-            event: .nearby(ArrivalUpdate(kilometresAway: 1.2, arrivalWindow: ArrivalWindow(start: 1_790_000_300, end: 1_790_000_900))),
+            event: .nearby(
+                ArrivalUpdate(kilometresAway: 1.2, arrivalWindow: ArrivalWindow(start: 1_790_000_300, end: 1_790_000_900))),
             eventType: "nearby",
             data: #"{"schemaVersion":1,"kilometresAway":1.2,"arrivalWindow":{"start":1790000300,"end":1790000900}}"#),
         Stored(event: .onSite, eventType: "onSite", data: #"{"schemaVersion":1}"#),
@@ -46,14 +48,18 @@ import Testing
         Stored(
             event: .failed(reason: "No access to the boiler"), eventType: "failed",
             data: #"{"schemaVersion":1,"reason":"No access to the boiler"}"#),
-        Stored(event: .progress(ArrivalUpdate(kilometresAway: 3)), eventType: "progress", data: #"{"schemaVersion":1,"kilometresAway":3}"#),
+        Stored(
+            event: .progress(ArrivalUpdate(kilometresAway: 3)), eventType: "progress",
+            data: #"{"schemaVersion":1,"kilometresAway":3}"#),
         Stored(
             event: .progress(ArrivalUpdate(arrivalWindow: ArrivalWindow(start: 5, end: 5))), eventType: "progress",
             data: #"{"schemaVersion":1,"arrivalWindow":{"start":5,"end":5}}"#),
         Stored(
             event: .reassigned(Technician(id: "t-7", name: "Kim", avatarSymbol: "person.fill", vanDescription: "Red van"), .none),
             eventType: "reassigned",
-            data: #"{"schemaVersion":1,"technician":{"id":"t-7","name":"Kim","avatarSymbol":"person.fill","vanDescription":"Red van"}}"#),
+            data:
+                #"{"schemaVersion":1,"technician":{"id":"t-7","name":"Kim","avatarSymbol":"person.fill","vanDescription":"Red van"}}"#
+        ),
         Stored(
             event: .reassigned(
                 Technician(id: "t-42", name: "Sam", avatarSymbol: "person.crop.circle", vanDescription: "White van, blue stripe"),
