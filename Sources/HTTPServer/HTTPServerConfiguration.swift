@@ -26,13 +26,13 @@ public struct HTTPServerConfiguration: Sendable {
     public var shutdownGracePeriod: Double
     /// Whether connections stay open between requests (HTTP/1.1 keep-alive). Default true.
     public var keepAlive: Bool
-    /// libmicrohttpd polling threads (epoll each). Default 2.
+    /// libmicrohttpd polling threads (epoll each). Default 2 (`serve` sets its own, `LIVEVISITS_HTTP_THREADS`).
     public var threadCount: Int
     /// Whether a well-formed `X-Request-Id` from the client (a proxy) is adopted instead of generating one.
     public var acceptsClientRequestID: Bool
     /// libmicrohttpd's `MHD_USE_TURBO`: opportunistic reads and writes, and no `shutdown()` before
-    /// close. About 20% more throughput in the benchmark, but a response followed by a close was
-    /// seen lost in the tests (1 run in 3), so it stays off. Default false.
+    /// close. Faster (`Docs/performance.md`), but without the `shutdown()` a response followed by a
+    /// close can be lost before the client reads it, so it stays off. Default false.
     public var turbo: Bool
 
     /// The defaults of the contract's public API; change what you need.

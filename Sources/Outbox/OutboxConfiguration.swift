@@ -6,8 +6,8 @@ public struct OutboxConfiguration: Sendable {
     public var maximumAgeSeconds: Double = 4 * 3600
     /// Deliveries claimed per round trip.
     public var batchSize: Int = 500
-    /// Claim loops per worker (while one batch is on the wire the next is claimed). With 500 × 4 one worker
-    /// drained ~2,200 pushes/s through the simulator on the 2-core machine (256 × 2: ~1,000/s).
+    /// Claim loops per worker: while one batch is on the wire the next is claimed, so the claim's and the
+    /// completion's round trips overlap the sends (figures for batch size × loops in `Docs/performance.md`).
     public var concurrentBatches: Int = 4
     /// Sends in flight at once within one batch.
     public var maximumConcurrentSends: Int = 500

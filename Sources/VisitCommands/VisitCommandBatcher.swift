@@ -12,9 +12,9 @@ import Synchronization
 ///
 /// Every visit command of the product goes this way, with or without an HTTP `Idempotency-Key` (a keyed
 /// command carries the statement that stores its answer in `alsoRun`). Like `execute(_:on:)`, a lost race
-/// comes back as `wrongExpectedVersion` for the caller to retry on the new state (`LostRace`). A caller cancelled while its command still waits (the HTTP server gave up on
-/// the request) takes it back: it is never run, so a retry of the request cannot append it twice. Once in
-/// a batch, it runs to its end.
+/// comes back as `wrongExpectedVersion` for the caller to retry on the new state (`LostRace`). A caller
+/// cancelled while its command still waits (the HTTP server gave up on the request) takes it back: it is
+/// never run, so a retry of the request cannot append it twice. Once in a batch, it runs to its end.
 public final class VisitCommandBatcher: Sendable {
     private struct Entry: Sendable {
         let id: UInt64

@@ -15,8 +15,8 @@ import VisitProjections
 /// same concurrency, and prints requests/s, p50/p99, the HTTP/in-process ratio and the server's VmRSS. With
 /// `--rounds N` (default 3) the two alternate N times per concurrency and the medians are compared, so that a
 /// burst of load from elsewhere on the machine lands on both sides rather than on one. With `--idempotency-keys`
-/// every HTTP request carries a fresh `Idempotency-Key` (the route then stores its answer in the command's
-/// transaction, outside group commit); the in-process figure stays the unkeyed command's.
+/// every HTTP request carries a fresh `Idempotency-Key` (the route then stores its answer with one more
+/// statement of the command's group-commit batch); the in-process figure stays the unkeyed command's.
 struct APIBenchmark {
     static let summary = "wrk on POST /v1/visits/{id}/events at 1/16/64 connections vs the in-process command"
     var connections = [1, 16, 64]
