@@ -2,62 +2,52 @@ import Foundation
 import HTTPServer
 import VisitDomain
 
-/// Small, strict readers for the JSON bodies that are not visit events (keys, tokens, preferences).
+/// The JSON bodies that are not visit events (keys, tokens, preferences), read with the one JSON reader
+/// (`JSONObjectReader`, through the domain's `parseBody`) so that they are refused the way visit bodies
+/// are; on top of it, strings here are identifiers and tokens, so control characters are refused too.
 struct RequestBody {
-    let object: [JSONMember]
+    let reader: JSONObjectReader
 
     init(_ request: HTTPRequest) throws {
-        let value: JSONValue
-        do {
-            value = try JSONValue.parse(Array(request.body))
-        } catch {
-            throw APIError(.input(.malformedJSON), "the body is not valid JSON")
-        }
-        guard case .object(let members) = value else {
-            throw APIError(.input(.invalidBody), "the body must be a JSON object")
-        }
-        object = members
+        do { reader = try VisitInputError.parseBody(request.body) } catch { throw Self.refusal(error) }
+    }
+
+    /// The API's answer to a refused body or field (the domain's code, message and status).
+    private static func refusal(_ error: VisitInputError) -> APIError {
+        APIError(.input(error.code), error.message, underlying: error)
+    }
+
+    /// Runs a read, turning its refusal into the API's error for that field.
+    private func read<T>(_ body: () throws(FieldProblem) -> T) throws -> T {
+        do { return try body() } catch { throw Self.refusal(VisitInputError(error)) }
     }
 
     func allowOnly(_ keys: Set<String>) throws {
-        for member in object where !keys.contains(member.key) {
-            throw APIError(.input(.unknownField), "\(member.key.prefix(64)): not a field of this request")
-        }
-    }
-
-    private func value(_ key: String) -> JSONValue? {
-        object.first { $0.key == key }?.value
+        try read { () throws(FieldProblem) in try reader.rejectUnknown(allowed: keys) }
     }
 
     func string(_ key: String, maxBytes: Int = 256) throws -> String? {
-        guard let value = value(key), value != .null else { return nil }
-        guard case .string(let text) = value else { throw APIError(.input(.wrongType), "\(key): expected a string") }
-        if text.isEmpty { throw APIError(.invalidValue, "\(key): must not be empty") }
-        if text.utf8.count > maxBytes { throw APIError(.invalidValue, "\(key): longer than \(maxBytes) bytes") }
-        if text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
-            throw APIError(.invalidValue, "\(key): must not contain control characters")
-        }
-        return text
+        guard reader.value(key) != nil else { return nil }
+        return try requiredString(key, maxBytes: maxBytes)
     }
 
     func requiredString(_ key: String, maxBytes: Int = 256) throws -> String {
-        guard let text = try string(key, maxBytes: maxBytes) else { throw APIError(.input(.missingField), "\(key): required") }
+        let text = try read { () throws(FieldProblem) in try reader.string(key, maxBytes: maxBytes) }
+        if text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            throw Self.refusal(VisitInputError(reader.invalid(key, "must not contain control characters")))
+        }
         return text
     }
 
     func bool(_ key: String) throws -> Bool {
-        guard let value = value(key) else { throw APIError(.input(.missingField), "\(key): required") }
-        guard case .bool(let flag) = value else { throw APIError(.input(.wrongType), "\(key): expected true or false") }
-        return flag
+        try read { () throws(FieldProblem) in try reader.bool(key) }
     }
 
+    /// An optional whole number ≥ 0.
     func integer(_ key: String) throws -> Int? {
-        guard let value = value(key), value != .null else { return nil }
-        guard case .number(let number) = value else { throw APIError(.input(.wrongType), "\(key): expected a number") }
-        guard number == number.rounded(), number >= 0, number < 1e15 else {
-            throw APIError(.invalidValue, "\(key): expected a whole number ≥ 0")
-        }
-        return Int(number)
+        guard let number = try read({ () throws(FieldProblem) in try reader.optionalInteger(key) }) else { return nil }
+        guard number >= 0 else { throw Self.refusal(VisitInputError(reader.invalid(key, "expected a whole number ≥ 0"))) }
+        return number
     }
 }
 

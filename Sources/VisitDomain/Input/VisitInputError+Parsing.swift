@@ -1,5 +1,5 @@
 extension VisitInputError {
-    init(_ problem: FieldProblem) {
+    public init(_ problem: FieldProblem) {
         let code: Code =
             switch problem.kind {
             case .missing: .missingField
@@ -10,8 +10,8 @@ extension VisitInputError {
         self.init(code: code, field: problem.path, message: problem.message)
     }
 
-    /// Parses a body into JSON, telling "not JSON" (400) from "JSON that is not an object" (422).
-    static func parseBody(_ body: some Collection<UInt8>) throws(VisitInputError) -> JSONObjectReader {
+    /// Parses a body into JSON (every body the API reads), telling "not JSON" (400) from "JSON that is not an object" (422).
+    public static func parseBody(_ body: some Collection<UInt8>) throws(VisitInputError) -> JSONObjectReader {
         let value: JSONValue
         do {
             value = try JSONValue.parse(body)
