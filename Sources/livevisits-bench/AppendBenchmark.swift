@@ -216,7 +216,7 @@ struct AppendBenchmark {
         let outcomes = try await withThrowingTaskGroup(of: WriterOutcome.self) { group -> [WriterOutcome] in
             for w in 0..<writers {
                 group.addTask {
-                    var random = FastRandom(seed: UInt64(w + 1) &* 0x5851_F42D_4C95_7F2D ^ deadline)
+                    var random = SplitMix64(seed: UInt64(w + 1) &* 0x5851_F42D_4C95_7F2D ^ deadline)
                     var outcome = WriterOutcome()
                     outcome.latencies.reserveCapacity(100_000)
                     while DispatchTime.now().uptimeNanoseconds < deadline {
