@@ -26,6 +26,9 @@ public struct LiveVisitsAPI: Sendable {
             let caller = CallerRecord()
             var response = await LiveVisitsAPI.$currentCaller.withValue(caller) { await inner(request) }
             if let role = caller.role { response.logMetadata["actor.role"] = role }
+            // The API's answers are per caller and change at once: never stored by a browser or a proxy (the
+            // console's files set their own, revalidated, Cache-Control).
+            if !response.headers.contains("Cache-Control") { response.headers.add(name: "Cache-Control", value: "no-store") }
             return response
         }
     }
