@@ -8,6 +8,7 @@ import Synchronization
 import VisitCommands
 import VisitDomain
 import VisitProjections
+import WebConsole
 
 /// The HTTP API of contract §4: routes and the role table. Authentication and idempotency are middleware of
 /// the routes (`authentication`, `idempotency`); the tables behind them are `KeyStore` and `IdempotencyStore`.
@@ -50,6 +51,7 @@ public struct LiveVisitsAPI: Sendable {
         addDeviceRoutes(to: &router)
         addKeyRoutes(to: &router)
         addOpsRoutes(to: &router)
+        WebConsole.addRoutes(to: &router)
         return router
     }
 
