@@ -121,8 +121,11 @@ export function showBoard(view) {
     bookArea.querySelector('input').focus();
   }
 
+  // Fixed rate: the next request starts 2 s after this one started (never sooner), so a change shows
+  // within 2 s plus one request.
   async function refresh() {
     clearTimeout(timer);
+    const began = Date.now();
     try {
       const visits = await load();
       if (stopped) return;
@@ -133,7 +136,7 @@ export function showBoard(view) {
       message.textContent = e.message;
       message.dataset.kind = 'poll';
     }
-    if (!stopped) timer = setTimeout(refresh, POLL_MS);
+    if (!stopped) timer = setTimeout(refresh, Math.max(0, POLL_MS - (Date.now() - began)));
   }
 
   refresh();
