@@ -87,8 +87,13 @@ export function showVisit(view, visitId) {
       e.data && e.data.reason ? h('div', {}, 'Reason: ', e.data.reason) : null)));
   }
 
-  async function refreshDeliveries() {
+  // Deliveries are read every cycle while one is still on its way (or the visit just changed), else every
+  // fifth: a settled visit's pushes do not move.
+  let settledCycles = 0;
+  async function refreshDeliveries(changed) {
+    if (!changed && settledCycles > 0 && settledCycles % 5 !== 0) { settledCycles += 1; return; }
     const { deliveries: list } = await api('GET', path + '/deliveries');
+    settledCycles = list.some((d) => d.state === 'pending' || d.state === 'sending') ? 0 : settledCycles + 1;
     const json = JSON.stringify(list);
     if (json === lastDeliveries) return;
     lastDeliveries = json;
@@ -105,14 +110,15 @@ export function showVisit(view, visitId) {
     try {
       visit = await api('GET', path);
       if (stopped) return;
-      if (visit.version !== version) {
+      const changed = visit.version !== version;
+      if (changed) {
         version = visit.version;
         drawVisit();
         await refreshHistory();
       } else {
         drawActivity(preview, visit); // the countdown and the stale date move with the clock
       }
-      if (mayReadDeliveries) await refreshDeliveries();
+      if (mayReadDeliveries) await refreshDeliveries(changed);
       if (message.dataset.kind === 'poll') { message.textContent = ''; delete message.dataset.kind; }
     } catch (e) {
       if (stopped) return;
