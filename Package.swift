@@ -39,6 +39,8 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "JSON", "Runtime"]),
         // The API's own tables: API keys and the first answers kept under Idempotency-Keys.
         .target(name: "APIStores", dependencies: ["Postgres"]),
+        // The web console (§11): HTML, CSS and JavaScript modules embedded in the binary, served at /console/.
+        .target(name: "WebConsole", dependencies: ["HTTPServer"], resources: [.embedInCode("Assets")]),
         // The write side of a visit: decide, append, read model and push intents in one transaction.
         .target(
             name: "VisitCommands",
@@ -48,7 +50,7 @@ let package = Package(
             name: "HTTPAPI",
             dependencies: [
                 "HTTPServer", "VisitDomain", "VisitProjections", "VisitCommands", "EventStore", "Postgres", "Outbox", "Runtime",
-                "APIStores", "COpenSSL",
+                "APIStores", "COpenSSL", "WebConsole",
             ]
         ),
 

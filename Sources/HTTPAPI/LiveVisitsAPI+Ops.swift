@@ -1,5 +1,7 @@
+import APIStores
 import Foundation
 import HTTPServer
+import JSON
 import Outbox
 import Postgres
 import VisitProjections
@@ -10,6 +12,11 @@ extension LiveVisitsAPI {
             .get, "/v1/ops/outbox", through: authenticated,
             LiveVisitsAPI.withCaller { request, _, caller in
                 try await listOutbox(request, caller: caller)
+            })
+        router.add(
+            .get, "/v1/ops/outbox/pause", through: authenticated,
+            LiveVisitsAPI.withCaller { _, _, caller in
+                try await sendingPause(caller: caller)
             })
         router.add(
             .post, "/v1/ops/outbox/{id}/retry", through: authenticated,
@@ -45,6 +52,29 @@ extension LiveVisitsAPI {
         let deliveries = try await mapped { try await environment.outboxStore.list(state: state, limit: limit) }
         let items = deliveries.map(LiveVisitsAPI.deliveryJSON)
         return .json(body: Data("{\"deliveries\":[\(items.joined(separator: ","))]}".utf8))
+    }
+
+    /// `GET /v1/ops/outbox/pause`: whether a configuration error from APNs paused sending, until when and why.
+    func sendingPause(caller: Caller) async throws -> HTTPResponse {
+        try LiveVisitsAPI.requireOps(caller)
+        let environment = self.environment
+        let now = environment.clock.now()
+        let pause = try await mapped {
+            try await environment.pool.withConnection { try SendingPauseView.current(now: now, on: $0) }
+        }
+        let body: JSONValue =
+            if let pause {
+                .object([
+                    JSONMember("paused", .bool(true)), JSONMember("since", .number(pause.since.rounded(.down))),
+                    JSONMember("until", .number(pause.until.rounded(.up))), JSONMember("reason", .string(pause.reason)),
+                ])
+            } else {
+                .object([
+                    JSONMember("paused", .bool(false)), JSONMember("since", .null), JSONMember("until", .null),
+                    JSONMember("reason", .null),
+                ])
+            }
+        return .json(body)
     }
 
     func retryDelivery(id: String?, caller: Caller) async throws -> HTTPResponse {

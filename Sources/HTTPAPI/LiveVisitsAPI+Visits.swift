@@ -36,6 +36,11 @@ extension LiveVisitsAPI {
             LiveVisitsAPI.withCaller { request, params, caller in
                 try await visitHistory(id: params["id"], caller: caller)
             })
+        router.add(
+            .get, "/v1/visits/{id}/deliveries", through: authenticated,
+            LiveVisitsAPI.withCaller { request, params, caller in
+                try await visitDeliveries(request, id: params["id"], caller: caller)
+            })
     }
 
     // MARK: visibility

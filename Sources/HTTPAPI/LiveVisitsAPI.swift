@@ -8,6 +8,7 @@ import Synchronization
 import VisitCommands
 import VisitDomain
 import VisitProjections
+import WebConsole
 
 /// The HTTP API of contract §4: routes and the role table. Authentication and idempotency are middleware of
 /// the routes (`authentication`, `idempotency`); the tables behind them are `KeyStore` and `IdempotencyStore`.
@@ -26,6 +27,9 @@ public struct LiveVisitsAPI: Sendable {
             let caller = CallerRecord()
             var response = await LiveVisitsAPI.$currentCaller.withValue(caller) { await inner(request) }
             if let role = caller.role { response.logMetadata["actor.role"] = role }
+            // The API's answers are per caller and change at once: never stored by a browser or a proxy (the
+            // console's files set their own, revalidated, Cache-Control).
+            if !response.headers.contains("Cache-Control") { response.headers.add(name: "Cache-Control", value: "no-store") }
             return response
         }
     }
@@ -47,6 +51,7 @@ public struct LiveVisitsAPI: Sendable {
         addDeviceRoutes(to: &router)
         addKeyRoutes(to: &router)
         addOpsRoutes(to: &router)
+        WebConsole.addRoutes(to: &router)
         return router
     }
 

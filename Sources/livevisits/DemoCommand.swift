@@ -220,6 +220,7 @@ enum DemoCommand {
             """
 
             The server keeps running (Ctrl-C stops it and everything the demo started).
+              console      \(baseURL)/console/   (sign in with the dispatcher key below)
               API          \(baseURL)   (/healthz, /readyz, /metrics)
               APNs sim     \(endpoint.url)   (CA \(endpoint.caFile))
               dispatcher   \(keys.dispatcher)

@@ -41,6 +41,16 @@ import Testing
             if command.contains("/_sim/deliveries") { #expect(outcome.stdout.contains("\"status\"")) }
         }
 
+        // The console's URL is printed (the key beside it, never in it) and the page answers.
+        let consoleLine = text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+            .first { $0.hasPrefix("console ") }
+        let consoleURL = consoleLine?.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.map(String.init)
+        #expect(consoleURL?.hasSuffix("/console/") == true, "the console line: \(consoleLine ?? "missing")")
+        if let consoleURL {
+            let page = try await Subprocess.run("/usr/bin/curl", ["-fsS", consoleURL])
+            #expect(page.status == 0 && page.stdout.contains("signin-key"), "GET \(consoleURL) → \(page.stderr)")
+        }
+
         demo.signal(SIGINT)
         let status = await demo.wait()
         let final = (try? String(contentsOf: output, encoding: .utf8)) ?? ""

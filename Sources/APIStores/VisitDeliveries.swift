@@ -1,0 +1,52 @@
+import Postgres
+
+/// A visit's deliveries as the console shows them (`GET /v1/visits/{id}/deliveries`, contract §11): the
+/// outbox's `deliveries` rows of one visit, newest first, never a token (none is stored in them: a
+/// delivery names its target, the token is looked up at send time).
+public enum VisitDeliveries {
+    /// One delivery of the visit.
+    public struct Row: Sendable, Equatable {
+        public let id: Int64
+        /// `start`, `update`, `end` (and whatever kinds the outbox adds, as stored).
+        public let kind: String
+        /// `activity`, `pushToStart`, `channel` or `device`, from the stored target's prefix.
+        public let target: String
+        public let priority: Int
+        public let state: String
+        public let attempts: Int
+        public let lastStatus: Int?
+        public let lastReason: String?
+        /// Epoch seconds.
+        public let createdAt: Double
+        /// When APNs accepted it (a sent delivery's finish time), else nil.
+        public let sentAt: Double?
+    }
+
+    /// The visit's newest `limit` deliveries, by id descending.
+    public static func list(visitId: String, limit: Int = 100, on connection: PostgresConnection) throws -> [Row] {
+        try connection.query(
+            """
+            SELECT id, kind, split_part(target, ':', 1) AS target_kind, priority, state, attempts, last_status, last_reason,
+                   created_at, CASE WHEN state = 'sent' THEN finished_at END AS sent_at
+            FROM deliveries WHERE visit_id = \(visitId)
+            ORDER BY id DESC LIMIT \(limit)
+            """
+        ).map { row in
+            Row(
+                id: try row.int64("id"), kind: try row.string("kind"), target: targetName(try row.string("target_kind")),
+                priority: try row.int("priority"), state: try row.string("state"), attempts: try row.int("attempts"),
+                lastStatus: row.optionalInt64("last_status").map(Int.init), lastReason: row["last_reason"],
+                createdAt: try row.double("created_at"), sentAt: row.optionalDouble("sent_at"))
+        }
+    }
+
+    /// The contract's name for a stored target prefix (`activity:…`, `start:…`, `channel:…`, `device:…`).
+    static func targetName(_ prefix: String) -> String {
+        switch prefix {
+        case "start": "pushToStart"
+        case "channel", "broadcast": "channel"
+        case "device", "notification", "alert": "device"
+        default: "activity"
+        }
+    }
+}

@@ -1,0 +1,44 @@
+import APIStores
+import Foundation
+import HTTPServer
+import JSON
+import VisitProjections
+
+extension LiveVisitsAPI {
+    /// `GET /v1/visits/{id}/deliveries` (dispatcher, ops; contract §11): the visit's pushes, newest first,
+    /// never a token.
+    func visitDeliveries(_ request: HTTPRequest, id: String?, caller: Caller) async throws -> HTTPResponse {
+        guard caller.role == .dispatcher || caller.role == .ops else {
+            throw APIError.forbidden("a visit's deliveries need a dispatcher or ops key")
+        }
+        let visitId = try RequestChecks.id(id, name: "visit")
+        var limit = 100
+        if let text = request.queryValue("limit") {
+            guard let n = Int(text), (1...1000).contains(n) else { throw APIError(.invalidValue, "limit: expected 1 to 1000") }
+            limit = n
+        }
+        let environment = self.environment
+        let pageLimit = limit
+        let rows = try await mapped {
+            try await environment.pool.withConnection { c -> [VisitDeliveries.Row] in
+                guard try VisitReadModel.row(visitId: visitId, on: c) != nil else { throw APIError.notFound("visit") }
+                return try VisitDeliveries.list(visitId: visitId, limit: pageLimit, on: c)
+            }
+        }
+        let items: [JSONValue] = rows.map { d in
+            .object([
+                JSONMember("id", .number(Double(d.id))),
+                JSONMember("kind", .string(d.kind)),
+                JSONMember("target", .string(d.target)),
+                JSONMember("priority", .number(Double(d.priority))),
+                JSONMember("state", .string(d.state)),
+                JSONMember("attempts", .number(Double(d.attempts))),
+                JSONMember("lastStatus", d.lastStatus.map { .number(Double($0)) } ?? .null),
+                JSONMember("lastReason", d.lastReason.map(JSONValue.string) ?? .null),
+                JSONMember("createdAt", .number(Double(Int64(d.createdAt)))),
+                JSONMember("sentAt", d.sentAt.map { .number(Double(Int64($0))) } ?? .null),
+            ])
+        }
+        return .json(.object([JSONMember("deliveries", .array(items))]))
+    }
+}

@@ -1,0 +1,95 @@
+// Ops: outbox depth by state (from /metrics), the sending pause and its reason, dead letters with retry, the projection replay.
+import { api } from './api.js';
+import { h, replace, when } from './dom.js';
+
+const POLL_MS = 2000;
+const STATES = ['pending', 'sending', 'sent', 'dead', 'expired', 'superseded', 'cancelled'];
+
+/** The samples of one metric family from Prometheus text: [{labels, value}]. */
+function samples(text, name) {
+  const out = [];
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(name)) continue;
+    const m = line.match(/^([a-z_]+)(\{([^}]*)\})?\s+(\S+)/);
+    if (!m || m[1] !== name) continue;
+    const labels = Object.fromEntries((m[3] || '').split(',').filter(Boolean).map((p) => {
+      const [k, v] = p.split('=');
+      return [k, (v || '').replace(/^"|"$/g, '')];
+    }));
+    out.push({ labels, value: Number(m[4]) });
+  }
+  return out;
+}
+
+export function showOps(view) {
+  let stopped = false;
+  let timer = null;
+  let lastDead = '';
+  const message = h('p', { class: 'error', role: 'alert' });
+  const depth = h('dl', { class: 'depth', testid: 'outbox-depth' });
+  const pause = h('p', { testid: 'sending-pause' });
+  const dead = h('tbody');
+  const replayOut = h('p', { class: 'muted', testid: 'replay-result' });
+  const replayButton = h('button', { type: 'button', testid: 'replay', onclick: () => replay() }, 'Replay the visits projection');
+
+  replace(view,
+    h('div', { class: 'toolbar' }, h('h1', {}, 'Operations')), message,
+    h('div', { class: 'visit-grid' },
+      h('section', { class: 'card' }, h('h2', {}, 'Outbox depth'), depth, pause),
+      h('section', { class: 'card' }, h('h2', {}, 'Projection replay'),
+        h('p', { class: 'muted' }, 'Rebuilds the visits read model from the event log while the API keeps serving. Sends no push.'),
+        replayButton, replayOut)),
+    h('section', { class: 'card' }, h('h2', {}, 'Dead letters'),
+      h('div', { class: 'table-wrap' }, h('table', { testid: 'dead-letters' },
+        h('thead', {}, h('tr', {}, ['Id', 'Visit', 'Kind', 'Attempts', 'Last answer', 'Created', ''].map((t) => h('th', { scope: 'col' }, t)))),
+        dead))));
+
+  async function retry(id) {
+    message.textContent = '';
+    try { await api('POST', `/v1/ops/outbox/${id}/retry`); lastDead = ''; refresh(); } catch (e) { message.textContent = e.message; }
+  }
+
+  async function replay() {
+    replayButton.disabled = true;
+    replayOut.textContent = 'Replaying…';
+    try {
+      const r = await api('POST', '/v1/ops/projections/visits/rebuild');
+      replayOut.textContent = `Replayed ${r.events} events into ${r.visits} visits in ${r.seconds} s.`;
+    } catch (e) { replayOut.textContent = e.message; }
+    replayButton.disabled = false;
+  }
+
+  async function refresh() {
+    clearTimeout(timer);
+    try {
+      const metrics = await fetch('/metrics', { cache: 'no-store' }).then((r) => r.text());
+      const byState = Object.fromEntries(samples(metrics, 'livevisits_outbox_deliveries').map((s) => [s.labels.state, s.value]));
+      replace(depth, STATES.map((s) => h('div', { class: 'depth-item ' + s, 'data-state': s }, h('dt', {}, s), h('dd', {}, String(byState[s] ?? 0)))));
+      const sending = await api('GET', '/v1/ops/outbox/pause');
+      pause.className = sending.paused ? 'error' : 'muted';
+      pause.textContent = sending.paused
+        ? `Sending is paused until ${when(sending.until)}: ${sending.reason} (an APNs configuration error; fix it and the pause runs out).`
+        : 'Sending is not paused.';
+      const { deliveries } = await api('GET', '/v1/ops/outbox?state=dead&limit=100');
+      const json = JSON.stringify(deliveries);
+      if (json !== lastDead) {
+        lastDead = json;
+        replace(dead, deliveries.length === 0 ? h('tr', {}, h('td', { colSpan: 7, class: 'muted' }, 'No dead letters.')) :
+          deliveries.map((d) => h('tr', { testid: 'dead-letter', 'data-delivery-id': String(d.id) },
+            h('td', {}, String(d.id)), h('td', {}, h('a', { href: '#/visit/' + encodeURIComponent(d.visitId) }, d.visitId)),
+            h('td', {}, d.kind), h('td', {}, String(d.attempts)),
+            h('td', {}, d.lastStatus === null ? '—' : `${d.lastStatus} ${d.lastReason || ''}`), h('td', {}, when(d.createdAt)),
+            h('td', {}, h('button', { type: 'button', testid: 'retry', onclick: () => retry(d.id) }, 'Retry')))));
+      }
+      if (message.dataset.kind === 'poll') { message.textContent = ''; delete message.dataset.kind; }
+    } catch (e) {
+      if (stopped) return;
+      message.textContent = e.message;
+      message.dataset.kind = 'poll';
+    }
+    if (!stopped) timer = setTimeout(refresh, POLL_MS);
+  }
+
+  refresh();
+  return { stop() { stopped = true; clearTimeout(timer); } };
+}

@@ -1,0 +1,133 @@
+// A visit's page: its events offered, history, Live Activity as the customer sees it, and its deliveries.
+import { api, session } from './api.js';
+import { h, replace, when, ask } from './dom.js';
+import { ACTIONS, LABELS, legalEvents } from './transitions.js';
+import { drawActivity } from './activity.js';
+
+const POLL_MS = 2000;
+
+/** Posts one event to a visit, asking first for what it needs; false when the user cancelled. */
+export async function postEvent(visit, type) {
+  let body = { type };
+  if (type === 'cancelled' || type === 'failed') {
+    const v = await ask(type === 'cancelled' ? 'Cancel the visit' : 'Mark the visit failed',
+      [{ name: 'reason', label: 'Reason', required: type === 'failed' }]);
+    if (!v) return false;
+    if (v.reason) body.reason = v.reason;
+  } else if (type === 'reassigned') {
+    const c = visit.contentState || {};
+    const v = await ask('Reassign to', [
+      { name: 'id', label: 'Technician id' }, { name: 'name', label: 'Name' },
+      { name: 'avatarSymbol', label: 'Avatar symbol', value: c.avatarSymbol || 'person.crop.circle' },
+      { name: 'vanDescription', label: 'Van', value: c.vanDescription || 'White van' }]);
+    if (!v) return false;
+    body.technician = v;
+  } else if (type === 'progress') {
+    const v = await ask('Progress', [{ name: 'kilometresAway', label: 'Kilometres away' }]);
+    if (!v) return false;
+    body.kilometresAway = Number(v.kilometresAway);
+  }
+  await api('POST', `/v1/visits/${encodeURIComponent(visit.visitId)}/events`, body);
+  return true;
+}
+
+export function showVisit(view, visitId) {
+  let stopped = false;
+  let timer = null;
+  let visit = null;
+  let version = -1;
+  let lastDeliveries = '';
+  const path = `/v1/visits/${encodeURIComponent(visitId)}`;
+  const mayReadDeliveries = session.role === 'dispatcher' || session.role === 'ops';
+
+  const message = h('p', { class: 'error', role: 'alert' });
+  const title = h('h1', {}, visitId);
+  const status = h('span', { class: 'status' });
+  const events = h('div', { class: 'events' });
+  const who = h('p', { class: 'muted' });
+  const preview = h('div', { class: 'activity' });
+  const history = h('ol', { class: 'history', testid: 'history' });
+  const deliveries = h('tbody');
+
+  replace(view,
+    h('p', {}, h('a', { href: '#/board' }, '← Board')),
+    h('div', { class: 'toolbar' }, title, status, events),
+    who, message,
+    h('div', { class: 'visit-grid' },
+      h('section', { class: 'card' }, h('h2', {}, 'Live Activity'), preview),
+      h('section', { class: 'card' }, h('h2', {}, 'History'), history)),
+    mayReadDeliveries ? h('section', { class: 'card' }, h('h2', {}, 'Deliveries'),
+      h('div', { class: 'table-wrap' }, h('table', { testid: 'deliveries' },
+        h('thead', {}, h('tr', {}, ['Id', 'Kind', 'Target', 'Priority', 'State', 'Attempts', 'Last answer', 'Created', 'Sent'].map((t) => h('th', { scope: 'col' }, t)))),
+        deliveries))) : null);
+
+  function drawVisit() {
+    status.className = 'status ' + visit.status;
+    status.textContent = LABELS[visit.status] || visit.status;
+    status.dataset.testid = 'visit-status';
+    replace(events, legalEvents(visit.status, session.role).map((type) =>
+      h('button', { type: 'button', class: 'event ' + type, testid: 'event-' + type, onclick: () => act(type) }, ACTIONS[type])));
+    const a = visit.attributes || {};
+    const c = visit.contentState || {};
+    who.textContent = `For ${a.customerFirstName ?? '(erased)'} (${visit.customerId}) · ${a.jobSummary ?? ''} at ${a.serviceAddress ?? ''}` +
+      ` · technician ${c.technicianName || ''} · version ${visit.version} · ${visit.liveActivities ?? 0} Live Activit${visit.liveActivities === 1 ? 'y' : 'ies'}`;
+    drawActivity(preview, visit);
+  }
+
+  async function act(type) {
+    message.textContent = '';
+    try { if (await postEvent(visit, type)) refresh(); } catch (e) { message.textContent = e.message; }
+  }
+
+  async function refreshHistory() {
+    const { events: list } = await api('GET', path + '/events');
+    replace(history, list.slice().reverse().map((e) => h('li', {},
+      h('strong', {}, LABELS[e.type] || e.type), ' ',
+      h('span', { class: 'muted' }, `v${e.version} · ${when(e.recordedAt)} · ${e.actor ? e.actor.role + (e.actor.subject ? ' ' + e.actor.subject : '') : ''}`),
+      e.data && e.data.reason ? h('div', {}, 'Reason: ', e.data.reason) : null)));
+  }
+
+  // Deliveries are read every cycle while one is still on its way (or the visit just changed), else every
+  // fifth: a settled visit's pushes do not move.
+  let settledCycles = 0;
+  async function refreshDeliveries(changed) {
+    if (!changed && settledCycles > 0 && settledCycles % 5 !== 0) { settledCycles += 1; return; }
+    const { deliveries: list } = await api('GET', path + '/deliveries');
+    settledCycles = list.some((d) => d.state === 'pending' || d.state === 'sending') ? 0 : settledCycles + 1;
+    const json = JSON.stringify(list);
+    if (json === lastDeliveries) return;
+    lastDeliveries = json;
+    replace(deliveries, list.length === 0 ? h('tr', {}, h('td', { colSpan: 9, class: 'muted' }, 'No pushes yet.')) :
+      list.map((d) => h('tr', { testid: 'delivery', 'data-kind': d.kind, 'data-state': d.state },
+        h('td', {}, String(d.id)), h('td', {}, d.kind), h('td', {}, d.target), h('td', {}, String(d.priority)),
+        h('td', {}, h('span', { class: 'state ' + d.state }, d.state)), h('td', {}, String(d.attempts)),
+        h('td', {}, d.lastStatus === null ? '—' : `${d.lastStatus}${d.lastReason ? ' ' + d.lastReason : ''}`),
+        h('td', {}, when(d.createdAt)), h('td', {}, when(d.sentAt)))));
+  }
+
+  async function refresh() {
+    clearTimeout(timer);
+    try {
+      visit = await api('GET', path);
+      if (stopped) return;
+      const changed = visit.version !== version;
+      if (changed) {
+        version = visit.version;
+        drawVisit();
+        await refreshHistory();
+      } else {
+        drawActivity(preview, visit); // the countdown and the stale date move with the clock
+      }
+      if (mayReadDeliveries) await refreshDeliveries(changed);
+      if (message.dataset.kind === 'poll') { message.textContent = ''; delete message.dataset.kind; }
+    } catch (e) {
+      if (stopped) return;
+      message.textContent = e.status === 404 ? 'No such visit (or not yours).' : e.message;
+      message.dataset.kind = 'poll';
+    }
+    if (!stopped) timer = setTimeout(refresh, POLL_MS);
+  }
+
+  refresh();
+  return { stop() { stopped = true; clearTimeout(timer); } };
+}
