@@ -34,6 +34,14 @@ enum DeliveryPolicy {
         if d.kind == .start, d.visitHasLiveActivity {
             return finish(.cancelled, "the visit already has a live activity")
         }
+        // Contract §8: a planned-10 update over the target's hourly allowance goes at 5 (headers only).
+        // Starts and ends always go at 10 (and count).
+        var priority = PushPriority(rawValue: d.priority) ?? .immediate
+        let allowance =
+            d.frequentPushesEnabled ? configuration.priority10PerHourFrequent : configuration.priority10PerHour
+        if d.kind == .update, priority == .immediate, d.priority10SentLastHour >= allowance {
+            priority = .low
+        }
         let sentAt = Int64(now.rounded(.down))
         let expiration: Int64
         switch (d.kind, d.staleDate, d.expiresAfterSending) {
@@ -47,18 +55,20 @@ enum DeliveryPolicy {
         }
         return .send(
             OutgoingPush(
-                deviceToken: token, environment: environment, priority: PushPriority(rawValue: d.priority) ?? .immediate,
-                expiration: expiration, apnsId: d.apnsId, body: d.body))
+                deviceToken: token, environment: environment, priority: priority, expiration: expiration, apnsId: d.apnsId,
+                body: d.body))
     }
 
     /// How a send's outcome ends the lease. `tokenRetired` tells, for a dead-token answer, whether the
     /// token was actually retired (a 410 older than the latest registration is not).
     static func completion(
-        of d: ClaimedDelivery, outcome: PushOutcome, attemptedAt: Double, now: Double, tokenRetired: Bool,
+        of d: ClaimedDelivery, outcome: PushOutcome, sentPriority: Int? = nil, attemptedAt: Double, now: Double,
+        tokenRetired: Bool,
         configuration: OutboxConfiguration, random: Double
     ) -> DeliveryCompletion {
         var c = DeliveryCompletion(
-            id: d.id, state: .sent, attempt: d.attempt, attemptedAt: attemptedAt, latency: outcome.latency)
+            id: d.id, state: .sent, attempt: d.attempt, attemptedAt: attemptedAt, latency: outcome.latency,
+            sentPriority: sentPriority)
         guard case .failed(let failure) = outcome else {
             c.status = 200
             return c

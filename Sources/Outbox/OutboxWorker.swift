@@ -196,7 +196,13 @@ public final class OutboxWorker: Service {
             }
             switch DeliveryPolicy.preflight(d, now: claimedAt, configuration: configuration) {
             case .finish(let completion): completions.append(completion)
-            case .send(let push): toSend.append((d, push))
+            case .send(let push):
+                if push.priority.rawValue != d.priority {
+                    metrics.increment(
+                        "livevisits_apns_priority_downgrades_total",
+                        help: "Pushes planned at priority 10 sent at 5: their target had spent its hourly allowance.")
+                }
+                toSend.append((d, push))
             }
         }
 
@@ -347,7 +353,8 @@ public final class OutboxWorker: Service {
                 setAlert(false)
             }
             return DeliveryPolicy.completion(
-                of: s.delivery, outcome: s.outcome, attemptedAt: s.attemptedAt, now: now,
+                of: s.delivery, outcome: s.outcome, sentPriority: s.push.priority.rawValue, attemptedAt: s.attemptedAt,
+                now: now,
                 tokenRetired: retired[s.delivery.id] ?? false, configuration: configuration,
                 random: Double.random(in: 0...1))
         }
