@@ -105,6 +105,9 @@ public final class Outbox: Sendable {
         case (.update, .liveActivities), (.update, .activity), (.end, .liveActivities), (.end, .activity): break
         default: throw invalid("a \(intent.kind.rawValue) cannot go to that audience")
         }
+        if let pacing = intent.pacingSeconds, intent.kind != .update || !(pacing > 0) {
+            throw invalid("only updates are paced, by a positive interval")
+        }
         if intent.kind == .update && intent.staleDate == nil {
             throw invalid("an update needs its stale date (its apns-expiration)")
         }
@@ -161,6 +164,7 @@ public final class Outbox: Sendable {
                                   WHERE la.visit_id = \(intent.visitId) AND la.retired_at_ms IS NULL)
                 """
         }
+        let pacing = intent.pacingSeconds
         let expires =
             intent.expiresAfterSendingSeconds ?? (intent.kind == .update ? nil : configuration.startEndExpirationSeconds)
         return """
@@ -186,11 +190,18 @@ public final class Outbox: Sendable {
             inserted AS (
                 INSERT INTO deliveries (apns_id, target, visit_id, customer_id, activity_id, device_id, kind, priority,
                                         aps_timestamp, body, stale_date, expires_after_sending, visit_version,
-                                        event_recorded_at, created_at, next_attempt_at)
+                                        event_recorded_at, created_at, next_attempt_at, paced_seconds)
                 SELECT gen_random_uuid(), f.target, \(intent.visitId), \(intent.customerId), f.activity_id, f.device_id,
                        \(kind), \(intent.priority)::integer, \(intent.apsTimestamp)::bigint, \(body), \(intent.staleDate)::bigint,
                        \(expires)::bigint, \(intent.visitVersion)::bigint, \(intent.eventRecordedAt)::float8, \(now)::float8,
-                       \(due)::float8
+                       -- Paced (contract §8): not before the interval since the target's last paced send (acknowledged,
+                       -- or on the wire now) has passed. GREATEST ignores the NULLs of a target without one.
+                       CASE WHEN \(pacing)::float8 IS NULL THEN \(due)::float8 ELSE GREATEST(\(due)::float8,
+                           (SELECT x.last_paced_at FROM delivery_targets x WHERE x.target = f.target) + \(pacing)::float8,
+                           (SELECT max(o.claimed_at) FROM deliveries o
+                            WHERE o.target = f.target AND o.state = 'sending' AND o.paced_seconds IS NOT NULL)
+                               + \(pacing)::float8) END,
+                       \(pacing)::float8
                 FROM fresh f
                 RETURNING id, target
             ),

@@ -269,7 +269,7 @@ public struct OutboxStore: Sendable {
                     lease_token = NULL, lease_expires_at = NULL
                 FROM input i
                 WHERE d.id = ANY (\(ids)::bigint[]) AND d.id = i.id AND d.lease_token = \(lease)::uuid AND d.state = 'sending'
-                RETURNING d.id, d.target, d.aps_timestamp, d.state
+                RETURNING d.id, d.target, d.aps_timestamp, d.state, d.claimed_at, d.paced_seconds
             ),
             recorded AS (
                 INSERT INTO delivery_attempts (delivery_id, attempt, attempted_at, status, reason, latency_seconds, retry_after_seconds)
@@ -278,10 +278,12 @@ public struct OutboxStore: Sendable {
                 ON CONFLICT DO NOTHING
             ),
             marked AS (
-                INSERT INTO delivery_targets (target, last_sent_timestamp)
-                SELECT target, max(aps_timestamp) FROM done WHERE state = 'sent' GROUP BY target
+                INSERT INTO delivery_targets (target, last_sent_timestamp, last_paced_at)
+                SELECT target, max(aps_timestamp), max(claimed_at) FILTER (WHERE paced_seconds IS NOT NULL)
+                FROM done WHERE state = 'sent' GROUP BY target
                 ON CONFLICT (target) DO UPDATE
-                SET last_sent_timestamp = GREATEST(delivery_targets.last_sent_timestamp, EXCLUDED.last_sent_timestamp)
+                SET last_sent_timestamp = GREATEST(delivery_targets.last_sent_timestamp, EXCLUDED.last_sent_timestamp),
+                    last_paced_at = GREATEST(delivery_targets.last_paced_at, EXCLUDED.last_paced_at)
             )
             SELECT id FROM done
             """)

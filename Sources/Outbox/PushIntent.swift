@@ -49,11 +49,15 @@ public struct PushIntent: Sendable, Hashable {
     /// For a `start` without `notBefore`: the arrival window's start (epoch seconds); the outbox then
     /// holds the start until `arrivalWindowStart − startLeadTime` (`OutboxConfiguration`).
     public var arrivalWindowStart: Int64?
+    /// An update that reaches each target at most once per this many seconds (contract §8's progress
+    /// cadence): it is due no earlier than that after the target's last paced update was sent, and as the
+    /// newest pending state it supersedes the one waiting. nil: not paced.
+    public var pacingSeconds: Double?
 
     public init(
         visitId: String, customerId: String, kind: Kind, audience: Audience, priority: Int, apsTimestamp: Int64,
         body: [UInt8], staleDate: Int64? = nil, expiresAfterSendingSeconds: Int64? = nil, visitVersion: Int64,
-        eventRecordedAt: Double, notBefore: Double? = nil, arrivalWindowStart: Int64? = nil
+        eventRecordedAt: Double, notBefore: Double? = nil, arrivalWindowStart: Int64? = nil, pacingSeconds: Double? = nil
     ) {
         self.visitId = visitId
         self.customerId = customerId
@@ -68,5 +72,6 @@ public struct PushIntent: Sendable, Hashable {
         self.eventRecordedAt = eventRecordedAt
         self.notBefore = notBefore
         self.arrivalWindowStart = arrivalWindowStart
+        self.pacingSeconds = pacingSeconds
     }
 }

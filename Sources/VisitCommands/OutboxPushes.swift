@@ -59,6 +59,7 @@ public struct OutboxPushes: PushEnqueuer {
             priority: plan.priority, apsTimestamp: Int64(plan.apsTimestamp), body: plan.body, staleDate: staleDate,
             expiresAfterSendingSeconds: afterSending, visitVersion: Int64(plan.version),
             eventRecordedAt: Double(state.lastRecordedAt),
-            arrivalWindowStart: kind == .start ? Int64(state.arrivalWindow.start) : nil)
+            arrivalWindowStart: kind == .start ? Int64(state.arrivalWindow.start) : nil,
+            pacingSeconds: audience == nil ? plan.pacingSeconds.map(Double.init) : nil)
     }
 }

@@ -4,7 +4,7 @@ import Postgres
 import Runtime
 import Testing
 
-/// Contract §8: the priority-10 budget per target, kept in the database.
+/// Contract §8: the priority-10 budget per target and the progress cadence, both kept in the database.
 @Suite(.timeLimit(.minutes(3))) struct DeliveryPolicyTests {
     static let t0 = 1_790_000_000.0
 
@@ -88,5 +88,61 @@ import Testing
         // Another target has an allowance of its own.
         try await f.registerActivity(visit: "v-2", activity: "a-2", token: token("a2"))
         #expect(try await sendOne(alerting("v-2", timestamp: t0 + 1, note: "nearby"), f, second, sender) == 10)
+    }
+
+    // MARK: cadence
+
+    func progress(_ visit: String, timestamp: Int64, note: String) -> PushIntent {
+        var intent = update(visit, timestamp: timestamp, note: note)
+        intent.pacingSeconds = 15
+        return intent
+    }
+
+    @Test func progressUpdatesAreCoalescedToOnePerIntervalAndTheLatestArrives() async throws {
+        let clock = ManualClock(now: Self.t0)
+        let f = try await OutboxFixture.make(clock: clock)
+        defer { Task { await f.close() } }
+        try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
+        let sender = RecordingSender()
+        let worker = f.worker(sender)
+        let t0 = Int64(Self.t0)
+        // Six distance updates within one second.
+        for i in 1...6 {
+            _ = try await f.enqueue(progress("v-1", timestamp: t0 + Int64(i), note: "km \(7 - i)"))
+            _ = try await worker.runOnce()
+            clock.advance(by: 0.15)
+        }
+        #expect(sender.calls.count == 1)
+        clock.advance(by: 5)
+        #expect(try await worker.runOnce() == 0)
+        // The interval's end: the latest state, once.
+        clock.advance(by: 10)
+        #expect(try await worker.runOnce() == 1)
+        #expect(sender.calls.count == 2)
+        #expect(sender.calls.last?.request.body == progress("v-1", timestamp: t0 + 6, note: "km 1").body)
+        #expect(try await f.count(.superseded) == 4)
+        #expect(try await f.count(.pending) == 0)
+    }
+
+    @Test func aStatusChangeIsNotDelayedAndReplacesAWaitingProgressUpdate() async throws {
+        let clock = ManualClock(now: Self.t0)
+        let f = try await OutboxFixture.make(clock: clock)
+        defer { Task { await f.close() } }
+        try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
+        let sender = RecordingSender()
+        let worker = f.worker(sender)
+        let t0 = Int64(Self.t0)
+        _ = try await f.enqueue(progress("v-1", timestamp: t0 + 1, note: "km 3"))
+        _ = try await worker.runOnce()
+        clock.advance(by: 1)
+        _ = try await f.enqueue(progress("v-1", timestamp: t0 + 2, note: "km 2"))
+        #expect(try await worker.runOnce() == 0)
+        // nearby right after: at once, and the waiting progress update is superseded by it.
+        _ = try await f.enqueue(alerting("v-1", timestamp: t0 + 3, note: "nearby"))
+        #expect(try await worker.runOnce() == 1)
+        #expect(sender.calls.map { apsTimestamp(of: $0.request.body) } == [t0 + 1, t0 + 3])
+        clock.advance(by: 20)
+        #expect(try await worker.runOnce() == 0)
+        #expect(try await f.count(.superseded) == 1)
     }
 }

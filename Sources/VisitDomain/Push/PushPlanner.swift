@@ -16,7 +16,12 @@ public enum PushPlanner {
             case .progress, .reassigned: nil
             default: state.lastEventChangedStatus ? rules.rule(for: state.status).alert : nil
             }
-        let updatePlan = update(state, rules: rules, alert: alert, isCatchUp: false)
+        var updatePlan = update(state, rules: rules, alert: alert, isCatchUp: false)
+        // Distance updates come far more often than a Live Activity should be pushed (contract §8); a status
+        // change is never paced.
+        if state.lastEventType == .progress, rules.progressIntervalSeconds > 0 {
+            updatePlan.pacingSeconds = rules.progressIntervalSeconds
+        }
         if state.lastEventType == .scheduled {
             return [start(state, rules: rules, isCatchUp: false), updatePlan]
         }

@@ -118,7 +118,19 @@ import Testing
             if rule.staleNotBeforeArrivalStart { stale = max(stale, last.state.arrivalWindow.start) }
             #expect(push.staleDate == stale)
             #expect(last.state.kilometresAway == 0.5)
+            // Contract §8: progress updates are paced by the rules' interval; status changes never are.
+            #expect(push.pacingSeconds == ProjectionRules.contractDefault.progressIntervalSeconds)
+            let statusChanges = try TestVisit.accepted(TestVisit.path(to: status))
+            #expect(statusChanges.flatMap(\.pushes).allSatisfy { $0.pacingSeconds == nil })
         }
+    }
+
+    @Test func anIntervalOfZeroPacesNothing() throws {
+        var rules = ProjectionRules.contractDefault
+        rules.progressIntervalSeconds = 0
+        let path = TestVisit.path(to: .enRoute) + [.progress(ArrivalUpdate(kilometresAway: 0.5))]
+        let last = try #require(try TestVisit.accepted(path, rules: rules).last)
+        #expect(last.pushes.allSatisfy { $0.pacingSeconds == nil })
     }
 
     /// A start deferred until the arrival window must not go out with the booking-time state: every
