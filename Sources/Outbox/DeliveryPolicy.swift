@@ -15,7 +15,8 @@ enum DeliveryPolicy {
         guard let token = d.pushToken, let environment = d.environment, !d.tokenRetired else {
             return finish(.cancelled, "token retired")
         }
-        guard d.liveActivitiesEnabled else { return finish(.cancelled, "live activities switched off") }
+        // An ordinary notification is what a device with Live Activities off gets (contract §9).
+        guard d.liveActivitiesEnabled || d.kind == .alert else { return finish(.cancelled, "live activities switched off") }
         if d.kind == .start, d.startTokenReplaced {
             return finish(.cancelled, "push-to-start token replaced; the new token has its own start")
         }
@@ -56,7 +57,7 @@ enum DeliveryPolicy {
         return .send(
             OutgoingPush(
                 deviceToken: token, environment: environment, priority: priority, expiration: expiration, apnsId: d.apnsId,
-                body: d.body))
+                body: d.body, pushType: d.kind == .alert ? .alert : .liveActivity))
     }
 
     /// How a send's outcome ends the lease. `tokenRetired` tells, for a dead-token answer, whether the

@@ -103,6 +103,7 @@ public final class Outbox: Sendable {
         switch (intent.kind, intent.audience) {
         case (.start, .pushToStartTokens), (.start, .pushToStartDevice), (.start, .pendingStarts): break
         case (.update, .liveActivities), (.update, .activity), (.end, .liveActivities), (.end, .activity): break
+        case (.alert, .fallbackDevices): break
         default: throw invalid("a \(intent.kind.rawValue) cannot go to that audience")
         }
         if let pacing = intent.pacingSeconds, intent.kind != .update || !(pacing > 0) {
@@ -151,6 +152,23 @@ public final class Outbox: Sendable {
                                       WHERE la.visit_id = \(intent.visitId) AND la.retired_at_ms IS NULL)
                 ) tokens
                 ORDER BY target, registered_at_ms DESC
+                """
+        case .fallbackDevices:
+            // One target per visit and device; off wins (a device with Live Activities off gets the
+            // notification even with an activity of the visit).
+            targets = """
+                SELECT 'alert' || json_build_array(\(intent.visitId)::text, n.customer_id, n.device_id)::text AS target,
+                       NULL::text AS activity_id, n.device_id
+                FROM notification_tokens n
+                LEFT JOIN device_preferences p ON p.customer_id = n.customer_id AND p.device_id = n.device_id
+                WHERE n.customer_id = \(intent.customerId) AND n.retired_at_ms IS NULL
+                  AND (NOT COALESCE(p.live_activities_enabled, true)
+                       OR (NOT EXISTS (SELECT 1 FROM push_to_start_tokens s
+                                       WHERE s.customer_id = n.customer_id AND s.device_id = n.device_id
+                                         AND s.retired_at_ms IS NULL)
+                           AND NOT EXISTS (SELECT 1 FROM live_activities la
+                                           WHERE la.visit_id = \(intent.visitId) AND la.device_id = n.device_id
+                                             AND la.retired_at_ms IS NULL)))
                 """
         case .pendingStarts:
             // The waiting starts' own targets (so a start enqueued for a token rotated since is not

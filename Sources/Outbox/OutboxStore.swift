@@ -197,10 +197,13 @@ public struct OutboxStore: Sendable {
             -- LATERAL with LIMIT: one index probe per claimed row, never a join over every token.
             LEFT JOIN LATERAL (
                 SELECT la.push_token, la.environment, la.registered_at_ms, la.retired_at_ms FROM live_activities la
-                WHERE c.kind <> 'start' AND la.visit_id = c.visit_id AND la.activity_id = c.activity_id
+                WHERE c.kind IN ('update', 'end') AND la.visit_id = c.visit_id AND la.activity_id = c.activity_id
                 UNION ALL
                 SELECT st.push_token, st.environment, st.registered_at_ms, st.retired_at_ms FROM push_to_start_tokens st
                 WHERE c.kind = 'start' AND st.customer_id = c.customer_id AND st.device_id = c.device_id
+                UNION ALL
+                SELECT n.push_token, n.environment, n.registered_at_ms, n.retired_at_ms FROM notification_tokens n
+                WHERE c.kind = 'alert' AND n.customer_id = c.customer_id AND n.device_id = c.device_id
                 LIMIT 1
             ) tok ON true
             LEFT JOIN LATERAL (

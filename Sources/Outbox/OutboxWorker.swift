@@ -298,6 +298,8 @@ public final class OutboxWorker: Service {
                     let holder: TokenRegistry.Holder
                     if d.kind == .start, let device = d.deviceId {
                         holder = .pushToStart(customerId: d.customerId, deviceId: device)
+                    } else if d.kind == .alert, let device = d.deviceId {
+                        holder = .notificationDevice(customerId: d.customerId, deviceId: device)
                     } else if let activity = d.activityId {
                         holder = .liveActivity(visitId: d.visitId, activityId: activity)
                     } else {

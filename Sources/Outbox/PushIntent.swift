@@ -2,9 +2,9 @@
 /// (the exact `aps` body), to whom (an audience the outbox resolves into targets) and when.
 /// The outbox knows nothing of visits beyond these values.
 public struct PushIntent: Sendable, Hashable {
-    /// `aps.event`.
+    /// `aps.event`, or `alert` for an ordinary notification (contract §9: `apns-push-type: alert`).
     public enum Kind: String, Sendable, Hashable, CaseIterable {
-        case start, update, end
+        case start, update, end, alert
     }
 
     /// Who receives the push. Targets are resolved at enqueue time; tokens at send time.
@@ -21,6 +21,10 @@ public struct PushIntent: Sendable, Hashable {
         /// known outcome): the new start supersedes it (a new delivery, new apns-id, its own due time).
         /// Nothing for a target whose start went out, may have gone out, or never was.
         case pendingStarts
+        /// The customer's devices with a notification token that follow the visit without a Live Activity
+        /// (contract §9): Live Activities off on the device, or neither a push-to-start token nor a Live
+        /// Activity of the visit registered with its device id. An `alert`.
+        case fallbackDevices
     }
 
     public var visitId: String

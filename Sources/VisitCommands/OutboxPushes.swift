@@ -37,12 +37,14 @@ public struct OutboxPushes: PushEnqueuer {
             case .start: .start
             case .update: .update
             case .end: .end
+            case .alert: .alert
             }
         let defaultAudience: PushIntent.Audience =
             switch plan.audience {
             case .pushToStartTokens: .pushToStartTokens
             case .liveActivities: .liveActivities
             case .pendingStarts: .pendingStarts
+            case .fallbackDevices: .fallbackDevices
             }
         var staleDate: Int64? = nil
         var afterSending: Int64? = nil
