@@ -22,6 +22,8 @@ struct ClaimedDelivery: Sendable, Hashable {
     var pushToken: String?
     var environment: PushEnvironment?
     var registeredAtMs: Int64?
+    /// For an update or end: when its Live Activity began (first registration), epoch milliseconds.
+    var activityBeganAtMs: Int64?
     var tokenRetired: Bool
     var liveActivitiesEnabled: Bool
     /// The device reported `frequentPushesEnabled: true`: the larger priority-10 allowance (never reported: the smaller).

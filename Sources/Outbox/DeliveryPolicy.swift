@@ -7,6 +7,9 @@ enum DeliveryPolicy {
         case finish(DeliveryCompletion)
     }
 
+    /// The reason of a delivery cancelled because its Live Activity is past iOS's 8 hours.
+    static let lapsedReason = "the live activity lapsed: iOS ends it 8 hours after it began"
+
     /// Decides whether a claimed delivery goes out, and with which token and `apns-expiration`.
     static func preflight(_ d: ClaimedDelivery, now: Double, configuration: OutboxConfiguration) -> Preflight {
         func finish(_ state: DeliveryState, _ reason: String) -> Preflight {
@@ -19,6 +22,12 @@ enum DeliveryPolicy {
         guard d.liveActivitiesEnabled || d.kind == .alert else { return finish(.cancelled, "live activities switched off") }
         if d.kind == .start, d.startTokenReplaced {
             return finish(.cancelled, "push-to-start token replaced; the new token has its own start")
+        }
+        // Contract §9: iOS has ended the activity; a push to it would change nothing.
+        if d.kind == .update || d.kind == .end, let began = d.activityBeganAtMs,
+            now - Double(began) / 1000 >= configuration.activityLifetimeSeconds
+        {
+            return finish(.cancelled, DeliveryPolicy.lapsedReason)
         }
         if let last = d.lastSentTimestamp, d.apsTimestamp < last {
             return finish(.superseded, "target already received a newer state")

@@ -35,6 +35,8 @@ public struct OutboxConfiguration: Sendable {
     /// the rules' `budget`); `priority10PerHourFrequent` for a device that reported `frequentPushesEnabled`.
     public var priority10PerHour: Int = 12
     public var priority10PerHourFrequent: Int = 48
+    /// iOS ends a Live Activity this long after it began: nothing is sent to it afterwards (contract §9).
+    public var activityLifetimeSeconds: Double = 8 * 3600
 
     public init() {}
 }

@@ -174,6 +174,7 @@ public struct OutboxStore: Sendable {
                    c.kind, c.priority, c.aps_timestamp, c.body, c.stale_date, c.expires_after_sending, c.event_recorded_at,
                    c.created_at, c.attempts, c.outcome_unknown_since,
                    tok.push_token, tok.environment, tok.registered_at_ms, tok.retired_at_ms IS NOT NULL AS retired,
+                   tok.began_at_ms,
                    COALESCE(pref.live_activities_enabled, true) AS enabled,
                    COALESCE(pref.frequent_pushes_enabled, false) AS frequent,
                    CASE WHEN c.kind = 'update' AND c.priority = 10 THEN (
@@ -196,13 +197,16 @@ public struct OutboxStore: Sendable {
             FROM claimed c
             -- LATERAL with LIMIT: one index probe per claimed row, never a join over every token.
             LEFT JOIN LATERAL (
-                SELECT la.push_token, la.environment, la.registered_at_ms, la.retired_at_ms FROM live_activities la
+                SELECT la.push_token, la.environment, la.registered_at_ms, la.retired_at_ms, la.began_at_ms
+                FROM live_activities la
                 WHERE c.kind IN ('update', 'end') AND la.visit_id = c.visit_id AND la.activity_id = c.activity_id
                 UNION ALL
-                SELECT st.push_token, st.environment, st.registered_at_ms, st.retired_at_ms FROM push_to_start_tokens st
+                SELECT st.push_token, st.environment, st.registered_at_ms, st.retired_at_ms, NULL::bigint
+                FROM push_to_start_tokens st
                 WHERE c.kind = 'start' AND st.customer_id = c.customer_id AND st.device_id = c.device_id
                 UNION ALL
-                SELECT n.push_token, n.environment, n.registered_at_ms, n.retired_at_ms FROM notification_tokens n
+                SELECT n.push_token, n.environment, n.registered_at_ms, n.retired_at_ms, NULL::bigint
+                FROM notification_tokens n
                 WHERE c.kind = 'alert' AND n.customer_id = c.customer_id AND n.device_id = c.device_id
                 LIMIT 1
             ) tok ON true
@@ -223,7 +227,8 @@ public struct OutboxStore: Sendable {
                 eventRecordedAt: try row.double("event_recorded_at"), createdAt: try row.double("created_at"),
                 attempt: try row.int("attempts"), outcomeUnknownSince: row.optionalDouble("outcome_unknown_since"),
                 pushToken: row["push_token"], environment: row["environment"].flatMap(PushEnvironment.init(rawValue:)),
-                registeredAtMs: row.optionalInt64("registered_at_ms"), tokenRetired: try row.bool("retired"),
+                registeredAtMs: row.optionalInt64("registered_at_ms"), activityBeganAtMs: row.optionalInt64("began_at_ms"),
+                tokenRetired: try row.bool("retired"),
                 liveActivitiesEnabled: try row.bool("enabled"), frequentPushesEnabled: try row.bool("frequent"),
                 priority10SentLastHour: try row.int("priority10_last_hour"),
                 lastSentTimestamp: row.optionalInt64("last_sent_timestamp"),

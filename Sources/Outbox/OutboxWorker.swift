@@ -195,7 +195,13 @@ public final class OutboxWorker: Service {
                 continue
             }
             switch DeliveryPolicy.preflight(d, now: claimedAt, configuration: configuration) {
-            case .finish(let completion): completions.append(completion)
+            case .finish(let completion):
+                if completion.reason == DeliveryPolicy.lapsedReason {
+                    metrics.increment(
+                        "livevisits_activities_lapsed_total",
+                        help: "Pushes not sent because their Live Activity is past iOS's 8 hours.")
+                }
+                completions.append(completion)
             case .send(let push):
                 if push.priority.rawValue != d.priority {
                     metrics.increment(

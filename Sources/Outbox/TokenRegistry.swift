@@ -62,7 +62,7 @@ public struct TokenRegistry: Sendable {
                 SELECT push_token, retired_at_ms FROM \(identifier: table) WHERE \(holder.matches)
             )
             INSERT INTO \(identifier: table) (\(holder.insertColumns), push_token, environment, registered_at_ms)
-            VALUES (\(holder.insertValues(deviceId: deviceId)), \(token), \(environment.rawValue), \(nowMs))
+            VALUES (\(holder.insertValues(deviceId: deviceId, nowMs: nowMs)), \(token), \(environment.rawValue), \(nowMs))
             ON CONFLICT (\(holder.keyColumns)) DO UPDATE
             SET push_token = EXCLUDED.push_token, environment = EXCLUDED.environment,
                 device_id = COALESCE(EXCLUDED.device_id, \(identifier: table).device_id),
@@ -253,15 +253,16 @@ extension TokenRegistry.Holder {
     /// The columns a registration inserts besides the token: the key and the device.
     var insertColumns: PostgresQuery {
         switch self {
-        case .liveActivity: "visit_id, activity_id, device_id"
+        case .liveActivity: "visit_id, activity_id, device_id, began_at_ms"
         case .pushToStart, .notificationDevice: "customer_id, device_id"
         }
     }
 
     /// The values of `insertColumns`. A Live Activity's device is optional; a push-to-start token's is its key.
-    func insertValues(deviceId: String?) -> PostgresQuery {
+    /// A Live Activity also records when it began (its first registration; a rotation keeps it).
+    func insertValues(deviceId: String?, nowMs: Int64) -> PostgresQuery {
         switch self {
-        case .liveActivity(let visitId, let activityId): "\(visitId), \(activityId), \(deviceId)"
+        case .liveActivity(let visitId, let activityId): "\(visitId), \(activityId), \(deviceId), \(nowMs)"
         case .pushToStart(let customerId, let deviceId), .notificationDevice(let customerId, let deviceId):
             "\(customerId), \(deviceId)"
         }

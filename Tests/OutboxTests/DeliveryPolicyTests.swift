@@ -145,4 +145,31 @@ import Testing
         #expect(try await worker.runOnce() == 0)
         #expect(try await f.count(.superseded) == 1)
     }
+
+    // MARK: eight hours
+
+    @Test func nothingIsSentToAnActivityEightHoursAfterItBegan() async throws {
+        let clock = ManualClock(now: Self.t0)
+        let f = try await OutboxFixture.make(clock: clock)
+        defer { Task { await f.close() } }
+        try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
+        let metrics = Metrics()
+        let sender = RecordingSender()
+        let worker = f.worker(sender, metrics: metrics)
+        let t0 = Int64(Self.t0)
+        clock.advance(by: 8 * 3600 - 10)
+        // A rotation does not restart the clock: the activity is the same one.
+        try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1-rotated"))
+        _ = try await f.enqueue(update("v-1", timestamp: t0 + 8 * 3600 - 10, stale: t0 + 9 * 3600, note: "late"))
+        try await f.drain(worker)
+        #expect(sender.calls.count == 1)
+        clock.advance(by: 20)
+        _ = try await f.enqueue(update("v-1", timestamp: t0 + 8 * 3600 + 10, stale: t0 + 9 * 3600, note: "lapsed"))
+        _ = try await f.enqueue(end("v-1", timestamp: t0 + 8 * 3600 + 11))
+        try await f.drain(worker)
+        #expect(sender.calls.count == 1)
+        #expect(metrics.value("livevisits_activities_lapsed_total") ?? 0 >= 1)
+        let cancelled = try await f.store.list(state: .cancelled)
+        #expect(cancelled.contains { $0.kind == .end && $0.lastReason?.contains("8 hours") == true })
+    }
 }
