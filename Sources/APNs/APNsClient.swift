@@ -85,7 +85,7 @@ public final class APNsClient: Service {
             url: configuration.url(for: request),
             headers: [
                 "apns-push-type: \(request.pushType.rawValue)",
-                "apns-topic: \(configuration.topic)",
+                "apns-topic: \(configuration.topic(for: request.pushType))",
                 "apns-priority: \(request.priority.rawValue)",
                 "apns-expiration: \(request.expiration)",
                 "apns-id: \(request.apnsId)",

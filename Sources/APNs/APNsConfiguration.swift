@@ -51,7 +51,15 @@ public struct APNsConfiguration: Sendable {
     }
 
     /// `apns-topic` for Live Activity pushes: `<bundle>.push-type.liveactivity`.
-    public var topic: String { "\(bundleId).push-type.liveactivity" }
+    public var topic: String { topic(for: .liveactivity) }
+
+    /// `apns-topic` for a push type: `<bundle>.push-type.liveactivity`, or the bare bundle id for `alert`.
+    public func topic(for pushType: APNsPushType) -> String {
+        switch pushType {
+        case .liveactivity: "\(bundleId).push-type.liveactivity"
+        case .alert: bundleId
+        }
+    }
 
     /// The base URL tokens of `environment` are sent to.
     public func baseURL(for environment: APNsEnvironment) -> String {

@@ -1,4 +1,6 @@
-/// The `apns-push-type` header. LiveVisits only sends Live Activity pushes.
+/// The `apns-push-type` header: Live Activity pushes, and the ordinary notifications a device without a
+/// Live Activity gets instead (contract §9). Each has its own topic (`APNsConfiguration.topic(for:)`).
 public enum APNsPushType: String, Sendable, Hashable {
     case liveactivity
+    case alert
 }

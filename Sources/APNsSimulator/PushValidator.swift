@@ -38,11 +38,23 @@ struct PushValidator: Sendable {
         }
 
         guard let topic = request.header("apns-topic"), !topic.isEmpty else { return refuse(400, SimulatorReason.missingTopic) }
-        guard topic.hasSuffix(APNsSimulator.topicSuffix), topic.count > APNsSimulator.topicSuffix.count else {
+        // The topic goes with the push type: `<bundle>.push-type.liveactivity` for a Live Activity push,
+        // the bare bundle id for an ordinary notification (`alert`, contract §9).
+        let pushType = request.header("apns-push-type")
+        guard pushType == "liveactivity" || pushType == "alert" else { return refuse(400, SimulatorReason.invalidPushType) }
+        let isLiveActivity = pushType == "liveactivity"
+        if isLiveActivity {
+            guard topic.hasSuffix(APNsSimulator.topicSuffix), topic.count > APNsSimulator.topicSuffix.count else {
+                return refuse(400, SimulatorReason.badTopic)
+            }
+        } else if topic.hasSuffix(APNsSimulator.topicSuffix) {
             return refuse(400, SimulatorReason.badTopic)
         }
-        if let expectedTopic, topic != expectedTopic { return refuse(400, SimulatorReason.deviceTokenNotForTopic) }
-        guard request.header("apns-push-type") == "liveactivity" else { return refuse(400, SimulatorReason.invalidPushType) }
+        if let expectedTopic {
+            let expected =
+                isLiveActivity ? expectedTopic : String(expectedTopic.dropLast(APNsSimulator.topicSuffix.count))
+            if topic != expected { return refuse(400, SimulatorReason.deviceTokenNotForTopic) }
+        }
         if let priority = request.header("apns-priority"), priority != "5", priority != "10" {
             return refuse(400, SimulatorReason.badPriority)
         }
@@ -59,7 +71,8 @@ struct PushValidator: Sendable {
         guard request.bodySize > 0 else { return refuse(400, SimulatorReason.payloadEmpty) }
         guard request.bodySize <= maximumPayloadSize else { return refuse(413, SimulatorReason.payloadTooLarge) }
         guard let json, json.isObject else { return refuse(400, SimulatorReason.badPayload) }
-        guard PushValidator.isLiveActivityPayload(json) else { return refuse(400, SimulatorReason.badPayload) }
+        let validPayload = isLiveActivity ? PushValidator.isLiveActivityPayload(json) : PushValidator.isAlertPayload(json)
+        guard validPayload else { return refuse(400, SimulatorReason.badPayload) }
         return .accept(tokenSummary, json)
     }
 
@@ -102,6 +115,15 @@ struct PushValidator: Sendable {
             else { return false }
         }
         return true
+    }
+
+    /// An ordinary notification: `aps` an object whose `alert` is a string or an object.
+    static func isAlertPayload(_ json: JSONValue) -> Bool {
+        guard let aps = json["aps"], aps.isObject, let alert = aps["alert"] else { return false }
+        switch alert {
+        case .string, .object: return true
+        default: return false
+        }
     }
 
     static func isHexDigit(_ byte: UInt8) -> Bool {

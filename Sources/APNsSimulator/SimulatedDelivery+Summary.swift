@@ -12,7 +12,7 @@ extension SimulatedDelivery {
         parts.append(status == 0 ? "---" : String(status))
         if let reason { parts.append(reason) }
         let aps = self.aps
-        parts.append(aps?["event"]?.stringValue ?? "-")
+        parts.append(aps?["event"]?.stringValue ?? (header("apns-push-type") == "alert" ? "notification" : "-"))
         parts.append("p" + (header("apns-priority") ?? "10"))
         if let token = deviceToken { parts.append("token=" + Logger.fingerprint(token)) }
         if let alert = aps?["alert"] {

@@ -33,6 +33,16 @@ extension LiveVisitsAPI {
             writing { request, params, caller in
                 try forgetPushToStart(request, customer: params["id"], device: params["deviceId"], caller: caller)
             })
+        router.add(
+            .put, "/v1/customers/{id}/devices/{deviceId}/notification-token", through: idempotent,
+            writing { request, params, caller in
+                try registerNotificationToken(request, customer: params["id"], device: params["deviceId"], caller: caller)
+            })
+        router.add(
+            .delete, "/v1/customers/{id}/devices/{deviceId}/notification-token", through: idempotent,
+            writing { request, params, caller in
+                try forgetNotificationToken(request, customer: params["id"], device: params["deviceId"], caller: caller)
+            })
     }
 
     /// The customer id in the path, when the caller is that customer's key.
@@ -137,6 +147,35 @@ extension LiveVisitsAPI {
                 after = (last.scheduledAt, last.booked)
             }
             return Answer(status: 204, body: "", enqueuedPushes: started)
+        }
+    }
+
+    /// A device's ordinary APNs token (contract §9): the fallback notifications go to it.
+    func registerNotificationToken(_ request: HTTPRequest, customer: String?, device: String?, caller: Caller) throws
+        -> Write
+    {
+        let environment = self.environment
+        let customerId = try LiveVisitsAPI.customer(caller, id: customer)
+        let deviceId = try RequestChecks.id(device, name: "device")
+        let body = try RequestBody(request)
+        try body.allowOnly(["pushToken", "environment"])
+        let token = try body.requiredString("pushToken", maxBytes: 400)
+        let pushEnvironment = try LiveVisitsAPI.environment(body)
+        return Write { c in
+            try environment.tokens.register(
+                .notificationDevice(customerId: customerId, deviceId: deviceId), pushToken: token,
+                environment: pushEnvironment, on: c)
+            return Answer(status: 204, body: "")
+        }
+    }
+
+    func forgetNotificationToken(_ request: HTTPRequest, customer: String?, device: String?, caller: Caller) throws -> Write {
+        let environment = self.environment
+        let customerId = try LiveVisitsAPI.customer(caller, id: customer)
+        let deviceId = try RequestChecks.id(device, name: "device")
+        return Write { c in
+            _ = try environment.tokens.forget(.notificationDevice(customerId: customerId, deviceId: deviceId), on: c)
+            return Answer(status: 204, body: "")
         }
     }
 

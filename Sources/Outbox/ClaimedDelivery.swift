@@ -22,8 +22,14 @@ struct ClaimedDelivery: Sendable, Hashable {
     var pushToken: String?
     var environment: PushEnvironment?
     var registeredAtMs: Int64?
+    /// For an update or end: when its Live Activity began (first registration), epoch milliseconds.
+    var activityBeganAtMs: Int64?
     var tokenRetired: Bool
     var liveActivitiesEnabled: Bool
+    /// The device reported `frequentPushesEnabled: true`: the larger priority-10 allowance (never reported: the smaller).
+    var frequentPushesEnabled: Bool
+    /// For a priority-10 update: the target's priority-10 pushes acknowledged in the last hour (else 0).
+    var priority10SentLastHour: Int
     var lastSentTimestamp: Int64?
     /// For a start: the device's push-to-start token is no longer the one the start was enqueued for (its
     /// target names the token); the new token has a start of its own.

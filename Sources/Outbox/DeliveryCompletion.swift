@@ -12,6 +12,8 @@ struct DeliveryCompletion: Sendable, Hashable {
     var attempt: Int?
     var attemptedAt: Double?
     var latency: Double?
+    /// The `apns-priority` the attempt went with (its plan's, or 5 after a downgrade).
+    var sentPriority: Int?
     /// For a retry: the backoff chosen (seconds from now).
     var retryAfter: Double?
 }

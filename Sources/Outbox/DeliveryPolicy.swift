@@ -7,6 +7,9 @@ enum DeliveryPolicy {
         case finish(DeliveryCompletion)
     }
 
+    /// The reason of a delivery cancelled because its Live Activity is past iOS's 8 hours.
+    static let lapsedReason = "the live activity lapsed: iOS ends it 8 hours after it began"
+
     /// Decides whether a claimed delivery goes out, and with which token and `apns-expiration`.
     static func preflight(_ d: ClaimedDelivery, now: Double, configuration: OutboxConfiguration) -> Preflight {
         func finish(_ state: DeliveryState, _ reason: String) -> Preflight {
@@ -15,9 +18,16 @@ enum DeliveryPolicy {
         guard let token = d.pushToken, let environment = d.environment, !d.tokenRetired else {
             return finish(.cancelled, "token retired")
         }
-        guard d.liveActivitiesEnabled else { return finish(.cancelled, "live activities switched off") }
+        // An ordinary notification is what a device with Live Activities off gets (contract §9).
+        guard d.liveActivitiesEnabled || d.kind == .alert else { return finish(.cancelled, "live activities switched off") }
         if d.kind == .start, d.startTokenReplaced {
             return finish(.cancelled, "push-to-start token replaced; the new token has its own start")
+        }
+        // Contract §9: iOS has ended the activity; a push to it would change nothing.
+        if d.kind == .update || d.kind == .end, let began = d.activityBeganAtMs,
+            now - Double(began) / 1000 >= configuration.activityLifetimeSeconds
+        {
+            return finish(.cancelled, DeliveryPolicy.lapsedReason)
         }
         if let last = d.lastSentTimestamp, d.apsTimestamp < last {
             return finish(.superseded, "target already received a newer state")
@@ -34,6 +44,14 @@ enum DeliveryPolicy {
         if d.kind == .start, d.visitHasLiveActivity {
             return finish(.cancelled, "the visit already has a live activity")
         }
+        // Contract §8: a planned-10 update over the target's hourly allowance goes at 5 (headers only).
+        // Starts and ends always go at 10 (and count).
+        var priority = PushPriority(rawValue: d.priority) ?? .immediate
+        let allowance =
+            d.frequentPushesEnabled ? configuration.priority10PerHourFrequent : configuration.priority10PerHour
+        if d.kind == .update, priority == .immediate, d.priority10SentLastHour >= allowance {
+            priority = .low
+        }
         let sentAt = Int64(now.rounded(.down))
         let expiration: Int64
         switch (d.kind, d.staleDate, d.expiresAfterSending) {
@@ -47,18 +65,20 @@ enum DeliveryPolicy {
         }
         return .send(
             OutgoingPush(
-                deviceToken: token, environment: environment, priority: PushPriority(rawValue: d.priority) ?? .immediate,
-                expiration: expiration, apnsId: d.apnsId, body: d.body))
+                deviceToken: token, environment: environment, priority: priority, expiration: expiration, apnsId: d.apnsId,
+                body: d.body, pushType: d.kind == .alert ? .alert : .liveActivity))
     }
 
     /// How a send's outcome ends the lease. `tokenRetired` tells, for a dead-token answer, whether the
     /// token was actually retired (a 410 older than the latest registration is not).
     static func completion(
-        of d: ClaimedDelivery, outcome: PushOutcome, attemptedAt: Double, now: Double, tokenRetired: Bool,
+        of d: ClaimedDelivery, outcome: PushOutcome, sentPriority: Int? = nil, attemptedAt: Double, now: Double,
+        tokenRetired: Bool,
         configuration: OutboxConfiguration, random: Double
     ) -> DeliveryCompletion {
         var c = DeliveryCompletion(
-            id: d.id, state: .sent, attempt: d.attempt, attemptedAt: attemptedAt, latency: outcome.latency)
+            id: d.id, state: .sent, attempt: d.attempt, attemptedAt: attemptedAt, latency: outcome.latency,
+            sentPriority: sentPriority)
         guard case .failed(let failure) = outcome else {
             c.status = 200
             return c

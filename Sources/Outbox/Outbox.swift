@@ -103,7 +103,11 @@ public final class Outbox: Sendable {
         switch (intent.kind, intent.audience) {
         case (.start, .pushToStartTokens), (.start, .pushToStartDevice), (.start, .pendingStarts): break
         case (.update, .liveActivities), (.update, .activity), (.end, .liveActivities), (.end, .activity): break
+        case (.alert, .fallbackDevices): break
         default: throw invalid("a \(intent.kind.rawValue) cannot go to that audience")
+        }
+        if let pacing = intent.pacingSeconds, intent.kind != .update || !(pacing > 0) {
+            throw invalid("only updates are paced, by a positive interval")
         }
         if intent.kind == .update && intent.staleDate == nil {
             throw invalid("an update needs its stale date (its apns-expiration)")
@@ -149,6 +153,23 @@ public final class Outbox: Sendable {
                 ) tokens
                 ORDER BY target, registered_at_ms DESC
                 """
+        case .fallbackDevices:
+            // One target per visit and device; off wins (a device with Live Activities off gets the
+            // notification even with an activity of the visit).
+            targets = """
+                SELECT 'alert' || json_build_array(\(intent.visitId)::text, n.customer_id, n.device_id)::text AS target,
+                       NULL::text AS activity_id, n.device_id
+                FROM notification_tokens n
+                LEFT JOIN device_preferences p ON p.customer_id = n.customer_id AND p.device_id = n.device_id
+                WHERE n.customer_id = \(intent.customerId) AND n.retired_at_ms IS NULL
+                  AND (NOT COALESCE(p.live_activities_enabled, true)
+                       OR (NOT EXISTS (SELECT 1 FROM push_to_start_tokens s
+                                       WHERE s.customer_id = n.customer_id AND s.device_id = n.device_id
+                                         AND s.retired_at_ms IS NULL)
+                           AND NOT EXISTS (SELECT 1 FROM live_activities la
+                                           WHERE la.visit_id = \(intent.visitId) AND la.device_id = n.device_id
+                                             AND la.retired_at_ms IS NULL)))
+                """
         case .pendingStarts:
             // The waiting starts' own targets (so a start enqueued for a token rotated since is not
             // re-planned for the new one: it is cancelled at claim, and the new token has its own).
@@ -161,6 +182,7 @@ public final class Outbox: Sendable {
                                   WHERE la.visit_id = \(intent.visitId) AND la.retired_at_ms IS NULL)
                 """
         }
+        let pacing = intent.pacingSeconds
         let expires =
             intent.expiresAfterSendingSeconds ?? (intent.kind == .update ? nil : configuration.startEndExpirationSeconds)
         return """
@@ -186,11 +208,18 @@ public final class Outbox: Sendable {
             inserted AS (
                 INSERT INTO deliveries (apns_id, target, visit_id, customer_id, activity_id, device_id, kind, priority,
                                         aps_timestamp, body, stale_date, expires_after_sending, visit_version,
-                                        event_recorded_at, created_at, next_attempt_at)
+                                        event_recorded_at, created_at, next_attempt_at, paced_seconds)
                 SELECT gen_random_uuid(), f.target, \(intent.visitId), \(intent.customerId), f.activity_id, f.device_id,
                        \(kind), \(intent.priority)::integer, \(intent.apsTimestamp)::bigint, \(body), \(intent.staleDate)::bigint,
                        \(expires)::bigint, \(intent.visitVersion)::bigint, \(intent.eventRecordedAt)::float8, \(now)::float8,
-                       \(due)::float8
+                       -- Paced (contract §8): not before the interval since the target's last paced send (acknowledged,
+                       -- or on the wire now) has passed. GREATEST ignores the NULLs of a target without one.
+                       CASE WHEN \(pacing)::float8 IS NULL THEN \(due)::float8 ELSE GREATEST(\(due)::float8,
+                           (SELECT x.last_paced_at FROM delivery_targets x WHERE x.target = f.target) + \(pacing)::float8,
+                           (SELECT max(o.claimed_at) FROM deliveries o
+                            WHERE o.target = f.target AND o.state = 'sending' AND o.paced_seconds IS NOT NULL)
+                               + \(pacing)::float8) END,
+                       \(pacing)::float8
                 FROM fresh f
                 RETURNING id, target
             ),

@@ -31,6 +31,12 @@ public struct OutboxConfiguration: Sendable {
     /// a configuration alert that pauses sending.
     public var topicAlertThreshold: Int = 20
     public var topicAlertWindowSeconds: Double = 60
+    /// The priority-10 pushes a target may get per hour before planned-10 updates go at 5 (contract §8;
+    /// the rules' `budget`); `priority10PerHourFrequent` for a device that reported `frequentPushesEnabled`.
+    public var priority10PerHour: Int = 12
+    public var priority10PerHourFrequent: Int = 48
+    /// iOS ends a Live Activity this long after it began: nothing is sent to it afterwards (contract §9).
+    public var activityLifetimeSeconds: Double = 8 * 3600
 
     public init() {}
 }

@@ -10,7 +10,10 @@ public struct OutboxDelivery: Sendable, Hashable {
     public var deviceId: String?
     public var kind: PushIntent.Kind
     public var state: DeliveryState
+    /// The planned `apns-priority`.
     public var priority: Int
+    /// The `apns-priority` its last attempt went with (5 when the budget downgraded it); nil before one.
+    public var sentPriority: Int?
     public var apsTimestamp: Int64
     public var visitVersion: Int64
     public var attempts: Int
@@ -20,5 +23,4 @@ public struct OutboxDelivery: Sendable, Hashable {
     public var finishedAt: Double?
     public var lastStatus: Int?
     public var lastReason: String?
-
 }

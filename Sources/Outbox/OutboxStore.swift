@@ -23,7 +23,8 @@ public struct OutboxStore: Sendable {
             try connection.query(
                 """
                 SELECT id, apns_id::text AS apns_id, visit_id, customer_id, activity_id, device_id, kind, state, priority,
-                       aps_timestamp, visit_version, attempts, created_at, next_attempt_at, finished_at, last_status, last_reason
+                       sent_priority, aps_timestamp, visit_version, attempts, created_at, next_attempt_at, finished_at,
+                       last_status, last_reason
                 FROM deliveries WHERE (\(stateText)::text IS NULL OR state = \(stateText))
                 ORDER BY id DESC LIMIT \(limit)
                 """
@@ -37,7 +38,8 @@ public struct OutboxStore: Sendable {
             try connection.query(
                 """
                 SELECT id, apns_id::text AS apns_id, visit_id, customer_id, activity_id, device_id, kind, state, priority,
-                       aps_timestamp, visit_version, attempts, created_at, next_attempt_at, finished_at, last_status, last_reason
+                       sent_priority, aps_timestamp, visit_version, attempts, created_at, next_attempt_at, finished_at,
+                       last_status, last_reason
                 FROM deliveries WHERE id = \(id)
                 """
             ).rows.first.map(OutboxStore.delivery)
@@ -125,6 +127,7 @@ public struct OutboxStore: Sendable {
             customerId: try row.string("customer_id"), activityId: row["activity_id"], deviceId: row["device_id"],
             kind: PushIntent.Kind(rawValue: try row.string("kind")) ?? .update,
             state: DeliveryState(rawValue: try row.string("state")) ?? .pending, priority: try row.int("priority"),
+            sentPriority: row.optionalInt64("sent_priority").map(Int.init),
             apsTimestamp: try row.int64("aps_timestamp"), visitVersion: try row.int64("visit_version"),
             attempts: try row.int("attempts"), createdAt: try row.double("created_at"),
             nextAttemptAt: try row.double("next_attempt_at"), finishedAt: row.optionalDouble("finished_at"),
@@ -136,6 +139,10 @@ public struct OutboxStore: Sendable {
     /// Claims up to `limit` due deliveries under `lease` (one statement): due, pending, no other delivery of
     /// the same target in flight, and none newer pending for it; `FOR UPDATE SKIP LOCKED`, so concurrent
     /// workers never claim the same row.
+    ///
+    /// Each priority-10 update also gets its target's priority-10 pushes of the last hour (the budget,
+    /// contract §8), counted from the delivery records in the same statement: one index probe per such row,
+    /// shared by every worker on the database.
     static func claim(limit: Int, lease: String, leaseSeconds: Double, now: Double, on connection: PostgresConnection) throws
         -> [ClaimedDelivery]
     {
@@ -167,8 +174,14 @@ public struct OutboxStore: Sendable {
                    c.kind, c.priority, c.aps_timestamp, c.body, c.stale_date, c.expires_after_sending, c.event_recorded_at,
                    c.created_at, c.attempts, c.outcome_unknown_since,
                    tok.push_token, tok.environment, tok.registered_at_ms, tok.retired_at_ms IS NOT NULL AS retired,
-                   COALESCE((SELECT p.live_activities_enabled FROM device_preferences p
-                             WHERE p.customer_id = c.customer_id AND p.device_id = c.device_id), true) AS enabled,
+                   tok.began_at_ms,
+                   COALESCE(pref.live_activities_enabled, true) AS enabled,
+                   COALESCE(pref.frequent_pushes_enabled, false) AS frequent,
+                   CASE WHEN c.kind = 'update' AND c.priority = 10 THEN (
+                       SELECT count(*) FROM deliveries s
+                       WHERE s.target = c.target AND s.state = 'sent' AND s.sent_priority = 10
+                         AND s.finished_at > \(now - 3600)::float8)
+                   ELSE 0 END AS priority10_last_hour,
                    (SELECT t.last_sent_timestamp FROM delivery_targets t WHERE t.target = c.target) AS last_sent_timestamp,
                    -- A start names the token it was enqueued for; one rotated since has a start of its own.
                    (c.kind = 'start' AND tok.push_token IS NOT NULL
@@ -184,13 +197,23 @@ public struct OutboxStore: Sendable {
             FROM claimed c
             -- LATERAL with LIMIT: one index probe per claimed row, never a join over every token.
             LEFT JOIN LATERAL (
-                SELECT la.push_token, la.environment, la.registered_at_ms, la.retired_at_ms FROM live_activities la
-                WHERE c.kind <> 'start' AND la.visit_id = c.visit_id AND la.activity_id = c.activity_id
+                SELECT la.push_token, la.environment, la.registered_at_ms, la.retired_at_ms, la.began_at_ms
+                FROM live_activities la
+                WHERE c.kind IN ('update', 'end') AND la.visit_id = c.visit_id AND la.activity_id = c.activity_id
                 UNION ALL
-                SELECT st.push_token, st.environment, st.registered_at_ms, st.retired_at_ms FROM push_to_start_tokens st
+                SELECT st.push_token, st.environment, st.registered_at_ms, st.retired_at_ms, NULL::bigint
+                FROM push_to_start_tokens st
                 WHERE c.kind = 'start' AND st.customer_id = c.customer_id AND st.device_id = c.device_id
+                UNION ALL
+                SELECT n.push_token, n.environment, n.registered_at_ms, n.retired_at_ms, NULL::bigint
+                FROM notification_tokens n
+                WHERE c.kind = 'alert' AND n.customer_id = c.customer_id AND n.device_id = c.device_id
                 LIMIT 1
             ) tok ON true
+            LEFT JOIN LATERAL (
+                SELECT p.live_activities_enabled, p.frequent_pushes_enabled FROM device_preferences p
+                WHERE p.customer_id = c.customer_id AND p.device_id = c.device_id
+            ) pref ON true
             ORDER BY c.id
             """)
         return try rows.rows.map { row in
@@ -204,8 +227,11 @@ public struct OutboxStore: Sendable {
                 eventRecordedAt: try row.double("event_recorded_at"), createdAt: try row.double("created_at"),
                 attempt: try row.int("attempts"), outcomeUnknownSince: row.optionalDouble("outcome_unknown_since"),
                 pushToken: row["push_token"], environment: row["environment"].flatMap(PushEnvironment.init(rawValue:)),
-                registeredAtMs: row.optionalInt64("registered_at_ms"), tokenRetired: try row.bool("retired"),
-                liveActivitiesEnabled: try row.bool("enabled"), lastSentTimestamp: row.optionalInt64("last_sent_timestamp"),
+                registeredAtMs: row.optionalInt64("registered_at_ms"), activityBeganAtMs: row.optionalInt64("began_at_ms"),
+                tokenRetired: try row.bool("retired"),
+                liveActivitiesEnabled: try row.bool("enabled"), frequentPushesEnabled: try row.bool("frequent"),
+                priority10SentLastHour: try row.int("priority10_last_hour"),
+                lastSentTimestamp: row.optionalInt64("last_sent_timestamp"),
                 startTokenReplaced: try row.bool("token_replaced"), visitHasLiveActivity: try row.bool("visit_has_activity"),
                 activityRegisteredSinceUnknown: try row.bool("registered_since"))
         }
@@ -229,13 +255,15 @@ public struct OutboxStore: Sendable {
         let attemptedAt = PostgresNullableArray(completions.map(\.attemptedAt))
         let latencies = PostgresNullableArray(completions.map(\.latency))
         let retryAfters = PostgresNullableArray(completions.map(\.retryAfter))
+        let sentPriorities = PostgresNullableArray(completions.map(\.sentPriority))
         let rows = try connection.query(
             """
             WITH input AS (
                 SELECT * FROM unnest(\(ids)::bigint[], \(states)::text[], \(next)::float8[], \(statuses)::int[],
                                      \(reasons)::text[], \(unknown)::float8[], \(attempts)::int[], \(attemptedAt)::float8[],
-                                     \(latencies)::float8[], \(retryAfters)::float8[])
-                    AS x(id, state, next_attempt_at, status, reason, unknown_since, attempt, attempted_at, latency, retry_after)
+                                     \(latencies)::float8[], \(retryAfters)::float8[], \(sentPriorities)::int[])
+                    AS x(id, state, next_attempt_at, status, reason, unknown_since, attempt, attempted_at, latency, retry_after,
+                         sent_priority)
             ),
             done AS (
                 UPDATE deliveries d
@@ -245,10 +273,11 @@ public struct OutboxStore: Sendable {
                     last_reason = COALESCE(i.reason, CASE WHEN i.attempt IS NULL THEN d.last_reason END),
                     outcome_unknown_since = CASE WHEN i.state = 'pending' THEN i.unknown_since ELSE d.outcome_unknown_since END,
                     finished_at = CASE WHEN i.state = 'pending' THEN NULL ELSE \(now)::float8 END,
+                    sent_priority = COALESCE(i.sent_priority, d.sent_priority),
                     lease_token = NULL, lease_expires_at = NULL
                 FROM input i
                 WHERE d.id = ANY (\(ids)::bigint[]) AND d.id = i.id AND d.lease_token = \(lease)::uuid AND d.state = 'sending'
-                RETURNING d.id, d.target, d.aps_timestamp, d.state
+                RETURNING d.id, d.target, d.aps_timestamp, d.state, d.claimed_at, d.paced_seconds
             ),
             recorded AS (
                 INSERT INTO delivery_attempts (delivery_id, attempt, attempted_at, status, reason, latency_seconds, retry_after_seconds)
@@ -257,10 +286,12 @@ public struct OutboxStore: Sendable {
                 ON CONFLICT DO NOTHING
             ),
             marked AS (
-                INSERT INTO delivery_targets (target, last_sent_timestamp)
-                SELECT target, max(aps_timestamp) FROM done WHERE state = 'sent' GROUP BY target
+                INSERT INTO delivery_targets (target, last_sent_timestamp, last_paced_at)
+                SELECT target, max(aps_timestamp), max(claimed_at) FILTER (WHERE paced_seconds IS NOT NULL)
+                FROM done WHERE state = 'sent' GROUP BY target
                 ON CONFLICT (target) DO UPDATE
-                SET last_sent_timestamp = GREATEST(delivery_targets.last_sent_timestamp, EXCLUDED.last_sent_timestamp)
+                SET last_sent_timestamp = GREATEST(delivery_targets.last_sent_timestamp, EXCLUDED.last_sent_timestamp),
+                    last_paced_at = GREATEST(delivery_targets.last_paced_at, EXCLUDED.last_paced_at)
             )
             SELECT id FROM done
             """)

@@ -195,8 +195,20 @@ public final class OutboxWorker: Service {
                 continue
             }
             switch DeliveryPolicy.preflight(d, now: claimedAt, configuration: configuration) {
-            case .finish(let completion): completions.append(completion)
-            case .send(let push): toSend.append((d, push))
+            case .finish(let completion):
+                if completion.reason == DeliveryPolicy.lapsedReason {
+                    metrics.increment(
+                        "livevisits_activities_lapsed_total",
+                        help: "Pushes not sent because their Live Activity is past iOS's 8 hours.")
+                }
+                completions.append(completion)
+            case .send(let push):
+                if push.priority.rawValue != d.priority {
+                    metrics.increment(
+                        "livevisits_apns_priority_downgrades_total",
+                        help: "Pushes planned at priority 10 sent at 5: their target had spent its hourly allowance.")
+                }
+                toSend.append((d, push))
             }
         }
 
@@ -292,6 +304,8 @@ public final class OutboxWorker: Service {
                     let holder: TokenRegistry.Holder
                     if d.kind == .start, let device = d.deviceId {
                         holder = .pushToStart(customerId: d.customerId, deviceId: device)
+                    } else if d.kind == .alert, let device = d.deviceId {
+                        holder = .notificationDevice(customerId: d.customerId, deviceId: device)
                     } else if let activity = d.activityId {
                         holder = .liveActivity(visitId: d.visitId, activityId: activity)
                     } else {
@@ -347,7 +361,8 @@ public final class OutboxWorker: Service {
                 setAlert(false)
             }
             return DeliveryPolicy.completion(
-                of: s.delivery, outcome: s.outcome, attemptedAt: s.attemptedAt, now: now,
+                of: s.delivery, outcome: s.outcome, sentPriority: s.push.priority.rawValue, attemptedAt: s.attemptedAt,
+                now: now,
                 tokenRetired: retired[s.delivery.id] ?? false, configuration: configuration,
                 random: Double.random(in: 0...1))
         }

@@ -5,6 +5,8 @@ import Runtime
 public struct OutgoingPush: Sendable, Hashable, CustomStringConvertible {
     /// The Live Activity's update token, or the device's push-to-start token (hex). A secret in logs.
     public var deviceToken: String
+    /// A Live Activity push, or an ordinary notification (contract §9: its own topic, the bare bundle id).
+    public var pushType: PushType
     /// Which push service the token belongs to.
     public var environment: PushEnvironment
     /// Delivered at once (alerts, `start`, `end`) or as routine.
@@ -18,14 +20,23 @@ public struct OutgoingPush: Sendable, Hashable, CustomStringConvertible {
 
     public init(
         deviceToken: String, environment: PushEnvironment, priority: PushPriority, expiration: Int64, apnsId: String,
-        body: [UInt8]
+        body: [UInt8], pushType: PushType = .liveActivity
     ) {
+        self.pushType = pushType
         self.deviceToken = deviceToken
         self.environment = environment
         self.priority = priority
         self.expiration = expiration
         self.apnsId = apnsId
         self.body = body
+    }
+
+    /// `apns-push-type`.
+    public enum PushType: String, Sendable, Hashable {
+        /// `liveactivity`: a start, update or end of a Live Activity.
+        case liveActivity
+        /// `alert`: an ordinary notification to a device's notification token.
+        case alert
     }
 
     public var description: String {

@@ -2,9 +2,9 @@
 /// (the exact `aps` body), to whom (an audience the outbox resolves into targets) and when.
 /// The outbox knows nothing of visits beyond these values.
 public struct PushIntent: Sendable, Hashable {
-    /// `aps.event`.
+    /// `aps.event`, or `alert` for an ordinary notification (contract §9: `apns-push-type: alert`).
     public enum Kind: String, Sendable, Hashable, CaseIterable {
-        case start, update, end
+        case start, update, end, alert
     }
 
     /// Who receives the push. Targets are resolved at enqueue time; tokens at send time.
@@ -21,6 +21,10 @@ public struct PushIntent: Sendable, Hashable {
         /// known outcome): the new start supersedes it (a new delivery, new apns-id, its own due time).
         /// Nothing for a target whose start went out, may have gone out, or never was.
         case pendingStarts
+        /// The customer's devices with a notification token that follow the visit without a Live Activity
+        /// (contract §9): Live Activities off on the device, or neither a push-to-start token nor a Live
+        /// Activity of the visit registered with its device id. An `alert`.
+        case fallbackDevices
     }
 
     public var visitId: String
@@ -49,11 +53,15 @@ public struct PushIntent: Sendable, Hashable {
     /// For a `start` without `notBefore`: the arrival window's start (epoch seconds); the outbox then
     /// holds the start until `arrivalWindowStart − startLeadTime` (`OutboxConfiguration`).
     public var arrivalWindowStart: Int64?
+    /// An update that reaches each target at most once per this many seconds (contract §8's progress
+    /// cadence): it is due no earlier than that after the target's last paced update was sent, and as the
+    /// newest pending state it supersedes the one waiting. nil: not paced.
+    public var pacingSeconds: Double?
 
     public init(
         visitId: String, customerId: String, kind: Kind, audience: Audience, priority: Int, apsTimestamp: Int64,
         body: [UInt8], staleDate: Int64? = nil, expiresAfterSendingSeconds: Int64? = nil, visitVersion: Int64,
-        eventRecordedAt: Double, notBefore: Double? = nil, arrivalWindowStart: Int64? = nil
+        eventRecordedAt: Double, notBefore: Double? = nil, arrivalWindowStart: Int64? = nil, pacingSeconds: Double? = nil
     ) {
         self.visitId = visitId
         self.customerId = customerId
@@ -68,5 +76,6 @@ public struct PushIntent: Sendable, Hashable {
         self.eventRecordedAt = eventRecordedAt
         self.notBefore = notBefore
         self.arrivalWindowStart = arrivalWindowStart
+        self.pacingSeconds = pacingSeconds
     }
 }

@@ -39,6 +39,8 @@ public struct TokenRegistry: Sendable {
         case liveActivity(visitId: String, activityId: String)
         /// A customer's device (its push-to-start token), in `push_to_start_tokens`.
         case pushToStart(customerId: String, deviceId: String)
+        /// A customer's device (its ordinary notification token, contract §9), in `notification_tokens`.
+        case notificationDevice(customerId: String, deviceId: String)
     }
 
     // MARK: registering and retiring, for either kind
@@ -60,7 +62,7 @@ public struct TokenRegistry: Sendable {
                 SELECT push_token, retired_at_ms FROM \(identifier: table) WHERE \(holder.matches)
             )
             INSERT INTO \(identifier: table) (\(holder.insertColumns), push_token, environment, registered_at_ms)
-            VALUES (\(holder.insertValues(deviceId: deviceId)), \(token), \(environment.rawValue), \(nowMs))
+            VALUES (\(holder.insertValues(deviceId: deviceId, nowMs: nowMs)), \(token), \(environment.rawValue), \(nowMs))
             ON CONFLICT (\(holder.keyColumns)) DO UPDATE
             SET push_token = EXCLUDED.push_token, environment = EXCLUDED.environment,
                 device_id = COALESCE(EXCLUDED.device_id, \(identifier: table).device_id),
@@ -189,7 +191,7 @@ public struct TokenRegistry: Sendable {
                 """
                 UPDATE deliveries SET state = 'cancelled', last_reason = 'live activities switched off',
                        finished_at = \(now)
-                WHERE customer_id = \(customerId) AND device_id = \(deviceId) AND state = 'pending'
+                WHERE customer_id = \(customerId) AND device_id = \(deviceId) AND state = 'pending' AND kind <> 'alert'
                 """)
         }
     }
@@ -236,6 +238,7 @@ extension TokenRegistry.Holder {
         switch self {
         case .liveActivity: "live_activities"
         case .pushToStart: "push_to_start_tokens"
+        case .notificationDevice: "notification_tokens"
         }
     }
 
@@ -243,23 +246,25 @@ extension TokenRegistry.Holder {
     var keyColumns: PostgresQuery {
         switch self {
         case .liveActivity: "visit_id, activity_id"
-        case .pushToStart: "customer_id, device_id"
+        case .pushToStart, .notificationDevice: "customer_id, device_id"
         }
     }
 
     /// The columns a registration inserts besides the token: the key and the device.
     var insertColumns: PostgresQuery {
         switch self {
-        case .liveActivity: "visit_id, activity_id, device_id"
-        case .pushToStart: "customer_id, device_id"
+        case .liveActivity: "visit_id, activity_id, device_id, began_at_ms"
+        case .pushToStart, .notificationDevice: "customer_id, device_id"
         }
     }
 
     /// The values of `insertColumns`. A Live Activity's device is optional; a push-to-start token's is its key.
-    func insertValues(deviceId: String?) -> PostgresQuery {
+    /// A Live Activity also records when it began (its first registration; a rotation keeps it).
+    func insertValues(deviceId: String?, nowMs: Int64) -> PostgresQuery {
         switch self {
-        case .liveActivity(let visitId, let activityId): "\(visitId), \(activityId), \(deviceId)"
-        case .pushToStart(let customerId, let deviceId): "\(customerId), \(deviceId)"
+        case .liveActivity(let visitId, let activityId): "\(visitId), \(activityId), \(deviceId), \(nowMs)"
+        case .pushToStart(let customerId, let deviceId), .notificationDevice(let customerId, let deviceId):
+            "\(customerId), \(deviceId)"
         }
     }
 
@@ -267,7 +272,8 @@ extension TokenRegistry.Holder {
     var matches: PostgresQuery {
         switch self {
         case .liveActivity(let visitId, let activityId): "visit_id = \(visitId) AND activity_id = \(activityId)"
-        case .pushToStart(let customerId, let deviceId): "customer_id = \(customerId) AND device_id = \(deviceId)"
+        case .pushToStart(let customerId, let deviceId), .notificationDevice(let customerId, let deviceId):
+            "customer_id = \(customerId) AND device_id = \(deviceId)"
         }
     }
 
@@ -277,6 +283,7 @@ extension TokenRegistry.Holder {
         switch self {
         case .liveActivity: "d.target = 'activity' || json_build_array(r.visit_id, r.activity_id)::text"
         case .pushToStart: "d.kind = 'start' AND d.customer_id = r.customer_id AND d.device_id = r.device_id"
+        case .notificationDevice: "d.kind = 'alert' AND d.customer_id = r.customer_id AND d.device_id = r.device_id"
         }
     }
 }

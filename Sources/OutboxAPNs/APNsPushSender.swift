@@ -15,10 +15,11 @@ public struct APNsPushSender: PushSender {
         APNsPushSender.outcome(await client.send(APNsPushSender.request(push)))
     }
 
-    /// The request for a push (always a Live Activity push).
+    /// The request for a push: a Live Activity push, or an ordinary notification.
     static func request(_ push: OutgoingPush) -> APNsRequest {
         APNsRequest(
-            deviceToken: push.deviceToken, environment: environment(push.environment), pushType: .liveactivity,
+            deviceToken: push.deviceToken, environment: environment(push.environment),
+            pushType: push.pushType == .alert ? .alert : .liveactivity,
             priority: push.priority == .immediate ? .immediate : .low, expiration: push.expiration, apnsId: push.apnsId,
             body: push.body)
     }

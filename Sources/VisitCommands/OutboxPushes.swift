@@ -37,12 +37,14 @@ public struct OutboxPushes: PushEnqueuer {
             case .start: .start
             case .update: .update
             case .end: .end
+            case .alert: .alert
             }
         let defaultAudience: PushIntent.Audience =
             switch plan.audience {
             case .pushToStartTokens: .pushToStartTokens
             case .liveActivities: .liveActivities
             case .pendingStarts: .pendingStarts
+            case .fallbackDevices: .fallbackDevices
             }
         var staleDate: Int64? = nil
         var afterSending: Int64? = nil
@@ -59,6 +61,7 @@ public struct OutboxPushes: PushEnqueuer {
             priority: plan.priority, apsTimestamp: Int64(plan.apsTimestamp), body: plan.body, staleDate: staleDate,
             expiresAfterSendingSeconds: afterSending, visitVersion: Int64(plan.version),
             eventRecordedAt: Double(state.lastRecordedAt),
-            arrivalWindowStart: kind == .start ? Int64(state.arrivalWindow.start) : nil)
+            arrivalWindowStart: kind == .start ? Int64(state.arrivalWindow.start) : nil,
+            pacingSeconds: audience == nil ? plan.pacingSeconds.map(Double.init) : nil)
     }
 }

@@ -35,6 +35,10 @@ enum OutboxBenchmark {
         var loops = OutboxConfiguration().concurrentBatches
         /// Only the backlog phase (a worker draining N enqueued pushes).
         var backlogOnly = false
+        /// The pushes' `apns-priority`: 10 makes every claim count the budget (contract §8).
+        var priority = 5
+        /// Pace every push as a progress update (contract §8's cadence) by this many seconds; nil: not paced.
+        var pacingSeconds: Double?
     }
 
     static let summary =
@@ -53,6 +57,8 @@ enum OutboxBenchmark {
             .flag("--backlog-only", "only a worker draining N enqueued pushes"),
             .value("--batch", "N", "deliveries per claim (default \(OutboxConfiguration().batchSize))"),
             .value("--loops", "N", "claim loops (default \(OutboxConfiguration().concurrentBatches))"),
+            .value("--priority", "5|10", "apns-priority of the pushes; 10 counts the budget on every claim (default 5)"),
+            .value("--paced", "SECONDS", "pace every push as a progress update by SECONDS (the cadence's bookkeeping)"),
         ],
         details: "Needs LIVEVISITS_DATABASE_URL; a scratch database is created there and dropped.")
 
@@ -71,6 +77,9 @@ enum OutboxBenchmark {
         options.backlogOnly = parsed.has("--backlog-only")
         options.batchSize = try parsed.integer("--batch", in: 1...Int.max) ?? options.batchSize
         options.loops = try parsed.integer("--loops", in: 1...Int.max) ?? options.loops
+        options.priority = try parsed.integer("--priority", in: 5...10) ?? options.priority
+        guard options.priority == 5 || options.priority == 10 else { throw BenchmarkError(message: "--priority: 5 or 10") }
+        options.pacingSeconds = try parsed.positiveNumber("--paced")
         guard let serverURL = ProcessInfo.processInfo.environment["LIVEVISITS_DATABASE_URL"], !serverURL.isEmpty else {
             throw BenchmarkError(message: "LIVEVISITS_DATABASE_URL is required")
         }
@@ -183,7 +192,9 @@ enum OutboxBenchmark {
                             try EventStore.validate(request, limits: limits)
                             let statements =
                                 [EventStore.appendStatement(request, guarded: false)]
-                                + (try outbox.enqueueStatements([intent(visit: visit, timestamp: ts, recordedAt: recordedAt)]))
+                                + (try outbox.enqueueStatements([
+                                    intent(visit: visit, timestamp: ts, recordedAt: recordedAt, options: options)
+                                ]))
                             _ = try await pool.withConnection { try $0.pipeline(statements) }
                             outbox.committed()
                         }
@@ -293,7 +304,7 @@ enum OutboxBenchmark {
         }
     }
 
-    private static func intent(visit: String, timestamp: Int64, recordedAt: Double) -> PushIntent {
+    private static func intent(visit: String, timestamp: Int64, recordedAt: Double, options: Options) -> PushIntent {
         let body = """
             {"aps":{"timestamp":\(timestamp),"event":"update","content-state":{"technicianName":"Sam",\
             "avatarSymbol":"person.crop.circle","vanDescription":"White van, blue stripe","arrivalStartEpoch":\(timestamp + 300),\
@@ -301,9 +312,9 @@ enum OutboxBenchmark {
             "relevance-score":100}}
             """
         return PushIntent(
-            visitId: visit, customerId: "c-bench", kind: .update, audience: .liveActivities, priority: 5,
+            visitId: visit, customerId: "c-bench", kind: .update, audience: .liveActivities, priority: options.priority,
             apsTimestamp: timestamp, body: Array(body.utf8), staleDate: timestamp + 120, visitVersion: 2,
-            eventRecordedAt: recordedAt)
+            eventRecordedAt: recordedAt, pacingSeconds: options.pacingSeconds)
     }
 
     private static func token(_ prefix: String, _ v: Int) -> String {

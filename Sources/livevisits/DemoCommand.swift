@@ -1,6 +1,7 @@
 import APNsSimulator
 import Foundation
 import HTTPAPI
+import JSON
 import Postgres
 import Runtime
 
@@ -124,7 +125,7 @@ enum DemoCommand {
             "LIVEVISITS_APNS_KEY_ID": keyId,
             "LIVEVISITS_APNS_TEAM_ID": teamId,
             "LIVEVISITS_APNS_BUNDLE_ID": bundleId,
-            "LIVEVISITS_PROJECTIONS_DIR": project.appendingPathComponent("Projections").path,
+            "LIVEVISITS_PROJECTIONS_DIR": try demoRules(project: project, folder: folder),
             "LIVEVISITS_MIGRATIONS_DIR": project.appendingPathComponent("Migrations").path,
         ]
         let serveConfiguration = Configuration(environment: environment)
@@ -179,8 +180,8 @@ enum DemoCommand {
         await simulator.stop()
         progress("stopped the API, the worker and the APNs simulator")
 
-        let expected = scenario.steps(dispatcher: "", technician: "", customerAKey: "", customerBKey: "", now: 0).compactMap(
-            \.push)
+        let expected = scenario.steps(dispatcher: "", technician: "", customerAKey: "", customerBKey: "", now: 0).flatMap(
+            \.pushes)
         let received: [SimulatedDelivery]
         if case .success(let deliveries)? = outcome { received = deliveries } else { received = simulator.deliveries() }
         let verdict = DemoVerdict(scenario: scenario, expected: expected, deliveries: received)
@@ -198,6 +199,36 @@ enum DemoCommand {
             throw CommandFailure("the pushes APNs received are not what the visits imply (\(verdict.problems.count) problems)")
         }
         progress("done: \(verdict.received.count) pushes received by APNs, as the visits imply")
+    }
+
+    /// The project's projections with the demo's rules: a priority-10 allowance of 1 per hour (so the second
+    /// alert of visit A goes at priority 5) and a 5-second progress interval (so a run of distance updates
+    /// is coalesced without a long wait); everything else as shipped. Returns the directory.
+    static func demoRules(project: URL, folder: URL) throws -> String {
+        let shipped = project.appendingPathComponent("Projections")
+        let directory = folder.appendingPathComponent("projections")
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let rules = try JSONValue.parse(Array(try Data(contentsOf: shipped.appendingPathComponent("rules.json"))))
+            let members = (rules.objectMembers ?? []).filter { !["budget", "progressIntervalSeconds"].contains($0.key) }
+            let demo = JSONValue.object(
+                members + [
+                    JSONMember(
+                        "budget",
+                        .object([
+                            JSONMember("priority10PerHour", .number(1)), JSONMember("priority10PerHourFrequent", .number(1)),
+                        ])),
+                    JSONMember("progressIntervalSeconds", .number(5)),
+                ])
+            try Data(demo.indentedSerialized()).write(to: directory.appendingPathComponent("rules.json"))
+            let sql = directory.appendingPathComponent("visits.sql")
+            try? FileManager.default.removeItem(at: sql)
+            try FileManager.default.copyItem(at: shipped.appendingPathComponent("visits.sql"), to: sql)
+        } catch {
+            throw CommandFailure("the demo's rules in \(directory.path): \(error)")
+        }
+        progress("rules: \(directory.path)/rules.json (priority-10 allowance 1 per hour, progress interval 5 s)")
+        return directory.path
     }
 
     /// The demo's ES256 signing key (`.p8`, PKCS#8 PEM), generated once with the openssl CLI and reused, so

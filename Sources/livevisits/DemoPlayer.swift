@@ -40,9 +40,10 @@ struct DemoPlayer: Sendable {
             try Task.checkCancellation()
             DemoCommand.progress("[\(index + 1)/\(steps.count)] \(step.actor) \(step.description) — \(step.method) \(step.path)")
             try await client.send(step.method, step.path, key: step.key, body: step.body, expect: step.expect)
-            guard let push = step.push else { continue }
-            expectedCount[push.device, default: 0] += 1
-            try await waitForPush(to: push.device, count: expectedCount[push.device]!, timeout: pushTimeout)
+            for push in step.pushes {
+                expectedCount[push.device, default: 0] += 1
+                try await waitForPush(to: push.device, count: expectedCount[push.device]!, timeout: pushTimeout)
+            }
         }
         return keys
     }

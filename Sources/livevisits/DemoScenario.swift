@@ -5,13 +5,17 @@ import JSON
 /// The two visits the demo plays through the HTTP API, step by step, and the pushes each step must make
 /// APNs receive. Visit A is followed from booking to completion by a customer whose iPhone registered a
 /// push-to-start token; visit B's customer started the Live Activity in the app and registers its update
-/// token; B is cancelled.
+/// token; B is cancelled. The demo's rules (`DemoCommand.demoRules`) show contract §8 and §9 at work: A's
+/// distance updates are coalesced, A's second alert is over its priority-10 allowance of 1 and goes at 5,
+/// and customer B's iPad, with Live Activities off, gets ordinary notifications instead.
 struct DemoScenario: Sendable {
     /// Which simulated device a push went to.
     enum Device: String, Sendable {
         case pushToStart = "push-to-start"
         case activityA = "activity-A"
         case activityB = "activity-B"
+        /// Customer B's iPad: Live Activities off, an ordinary notification token.
+        case notificationB = "notification-B"
     }
 
     /// The end's dismissal the contract implies.
@@ -41,6 +45,11 @@ struct DemoScenario: Sendable {
         var body: JSONValue?
         var expect: Int
         var push: ExpectedPush?
+        /// A second push the step causes on another device (a fallback notification).
+        var alsoPush: ExpectedPush? = nil
+
+        /// The pushes the step must cause.
+        var pushes: [ExpectedPush] { [push, alsoPush].compactMap { $0 } }
     }
 
     let run: String
@@ -50,6 +59,7 @@ struct DemoScenario: Sendable {
     let customerB: String
     let technicianId = "t-42"
     let deviceId = "iphone-1"
+    let tabletId = "ipad-b"
     let tokens: [Device: String]
 
     init() {
@@ -62,7 +72,7 @@ struct DemoScenario: Sendable {
         func token() -> String {
             (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
         }
-        tokens = [.pushToStart: token(), .activityA: token(), .activityB: token()]
+        tokens = [.pushToStart: token(), .activityA: token(), .activityB: token(), .notificationB: token()]
     }
 
     /// The device a recorded push went to, when it is one of this run's.
@@ -88,8 +98,13 @@ struct DemoScenario: Sendable {
         func event(_ type: String, _ extra: JSONValue = [:]) -> JSONValue {
             .object([JSONMember("type", .string(type))] + (extra.objectMembers ?? []))
         }
-        func update(_ status: String, alert: Bool = false) -> ExpectedPush {
-            ExpectedPush(device: .activityA, event: "update", status: status, priority: alert ? "10" : "5", hasAlert: alert)
+        func update(_ status: String, alert: Bool = false, priority: String? = nil) -> ExpectedPush {
+            ExpectedPush(
+                device: .activityA, event: "update", status: status, priority: priority ?? (alert ? "10" : "5"),
+                hasAlert: alert)
+        }
+        func notification(_ status: String) -> ExpectedPush {
+            ExpectedPush(device: .notificationB, event: "alert", status: status, priority: "10", hasAlert: true)
         }
         let eventsA = "/v1/visits/\(visitA)/events"
         return [
@@ -117,14 +132,19 @@ struct DemoScenario: Sendable {
                 actor: "technician", description: "progress: 8.2 km away", method: "POST", path: eventsA, key: technician,
                 body: event("progress", ["kilometresAway": 8.2]), expect: 201, push: update("enRoute")),
             Step(
-                actor: "technician", description: "progress: 3.6 km away", method: "POST", path: eventsA, key: technician,
-                body: event("progress", ["kilometresAway": 3.6]), expect: 201, push: update("enRoute")),
+                actor: "technician", description: "progress: 6.0 km away (waits: one progress update per 5 s)", method: "POST",
+                path: eventsA, key: technician, body: event("progress", ["kilometresAway": 6.0]), expect: 201, push: nil),
+            Step(
+                actor: "technician", description: "progress: 3.6 km away (replaces 6.0, goes when the 5 s are over)",
+                method: "POST", path: eventsA, key: technician, body: event("progress", ["kilometresAway": 3.6]), expect: 201,
+                push: update("enRoute")),
             Step(
                 actor: "technician", description: "is nearby, 1.2 km away", method: "POST", path: eventsA, key: technician,
                 body: event("nearby", ["kilometresAway": 1.2]), expect: 201, push: update("nearby", alert: true)),
             Step(
-                actor: "technician", description: "is on site", method: "POST", path: eventsA, key: technician,
-                body: event("onSite"), expect: 201, push: update("onSite", alert: true)),
+                actor: "technician", description: "is on site (over the priority-10 allowance of 1: goes at priority 5)",
+                method: "POST", path: eventsA, key: technician, body: event("onSite"), expect: 201,
+                push: update("onSite", alert: true, priority: "5")),
             Step(
                 actor: "technician", description: "is finishing", method: "POST", path: eventsA, key: technician,
                 body: event("finishing"), expect: 201, push: update("finishing")),
@@ -135,9 +155,18 @@ struct DemoScenario: Sendable {
                     device: .activityA, event: "end", status: "completed", priority: "10", hasAlert: false,
                     dismissal: .afterOneHour)),
             Step(
-                actor: "dispatcher", description: "books visit \(visitB) for another customer", method: "POST",
-                path: "/v1/visits", key: dispatcher, body: schedule(visitB, customer: customerB, summary: "Radiator leak"),
-                expect: 201, push: nil),
+                actor: "customer B", description: "the iPad registers its notification token", method: "PUT",
+                path: "/v1/customers/\(customerB)/devices/\(tabletId)/notification-token", key: customerBKey,
+                body: ["pushToken": .string(tokens[.notificationB]!), "environment": "sandbox"], expect: 204, push: nil),
+            Step(
+                actor: "customer B", description: "the iPad has Live Activities switched off", method: "PUT",
+                path: "/v1/customers/\(customerB)/devices/\(tabletId)/preferences", key: customerBKey,
+                body: ["liveActivitiesEnabled": false, "frequentPushesEnabled": false], expect: 204, push: nil),
+            Step(
+                actor: "dispatcher", description: "books visit \(visitB) for another customer (the iPad gets a notification)",
+                method: "POST", path: "/v1/visits", key: dispatcher,
+                body: schedule(visitB, customer: customerB, summary: "Radiator leak"), expect: 201,
+                push: notification("scheduled")),
             Step(
                 actor: "customer B", description: "the Live Activity started in the app registers its token (version 1)",
                 method: "PUT", path: "/v1/visits/\(visitB)/live-activities/la-\(run)-b", key: customerBKey,
@@ -148,7 +177,8 @@ struct DemoScenario: Sendable {
                 body: event("cancelled", ["reason": "Customer rescheduled"]), expect: 201,
                 push: ExpectedPush(
                     device: .activityB, event: "end", status: "cancelled", priority: "10", hasAlert: false,
-                    dismissal: .immediate)),
+                    dismissal: .immediate),
+                alsoPush: notification("cancelled")),
         ]
     }
 }

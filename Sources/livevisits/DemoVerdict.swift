@@ -14,9 +14,15 @@ struct DemoVerdict {
             problems.append("APNs received \(received.count) pushes for this run, the visits imply \(expected.count)")
         }
         var lastTimestamp: [DemoScenario.Device: Int64] = [:]
+        // Compared per device, in order: two devices' pushes of one step may arrive either way round.
+        var expectedByDevice: [DemoScenario.Device: [DemoScenario.ExpectedPush]] = [:]
+        for push in expected { expectedByDevice[push.device, default: []].append(push) }
+        var seen: [DemoScenario.Device: Int] = [:]
         for (index, (device, delivery)) in received.enumerated() {
             let label = "push \(index + 1) (\(device.rawValue))"
             let aps = delivery.aps
+            let nth = seen[device, default: 0]
+            seen[device] = nth + 1
             if delivery.status != 200 { problems.append("\(label): APNs answered \(delivery.status) \(delivery.reason ?? "")") }
             if let timestamp = aps?["timestamp"]?.integerValue {
                 if let last = lastTimestamp[device], timestamp <= last {
@@ -24,10 +30,11 @@ struct DemoVerdict {
                 }
                 lastTimestamp[device] = timestamp
             }
-            guard index < expected.count else { continue }
-            let want = expected[index]
-            let event = aps?["event"]?.stringValue ?? "-"
-            let status = aps?["content-state"]?["status"]?.stringValue ?? "-"
+            guard let wanted = expectedByDevice[device], nth < wanted.count else { continue }
+            let want = wanted[nth]
+            let isAlert = delivery.header("apns-push-type") == "alert"
+            let event = aps?["event"]?.stringValue ?? (isAlert ? "alert" : "-")
+            let status = (isAlert ? delivery.json?["status"] : aps?["content-state"]?["status"])?.stringValue ?? "-"
             let priority = delivery.header("apns-priority") ?? "-"
             if device != want.device || event != want.event || status != want.status || priority != want.priority {
                 problems.append(
@@ -70,7 +77,10 @@ struct DemoVerdict {
                 "contentState": optional(aps?["content-state"]),
                 "device": .string(device.rawValue),
                 "dismissal-date": whole("dismissal-date"),
-                "event": optional(aps?["event"]?.stringValue.map(JSONValue.string)),
+                "event": optional(
+                    (aps?["event"]?.stringValue ?? (delivery.header("apns-push-type") == "alert" ? "alert" : nil)).map(
+                        JSONValue.string)),
+                "notificationStatus": optional(delivery.json?["status"]?.stringValue.map(JSONValue.string)),
                 "priority": optional(delivery.header("apns-priority").flatMap(Int.init).map { .number(Double($0)) }),
                 "pushType": header("apns-push-type"),
                 "relevance-score": optional(aps?["relevance-score"]?.doubleValue.map(JSONValue.number)),
@@ -78,7 +88,7 @@ struct DemoVerdict {
                 "status": .number(Double(delivery.status)),
                 "timestamp": whole("timestamp"),
                 "topic": header("apns-topic"),
-                "visitId": .string(device == .activityB ? scenario.visitB : scenario.visitA),
+                "visitId": .string(device == .activityB || device == .notificationB ? scenario.visitB : scenario.visitA),
             ]
         }
         let summary: JSONValue = [

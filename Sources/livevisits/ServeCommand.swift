@@ -83,7 +83,12 @@ enum ServeCommand {
         guard pending.isEmpty else {
             throw CommandFailure("pending migrations (\(pending.joined(separator: ", "))): run 'livevisits migrate' first")
         }
-        let outbox = Outbox(pool: pool, clock: clock)
+        // The rules are read by the worker too: the push budget (contract §8) is theirs.
+        let rules = try ProjectionRules.load(directory: configuration.projectionsDirectory)
+        var outboxConfiguration = OutboxConfiguration()
+        outboxConfiguration.priority10PerHour = rules.budget.priority10PerHour
+        outboxConfiguration.priority10PerHourFrequent = rules.budget.priority10PerHourFrequent
+        let outbox = Outbox(pool: pool, configuration: outboxConfiguration, clock: clock)
         var transport: [any Service] = []
         var intake: [any Service] = []
 
@@ -98,13 +103,13 @@ enum ServeCommand {
             let client = APNsClient(
                 configuration: apns,
                 tokenStore: PostgresProviderTokenStore(pool: pool, teamId: signer.teamId, keyId: signer.keyId), clock: clock)
-            let worker = OutboxWorker(pool: pool, sender: APNsPushSender(client: client), clock: clock)
+            let worker = OutboxWorker(
+                pool: pool, sender: APNsPushSender(client: client), configuration: outboxConfiguration, clock: clock)
             transport.append(client)
             intake += [worker.listener(url: url), worker]
             logger.info("outbox worker configured", ["apns.topic": apns.topic])
         }
         if parts.contains(.api) {
-            let rules = try ProjectionRules.load(directory: configuration.projectionsDirectory)
             let readModel = try VisitReadModel(projectionsDirectory: configuration.projectionsDirectory, rules: rules)
             let environment = APIEnvironment(pool: pool, readModel: readModel, outbox: outbox, migrator: migrator, clock: clock)
             let api = LiveVisitsAPI(environment: environment)

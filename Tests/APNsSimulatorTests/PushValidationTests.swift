@@ -60,6 +60,7 @@ struct PushValidationTests {
             var reason: String
         }
         let big = String(repeating: "x", count: 4200)
+        let alertBody = #"{"aps":{"alert":{"title":"t","body":"b"},"sound":"default"},"visitId":"v-1"}"#
         let cases: [Case] = [
             Case(name: "GET", method: "GET", status: 405, reason: "MethodNotAllowed"),
             Case(name: "bad path", path: "/3/devices/abcd", status: 404, reason: "BadPath"),
@@ -74,7 +75,19 @@ struct PushValidationTests {
             Case(
                 name: "other app", headers: ["apns-topic": "com.other.app.push-type.liveactivity"], status: 400,
                 reason: "DeviceTokenNotForTopic"),
-            Case(name: "alert push type", headers: ["apns-push-type": "alert"], status: 400, reason: "InvalidPushType"),
+            // An ordinary notification's topic is the bare bundle id: the Live Activity topic is refused for it.
+            Case(
+                name: "alert push type, Live Activity topic", headers: ["apns-push-type": "alert"], status: 400,
+                reason: "BadTopic"),
+            Case(
+                name: "alert push type, other app", body: alertBody,
+                headers: ["apns-push-type": "alert", "apns-topic": "com.other.app"], status: 400,
+                reason: "DeviceTokenNotForTopic"),
+            Case(
+                name: "alert push type, no alert", body: #"{"aps":{"sound":"default"}}"#,
+                headers: ["apns-push-type": "alert", "apns-topic": SimulatorHarness.bundleID], status: 400,
+                reason: "BadPayload"),
+            Case(name: "background push type", headers: ["apns-push-type": "background"], status: 400, reason: "InvalidPushType"),
             Case(name: "no push type", headers: ["apns-push-type": nil], status: 400, reason: "InvalidPushType"),
             Case(name: "priority 7", headers: ["apns-priority": "7"], status: 400, reason: "BadPriority"),
             Case(name: "expiration text", headers: ["apns-expiration": "soon"], status: 400, reason: "BadExpirationDate"),
@@ -130,6 +143,19 @@ struct PushValidationTests {
         #expect(recorded.count == cases.count)
         #expect(recorded.map(\.reason) == cases.map(\.reason))
         #expect(recorded.allSatisfy { $0.header("authorization") == nil && !$0.payload.contains(h.jwt) })
+    }
+
+    @Test("an ordinary notification (alert push type, the bare bundle id as topic) is accepted")
+    func acceptsAlert() async throws {
+        let h = try await SimulatorHarness.start()
+        defer { Task { await h.simulator.stop() } }
+        let body = #"{"aps":{"alert":{"title":"Service visit","body":"Arrived."},"sound":"default"},"status":"onSite"}"#
+        let response = try await h.push(
+            body: body, headers: ["apns-push-type": "alert", "apns-topic": SimulatorHarness.bundleID, "apns-priority": "10"])
+        #expect(response.status == 200, "\(response.body)")
+        let recorded = try #require(h.simulator.deliveries().last)
+        #expect(recorded.header("apns-push-type") == "alert")
+        #expect(recorded.json?["status"]?.stringValue == "onSite")
     }
 
     @Test("without a configured bundle id any Live Activity topic is accepted")

@@ -14,7 +14,7 @@ import Testing
 
         let outcome = try await Subprocess.run(livevisits, ["demo", "--dir", folder.path, "--record", record.path])
         #expect(outcome.status == 0, "demo failed: \(outcome.stderr.suffix(2000))")
-        #expect(outcome.stdout.components(separatedBy: "APNs ←").count - 1 == 9, "one printed line per push")
+        #expect(outcome.stdout.components(separatedBy: "APNs ←").count - 1 == 11, "one printed line per push")
         #expect(outcome.stdout.contains("stopped the PostgreSQL cluster"), "the demo stops the cluster it started")
         #expect(outcome.stdout.contains("livevisits demo --keep-running"))
 
@@ -28,12 +28,21 @@ import Testing
         func events(_ kind: String) -> [[String: Any]] { deliveries.filter { $0["event"] as? String == kind } }
         func contentState(_ push: [String: Any]) -> [String: Any] { push["contentState"] as? [String: Any] ?? [:] }
         #expect(deliveries.allSatisfy { $0["status"] as? Int == 200 })
-        #expect(deliveries.allSatisfy { $0["pushType"] as? String == "liveactivity" })
-        #expect(deliveries.allSatisfy { $0["topic"] as? String == "com.example.fieldservice.push-type.liveactivity" })
+        let activityPushes = deliveries.filter { $0["device"] as? String != "notification-B" }
+        #expect(activityPushes.allSatisfy { $0["pushType"] as? String == "liveactivity" })
+        #expect(activityPushes.allSatisfy { $0["topic"] as? String == "com.example.fieldservice.push-type.liveactivity" })
         #expect(events("start").count == 1)
         #expect(events("update").count == 6)
         #expect(events("end").count == 2)
-        #expect(deliveries.count == 9)
+        #expect(deliveries.count == 11)
+
+        // Contract §9: customer B's iPad has Live Activities off and gets ordinary notifications.
+        let notifications = events("alert")
+        #expect(notifications.map { $0["device"] as? String } == ["notification-B", "notification-B"])
+        #expect(notifications.map { $0["notificationStatus"] as? String } == ["scheduled", "cancelled"])
+        #expect(notifications.allSatisfy { $0["pushType"] as? String == "alert" })
+        #expect(notifications.allSatisfy { $0["topic"] as? String == "com.example.fieldservice" })
+        #expect(notifications.allSatisfy { $0["priority"] as? Int == 10 })
 
         let start = try #require(events("start").first)
         #expect(start["device"] as? String == "push-to-start")
@@ -45,8 +54,10 @@ import Testing
             updates.map { contentState($0)["status"] as? String ?? "?" }
                 == ["enRoute", "enRoute", "enRoute", "nearby", "onSite", "finishing"])
         let distances = updates.prefix(4).map { (contentState($0)["kilometresAway"] as? NSNumber)?.doubleValue ?? -1 }
-        #expect(distances == distances.sorted(by: >) && Set(distances).count == 4, "the technician comes closer")
-        #expect(updates.map { $0["priority"] as? Int ?? 0 } == [5, 5, 5, 10, 10, 5])
+        // Contract §8: the 6.0 km update waited for the progress interval and was replaced by 3.6 km.
+        #expect(distances == [14.5, 8.2, 3.6, 1.2], "the technician comes closer; the waiting 6.0 km is coalesced away")
+        // The demo's allowance is one priority-10 push per hour: onSite's alert goes at 5.
+        #expect(updates.map { $0["priority"] as? Int ?? 0 } == [5, 5, 5, 10, 5, 5])
 
         let ends = events("end")
         let completedEnd = try #require(ends.first { $0["visitId"] as? String == completed })

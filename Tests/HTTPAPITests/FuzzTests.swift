@@ -108,6 +108,11 @@ import Testing
             ("PUT", { r in "/v1/customers/\(r.pick(["c-1", "c-2"] + badSegments))/devices/\(r.pick(badSegments))/preferences" }),
             ("PUT", { r in "/v1/customers/\(r.pick(["c-1"] + badSegments))/push-to-start-tokens/\(r.pick(badSegments))" }),
             ("DELETE", { r in "/v1/customers/\(r.pick(["c-1"] + badSegments))/push-to-start-tokens/\(r.pick(badSegments))" }),
+            ("PUT", { r in "/v1/customers/\(r.pick(["c-1"] + badSegments))/devices/\(r.pick(badSegments))/notification-token" }),
+            (
+                "DELETE",
+                { r in "/v1/customers/\(r.pick(["c-1"] + badSegments))/devices/\(r.pick(badSegments))/notification-token" }
+            ),
             ("POST", { _ in "/v1/keys" }),
             ("DELETE", { r in "/v1/keys/\(r.pick(badSegments))" }),
             (

@@ -73,11 +73,12 @@ struct OutboxFixture {
         }
     }
 
-    func setPreferences(customer: String, device: String, enabled: Bool) async throws {
+    func setPreferences(customer: String, device: String, enabled: Bool, frequent: Bool = true) async throws {
         let registry = self.registry
         try await pool.withConnection {
             try registry.setPreferences(
-                customerId: customer, deviceId: device, liveActivitiesEnabled: enabled, frequentPushesEnabled: true, on: $0)
+                customerId: customer, deviceId: device, liveActivitiesEnabled: enabled, frequentPushesEnabled: frequent,
+                on: $0)
         }
     }
 

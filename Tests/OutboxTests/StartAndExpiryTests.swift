@@ -188,7 +188,11 @@ import Testing
 
     @Test func anUpdatePastItsExpirationIsMarkedExpiredNotSent() async throws {
         let clock = ManualClock(now: Self.t0)
-        let f = try await OutboxFixture.make(clock: clock)
+        // A day passes below: longer than an activity lives (contract §9, `DeliveryPolicyTests`); this test
+        // is about expiry, so the activity is given two days.
+        var configuration = OutboxFixture.fastConfiguration
+        configuration.activityLifetimeSeconds = 2 * 86_400
+        let f = try await OutboxFixture.make(clock: clock, configuration: configuration)
         defer { Task { await f.close() } }
         try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
         _ = try await f.enqueue(update("v-1", timestamp: Int64(Self.t0), stale: Int64(Self.t0) + 120))

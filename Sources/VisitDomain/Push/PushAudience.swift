@@ -8,4 +8,7 @@ public enum PushAudience: String, Sendable, Hashable {
     /// waiting for the arrival window): a newer state replaces that start's body, timestamp and release
     /// time, and creates no start where none is waiting.
     case pendingStarts
+    /// The customer's devices that follow the visit without a Live Activity (contract §9): an ordinary
+    /// notification (`alert`) to each one's notification token.
+    case fallbackDevices
 }

@@ -1,4 +1,4 @@
-/// The `aps.event` of a Live Activity push.
+/// The `aps.event` of a Live Activity push, or `alert`: an ordinary notification (contract §9, no `aps.event`).
 public enum PushKind: String, Sendable, Hashable {
-    case start, update, end
+    case start, update, end, alert
 }

@@ -27,6 +27,9 @@ public struct PushPlan: Sendable, Hashable {
     public var isCatchUp: Bool
     /// The full body, `{"aps":{…}}`, compact UTF-8.
     public var body: [UInt8]
+    /// An update caused by `progress`: it reaches each target at most once per this many seconds (the
+    /// rules' `progressIntervalSeconds`, contract §8); a newer state waits for the interval's end. nil: at once.
+    public var pacingSeconds: Int? = nil
 
     /// The body's size in bytes (what the 4 KB budget measures).
     public var bodySize: Int { body.count }

@@ -9,20 +9,48 @@ public enum PushPlanner {
     /// After `scheduled`, every event of an active visit also re-plans the `start` for the starts still
     /// waiting to go out (audience `pendingStarts`): every push carries the full current state, so a start
     /// deferred until the arrival window does not go out with the booking-time state and window.
+    ///
+    /// A status change whose rule has a `fallbackAlert` also plans an ordinary notification to the
+    /// customer's devices without a Live Activity of the visit (contract §9); `progress` and `reassigned`
+    /// never do.
     public static func pushes(for state: VisitState, rules: ProjectionRules) -> [PushPlan] {
-        if state.hasEnded { return [end(state, rules: rules, isCatchUp: false)] }
+        let fallbacks = fallback(state, rules: rules).map { [$0] } ?? []
+        if state.hasEnded { return [end(state, rules: rules, isCatchUp: false)] + fallbacks }
         let alert: AlertContent? =
             switch state.lastEventType {
             case .progress, .reassigned: nil
             default: state.lastEventChangedStatus ? rules.rule(for: state.status).alert : nil
             }
-        let updatePlan = update(state, rules: rules, alert: alert, isCatchUp: false)
+        var updatePlan = update(state, rules: rules, alert: alert, isCatchUp: false)
+        // Distance updates come far more often than a Live Activity should be pushed (contract §8); a status
+        // change is never paced.
+        if state.lastEventType == .progress, rules.progressIntervalSeconds > 0 {
+            updatePlan.pacingSeconds = rules.progressIntervalSeconds
+        }
         if state.lastEventType == .scheduled {
-            return [start(state, rules: rules, isCatchUp: false), updatePlan]
+            return [start(state, rules: rules, isCatchUp: false), updatePlan] + fallbacks
         }
         var replacement = start(state, rules: rules, isCatchUp: false)
         replacement.audience = .pendingStarts
-        return [updatePlan, replacement]
+        return [updatePlan, replacement] + fallbacks
+    }
+
+    /// The ordinary notification of a status change whose rule gives a `fallbackAlert`: priority 10,
+    /// `apns-expiration` one hour after sending, §9's body.
+    static func fallback(_ state: VisitState, rules: ProjectionRules) -> PushPlan? {
+        switch state.lastEventType {
+        case .progress, .reassigned: return nil
+        default: break
+        }
+        guard state.lastEventChangedStatus || state.lastEventType == .scheduled,
+            let alert = rules.rule(for: state.status).fallbackAlert
+        else { return nil }
+        return PushPlan(
+            kind: .alert, audience: .fallbackDevices, visitId: state.visitId, version: state.version,
+            priority: 10, alert: AlertContent(title: alert.title, body: alert.body, sound: "default"),
+            apsTimestamp: state.apsTimestamp, staleDate: nil, relevanceScore: nil, dismissalDate: nil,
+            expiration: .afterSending(seconds: 3600), isCatchUp: false,
+            body: alert.body(visitId: state.visitId, status: state.status))
     }
 
     /// The latest state for a newly registered (or rotated) Live Activity token: an `update`

@@ -19,7 +19,7 @@ extension ProjectionRules {
     static func parse(document: JSONObjectReader) throws(FieldProblem) -> ProjectionRules {
         try document.rejectUnknown(allowed: [
             "comment", "schemaVersion", "statuses", "priorities", "startEndExpirationSeconds", "start",
-            "maximumPushBytes",
+            "maximumPushBytes", "budget", "progressIntervalSeconds", "activityRenewalSeconds",
         ])
         let schemaVersion = try document.integer("schemaVersion")
         guard schemaVersion == 1 else { throw document.invalid("schemaVersion", "only version 1 is known") }
@@ -55,12 +55,48 @@ extension ProjectionRules {
             }
             rules.maximumPushBytes = bytes
         }
+        if let budget = try document.optionalObject("budget") {
+            try budget.rejectUnknown(allowed: ["priority10PerHour", "priority10PerHourFrequent"])
+            for key in ["priority10PerHour", "priority10PerHourFrequent"] {
+                guard let allowance = try budget.optionalInteger(key) else { continue }
+                guard allowance > 0 else {
+                    throw budget.invalid(key, "must be positive (start and end always go at 10 and count)")
+                }
+                if key == "priority10PerHour" {
+                    rules.budget.priority10PerHour = allowance
+                } else {
+                    rules.budget.priority10PerHourFrequent = allowance
+                }
+            }
+        }
+        if let seconds = try document.optionalInteger("progressIntervalSeconds") {
+            guard seconds >= 0 else { throw document.invalid("progressIntervalSeconds", "must not be negative") }
+            rules.progressIntervalSeconds = seconds
+        }
+        if let seconds = try document.optionalInteger("activityRenewalSeconds") {
+            // iOS ends a Live Activity after 8 hours: a renewal later than that comes too late.
+            guard seconds > 0, seconds < 8 * 3600 else {
+                throw document.invalid("activityRenewalSeconds", "must be positive and under 28800 (iOS's 8 hours)")
+            }
+            rules.activityRenewalSeconds = seconds
+        }
+        // The fallback notification is measured at its largest: the longest visit id the API accepts.
+        let longestVisitId = String(repeating: "v", count: VisitInputLimits.idBytes)
+        for status in VisitStatus.allCases {
+            guard let fallback = rules.rule(for: status).fallbackAlert else { continue }
+            let size = fallback.body(visitId: longestVisitId, status: status).count
+            guard size <= rules.maximumPushBytes else {
+                throw FieldProblem(
+                    kind: .invalidValue, path: "statuses.\(status.rawValue).fallbackAlert",
+                    reason: "the notification would be \(size) bytes, over the \(rules.maximumPushBytes)-byte push budget")
+            }
+        }
         return rules
     }
 
     static func parseRule(_ object: JSONObjectReader, status: VisitStatus) throws(FieldProblem) -> StatusRule {
         try object.rejectUnknown(allowed: [
-            "relevance", "alert", "staleAfterSeconds", "staleNotBeforeArrivalStart", "dismissal",
+            "relevance", "alert", "staleAfterSeconds", "staleNotBeforeArrivalStart", "dismissal", "fallbackAlert",
         ])
         let relevance = try object.double("relevance")
         guard relevance >= 0 else { throw object.invalid("relevance", "must not be negative") }
@@ -73,6 +109,12 @@ extension ProjectionRules {
                 sound: try alertObject.optionalString("sound", maxBytes: 256))
         }
         var rule = StatusRule(relevance: relevance, alert: alert)
+        if let fallbackObject = try object.optionalObject("fallbackAlert") {
+            try fallbackObject.rejectUnknown(allowed: ["title", "body"])
+            rule.fallbackAlert = FallbackAlert(
+                title: try fallbackObject.string("title", maxBytes: 4096),
+                body: try fallbackObject.string("body", maxBytes: 4096))
+        }
         if status.hasEnded {
             for key in ["staleAfterSeconds", "staleNotBeforeArrivalStart"] where object.value(key) != nil {
                 throw object.invalid(key, "an ended visit's end push carries no stale date")

@@ -23,12 +23,20 @@ public struct ProjectionRules: Sendable, Hashable {
     public var startIncludesRelevanceScore: Bool
     /// The largest `aps` body, bytes (APNs: 4096 for Live Activities).
     public var maximumPushBytes: Int
+    /// The priority-10 allowance per target and hour (contract §8).
+    public var budget: PushBudget
+    /// Updates caused by `progress` reach one target at most once per this many seconds (contract §8).
+    public var progressIntervalSeconds: Int
+    /// An activity of a still-active visit is renewed (end, then a new start) this long after it began,
+    /// before iOS ends it at 8 hours (contract §9).
+    public var activityRenewalSeconds: Int
 
     /// Rules from their parts.
     public init(
         statuses: [VisitStatus: StatusRule], alertPriority: Int = 10, quietPriority: Int = 5, startPriority: Int = 10,
         endPriority: Int = 10, startEndExpirationSeconds: Int = 14_400, startIncludesStaleDate: Bool = true,
-        startIncludesRelevanceScore: Bool = true, maximumPushBytes: Int = 4096
+        startIncludesRelevanceScore: Bool = true, maximumPushBytes: Int = 4096, budget: PushBudget = PushBudget(),
+        progressIntervalSeconds: Int = 15, activityRenewalSeconds: Int = 27_000
     ) {
         self.statuses = statuses
         self.alertPriority = alertPriority
@@ -39,6 +47,9 @@ public struct ProjectionRules: Sendable, Hashable {
         self.startIncludesStaleDate = startIncludesStaleDate
         self.startIncludesRelevanceScore = startIncludesRelevanceScore
         self.maximumPushBytes = maximumPushBytes
+        self.budget = budget
+        self.progressIntervalSeconds = progressIntervalSeconds
+        self.activityRenewalSeconds = activityRenewalSeconds
     }
 
     /// The rule of `status` (validation guarantees every status has one).
@@ -46,24 +57,33 @@ public struct ProjectionRules: Sendable, Hashable {
         statuses[status] ?? StatusRule(relevance: 0)
     }
 
-    /// The contract's §5 table.
+    /// The contract's §5 table, with §8's budget and cadence and §9's renewal and fallback alerts.
     public static let contractDefault = ProjectionRules(statuses: [
         .scheduled: StatusRule(
             relevance: 80, alert: AlertContent(title: "Visit booked", body: "Follow your technician live."),
-            staleAfterSeconds: 120, staleNotBeforeArrivalStart: true),
+            staleAfterSeconds: 120, staleNotBeforeArrivalStart: true,
+            fallbackAlert: FallbackAlert(title: "Visit booked", body: "Your service visit is booked.")),
         .enRoute: StatusRule(relevance: 80, staleAfterSeconds: 120),
         .nearby: StatusRule(
             relevance: 100,
             alert: AlertContent(
                 title: "Service visit", body: "Your technician is a few minutes away.", sound: "default"),
-            staleAfterSeconds: 120),
+            staleAfterSeconds: 120,
+            fallbackAlert: FallbackAlert(title: "Service visit", body: "Your technician is a few minutes away.")),
         .onSite: StatusRule(
             relevance: 80,
             alert: AlertContent(title: "Service visit", body: "Your technician has arrived.", sound: "default"),
-            staleAfterSeconds: 7200),
+            staleAfterSeconds: 7200,
+            fallbackAlert: FallbackAlert(title: "Service visit", body: "Your technician has arrived.")),
         .finishing: StatusRule(relevance: 80, staleAfterSeconds: 3600),
-        .completed: StatusRule(relevance: 0, dismissal: .after(seconds: 3600)),
-        .cancelled: StatusRule(relevance: 0, dismissal: .immediate),
-        .failed: StatusRule(relevance: 0, dismissal: .immediate),
+        .completed: StatusRule(
+            relevance: 0, dismissal: .after(seconds: 3600),
+            fallbackAlert: FallbackAlert(title: "Visit complete", body: "Your service visit is complete.")),
+        .cancelled: StatusRule(
+            relevance: 0, dismissal: .immediate,
+            fallbackAlert: FallbackAlert(title: "Visit cancelled", body: "Your service visit was cancelled.")),
+        .failed: StatusRule(
+            relevance: 0, dismissal: .immediate,
+            fallbackAlert: FallbackAlert(title: "Visit not completed", body: "Your service visit could not be completed.")),
     ])
 }

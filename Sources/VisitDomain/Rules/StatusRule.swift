@@ -11,16 +11,20 @@ public struct StatusRule: Sendable, Hashable {
     public var staleNotBeforeArrivalStart: Bool
     /// How the activity leaves the screen (ended statuses).
     public var dismissal: DismissalPolicy?
+    /// The ordinary notification (contract §9) a device without a Live Activity of the visit gets when the
+    /// visit enters this status; nil: none.
+    public var fallbackAlert: FallbackAlert?
 
     /// A status rule.
     public init(
         relevance: Double, alert: AlertContent? = nil, staleAfterSeconds: Int? = nil,
-        staleNotBeforeArrivalStart: Bool = false, dismissal: DismissalPolicy? = nil
+        staleNotBeforeArrivalStart: Bool = false, dismissal: DismissalPolicy? = nil, fallbackAlert: FallbackAlert? = nil
     ) {
         self.relevance = relevance
         self.alert = alert
         self.staleAfterSeconds = staleAfterSeconds
         self.staleNotBeforeArrivalStart = staleNotBeforeArrivalStart
         self.dismissal = dismissal
+        self.fallbackAlert = fallbackAlert
     }
 }

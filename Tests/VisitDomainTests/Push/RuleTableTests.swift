@@ -36,8 +36,19 @@ import Testing
         let last = try #require(accepted.last)
         let state = last.state
         #expect(state.status == row.status)
-        // Besides its own push, an active visit's event re-plans the start still waiting (if any).
-        #expect(last.pushes.map(\.audience) == (row.kind == .end ? [.liveActivities] : [.liveActivities, .pendingStarts]))
+        // Besides its own push, an active visit's event re-plans the start still waiting (if any), and a status
+        // with a fallback alert notifies the devices without a Live Activity (contract §9).
+        let fallback = ProjectionRules.contractDefault.rule(for: row.status).fallbackAlert
+        #expect(
+            last.pushes.map(\.audience)
+                == (row.kind == .end ? [.liveActivities] : [.liveActivities, .pendingStarts])
+                + (fallback == nil ? [] : [.fallbackDevices]))
+        if let fallback, let notification = last.pushes.last {
+            #expect(notification.kind == .alert)
+            #expect(notification.priority == 10)
+            #expect(notification.expiration == .afterSending(seconds: 3600))
+            #expect(notification.body == fallback.body(visitId: state.visitId, status: row.status))
+        }
         let push = try #require(last.pushes.first)
         let aps = try #require(try JSONValue.parse(push.body)["aps"])
         #expect(push.kind == row.kind)
@@ -85,7 +96,9 @@ import Testing
         let t0 = TestVisit.t0
         // Window opens late: stale at the window's start.
         let late = try TestVisit.accepted([TestVisit.scheduled(window: ArrivalWindow(start: t0 + 900, end: t0 + 1800))])
-        let pushes = try #require(late.first).pushes
+        let planned = try #require(late.first).pushes
+        #expect(planned.map(\.kind) == [.start, .update, .alert])
+        let pushes = planned.filter { $0.kind != .alert }
         #expect(pushes.map(\.kind) == [.start, .update])
         #expect(pushes.map(\.audience) == [.pushToStartTokens, .liveActivities])
         for push in pushes {
@@ -99,7 +112,7 @@ import Testing
         #expect(pushes[1].expiration == .at(t0 + 900))
         // Window already open: 120 s after the recorded time.
         let early = try TestVisit.accepted([TestVisit.scheduled(window: ArrivalWindow(start: t0 - 600, end: t0 + 600))])
-        #expect(try #require(early.first).pushes.allSatisfy { $0.staleDate == t0 + 120 })
+        #expect(try #require(early.first).pushes.filter { $0.kind != .alert }.allSatisfy { $0.staleDate == t0 + 120 })
         #expect(VisitView(state: try #require(early.first).state, rules: .contractDefault).staleDate == t0 + 120)
     }
 
@@ -118,7 +131,35 @@ import Testing
             if rule.staleNotBeforeArrivalStart { stale = max(stale, last.state.arrivalWindow.start) }
             #expect(push.staleDate == stale)
             #expect(last.state.kilometresAway == 0.5)
+            // Contract §8: progress updates are paced by the rules' interval; status changes never are.
+            #expect(push.pacingSeconds == ProjectionRules.contractDefault.progressIntervalSeconds)
+            let statusChanges = try TestVisit.accepted(TestVisit.path(to: status))
+            #expect(statusChanges.flatMap(\.pushes).allSatisfy { $0.pacingSeconds == nil })
         }
+    }
+
+    /// Contract §9: the body exactly as the contract gives it; never for progress or reassignment.
+    @Test func fallbackNotificationsFollowStatusChangesOnly() throws {
+        let path = TestVisit.path(to: .nearby) + [.progress(ArrivalUpdate(kilometresAway: 0.5))]
+        let accepted = try TestVisit.accepted(path)
+        let nearby = try #require(accepted.dropLast().last)
+        let notification = try #require(nearby.pushes.first { $0.kind == .alert })
+        let id = nearby.state.visitId
+        #expect(
+            String(decoding: notification.body, as: UTF8.self)
+                == #"{"aps":{"alert":{"title":"Service visit","body":"Your technician is a few minutes away."},"#
+                + #""sound":"default","thread-id":"visit-\#(id)"},"visitId":"\#(id)","status":"nearby"}"#)
+        #expect(try #require(accepted.last).pushes.allSatisfy { $0.kind != .alert })
+        let enRoute = try #require(try TestVisit.accepted(TestVisit.path(to: .enRoute)).last)
+        #expect(enRoute.pushes.allSatisfy { $0.kind != .alert })
+    }
+
+    @Test func anIntervalOfZeroPacesNothing() throws {
+        var rules = ProjectionRules.contractDefault
+        rules.progressIntervalSeconds = 0
+        let path = TestVisit.path(to: .enRoute) + [.progress(ArrivalUpdate(kilometresAway: 0.5))]
+        let last = try #require(try TestVisit.accepted(path, rules: rules).last)
+        #expect(last.pushes.allSatisfy { $0.pacingSeconds == nil })
     }
 
     /// A start deferred until the arrival window must not go out with the booking-time state: every

@@ -73,6 +73,25 @@ import Testing
             path: ["start", "includeStaleDate"], value: .string("yes"),
             message: "start.includeStaleDate: expected a boolean, got a string"),
         Case(path: ["statuses"], value: .array([]), message: "statuses: expected an object, got an array"),
+        Case(
+            path: ["progressIntervalSeconds"], value: .number(-1),
+            message: "progressIntervalSeconds: must not be negative"),
+        Case(
+            path: ["budget", "priority10PerHour"], value: .number(0),
+            message: "budget.priority10PerHour: must be positive (start and end always go at 10 and count)"),
+        Case(
+            path: ["budget", "priority10PerHourFrequent"], value: .number(-3),
+            message: "budget.priority10PerHourFrequent: must be positive (start and end always go at 10 and count)"),
+        Case(path: ["budget", "perDay"], value: .number(3), message: "budget.perDay: unknown field"),
+        Case(
+            path: ["activityRenewalSeconds"], value: .number(28_800),
+            message: "activityRenewalSeconds: must be positive and under 28800 (iOS's 8 hours)"),
+        Case(
+            path: ["statuses", "nearby", "fallbackAlert", "body"], value: .number(1),
+            message: "statuses.nearby.fallbackAlert.body: expected a string, got a number"),
+        Case(
+            path: ["statuses", "onSite", "fallbackAlert", "body"], value: .string(String(repeating: "\"", count: 2000)),
+            message: "statuses.onSite.fallbackAlert: the notification would be 4379 bytes, over the 4096-byte push budget"),
     ]
 
     @Test(arguments: cases) func errorsNameTheKeyPath(_ testCase: Case) {
@@ -98,7 +117,10 @@ import Testing
 
     @Test func optionalSectionsDefault() throws {
         var json = Self.shipped
-        for key in ["priorities", "startEndExpirationSeconds", "start", "maximumPushBytes", "comment"] {
+        for key in [
+            "priorities", "startEndExpirationSeconds", "start", "maximumPushBytes", "comment", "budget",
+            "progressIntervalSeconds", "activityRenewalSeconds",
+        ] {
             json.replace([key], with: nil)
         }
         #expect(try ProjectionRules.parse(json.serialized()) == .contractDefault)
