@@ -11,6 +11,7 @@ public enum VisitDeliveries {
         public let kind: String
         /// `activity`, `pushToStart`, `channel` or `device`, from the stored target's prefix.
         public let target: String
+        /// The priority it went with (after the budget), or the planned one before its first attempt.
         public let priority: Int
         public let state: String
         public let attempts: Int
@@ -26,7 +27,7 @@ public enum VisitDeliveries {
     public static func list(visitId: String, limit: Int = 100, on connection: PostgresConnection) throws -> [Row] {
         try connection.query(
             """
-            SELECT id, kind, split_part(target, ':', 1) AS target_kind, priority, state, attempts, last_status, last_reason,
+            SELECT id, kind, split_part(target, '[', 1) AS target_kind, COALESCE(sent_priority, priority) AS priority, state, attempts, last_status, last_reason,
                    created_at, CASE WHEN state = 'sent' THEN finished_at END AS sent_at
             FROM deliveries WHERE visit_id = \(visitId)
             ORDER BY id DESC LIMIT \(limit)
@@ -40,12 +41,13 @@ public enum VisitDeliveries {
         }
     }
 
-    /// The contract's name for a stored target prefix (`activity:…`, `start:…`, `channel:…`, `device:…`).
+    /// The contract's name for the kind of a stored target, the word before its JSON array
+    /// (`activity["v-1","a-1"]`, `start["v-1","<md5>"]`, `alert["v-1","c-7","d-1"]`; see `Outbox.enqueue`).
     static func targetName(_ prefix: String) -> String {
         switch prefix {
         case "start": "pushToStart"
-        case "channel", "broadcast": "channel"
-        case "device", "notification", "alert": "device"
+        case "channel": "channel"
+        case "alert": "device"
         default: "activity"
         }
     }

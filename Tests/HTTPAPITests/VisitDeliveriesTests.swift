@@ -47,6 +47,44 @@ import Testing
         #expect(deliveries(try await api.call("GET", "/v1/visits/\(id)/deliveries?limit=1", key: api.ops)).count == 1)
     }
 
+    /// Each kind of target is named as §11 names it: a start to a push-to-start token is `pushToStart`,
+    /// a fallback notification to a device `device`, an activity's update `activity`.
+    @Test func namesEachKindOfTarget() async throws {
+        let api = try await APIServer.start()
+        defer { Task { await api.stop() } }
+        let customerId = uniqueID("c")
+        let customer = try await api.key(.customer, customerId)
+        let device = uniqueID("d")
+        let pushToStart = try await api.call(
+            "PUT", "/v1/customers/\(customerId)/push-to-start-tokens/\(device)", key: customer,
+            json: "{\"pushToken\":\"\(pushToken("p2s-\(device)"))\",\"environment\":\"sandbox\"}")
+        #expect(pushToStart.status == 204)
+        let tablet = uniqueID("d")
+        let preferences = try await api.call(
+            "PUT", "/v1/customers/\(customerId)/devices/\(tablet)/preferences", key: customer,
+            json: #"{"liveActivitiesEnabled":false,"frequentPushesEnabled":false}"#)
+        #expect(preferences.status == 204)
+        let notification = try await api.call(
+            "PUT", "/v1/customers/\(customerId)/devices/\(tablet)/notification-token", key: customer,
+            json: "{\"pushToken\":\"\(pushToken("alert-\(tablet)"))\",\"environment\":\"sandbox\"}")
+        #expect(notification.status == 204)
+        let id = uniqueID("v")
+        try await api.schedule(id, customer: customerId)
+        let registered = try await api.call(
+            "PUT", "/v1/visits/\(id)/live-activities/a-1", key: customer,
+            json: "{\"pushToken\":\"\(pushToken("la-\(id)"))\",\"environment\":\"sandbox\",\"deviceId\":\"\(device)\"}")
+        #expect(registered.status == 204)
+        #expect(try await api.post(id, #"{"type":"enRoute"}"#).status == 201)
+
+        let list = deliveries(try await api.call("GET", "/v1/visits/\(id)/deliveries", key: api.dispatcher))
+        let pairs = Set(
+            list.compactMap { d in (d["kind"] as? String).flatMap { k in (d["target"] as? String).map { "\(k) \($0)" } } })
+        #expect(pairs.contains("start pushToStart"), "\(pairs)")
+        #expect(pairs.contains("alert device"), "\(pairs)")
+        #expect(pairs.contains("update activity"), "\(pairs)")
+        #expect(pairs.isSubset(of: ["start pushToStart", "alert device", "update activity"]), "\(pairs)")
+    }
+
     @Test func onlyDispatchersAndOpsMayReadThem() async throws {
         let api = try await APIServer.start()
         defer { Task { await api.stop() } }
