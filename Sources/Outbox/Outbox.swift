@@ -101,7 +101,7 @@ public final class Outbox: Sendable {
         guard !intent.body.isEmpty else { throw invalid("the push body is empty") }
         guard !intent.visitId.isEmpty, !intent.customerId.isEmpty else { throw invalid("visitId and customerId are required") }
         switch (intent.kind, intent.audience) {
-        case (.start, .pushToStartTokens), (.start, .pushToStartDevice), (.start, .pendingStarts): break
+        case (.start, .pushToStartTokens), (.start, .pushToStartDevice), (.start, .pendingStarts), (.start, .renewalStart): break
         case (.update, .liveActivities), (.update, .activity), (.end, .liveActivities), (.end, .activity): break
         case (.alert, .fallbackDevices): break
         default: throw invalid("a \(intent.kind.rawValue) cannot go to that audience")
@@ -133,15 +133,18 @@ public final class Outbox: Sendable {
                   AND COALESCE(p.live_activities_enabled, true)
                   AND (\(activity)::text IS NULL OR la.activity_id = \(activity))
                 """
-        case .pushToStartTokens, .pushToStartDevice:
+        case .pushToStartTokens, .pushToStartDevice, .renewalStart:
             var device: String? = nil
             if case .pushToStartDevice(let id) = intent.audience { device = id }
+            // A renewal's start targets are its own: the visit's first start to the token must not block it.
+            var startsOf = intent.visitId
+            if case .renewalStart(let key) = intent.audience { startsOf += " renewal " + key }
             // One target per visit and push-to-start token (contract §6), named by the token's md5
             // (`delivery_start_target`, migration 0007): a token registered under two device ids is one
             // target (the newest registration's device is used), a rotated token a new one.
             targets = """
                 SELECT DISTINCT ON (target) target, activity_id, device_id FROM (
-                    SELECT delivery_start_target(\(intent.visitId)::text, t.push_token) AS target,
+                    SELECT delivery_start_target(\(startsOf)::text, t.push_token) AS target,
                            NULL::text AS activity_id, t.device_id, t.registered_at_ms
                     FROM push_to_start_tokens t
                     LEFT JOIN device_preferences p ON p.customer_id = t.customer_id AND p.device_id = t.device_id

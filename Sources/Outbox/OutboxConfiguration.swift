@@ -37,6 +37,11 @@ public struct OutboxConfiguration: Sendable {
     public var priority10PerHourFrequent: Int = 48
     /// iOS ends a Live Activity this long after it began: nothing is sent to it afterwards (contract §9).
     public var activityLifetimeSeconds: Double = 8 * 3600
+    /// A still-active visit's Live Activity is renewed this long after it began (the rules'
+    /// `activityRenewalSeconds`; contract §9), by a worker with an `ActivityRenewer`.
+    public var activityRenewalSeconds: Double = 27_000
+    /// How often a worker looks for activities due for renewal.
+    public var renewalIntervalSeconds: Double = 60
 
     public init() {}
 }

@@ -173,7 +173,10 @@ public struct OutboxStore: Sendable {
             SELECT c.id, c.apns_id::text AS apns_id, c.target, c.visit_id, c.customer_id, c.activity_id, c.device_id,
                    c.kind, c.priority, c.aps_timestamp, c.body, c.stale_date, c.expires_after_sending, c.event_recorded_at,
                    c.created_at, c.attempts, c.outcome_unknown_since,
-                   tok.push_token, tok.environment, tok.registered_at_ms, tok.retired_at_ms IS NOT NULL AS retired,
+                   tok.push_token, tok.environment, tok.registered_at_ms,
+                   -- A renewed activity (contract §9) is retired for everything but its own end.
+                   (tok.retired_at_ms IS NOT NULL
+                    AND NOT (c.kind = 'end' AND tok.retired_reason IS NOT DISTINCT FROM 'renewed')) AS retired,
                    tok.began_at_ms,
                    COALESCE(pref.live_activities_enabled, true) AS enabled,
                    COALESCE(pref.frequent_pushes_enabled, false) AS frequent,
@@ -183,9 +186,10 @@ public struct OutboxStore: Sendable {
                          AND s.finished_at > \(now - 3600)::float8)
                    ELSE 0 END AS priority10_last_hour,
                    (SELECT t.last_sent_timestamp FROM delivery_targets t WHERE t.target = c.target) AS last_sent_timestamp,
-                   -- A start names the token it was enqueued for; one rotated since has a start of its own.
+                   -- A start names the token it was enqueued for (its target ends with the token's md5, also
+                   -- a renewal's); one rotated since has a start of its own.
                    (c.kind = 'start' AND tok.push_token IS NOT NULL
-                    AND c.target <> delivery_start_target(c.visit_id, tok.push_token)) AS token_replaced,
+                    AND c.target NOT LIKE '%"' || md5(tok.push_token) || '"]') AS token_replaced,
                    -- A start goes only while its visit has no Live Activity (a second start, a second activity).
                    (c.kind = 'start' AND (SELECT EXISTS (
                         SELECT 1 FROM live_activities r WHERE r.visit_id = c.visit_id AND r.retired_at_ms IS NULL)))
@@ -197,15 +201,15 @@ public struct OutboxStore: Sendable {
             FROM claimed c
             -- LATERAL with LIMIT: one index probe per claimed row, never a join over every token.
             LEFT JOIN LATERAL (
-                SELECT la.push_token, la.environment, la.registered_at_ms, la.retired_at_ms, la.began_at_ms
+                SELECT la.push_token, la.environment, la.registered_at_ms, la.retired_at_ms, la.began_at_ms, la.retired_reason
                 FROM live_activities la
                 WHERE c.kind IN ('update', 'end') AND la.visit_id = c.visit_id AND la.activity_id = c.activity_id
                 UNION ALL
-                SELECT st.push_token, st.environment, st.registered_at_ms, st.retired_at_ms, NULL::bigint
+                SELECT st.push_token, st.environment, st.registered_at_ms, st.retired_at_ms, NULL::bigint, NULL::text
                 FROM push_to_start_tokens st
                 WHERE c.kind = 'start' AND st.customer_id = c.customer_id AND st.device_id = c.device_id
                 UNION ALL
-                SELECT n.push_token, n.environment, n.registered_at_ms, n.retired_at_ms, NULL::bigint
+                SELECT n.push_token, n.environment, n.registered_at_ms, n.retired_at_ms, NULL::bigint, NULL::text
                 FROM notification_tokens n
                 WHERE c.kind = 'alert' AND n.customer_id = c.customer_id AND n.device_id = c.device_id
                 LIMIT 1
@@ -315,6 +319,47 @@ public struct OutboxStore: Sendable {
             UPDATE deliveries SET state = 'pending', lease_token = NULL, lease_expires_at = NULL, attempts = attempts - 1
             WHERE id = ANY(\(ids)::bigint[]) AND lease_token = \(lease)::uuid AND state = 'sending'
             """)
+    }
+
+    /// Claims the Live Activities due for renewal (contract §9): live, begun `activityRenewalSeconds` or
+    /// more ago, never looked at by a renewal pass. One statement; each activity is claimed once, whichever
+    /// worker runs it (an ineligible one, of an ended visit or a customer without push-to-start token, is
+    /// not looked at again: it lapses at 8 hours).
+    static func claimRenewals(beganBeforeMs: Int64, nowMs: Int64, limit: Int, on connection: PostgresConnection) throws
+        -> [(visitId: String, activityId: String)]
+    {
+        try connection.query(
+            """
+            UPDATE live_activities la SET renewal_checked_at_ms = \(nowMs)
+            FROM (SELECT visit_id, activity_id FROM live_activities
+                  WHERE renewal_checked_at_ms IS NULL AND retired_at_ms IS NULL AND began_at_ms <= \(beganBeforeMs)
+                  ORDER BY began_at_ms LIMIT \(limit) FOR UPDATE SKIP LOCKED) due
+            WHERE la.visit_id = due.visit_id AND la.activity_id = due.activity_id
+            RETURNING la.visit_id, la.activity_id
+            """
+        ).map { (try $0.string("visit_id"), try $0.string("activity_id")) }
+    }
+
+    /// Whether the customer has a live push-to-start token on a device with Live Activities on.
+    static func hasPushToStartToken(customerId: String, on connection: PostgresConnection) throws -> Bool {
+        try connection.query(
+            """
+            SELECT EXISTS (SELECT 1 FROM push_to_start_tokens t
+                           LEFT JOIN device_preferences p ON p.customer_id = t.customer_id AND p.device_id = t.device_id
+                           WHERE t.customer_id = \(customerId) AND t.retired_at_ms IS NULL
+                             AND COALESCE(p.live_activities_enabled, true)) AS present
+            """
+        ).first.map { try $0.bool("present") } ?? false
+    }
+
+    /// Retires renewed activities: no longer live for their visit (reason `renewed`; their end still goes).
+    static func retireRenewed(visitId: String, activityIds: [String], nowMs: Int64, on connection: PostgresConnection) throws {
+        _ = try connection.query(
+            """
+            UPDATE live_activities SET retired_at_ms = \(nowMs), retired_reason = 'renewed'
+            WHERE visit_id = \(visitId) AND activity_id = ANY (\(activityIds)::text[]) AND retired_at_ms IS NULL
+            """
+        )
     }
 
     /// Makes deliveries whose lease ran out (their worker died) claimable again. A start among them may

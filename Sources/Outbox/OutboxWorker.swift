@@ -29,6 +29,9 @@ public final class OutboxWorker: Service {
     private let logger: Logger
     private let pause: SendingPause
     private let reapSchedule: ReapSchedule
+    /// The visit side of the 8-hour renewal; nil: no renewal (activities lapse at 8 hours).
+    private let renewer: (any ActivityRenewer)?
+    private let renewalSchedule = ReapSchedule()
     /// Signalled when a claim came back full (a backlog): the extra claim loops join in only then, so a
     /// trickle of pushes costs one claim per wake-up, not one per loop.
     private let backlog: WakeUp
@@ -43,11 +46,14 @@ public final class OutboxWorker: Service {
     ///   - clock: every time the worker stores or compares (due, lease, expiry, registration) comes from it,
     ///     and every wait runs on it (the heartbeat, the polls and backoffs of its wake-ups).
     ///   - wakeUp: shared with whoever signals new work; by default one on `clock`.
+    ///   - renewer: builds the pushes that renew a still-active visit's Live Activity at
+    ///     `activityRenewalSeconds` (contract §9); nil: none is renewed.
     public init(
         pool: PostgresPool, sender: any PushSender, configuration: OutboxConfiguration = OutboxConfiguration(),
         clock: any WallClock = SystemClock(), wakeUp: WakeUp? = nil, metrics: Metrics = .shared,
-        logger: Logger = Logger(label: "outbox")
+        logger: Logger = Logger(label: "outbox"), renewer: (any ActivityRenewer)? = nil
     ) {
+        self.renewer = renewer
         self.pool = pool
         self.sender = sender
         self.configuration = configuration
@@ -167,6 +173,7 @@ public final class OutboxWorker: Service {
     @discardableResult
     public func runOnce() async throws -> Int {
         try await reapIfDue()
+        try await renewIfDue()
         let lease = UUID().uuidString.lowercased()
         let claimedAt = clock.now()
         let limit = configuration.batchSize
@@ -412,6 +419,50 @@ public final class OutboxWorker: Service {
         }
         if reaped > 0 {
             logger.warning("reclaimed deliveries whose worker's lease ran out", ["outbox.count": String(reaped)])
+        }
+    }
+
+    // MARK: renewal
+
+    /// Contract §9: every `renewalIntervalSeconds`, renews the Live Activities that reached
+    /// `activityRenewalSeconds`, in one transaction: the claim (one UPDATE, so no two workers renew one
+    /// activity), then per visit still active whose customer has a push-to-start token the `end`s to the old
+    /// activities, their retirement (no longer live: the new start is not blocked by them, nothing more goes
+    /// to them) and the `start`.
+    private func renewIfDue() async throws {
+        guard let renewer else { return }
+        let now = clock.now()
+        guard renewalSchedule.claim(now: now, interval: configuration.renewalIntervalSeconds) else { return }
+        let nowMs = Int64((now * 1000).rounded(.down))
+        let beganBeforeMs = Int64(((now - configuration.activityRenewalSeconds) * 1000).rounded(.down))
+        let outbox = Outbox(pool: pool, configuration: configuration, clock: clock)
+        let limit = configuration.batchSize
+        let renewed = try await pool.withTransaction { c -> Int in
+            let due = try OutboxStore.claimRenewals(beganBeforeMs: beganBeforeMs, nowMs: nowMs, limit: limit, on: c)
+            var byVisit: [String: [String]] = [:]
+            for (visit, activity) in due { byVisit[visit, default: []].append(activity) }
+            var renewed = 0
+            for (visit, activities) in byVisit.sorted(by: { $0.key < $1.key }) {
+                guard let renewal = try renewer.renewal(visitId: visit, activityIds: activities.sorted(), now: now, on: c),
+                    try OutboxStore.hasPushToStartToken(customerId: renewal.customerId, on: c)
+                else { continue }
+                try outbox.enqueue(renewal.ends, on: c)
+                try OutboxStore.retireRenewed(visitId: visit, activityIds: activities, nowMs: nowMs, on: c)
+                // The end first: the start is due a second later, never in the same batch as the end.
+                var start = renewal.start
+                start.notBefore = now + 1
+                try outbox.enqueue([start], on: c)
+                renewed += activities.count
+            }
+            return renewed
+        }
+        if renewed > 0 {
+            outbox.committed()
+            metrics.increment(
+                "livevisits_activities_renewed_total",
+                help: "Live Activities renewed at activityRenewalSeconds: an end, then a start to push-to-start tokens.",
+                by: Double(renewed))
+            logger.info("renewed live activities before iOS's 8 hours", ["outbox.count": String(renewed)])
         }
     }
 

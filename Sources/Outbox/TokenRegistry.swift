@@ -31,6 +31,8 @@ public struct TokenRegistry: Sendable {
         case badDeviceToken
         /// APNs 400 DeviceTokenNotForTopic.
         case notForTopic
+        /// Renewed at `activityRenewalSeconds` (contract §9): a new activity replaces it; only its end goes to it.
+        case renewed
     }
 
     /// What a push token is registered for: the two kinds of token share one implementation.

@@ -7,6 +7,7 @@ import Outbox
 import OutboxAPNs
 import Postgres
 import Runtime
+import VisitCommands
 import VisitDomain
 import VisitProjections
 
@@ -88,6 +89,7 @@ enum ServeCommand {
         var outboxConfiguration = OutboxConfiguration()
         outboxConfiguration.priority10PerHour = rules.budget.priority10PerHour
         outboxConfiguration.priority10PerHourFrequent = rules.budget.priority10PerHourFrequent
+        outboxConfiguration.activityRenewalSeconds = Double(rules.activityRenewalSeconds)
         let outbox = Outbox(pool: pool, configuration: outboxConfiguration, clock: clock)
         var transport: [any Service] = []
         var intake: [any Service] = []
@@ -104,7 +106,8 @@ enum ServeCommand {
                 configuration: apns,
                 tokenStore: PostgresProviderTokenStore(pool: pool, teamId: signer.teamId, keyId: signer.keyId), clock: clock)
             let worker = OutboxWorker(
-                pool: pool, sender: APNsPushSender(client: client), configuration: outboxConfiguration, clock: clock)
+                pool: pool, sender: APNsPushSender(client: client), configuration: outboxConfiguration, clock: clock,
+                renewer: ActivityRenewals(rules: rules))
             transport.append(client)
             intake += [worker.listener(url: url), worker]
             logger.info("outbox worker configured", ["apns.topic": apns.topic])

@@ -69,6 +69,22 @@ public enum PushPlanner {
         state.hasEnded ? nil : start(state, rules: rules, isCatchUp: true)
     }
 
+    /// The renewal of a still-active visit's Live Activity at `activityRenewalSeconds` (contract §9; nil once
+    /// ended): an `end` whose `dismissal-date` is its own `aps.timestamp` (dismissed at once), then a `start`
+    /// with the current state one second later. The end's timestamp is a second before `now` (so the visit's
+    /// next event, recorded at `now` or later, is newer than the start), and after the state's own.
+    public static func renewal(for state: VisitState, rules: ProjectionRules, now: Int) -> (end: PushPlan, start: PushPlan)? {
+        guard !state.hasEnded else { return nil }
+        var ending = state
+        ending.apsTimestamp = max(now - 1, state.apsTimestamp + 1)
+        var starting = ending
+        starting.apsTimestamp += 1
+        return (
+            end(ending, rules: rules, isCatchUp: false, dismissalDate: ending.apsTimestamp),
+            start(starting, rules: rules, isCatchUp: false)
+        )
+    }
+
     /// Every body the event behind `state` may cause: its pushes and, while active, the start
     /// a later push-to-start token would get. The 4 KB budget is checked on the largest.
     public static func largestPossiblePush(for state: VisitState, rules: ProjectionRules) -> PushPlan? {
@@ -119,8 +135,9 @@ public enum PushPlanner {
             body: JSONValue.object([JSONMember("aps", .object(aps))]).serialized())
     }
 
-    static func end(_ state: VisitState, rules: ProjectionRules, isCatchUp: Bool) -> PushPlan {
-        let dismissalDate = state.dismissalDate(rules)
+    /// - Parameter dismissalDate: when the ended activity goes away; by default the rules' for the state.
+    static func end(_ state: VisitState, rules: ProjectionRules, isCatchUp: Bool, dismissalDate: Int?? = nil) -> PushPlan {
+        let dismissalDate = dismissalDate ?? state.dismissalDate(rules)
         var aps: [JSONMember] = [
             JSONMember("timestamp", .number(Double(state.apsTimestamp))),
             JSONMember("event", .string(PushKind.end.rawValue)),

@@ -46,6 +46,29 @@ import Testing
         #expect(aps["attributes-type"] == .string("ServiceVisitAttributes"))
     }
 
+    /// Contract §9: the renewal at `activityRenewalSeconds`: an end dismissed at once, then a start with the
+    /// current state, with increasing timestamps newer than the state's own; none once the visit ended.
+    @Test func renewalEndsAtOnceThenStartsWithTheCurrentState() throws {
+        let last = try #require(try TestVisit.accepted(TestVisit.path(to: .onSite)).last)
+        let now = last.state.apsTimestamp + 27_000
+        let renewal = try #require(PushPlanner.renewal(for: last.state, rules: .contractDefault, now: now))
+        #expect(renewal.end.kind == .end)
+        #expect(renewal.start.kind == .start)
+        #expect(last.state.apsTimestamp < renewal.end.apsTimestamp)
+        #expect(renewal.end.apsTimestamp < renewal.start.apsTimestamp)
+        #expect(renewal.start.apsTimestamp <= now)
+        let end = try #require(try JSONValue.parse(renewal.end.body)["aps"])
+        #expect(end["dismissal-date"] == .number(Double(renewal.end.apsTimestamp)))
+        #expect(end["timestamp"] == .number(Double(renewal.end.apsTimestamp)))
+        #expect(end["content-state"] == last.state.contentState.json)
+        let start = try #require(try JSONValue.parse(renewal.start.body)["aps"])
+        #expect(start["content-state"] == last.state.contentState.json)
+        #expect(start["input-push-token"] == .number(1))
+        #expect(start["alert"] != nil)
+        let ended = try #require(try TestVisit.accepted(TestVisit.path(to: .completed)).last)
+        #expect(PushPlanner.renewal(for: ended.state, rules: .contractDefault, now: now) == nil)
+    }
+
     @Test func expirationRules() {
         #expect(PushExpiration.at(100).epoch(sentAt: 50) == 100)
         #expect(PushExpiration.afterSending(seconds: 14_400).epoch(sentAt: 50) == 14_450)
