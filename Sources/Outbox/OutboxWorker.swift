@@ -173,7 +173,7 @@ public final class OutboxWorker: Service {
     @discardableResult
     public func runOnce() async throws -> Int {
         try await reapIfDue()
-        try await renewIfDue()
+        await renewIfDue()
         let lease = UUID().uuidString.lowercased()
         let claimedAt = clock.now()
         let limit = configuration.batchSize
@@ -429,10 +429,19 @@ public final class OutboxWorker: Service {
     /// activity), then per visit still active whose customer has a push-to-start token the `end`s to the old
     /// activities, their retirement (no longer live: the new start is not blocked by them, nothing more goes
     /// to them) and the `start`.
-    private func renewIfDue() async throws {
+    /// A failed pass is logged and tried again at the next interval; it never holds up the deliveries.
+    private func renewIfDue() async {
         guard let renewer else { return }
         let now = clock.now()
         guard renewalSchedule.claim(now: now, interval: configuration.renewalIntervalSeconds) else { return }
+        do {
+            try await renew(now: now, renewer: renewer)
+        } catch {
+            logger.warning("live activity renewal pass failed; trying again later", ["error": "\(error)"])
+        }
+    }
+
+    private func renew(now: Double, renewer: any ActivityRenewer) async throws {
         let nowMs = Int64((now * 1000).rounded(.down))
         let beganBeforeMs = Int64(((now - configuration.activityRenewalSeconds) * 1000).rounded(.down))
         let outbox = Outbox(pool: pool, configuration: configuration, clock: clock)
