@@ -96,6 +96,7 @@ let package = Package(
             name: "VisitCommandsTests",
             dependencies: [
                 "VisitCommands", "VisitProjections", "VisitDomain", "EventStore", "Postgres", "VisitTestSupport", "TestSupport",
+                "Outbox",
             ]
         ),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "TestSupport"]),
