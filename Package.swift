@@ -109,6 +109,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "Runtime"]),
+        .testTarget(name: "ScaleTests", dependencies: ["APNsSimulator", "JSON", "Postgres", "Runtime", "TestSupport"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime"]),
     ],
     swiftLanguageModes: [.v6]
