@@ -91,7 +91,11 @@ public final class PostgresPool: Sendable {
                         if connection.inTransaction { try? connection.execute(script: "ROLLBACK") }
                         continuation.resume(returning: value)
                     } catch {
-                        if !connection.isHealthy {
+                        // A broken connection, or one to a server that turned read-only (a primary
+                        // demoted, a standby after a failover): replaced, so that the next use connects
+                        // afresh and libpq's target_session_attrs=read-write finds the primary.
+                        let readOnly = (error as? PostgresError)?.sqlState == PostgresError.readOnlySQLState
+                        if !connection.isHealthy || readOnly {
                             slot.connection = nil
                             if let pgError = error as? PostgresError, pgError.code == .unavailable {
                                 continuation.resume(throwing: pgError)
