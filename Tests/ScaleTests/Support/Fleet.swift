@@ -62,15 +62,17 @@ final class Fleet: Sendable {
     }
 
     /// Starts `livevisits worker` (its output in the fleet's folder, for a failure's message).
-    func startWorker(databaseURL: String, name: String) throws -> RunningChild {
-        try ChildProcess(binary, ["worker"], environment: environment(databaseURL: databaseURL))
+    func startWorker(databaseURL: String, name: String, adding extra: [String: String] = [:]) throws -> RunningChild {
+        try ChildProcess(binary, ["worker"], environment: environment(databaseURL: databaseURL).merging(extra) { $1 })
             .start(stdout: .file(log(name)), stderr: .file(log(name) + ".err"))
     }
 
     /// Starts `livevisits serve --api-only` on a free loopback port and waits until `/readyz` answers 200.
-    func startAPI(databaseURL: String, name: String) async throws -> (child: RunningChild, api: APIClient) {
+    func startAPI(
+        databaseURL: String, name: String, adding extra: [String: String] = [:]
+    ) async throws -> (child: RunningChild, api: APIClient) {
         guard let port = LoopbackPort.bindable() else { throw Failure("no free loopback port") }
-        var environment = environment(databaseURL: databaseURL)
+        var environment = environment(databaseURL: databaseURL).merging(extra) { $1 }
         environment["LIVEVISITS_HTTP_ADDR"] = "127.0.0.1:\(port)"
         let child = try ChildProcess(binary, ["serve", "--api-only"], environment: environment)
             .start(stdout: .file(log(name)), stderr: .file(log(name) + ".err"))
