@@ -65,7 +65,7 @@ let package = Package(
             name: "livevisits-bench",
             dependencies: [
                 "Runtime", "VisitDomain", "Postgres", "EventStore", "VisitProjections", "VisitCommands", "APNs", "Outbox",
-                "OutboxAPNs", "APNsSimulator", "HTTPAPI",
+                "OutboxAPNs", "APNsSimulator", "HTTPAPI", "JSON",
             ]
         ),
 
