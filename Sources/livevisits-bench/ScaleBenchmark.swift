@@ -26,7 +26,9 @@ struct ScaleBenchmark {
         command: "livevisits-bench scale", summary: summary,
         options: [
             .value("--processes", "LIST", "API and worker processes per measurement (default 1,2,3)"),
-            .value("--visits", "N", "visits per measurement, 5 events and 4 pushes each (default 500)"),
+            .value(
+                "--visits", "N",
+                "visits per measurement: booked untimed, then 4 status events each, timed to the last end (default 500)"),
             .value("--switches", "N", "failovers to measure, 0 for none (default 5)"),
         ],
         details:
