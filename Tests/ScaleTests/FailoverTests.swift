@@ -26,11 +26,16 @@ import Testing
         let fleet = try await Fleet.prepare()
         var children: [RunningChild] = []
         defer {
-            let running = children
+            // Synchronously: a Task started here may never run before the test process exits, and the
+            // children (and clusters) would outlive it.
+            for child in children.reversed() where child.isRunning {
+                child.signal(SIGTERM)
+                _ = child.waitBlocking()
+            }
+            _ = try? ChildProcess(script, ["destroy"], environment: scriptEnvironment).runBlocking()
+            try? FileManager.default.removeItem(at: fleet.folder)
             Task {
-                for child in running { _ = await child.stop() }
                 await fleet.stop()
-                _ = try? await ChildProcess(script, ["destroy"], environment: scriptEnvironment).run()
             }
         }
         let url = try await pair("url")
