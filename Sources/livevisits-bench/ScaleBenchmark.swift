@@ -59,8 +59,14 @@ struct ScaleBenchmark {
         for n in processes {
             let database = try await ScratchDatabase.create(
                 serverURL: serverURL, migrations: root.appendingPathComponent("Migrations"))
-            defer { Task { await database.drop() } }
-            let f = try await measure(processes: n, databaseURL: database.url, rig: rig)
+            let f: Figures
+            do {
+                f = try await measure(processes: n, databaseURL: database.url, rig: rig)
+                await database.drop()
+            } catch {
+                await database.drop()
+                throw error
+            }
             print(
                 String(
                     format: "%d + %d      %6d  %6d  %7.1f  %8.0f  %8.0f  %23.0f  %7.0f", n, n, f.events, f.pushes, f.seconds,
