@@ -60,7 +60,7 @@ enum ServeCommand {
         // Few connections serve many requests best on a small machine: requests wait their turn for a
         // connection in order instead of crowding PostgreSQL (Docs/performance.md, `livevisits-bench api`).
         let size = try configuration.databasePoolSize() ?? (parts.contains(.api) ? (parts.contains(.worker) ? 8 : 6) : 8)
-        return PostgresConfiguration(url: url, size: size)
+        return PostgresConfiguration(url: url, size: size, usePreparedStatements: try configuration.usePreparedStatements())
     }
 
     /// Builds the service group for the parts asked for, on a pool the caller lends and closes after the
@@ -72,7 +72,7 @@ enum ServeCommand {
         announce: @escaping @Sendable (String) -> Void = { Console.line($0) }
     ) async throws -> ServiceGroup {
         let logger = Logger(label: "livevisits")
-        let url = try configuration.databaseURL()
+        let listenURL = try configuration.listenURL()
         let migrator = Migrator(directory: try configuration.migrationsDirectory())
         let pending: [String]
         do {
@@ -106,7 +106,7 @@ enum ServeCommand {
             let worker = OutboxWorker(
                 pool: pool, sender: APNsPushSender(client: client), configuration: outboxConfiguration, clock: clock)
             transport.append(client)
-            intake += [worker.listener(url: url), worker]
+            intake += [worker.listener(url: listenURL), worker]
             logger.info("outbox worker configured", ["apns.topic": apns.topic])
         }
         if parts.contains(.api) {
@@ -122,7 +122,7 @@ enum ServeCommand {
             } catch {
                 throw ConfigurationError("LIVEVISITS_HTTP_ADDR: \(error.message)")
             }
-            intake += [environment.keyCache.listener(url: url), server]
+            intake += [environment.keyCache.listener(url: listenURL), server]
             announce("livevisits API listening on http://\(server.address)")
         }
         OutboxStore(pool: pool, clock: clock).registerDepthCollector()
