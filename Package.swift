@@ -67,7 +67,7 @@ let package = Package(
             name: "livevisits-bench",
             dependencies: [
                 "Runtime", "VisitDomain", "Postgres", "EventStore", "VisitProjections", "VisitCommands", "APNs", "Outbox",
-                "OutboxAPNs", "APNsSimulator", "HTTPAPI",
+                "OutboxAPNs", "APNsSimulator", "HTTPAPI", "JSON",
             ]
         ),
 
@@ -112,6 +112,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "Runtime"]),
+        .testTarget(name: "ScaleTests", dependencies: ["APNsSimulator", "JSON", "Postgres", "Runtime", "TestSupport"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime"]),
     ],
     swiftLanguageModes: [.v6]

@@ -38,6 +38,9 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable {
         "PostgresError(\(code)\(sqlState.map { ", sqlstate \($0)" } ?? ""): \(message)"
     }
 
+    /// SQLSTATE `read_only_sql_transaction`: a write reached a server in recovery or read-only.
+    public static let readOnlySQLState = "25006"
+
     /// True when the database (not the statement) is the problem.
     public var isUnavailable: Bool { code == .unavailable || code == .poolTimeout }
 
@@ -46,7 +49,10 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable {
         switch sqlState {
         case "23505"?: code = .uniqueViolation
         case "40001"?, "40P01"?: code = .serializationFailure
-        case let s? where s.hasPrefix("08") || s == "57P01" || s == "57P02" || s == "57P03" || s.hasPrefix("53"):
+        // 25006 read_only_sql_transaction: the server is (now) a standby, e.g. a demoted primary; as
+        // good as gone for a writer, which must find the primary again (`PostgresPool` drops the connection).
+        case let s?
+        where s.hasPrefix("08") || s == "57P01" || s == "57P02" || s == "57P03" || s.hasPrefix("53") || s == readOnlySQLState:
             code = .unavailable
         default: code = .query
         }

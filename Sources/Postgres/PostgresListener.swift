@@ -43,6 +43,16 @@ public final class PostgresListener: Service {
         }
     }
 
+    private var channelList: String { channels.joined(separator: ",") }
+
+    /// `livevisits_database_listening{channels}`: 1 while LISTEN is established, 0 while followers poll
+    /// (a server away, or a pooler that does not keep sessions).
+    private func setListening(_ up: Bool) {
+        Metrics.shared.set(
+            "livevisits_database_listening", help: "1 while LISTEN is established, 0 while followers poll.",
+            labels: ["channels": channelList], to: up ? 1 : 0)
+    }
+
     private func loop() {
         var backoff = 0.1
         var first = true
@@ -55,14 +65,19 @@ public final class PostgresListener: Service {
                 }
             } catch {
                 isListening.store(false, ordering: .sequentiallyConsistent)
+                setListening(false)
                 if first { logger.warning("LISTEN unavailable; followers poll", ["error": "\(error)"]) }
                 first = false
                 Thread.sleep(forTimeInterval: backoff)
                 backoff = min(backoff * 2, 5)
                 continue
             }
-            if !first { onNotify("", "") }  // we may have missed notifications while away (before isListening)
+            if !first {
+                onNotify("", "")  // we may have missed notifications while away (before isListening)
+                logger.info("LISTEN established again", ["postgres.channels": channelList])
+            }
             isListening.store(true, ordering: .sequentiallyConsistent)
+            setListening(true)
             first = false
             backoff = 0.1
             while !stopping.load(ordering: .sequentiallyConsistent) {
@@ -76,6 +91,15 @@ public final class PostgresListener: Service {
                 if !connection.isHealthy { break }
             }
             isListening.store(false, ordering: .sequentiallyConsistent)
+            setListening(false)
+            if !stopping.load(ordering: .sequentiallyConsistent) {
+                // The server went away (a restart, a failover): reconnect, polling meanwhile.
+                logger.warning(
+                    "LISTEN connection lost; reconnecting, followers poll meanwhile", ["postgres.channels": channelList])
+                Metrics.shared.increment(
+                    "livevisits_database_listen_reconnects_total", help: "LISTEN connections lost and reopened.",
+                    labels: ["channels": channelList])
+            }
         }
     }
 }

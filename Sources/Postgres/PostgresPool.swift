@@ -91,8 +91,13 @@ public final class PostgresPool: Sendable {
                         if connection.inTransaction { try? connection.execute(script: "ROLLBACK") }
                         continuation.resume(returning: value)
                     } catch {
-                        if !connection.isHealthy {
+                        // A broken connection, or one to a server that turned read-only (a primary
+                        // demoted, a standby after a failover): replaced, so that the next use connects
+                        // afresh and libpq's target_session_attrs=read-write finds the primary.
+                        let readOnly = (error as? PostgresError)?.sqlState == PostgresError.readOnlySQLState
+                        if !connection.isHealthy || readOnly {
                             slot.connection = nil
+                            PostgresPool.dropped(readOnly: readOnly, error: error)
                             if let pgError = error as? PostgresError, pgError.code == .unavailable {
                                 continuation.resume(throwing: pgError)
                             } else {
@@ -110,6 +115,22 @@ public final class PostgresPool: Sendable {
                 }
             }
         }
+    }
+
+    private static let logger = Logger(label: "postgres.pool")
+
+    /// A dropped connection: one log line and `livevisits_database_connections_dropped_total{reason}`.
+    private static func dropped(readOnly: Bool, error: any Error) {
+        let reason = readOnly ? "read_only" : "broken"
+        Metrics.shared.increment(
+            "livevisits_database_connections_dropped_total",
+            help: "Pooled connections dropped: broken (server gone) or read_only (a standby or demoted primary).",
+            labels: ["reason": reason])
+        logger.warning(
+            readOnly
+                ? "database connection dropped: the server is read-only (a standby or a demoted primary); reconnecting"
+                : "database connection dropped: the server went away; reconnecting",
+            ["postgres.reason": reason, "error": "\(error)"])
     }
 
     /// Runs `body` in one transaction on one connection.

@@ -9,6 +9,7 @@ let benchmarks: [(name: String, summary: String, run: ([String]) async throws ->
     ("append", AppendBenchmark.summary, { try await AppendBenchmark(arguments: $0).run() }),
     ("outbox", OutboxBenchmark.summary, { try await OutboxBenchmark.main(arguments: $0) }),
     ("replay", ReplayBenchmark.summary, { try await ReplayBenchmark(arguments: $0).run() }),
+    ("scale", ScaleBenchmark.summary, { try await ScaleBenchmark(arguments: $0).run() }),
 ]
 let menu = CommandMenu(command: "livevisits-bench", entries: benchmarks.map { .init($0.name, "[options]", $0.summary) })
 

@@ -22,6 +22,26 @@ struct Configuration {
         return url
     }
 
+    /// `LIVEVISITS_DATABASE_LISTEN_URL`: where the LISTEN connections go (outbox wake-ups, key revocations),
+    /// else `LIVEVISITS_DATABASE_URL`. Behind a transaction-pooling proxy (PgBouncer) LISTEN does not work:
+    /// point this at PostgreSQL itself; left on the proxy, the followers poll instead.
+    func listenURL() throws -> String {
+        if let url = environment["LIVEVISITS_DATABASE_LISTEN_URL"], !url.isEmpty { return url }
+        return try databaseURL()
+    }
+
+    /// `LIVEVISITS_DB_PREPARED_STATEMENTS` (`on`, the default, or `off`): named prepared statements, one per
+    /// connection and SQL text. Off behind PgBouncer in transaction mode, which hands a client a different
+    /// server connection per transaction (where the statement was never prepared).
+    func usePreparedStatements() throws -> Bool {
+        switch environment["LIVEVISITS_DB_PREPARED_STATEMENTS"] {
+        case nil, "on"?: return true
+        case "off"?: return false
+        case let other?:
+            throw ConfigurationError("LIVEVISITS_DB_PREPARED_STATEMENTS must be on or off, not \(other)")
+        }
+    }
+
     var httpAddress: String { environment["LIVEVISITS_HTTP_ADDR"] ?? "127.0.0.1:8080" }
 
     /// `LIVEVISITS_DB_POOL_SIZE`: database connections of a `serve` process (its pool; group commit and the

@@ -61,7 +61,7 @@ enum ServeCommand {
         // Few connections serve many requests best on a small machine: requests wait their turn for a
         // connection in order instead of crowding PostgreSQL (Docs/performance.md, `livevisits-bench api`).
         let size = try configuration.databasePoolSize() ?? (parts.contains(.api) ? (parts.contains(.worker) ? 8 : 6) : 8)
-        return PostgresConfiguration(url: url, size: size)
+        return PostgresConfiguration(url: url, size: size, usePreparedStatements: try configuration.usePreparedStatements())
     }
 
     /// Builds the service group for the parts asked for, on a pool the caller lends and closes after the
@@ -73,7 +73,7 @@ enum ServeCommand {
         announce: @escaping @Sendable (String) -> Void = { Console.line($0) }
     ) async throws -> ServiceGroup {
         let logger = Logger(label: "livevisits")
-        let url = try configuration.databaseURL()
+        let listenURL = try configuration.listenURL()
         let migrator = Migrator(directory: try configuration.migrationsDirectory())
         let pending: [String]
         do {
@@ -109,7 +109,7 @@ enum ServeCommand {
                 pool: pool, sender: APNsPushSender(client: client), configuration: outboxConfiguration, clock: clock,
                 renewer: ActivityRenewals(rules: rules))
             transport.append(client)
-            intake += [worker.listener(url: url), worker]
+            intake += [worker.listener(url: listenURL), worker]
             logger.info("outbox worker configured", ["apns.topic": apns.topic])
         }
         if parts.contains(.api) {
@@ -125,7 +125,7 @@ enum ServeCommand {
             } catch {
                 throw ConfigurationError("LIVEVISITS_HTTP_ADDR: \(error.message)")
             }
-            intake += [environment.keyCache.listener(url: url), server]
+            intake += [environment.keyCache.listener(url: listenURL), server]
             announce("livevisits API listening on http://\(server.address)")
         }
         OutboxStore(pool: pool, clock: clock).registerDepthCollector()
