@@ -20,11 +20,11 @@ struct WorkerProcess {
         let simulator = try APNsSimulator(configuration: configuration)
         let endpoint = try await simulator.start()
         let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("lv-key-\(UUID().uuidString).p8").path
-        let key = try await Subprocess.run(
-            "/bin/sh", ["-c", "openssl ecparam -name prime256v1 -genkey -noout | openssl pkcs8 -topk8 -nocrypt > '\(keyFile)'"])
-        guard key.status == 0 else {
+        do {
+            try await SigningKeyFile.write(to: keyFile)
+        } catch {
             await simulator.stop()
-            throw Failure(description: "openssl: \(key.stderr)")
+            throw error
         }
         return WorkerProcess(simulator: simulator, endpoint: endpoint, keyFile: keyFile, binary: binary)
     }
@@ -47,9 +47,5 @@ struct WorkerProcess {
     func stop() async {
         try? FileManager.default.removeItem(atPath: keyFile)
         await simulator.stop()
-    }
-
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
     }
 }

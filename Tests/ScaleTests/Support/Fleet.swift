@@ -37,11 +37,11 @@ final class Fleet: Sendable {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("lv-fleet-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let keyFile = folder.appendingPathComponent("key.p8").path
-        let key = try await Subprocess.run(
-            "/bin/sh", ["-c", "openssl ecparam -name prime256v1 -genkey -noout | openssl pkcs8 -topk8 -nocrypt > '\(keyFile)'"])
-        guard key.status == 0 else {
+        do {
+            try await SigningKeyFile.write(to: keyFile)
+        } catch {
             await simulator.stop()
-            throw Failure("openssl: \(key.stderr)")
+            throw error
         }
         return Fleet(simulator: simulator, endpoint: endpoint, keyFile: keyFile, binary: binary, folder: folder)
     }
