@@ -50,6 +50,14 @@ struct Configuration {
         try wholeNumber("LIVEVISITS_DB_POOL_SIZE", in: 1...500)
     }
 
+    /// `LIVEVISITS_DB_WORK_TIMEOUT_SECONDS` (1–3600, default 15): the longest one piece of a `serve`
+    /// process's database work (a request's transaction, a worker's claim or completion) may run before its
+    /// statement is cancelled and the request answers 503. It is what keeps a primary whose synchronous
+    /// standby is gone (every commit waits) from hanging requests without end.
+    func databaseWorkTimeoutSeconds() throws -> Double {
+        Double(try wholeNumber("LIVEVISITS_DB_WORK_TIMEOUT_SECONDS", in: 1...3600) ?? 15)
+    }
+
     /// A tuning variable's whole number within `range`, nil when unset; anything else names the variable.
     private func wholeNumber(_ variable: String, in range: ClosedRange<Int>) throws -> Int? {
         guard let text = environment[variable] else { return nil }

@@ -61,7 +61,9 @@ enum ServeCommand {
         // Few connections serve many requests best on a small machine: requests wait their turn for a
         // connection in order instead of crowding PostgreSQL (Docs/performance.md, `livevisits-bench api`).
         let size = try configuration.databasePoolSize() ?? (parts.contains(.api) ? (parts.contains(.worker) ? 8 : 6) : 8)
-        return PostgresConfiguration(url: url, size: size, usePreparedStatements: try configuration.usePreparedStatements())
+        return PostgresConfiguration(
+            url: url, size: size, usePreparedStatements: try configuration.usePreparedStatements(),
+            workTimeoutSeconds: try configuration.databaseWorkTimeoutSeconds())
     }
 
     /// Builds the service group for the parts asked for, on a pool the caller lends and closes after the
