@@ -106,7 +106,9 @@ let package = Package(
             ]
         ),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "TestSupport"]),
-        .testTarget(name: "OutboxTests", dependencies: ["Outbox", "OutboxAPNs", "APNs", "APNsSimulator", "TestSupport"]),
+        .testTarget(
+            name: "OutboxTests",
+            dependencies: ["Outbox", "OutboxAPNs", "APNs", "APNsSimulator", "TestSupport", "Retention", "EventStore"]),
         .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "JSON", "Runtime", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "JSON", "Runtime", "TestSupport"]),
         .testTarget(

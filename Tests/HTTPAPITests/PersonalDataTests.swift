@@ -221,6 +221,63 @@ import VisitProjections
         #expect(try await api.call("GET", "/v1/visits/\(id)/events", key: api.dispatcher).status == 200)
     }
 
+    /// `livevisits keys rotate-personal-data`: every data key rewrapped under the new file, online; a process
+    /// still on the old file reads on (the kept previous wrap) until the previous wraps are forgotten.
+    @Test func rotationRewrapsEveryDataKeyWhileTheOldFileStillReads() async throws {
+        let old = try PersonalDataTests.keyFile()
+        let new = try PersonalDataTests.keyFile()
+        let oldAPI = try await APIServer.start(personalData: PersonalDataKeys(current: old.key))
+        defer { Task { await oldAPI.stop() } }
+        var ids: [String] = []
+        for n in 0..<5 {
+            let id = uniqueID("v")
+            ids.append(id)
+            #expect(
+                try await oldAPI.call(
+                    "POST", "/v1/visits", key: oldAPI.dispatcher,
+                    json: PersonalDataTests.visitJSON(
+                        id, customer: uniqueID("c"), name: "Rita\(n)", address: "4 Turn St", job: "Key")
+                ).status == 201)
+        }
+        let rotation = try await PersonalDataKeys(current: old.key).rotate(to: new.key, pool: oldAPI.pool, batchSize: 2)
+        #expect(rotation.rewrapped == 5)
+        #expect(rotation.batches == 3, "batches of at most 2")
+        let wraps = try await oldAPI.pool.withConnection { c in
+            try c.query("SELECT DISTINCT wrapping_key_id AS w FROM personal_data_keys").rows.map { try $0.string("w") }
+        }
+        #expect(wraps == [new.key.id])
+        #expect(try await PersonalDataKeys(current: old.key).rotate(to: new.key, pool: oldAPI.pool).rewrapped == 0)
+
+        let newAPI = try await APIServer.start(
+            databaseURL: oldAPI.databaseURL, personalData: PersonalDataKeys(current: new.key, previous: [old.key]))
+        defer { Task { await newAPI.stop() } }
+        for (n, id) in ids.enumerated() {
+            for api in [oldAPI, newAPI] {
+                let visit = try await api.call("GET", "/v1/visits/\(id)", key: api.dispatcher)
+                #expect(attributes(visit)?["customerFirstName"] as? String == "Rita\(n)")
+            }
+        }
+        // A customer made by the new process is readable by an old one until the switch is complete.
+        let late = uniqueID("v")
+        #expect(
+            try await newAPI.call(
+                "POST", "/v1/visits", key: newAPI.dispatcher,
+                json: PersonalDataTests.visitJSON(late, customer: uniqueID("c"), name: "Lena", address: "5 Turn St", job: "Key")
+            ).status == 201)
+        #expect(
+            attributes(try await oldAPI.call("GET", "/v1/visits/\(late)", key: oldAPI.dispatcher))?["customerFirstName"]
+                as? String == "Lena")
+
+        #expect(try await PersonalDataKeys.forgetPreviousWraps(pool: oldAPI.pool) == 6)
+        let unreadable = try await oldAPI.call("GET", "/v1/visits/\(ids[0])", key: oldAPI.dispatcher)
+        #expect(unreadable.status == 500, "the old file alone no longer opens anything")
+        #expect(unreadable.errorCode == "personal_data_unreadable")
+        let readable = try await newAPI.call("GET", "/v1/visits/\(ids[0])", key: newAPI.dispatcher)
+        #expect(attributes(readable)?["customerFirstName"] as? String == "Rita0")
+        let dump = try await PersonalDataTests.dump(oldAPI.databaseURL)
+        #expect(!dump.contains(old.key.id), "no wrap under the old file is left")
+    }
+
     @Test func keyFilesOfTheWrongSizeOrUnreadableAreRefusedNamingTheVariable() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("lv-pd-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
