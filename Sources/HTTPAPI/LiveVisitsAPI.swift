@@ -41,7 +41,10 @@ public struct LiveVisitsAPI: Sendable {
     /// before this point holds the plain text. A value that fails authentication (a changed row) answers
     /// `personal_data_unreadable` for that request alone, naming the visit.
     func openPersonalData(_ response: HTTPResponse) async -> HTTPResponse {
-        guard PersonalDataOpener.mayHoldSealed(response.body) else { return response }
+        // Only JSON answers hold visits (the console's files and /metrics are not scanned).
+        guard response.headers["Content-Type"]?.hasPrefix("application/json") == true,
+            PersonalDataOpener.mayHoldSealed(response.body)
+        else { return response }
         let opener = PersonalDataOpener(keys: environment.personalData)
         let body = [UInt8](response.body)
         do {
