@@ -1,6 +1,7 @@
 import EventStore
 import Foundation
 import Outbox
+import PersonalData
 import Postgres
 import Runtime
 import VisitCommands
@@ -25,18 +26,24 @@ public final class APIEnvironment: Sendable {
     public let keyCache: APIKeyCache
     /// What `GET /metrics` renders; the event store counts appended events in it.
     public let metrics: Metrics
+    /// The customers' data keys: the command path seals the personal fields under them and every answer
+    /// is opened with them on its way out (`LiveVisitsAPI.handler()`).
+    public let personalData: PersonalDataKeys
 
     public init(
         pool: PostgresPool, readModel: VisitReadModel, outbox: Outbox, migrator: Migrator, clock: any WallClock = SystemClock(),
-        keyCache: APIKeyCache = APIKeyCache(), metrics: Metrics = .shared
+        keyCache: APIKeyCache = APIKeyCache(), metrics: Metrics = .shared,
+        personalData: PersonalDataKeys = PersonalDataKeys(current: nil)
     ) {
+        self.personalData = personalData
         self.keyCache = keyCache
         self.metrics = metrics
         self.pool = pool
         self.store = EventStore(pool: pool, metrics: metrics)
         self.readModel = readModel
         self.pushes = OutboxPushes(outbox: outbox)
-        self.commands = VisitCommandHandler(store: store, readModel: readModel, pushes: pushes, clock: clock)
+        self.commands = VisitCommandHandler(
+            store: store, readModel: readModel, pushes: pushes, clock: clock, personalData: personalData)
         self.batcher = VisitCommandBatcher(handler: commands)
         self.tokens = TokenRegistry(clock: clock)
         self.outboxStore = OutboxStore(pool: pool, clock: clock)

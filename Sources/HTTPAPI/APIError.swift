@@ -13,6 +13,7 @@ public struct APIError: Error, HTTPErrorConvertible, Sendable, CustomStringConve
         private enum Kind: Sendable, Hashable {
             case unauthorized, forbidden, notFound, malformedRequest, invalidValue, versionConflict
             case idempotencyKeyInUse, idempotencyKeyReused, notRetryable, unavailable
+            case customerHasActiveVisits, personalDataUnreadable
             case input(VisitInputError.Code)
             case decision(VisitDecisionError.Code)
         }
@@ -38,6 +39,10 @@ public struct APIError: Error, HTTPErrorConvertible, Sendable, CustomStringConve
         public static let notRetryable = Code(kind: .notRetryable)
         /// The database is unreachable. 503.
         public static let unavailable = Code(kind: .unavailable)
+        /// `DELETE /v1/customers/{id}` while a visit of theirs has not ended. HTTP 409.
+        public static let customerHasActiveVisits = Code(kind: .customerHasActiveVisits)
+        /// A visit's sealed personal data fails authentication (a changed row): that visit alone. HTTP 500.
+        public static let personalDataUnreadable = Code(kind: .personalDataUnreadable)
         /// A body the domain refuses (400 for malformed JSON, else 422).
         public static func input(_ code: VisitInputError.Code) -> Code { Code(kind: .input(code)) }
         /// An event the state machine refuses (409, or 404 for a visit that does not exist).
@@ -56,6 +61,8 @@ public struct APIError: Error, HTTPErrorConvertible, Sendable, CustomStringConve
             case .idempotencyKeyReused: "idempotency_key_reused"
             case .notRetryable: "not_retryable"
             case .unavailable: "unavailable"
+            case .customerHasActiveVisits: "customer_has_active_visits"
+            case .personalDataUnreadable: "personal_data_unreadable"
             case .input(let code): code.rawValue
             case .decision(let code): code.rawValue
             }
@@ -71,6 +78,8 @@ public struct APIError: Error, HTTPErrorConvertible, Sendable, CustomStringConve
             case .invalidValue: 422
             case .versionConflict, .idempotencyKeyInUse, .idempotencyKeyReused, .notRetryable: 409
             case .unavailable: 503
+            case .customerHasActiveVisits: 409
+            case .personalDataUnreadable: 500
             case .input(let code): code.httpStatus
             case .decision(let code): code.httpStatus
             }

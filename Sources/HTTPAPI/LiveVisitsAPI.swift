@@ -2,6 +2,7 @@ import APIStores
 import EventStore
 import Foundation
 import HTTPServer
+import PersonalData
 import Postgres
 import Runtime
 import Synchronization
@@ -26,11 +27,42 @@ public struct LiveVisitsAPI: Sendable {
         return { request in
             let caller = CallerRecord()
             var response = await LiveVisitsAPI.$currentCaller.withValue(caller) { await inner(request) }
+            response = await openPersonalData(response)
             if let role = caller.role { response.logMetadata["actor.role"] = role }
             // The API's answers are per caller and change at once: never stored by a browser or a proxy (the
             // console's files set their own, revalidated, Cache-Control).
             if !response.headers.contains("Cache-Control") { response.headers.add(name: "Cache-Control", value: "no-store") }
             return response
+        }
+    }
+
+    /// Every answer's sealed personal fields opened (plain text, or `null` once the customer is erased) on
+    /// the way out: visits, lists, histories and stored idempotent answers all pass here, and nothing
+    /// before this point holds the plain text. A value that fails authentication (a changed row) answers
+    /// `personal_data_unreadable` for that request alone, naming the visit.
+    func openPersonalData(_ response: HTTPResponse) async -> HTTPResponse {
+        // Only JSON answers hold visits (the console's files and /metrics are not scanned).
+        guard response.headers["Content-Type"]?.hasPrefix("application/json") == true,
+            PersonalDataOpener.mayHoldSealed(response.body)
+        else { return response }
+        let opener = PersonalDataOpener(keys: environment.personalData)
+        let body = [UInt8](response.body)
+        do {
+            let opened = try await environment.pool.withConnection { try opener.open(body, on: $0) }
+            var plain = response
+            plain.body = Data(opened.bytes)
+            return plain
+        } catch let error as PersonalDataError {
+            logger.error(
+                "personal data unreadable", ["visit.id": error.visitId ?? "?", "error": error.code.description])
+            let visit = error.visitId.map { "visit \($0)" } ?? "a visit"
+            return .error(
+                status: 500, code: APIError.Code.personalDataUnreadable.rawValue,
+                message: "the personal data of \(visit) cannot be read (it fails authentication); other visits are unaffected")
+        } catch let error as PostgresError where error.isUnavailable {
+            return .error(status: 503, code: "unavailable", message: APIError.unavailable.message)
+        } catch {
+            return .error(status: 503, code: "unavailable", message: APIError.unavailable.message)
         }
     }
 
@@ -51,6 +83,7 @@ public struct LiveVisitsAPI: Sendable {
         addDeviceRoutes(to: &router)
         addKeyRoutes(to: &router)
         addOpsRoutes(to: &router)
+        addCustomerRoutes(to: &router)
         WebConsole.addRoutes(to: &router)
         return router
     }

@@ -1,4 +1,6 @@
 import Foundation
+import PersonalData
+import Retention
 
 /// A configuration problem (missing or malformed variable): exit code 2, the variable named.
 struct ConfigurationError: Error, CustomStringConvertible {
@@ -40,6 +42,33 @@ struct Configuration {
         case let other?:
             throw ConfigurationError("LIVEVISITS_DB_PREPARED_STATEMENTS must be on or off, not \(other)")
         }
+    }
+
+    /// `LIVEVISITS_PERSONAL_DATA_KEY_FILE` (and, during a rotation, `LIVEVISITS_PERSONAL_DATA_PREVIOUS_KEY_FILE`):
+    /// the 32-byte key files that wrap the customers' data keys; unset, those keys are stored unwrapped.
+    /// A file that cannot be read or is not 32 bytes is a configuration error naming the variable.
+    func personalDataKeys() throws -> PersonalDataKeys {
+        func load(_ variable: String) throws -> WrappingKey? {
+            guard let path = environment[variable], !path.isEmpty else { return nil }
+            do {
+                return try WrappingKey.load(path: path, origin: variable)
+            } catch {
+                throw ConfigurationError(error.message)
+            }
+        }
+        let current = try load("LIVEVISITS_PERSONAL_DATA_KEY_FILE")
+        let previous = try load("LIVEVISITS_PERSONAL_DATA_PREVIOUS_KEY_FILE")
+        if previous != nil && current == nil {
+            throw ConfigurationError(
+                "LIVEVISITS_PERSONAL_DATA_PREVIOUS_KEY_FILE is set without LIVEVISITS_PERSONAL_DATA_KEY_FILE")
+        }
+        return PersonalDataKeys(current: current, previous: previous.map { [$0] } ?? [])
+    }
+
+    /// `LIVEVISITS_RETENTION_DAYS` (default 30): how long finished deliveries, their attempts and retired
+    /// tokens are kept.
+    func retentionSettings() throws -> RetentionSettings {
+        RetentionSettings(retentionDays: try wholeNumber("LIVEVISITS_RETENTION_DAYS", in: 1...36_500) ?? 30)
     }
 
     var httpAddress: String { environment["LIVEVISITS_HTTP_ADDR"] ?? "127.0.0.1:8080" }

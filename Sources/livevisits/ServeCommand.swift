@@ -5,7 +5,9 @@ import HTTPAPI
 import HTTPServer
 import Outbox
 import OutboxAPNs
+import PersonalData
 import Postgres
+import Retention
 import Runtime
 import VisitCommands
 import VisitDomain
@@ -88,6 +90,8 @@ enum ServeCommand {
         }
         // The rules are read by the worker too: the push budget (contract §8) is theirs.
         let rules = try ProjectionRules.load(directory: configuration.projectionsDirectory)
+        let personalData = try configuration.personalDataKeys()
+        let retention = try configuration.retentionSettings()
         var outboxConfiguration = OutboxConfiguration()
         outboxConfiguration.priority10PerHour = rules.budget.priority10PerHour
         outboxConfiguration.priority10PerHourFrequent = rules.budget.priority10PerHourFrequent
@@ -108,15 +112,19 @@ enum ServeCommand {
                 configuration: apns,
                 tokenStore: PostgresProviderTokenStore(pool: pool, teamId: signer.teamId, keyId: signer.keyId), clock: clock)
             let worker = OutboxWorker(
-                pool: pool, sender: APNsPushSender(client: client), configuration: outboxConfiguration, clock: clock,
+                pool: pool, sender: SealedPushSender(inner: APNsPushSender(client: client), keys: personalData, pool: pool),
+                configuration: outboxConfiguration, clock: clock,
                 renewer: ActivityRenewals(rules: rules))
             transport.append(client)
             intake += [worker.listener(url: listenURL), worker]
+            // Retention (contract §10): hourly, one pass at a time across the fleet (Prune's advisory lock).
+            intake.append(PrunePass(prune: Prune(pool: pool, settings: retention, clock: clock)))
             logger.info("outbox worker configured", ["apns.topic": apns.topic])
         }
         if parts.contains(.api) {
             let readModel = try VisitReadModel(projectionsDirectory: configuration.projectionsDirectory, rules: rules)
-            let environment = APIEnvironment(pool: pool, readModel: readModel, outbox: outbox, migrator: migrator, clock: clock)
+            let environment = APIEnvironment(
+                pool: pool, readModel: readModel, outbox: outbox, migrator: migrator, clock: clock, personalData: personalData)
             let api = LiveVisitsAPI(environment: environment)
             let threads = try configuration.httpThreads()
             let server: HTTPServer

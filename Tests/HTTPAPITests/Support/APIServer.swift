@@ -2,6 +2,7 @@ import Foundation
 import HTTPAPI
 import HTTPServer
 import Outbox
+import PersonalData
 import Postgres
 import Runtime
 import TestSupport
@@ -42,7 +43,8 @@ final class APIServer: Sendable {
     static func start(
         databaseURL: String? = nil, poolSize: Int = 8, acquireTimeoutSeconds: Double? = nil,
         keyCache: APIKeyCache = APIKeyCache(),
-        listenForRevocations: Bool = false, clock apiClock: any WallClock = SystemClock()
+        listenForRevocations: Bool = false, clock apiClock: any WallClock = SystemClock(),
+        personalData: PersonalDataKeys = PersonalDataKeys(current: nil)
     ) async throws -> APIServer {
         let url: String
         if let databaseURL {
@@ -60,8 +62,9 @@ final class APIServer: Sendable {
         let metrics = Metrics()
         let environment = APIEnvironment(
             pool: pool, readModel: readModel, outbox: Outbox(pool: pool, clock: apiClock),
-            migrator: Migrator(directory: TestDatabase.migrationsDirectory), clock: apiClock, keyCache: keyCache, metrics: metrics
-        )
+            migrator: Migrator(directory: TestDatabase.migrationsDirectory), clock: apiClock, keyCache: keyCache,
+            metrics: metrics,
+            personalData: personalData)
         let api = LiveVisitsAPI(environment: environment)
         var httpConfiguration = HTTPServerConfiguration(listenAddress: ListenAddress(host: "127.0.0.1", port: 0))
         httpConfiguration.threadCount = 4
@@ -89,6 +92,13 @@ final class APIServer: Sendable {
         task.cancel()
         _ = try? await task.value
         await pool.close()
+    }
+
+    /// A stored text (a read-model view, a stored answer) with its sealed personal fields opened, as the API
+    /// gives it.
+    func opened(_ text: String) async throws -> String {
+        let opener = PersonalDataOpener(keys: environment.personalData)
+        return try await pool.withConnection { String(decoding: try opener.open(Array(text.utf8), on: $0).bytes, as: UTF8.self) }
     }
 
     /// Mints a key straight in the database (what `livevisits keys create` does).
