@@ -159,9 +159,25 @@ public struct OutboxStore: Sendable {
                       SELECT 1 FROM deliveries o
                       WHERE o.target = d.target AND o.id <> d.id AND o.state IN ('sending', 'pending')
                         AND (o.state = 'sending' OR o.aps_timestamp > d.aps_timestamp)))
+                  -- Cadence (contract §8): a paced update whose target's last paced send is younger than the
+                  -- interval is `held` instead (below).
+                  AND NOT (d.paced_seconds IS NOT NULL AND COALESCE(
+                      (SELECT x.last_paced_at FROM delivery_targets x WHERE x.target = d.target) + d.paced_seconds
+                          > \(now), false))
                 ORDER BY d.next_attempt_at, d.id
                 LIMIT \(limit)
                 FOR UPDATE SKIP LOCKED
+            ),
+            -- The enqueue already sets a paced update's due time from the target's last paced send, but it
+            -- cannot see a send that its own snapshot showed still pending (claimed, sent and completed while
+            -- the enqueueing transaction ran): the claim, which sees it, moves such an update to the end of
+            -- the interval. Along deliveries_paced_due: the due paced updates only.
+            held AS (
+                UPDATE deliveries d
+                SET next_attempt_at = x.last_paced_at + d.paced_seconds
+                FROM delivery_targets x
+                WHERE d.state = 'pending' AND d.paced_seconds IS NOT NULL AND d.next_attempt_at <= \(now)
+                  AND x.target = d.target AND x.last_paced_at + d.paced_seconds > \(now)
             ),
             claimed AS (
                 UPDATE deliveries d
@@ -296,15 +312,6 @@ public struct OutboxStore: Sendable {
                 ON CONFLICT (target) DO UPDATE
                 SET last_sent_timestamp = GREATEST(delivery_targets.last_sent_timestamp, EXCLUDED.last_sent_timestamp),
                     last_paced_at = GREATEST(delivery_targets.last_paced_at, EXCLUDED.last_paced_at)
-            ),
-            -- A paced update enqueued while this one was being claimed (its enqueue still saw it pending, so
-            -- it took no interval from it) waits out the interval from this send, like one enqueued after.
-            paced AS (
-                UPDATE deliveries p
-                SET next_attempt_at = GREATEST(p.next_attempt_at, s.claimed_at + p.paced_seconds)
-                FROM (SELECT target, max(claimed_at) AS claimed_at FROM done
-                      WHERE state = 'sent' AND paced_seconds IS NOT NULL GROUP BY target) s
-                WHERE p.target = s.target AND p.state = 'pending' AND p.paced_seconds IS NOT NULL
             )
             SELECT id FROM done
             """)
