@@ -4,7 +4,7 @@ import Foundation
 /// One libpq connection. Synchronous: it is only ever used on the thread of the pool slot (or listener)
 /// that owns it, so blocking calls never touch Swift's cooperative pool. Not Sendable on purpose.
 public final class PostgresConnection {
-    private let conn: OpaquePointer
+    let conn: OpaquePointer
     private var prepared: [String: String] = [:]
     private let usePreparedStatements: Bool
 
@@ -224,7 +224,7 @@ public final class PostgresConnection {
         return name
     }
 
-    private func consume(_ result: OpaquePointer?) throws -> PostgresRows {
+    func consume(_ result: OpaquePointer?) throws -> PostgresRows {
         guard let result else {
             throw connectionError(PostgresConnection.firstLine(PQerrorMessage(conn)))
         }
