@@ -111,9 +111,9 @@ public final class EventStore: Sendable {
             """
     }
 
-    /// One statement appending each request's events right after its expected version — one request per
-    /// stream, `.exactly` or `.noStream` only (a caller that read the versions, like the visit commands'
-    /// group commit). Unguarded like `appendStatement(_:guarded: false)`: a version that moved on fails the
+    /// One statement appending each request's events right after its expected version — `.exactly` or
+    /// `.noStream` only (a caller that read the versions, like the visit commands' group commit); requests on
+    /// one stream follow each other (each expecting the version the one before it leaves). Unguarded like `appendStatement(_:guarded: false)`: a version that moved on fails the
     /// whole statement on the unique index. `appendResults` reads its rows.
     public static func appendStatement(forEach requests: [AppendRequest]) -> PostgresQuery {
         var streams: [String] = []
@@ -156,7 +156,19 @@ public final class EventStore: Sendable {
                 (try row.int64("position"), try row.int64("global_position"), try row.double("recorded_at")))
         }
         return try requests.map { request in
-            let events = (byStream[request.streamName] ?? []).sorted { $0.0 < $1.0 }
+            // Several requests may append to one stream, one after the other (a batch's consecutive commands
+            // on one visit): each takes the rows at its own positions, right after its expected version.
+            var events = (byStream[request.streamName] ?? []).sorted { $0.0 < $1.0 }
+            let base: Int64? =
+                switch request.expectedVersion {
+                case .exactly(let v): v
+                case .noStream: 0
+                case .any: nil
+                }
+            if let base {
+                let mine = (base + 1)...(base + Int64(request.events.count))
+                events = events.filter { mine.contains($0.0) }
+            }
             guard events.count == request.events.count, let first = events.first else {
                 throw PostgresError(
                     code: .protocolViolation,

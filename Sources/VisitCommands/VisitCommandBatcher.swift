@@ -3,12 +3,12 @@ import Postgres
 import Runtime
 import Synchronization
 
-/// Group commit for visit commands: commands submitted at the same time, on distinct visits, run as one
-/// batch (`VisitCommandHandler.executeBatch`: one statement reads their states, one pipeline writes them
+/// Group commit for visit commands: commands submitted at the same time run as one batch (`VisitCommandHandler.executeBatch`: one statement reads their states, one pipeline writes them
 /// in one transaction), each keeping its own outcome. While `maxConcurrentBatches` batches are in flight,
 /// new commands wait and leave together in the next one — that waiting is what forms batches; no timer
-/// is involved, so a lone command leaves at once. A command on a visit that is in a batch in flight waits
-/// for the next batch, so batches never race each other on a visit.
+/// is involved, so a lone command leaves at once. Commands on one visit that wait together leave together,
+/// in order; a command on a visit that is in a batch in flight waits for the next batch, so batches never
+/// race each other on a visit.
 ///
 /// Every visit command of the product goes this way, with or without an HTTP `Idempotency-Key` (a keyed
 /// command carries the statement that stores its answer in `alsoRun`). Like `execute(_:on:)`, a lost race
@@ -86,21 +86,39 @@ public final class VisitCommandBatcher: Sendable {
         }
     }
 
-    /// The next batch (oldest first, one command per visit, none on a visit in flight), or nil — in which
-    /// case this runner has stopped.
+    /// The next batch (oldest first, none on a visit in flight), or nil — in which case this runner has
+    /// stopped. A hot visit's waiting commands leave together, in order (`executeBatch` decides each on the
+    /// state the one before it left), unless one of them may not share its visit (`sharesItsVisit`): that
+    /// one waits for a batch of its own, and the visit's later commands wait behind it, so a visit's
+    /// commands always run in the order they came.
     private func take() -> [Entry]? {
         state.withLock { s in
             var batch: [Entry] = []
             var rest: [Entry] = []
-            var visits = Set<String>()
+            // Visits in this batch, and whether a later command of theirs may still join it.
+            var open: [String: Bool] = [:]
+            // Visits with a command left waiting: their later commands wait too.
+            var held = Set<String>()
             for entry in s.waiting {
                 let visit = entry.command.visitId
-                if batch.count < maxBatchSize, !s.inFlight.contains(visit), visits.insert(visit).inserted {
+                let joins: Bool
+                if batch.count >= maxBatchSize || s.inFlight.contains(visit) {
+                    joins = false
+                } else if let mayFollow = open[visit] {
+                    joins = mayFollow && entry.command.sharesItsVisit
+                } else {
+                    joins = !held.contains(visit)
+                }
+                if joins {
                     batch.append(entry)
+                    open[visit] = entry.command.sharesItsVisit
                 } else {
                     rest.append(entry)
+                    held.insert(visit)
+                    if open[visit] != nil { open[visit] = false }
                 }
             }
+            let visits = Set(open.keys)
             guard !batch.isEmpty else {
                 s.running -= 1
                 return nil

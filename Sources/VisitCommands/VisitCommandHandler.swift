@@ -62,6 +62,11 @@ public struct VisitCommand: Sendable {
     }
 
     var stream: String { VisitCommandHandler.streamName(for: visitId) }
+
+    /// Whether the command may share a batch with other commands on its visit (decided after them, in
+    /// order): not when it carries a `refuseIfAnyRow` read, since what it guards (an idempotent answer,
+    /// composed from the visit's row as the batch leaves it) assumes it is its visit's only command.
+    public var sharesItsVisit: Bool { refuseIfAnyRow == nil }
 }
 
 /// What a command did.
@@ -163,41 +168,69 @@ public struct VisitCommandHandler: Sendable {
             pushes: prepared.accepted.pushes.count, view: encoded.views[0], alsoRows: Array(results[firstExtra...]))
     }
 
-    /// Runs commands on distinct visits together (group commit, see `VisitCommandBatcher`): one statement
-    /// reads their states, each is decided on its own, and one pipeline writes all that were accepted —
-    /// their events in one statement, their read-model rows in one, their outbox rows — in one transaction.
+    /// Runs commands together (group commit, see `VisitCommandBatcher`): one statement reads their visits'
+    /// states, each command is decided on its own, and one pipeline writes all that were accepted — their
+    /// events in one statement, their read-model rows in one, their outbox rows — in one transaction.
     /// Each command gets its own outcome. If the shared write fails for anything but the database being
     /// unreachable (a concurrent writer took a position, say), nothing of it stands and each command is run
-    /// again alone, so one command's conflict cannot fail its neighbours. A command on a visit already in
-    /// the batch runs alone.
+    /// again alone, in order, so one command's conflict cannot fail its neighbours.
+    ///
+    /// Several commands on one visit (a hot visit) are decided in order, each on the state the one before
+    /// it left (or on the state before it, when that one was refused), and append at consecutive positions:
+    /// the same outcomes as one transaction each, in one. A command with a `refuseIfAnyRow` read (an
+    /// idempotent request, whose stored answer is composed from the visit's row) shares its visit with no
+    /// other: it and whatever follows it on that visit run alone after the batch.
     public func executeBatch(_ commands: [VisitCommand], on connection: PostgresConnection) -> [Result<
         VisitCommandResult, any Error
     >] {
         var outcomes = [Result<VisitCommandResult, any Error>?](repeating: nil, count: commands.count)
-        var batched: [Int] = []
-        var visits = Set<String>()
+        // The first command on each visit reads its state; later ones follow it in the batch when both may
+        // (`sharesItsVisit`), else run alone afterwards (and so does everything after them on that visit).
+        var leads: [Int] = []
+        var inBatch: [Int] = []
+        var mayFollow: [String: Bool] = [:]
         for (i, command) in commands.enumerated() {
-            if visits.insert(command.visitId).inserted { batched.append(i) }
+            if let open = mayFollow[command.visitId] {
+                if open && command.sharesItsVisit {
+                    inBatch.append(i)
+                } else {
+                    mayFollow[command.visitId] = false
+                }
+            } else {
+                leads.append(i)
+                inBatch.append(i)
+                mayFollow[command.visitId] = command.sharesItsVisit
+            }
         }
-        let states: [Result<VisitState?, any Error>]
+        var current: [String: Result<VisitState?, any Error>] = [:]
         do {
-            states = try currentStates(batched.map { commands[$0] }, on: connection)
+            let states = try currentStates(leads.map { commands[$0] }, on: connection)
+            for (i, state) in zip(leads, states) { current[commands[i].visitId] = state }
         } catch {
-            for i in batched { outcomes[i] = .failure(error) }
-            batched = []
-            states = []
+            for i in inBatch { outcomes[i] = .failure(error) }
+            inBatch = []
         }
         var prepared: [(index: Int, prepared: Prepared)] = []
-        for (i, state) in zip(batched, states) {
+        for i in inBatch {
+            let visit = commands[i].visitId
             do {
-                prepared.append((i, try prepare(commands[i], state: try state.get(), on: connection)))
+                let p = try prepare(commands[i], state: try current[visit]!.get(), on: connection)
+                prepared.append((i, p))
+                current[visit] = .success(p.accepted.state)
             } catch {
                 outcomes[i] = .failure(error)
             }
         }
         if !prepared.isEmpty {
             let requests = prepared.map(\.prepared.request)
-            let encoded = readModel.encode(prepared.map(\.prepared.accepted.state))
+            // One read-model row per visit, its last state (an upsert may not touch a row twice); the views of
+            // the states before it are rendered for their commands' answers only.
+            var last: [String: Int] = [:]
+            for (n, p) in prepared.enumerated() { last[p.prepared.command.visitId] = n }
+            let rowsWritten = prepared.indices.filter { last[prepared[$0].prepared.command.visitId] == $0 }
+            let encoded = readModel.encode(rowsWritten.map { prepared[$0].prepared.accepted.state })
+            var views = [String?](repeating: nil, count: prepared.count)
+            for (k, n) in rowsWritten.enumerated() { views[n] = encoded.views[k] }
             var statements = [EventStore.appendStatement(forEach: requests), readModel.upsertStatement(encoded)]
             statements += prepared.flatMap(\.prepared.pushStatements)
             var extras: [Range<Int>] = []
@@ -224,7 +257,7 @@ public struct VisitCommandHandler: Sendable {
                         outcomes[i] = .success(
                             VisitCommandResult(
                                 state: p.accepted.state, appended: appended[n], pushes: p.accepted.pushes.count,
-                                view: encoded.views[n],
+                                view: views[n] ?? readModel.viewText(for: p.accepted.state),
                                 alsoRows: Array(results[extras[n]])))
                     }
                 } catch {

@@ -115,6 +115,36 @@ public struct VisitReadModel: Sendable {
             ], count: states.count, views: views)
     }
 
+    /// The columns of a row as `appendCopyRows` writes them (the upsert's, less `updated_at`, left to its
+    /// default `now()` as the upsert sets it).
+    public static let copyColumns = "visit_id, customer_id, technician_id, status, ended, version, scheduled_at, view, state"
+
+    /// Appends each state as one row of COPY text (`COPY table (copyColumns) FROM STDIN`): the same values
+    /// as `encode` binds for the upsert, so a table filled either way holds the same rows (the replay's bulk
+    /// write into a fresh table, where no row can conflict).
+    public func appendCopyRows(_ states: some Sequence<VisitState>, to buffer: inout [UInt8]) {
+        for state in states {
+            PostgresCopyText.append(state.visitId, to: &buffer)
+            buffer.append(0x09)
+            PostgresCopyText.append(state.customerId, to: &buffer)
+            buffer.append(0x09)
+            PostgresCopyText.append(state.technician.id, to: &buffer)
+            buffer.append(0x09)
+            PostgresCopyText.append(state.status.rawValue, to: &buffer)
+            buffer.append(0x09)
+            buffer.append(state.hasEnded ? UInt8(ascii: "t") : UInt8(ascii: "f"))
+            buffer.append(0x09)
+            buffer.append(contentsOf: String(state.version).utf8)
+            buffer.append(0x09)
+            buffer.append(contentsOf: String(state.scheduledAt).utf8)
+            buffer.append(0x09)
+            PostgresCopyText.append(viewText(for: state), to: &buffer)
+            buffer.append(0x09)
+            PostgresCopyText.append(state.snapshotJSON().serializedString(), to: &buffer)
+            buffer.append(0x0A)
+        }
+    }
+
     /// Writes an encoded batch (newest version wins; an older one never overwrites a newer one).
     public func write(_ batch: EncodedBatch, into table: String = VisitReadModel.table, on connection: PostgresConnection) throws
     {

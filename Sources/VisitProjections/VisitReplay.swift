@@ -2,13 +2,16 @@ import EventStore
 import Foundation
 import Postgres
 import Runtime
+import Synchronization
 import VisitDomain
 
 /// Rebuilds the visit read model from the event log while the API keeps serving and appending.
 ///
 /// 1. Create a shadow table shaped like `visits`.
-/// 2. In one REPEATABLE READ snapshot, read every visit event in (stream_name, position) order through a
-///    cursor, fold each stream with the rules in force, write the states into the shadow in batches.
+/// 2. In one REPEATABLE READ snapshot, read every visit event in (stream_name, position) order with COPY,
+///    fold each stream with the rules in force, encode the states and COPY them into the shadow — four
+///    stages on threads of their own with bounded queues between them (`Stages`), so PostgreSQL's reading,
+///    our folding and encoding, and PostgreSQL's writing all run at once.
 /// 3. Swap: lock `visits` against writers for a moment, carry over every live row that is newer than the
 ///    snapshot (appends that happened during the rebuild, projected by the same pure function), rename.
 /// It writes only the read model: no push is ever enqueued by a replay.
@@ -25,13 +28,18 @@ public struct VisitReplay: Sendable {
         public let carriedOver: Int
         public let seconds: Double
         /// Where the time went: reading the log, folding, writing the shadow table.
+        /// Busy seconds of each stage (they overlap: their sum exceeds the wall time).
         public var readSeconds = 0.0, foldSeconds = 0.0, encodeSeconds = 0.0, writeSeconds = 0.0
+        /// Wall seconds of the stages together, then of the index builds and the swap after them.
+        public var stagesSeconds = 0.0, indexSeconds = 0.0, swapSeconds = 0.0
         public var eventsPerSecond: Double { seconds > 0 ? Double(events) / seconds : 0 }
     }
 
     public let pool: PostgresPool
     public let readModel: VisitReadModel
-    public var fetchSize = 20_000
+    /// Bytes of COPY text the reader hands to the fold stage at a time.
+    public var chunkBytes = 256 * 1024
+    /// States the fold stage hands to the encoder at a time.
     public var writeBatch = 2_000
     static let shadow = "visits_rebuild"
 
@@ -59,70 +67,12 @@ public struct VisitReplay: Sendable {
                 """
             ).rows.map { (try $0.string("indexname"), try $0.string("indexdef")) }
         }
-        let readModel = self.readModel
-        let fetchSize = self.fetchSize
-        let writeBatch = self.writeBatch
-        let pool = self.pool
-        // Reading + folding run on the pooled connection's thread; encoding + writing the shadow run on a
-        // writer of their own, so PostgreSQL and both cores work at once.
-        let counts = try await pool.withConnection { reader -> (Int, Int, Double, Double, ShadowWriter.Timing) in
-            let writer = try ShadowWriter(url: pool.configuration.url, readModel: readModel, table: VisitReplay.shadow)
-            try reader.execute(script: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            try reader.execute(
-                script: """
-                    DECLARE visit_log NO SCROLL CURSOR FOR
-                    SELECT stream_name, position, type, data::text AS data, extract(epoch FROM recorded_at)::float8 AS recorded_at
-                    FROM events WHERE stream_name LIKE 'visit-%' ORDER BY stream_name, position
-                    """)
-            var events = 0
-            var visits = 0
-            var pending: [VisitState] = []
-            pending.reserveCapacity(writeBatch)
-            var current: (stream: String, state: VisitState?)? = nil
-            var lastReport = Date()
-            var readSeconds = 0.0
-            var foldSeconds = 0.0
-            while true {
-                let t0 = Date()
-                let rows = try reader.query(PostgresQuery(sql: "FETCH \(fetchSize) FROM visit_log"))
-                readSeconds += Date().timeIntervalSince(t0)
-                if rows.isEmpty { break }
-                let t1 = Date()
-                for row in rows.rows {
-                    let stream = row.values[0]!
-                    if current?.stream != stream {
-                        if let state = current?.state {
-                            pending.append(state)
-                            visits += 1
-                            if pending.count >= writeBatch {
-                                try writer.submit(pending)
-                                pending.removeAll(keepingCapacity: true)
-                            }
-                        }
-                        current = (stream, nil)
-                    }
-                    let stored = StoredVisitEvent(
-                        eventType: row.values[2]!, data: Array(row.values[3]!.utf8),
-                        version: Int(row.values[1]!) ?? 0, recordedAt: Int((Double(row.values[4]!) ?? 0).rounded(.down)))
-                    current!.state = try VisitDecider.evolve(current!.state, try stored.decoded())
-                    events += 1
-                }
-                foldSeconds += Date().timeIntervalSince(t1)
-                if Date().timeIntervalSince(lastReport) >= 1 {
-                    lastReport = Date()
-                    let elapsed = Date().timeIntervalSince(started)
-                    progress(Progress(events: events, visits: visits, eventsPerSecond: Double(events) / max(elapsed, 0.001)))
-                }
-            }
-            if let state = current?.state {
-                pending.append(state)
-                visits += 1
-            }
-            try writer.submit(pending)
-            let timing = try writer.finish()
-            try reader.execute(script: "COMMIT")
-            return (events, visits, readSeconds, foldSeconds, timing)
-        }
+        let stages = Stages(
+            readModel: readModel, url: pool.configuration.url, chunkBytes: chunkBytes, writeBatch: writeBatch,
+            started: started, progress: progress)
+        // The reader is the pooled connection's own thread; fold, encode and write run on threads of theirs.
+        let counts = try await pool.withConnection { reader in try stages.run(reader: reader) }
+        let stagesDone = Date()
         try await pool.withConnection { c in
             for index in secondaryIndexes {
                 let definition = index.definition
@@ -133,6 +83,7 @@ public struct VisitReplay: Sendable {
             }
             try c.execute(script: "ANALYZE \(VisitReplay.shadow)")
         }
+        let indexesDone = Date()
         let carried = try await pool.withTransaction { c -> Int in
             try c.execute(script: "LOCK TABLE visits IN EXCLUSIVE MODE")
             let moved = try c.query(
@@ -158,60 +109,222 @@ public struct VisitReplay: Sendable {
             return moved
         }
         let seconds = Date().timeIntervalSince(started)
-        var report = Report(events: counts.0, visits: counts.1, carriedOver: carried, seconds: seconds)
-        report.readSeconds = counts.2
-        report.foldSeconds = counts.3
-        report.encodeSeconds = counts.4.encode
-        report.writeSeconds = counts.4.write
+        var report = Report(events: counts.events, visits: counts.visits, carriedOver: carried, seconds: seconds)
+        report.readSeconds = counts.read
+        report.foldSeconds = counts.fold
+        report.encodeSeconds = counts.encode
+        report.writeSeconds = counts.write
+        report.stagesSeconds = stagesDone.timeIntervalSince(started)
+        report.indexSeconds = indexesDone.timeIntervalSince(stagesDone)
+        report.swapSeconds = Date().timeIntervalSince(indexesDone)
         return report
     }
 }
 
-/// Encodes and writes batches of states into the shadow table on a thread of its own, at most a few
-/// batches behind the reader (back-pressure), remembering the first error.
-final class ShadowWriter: @unchecked Sendable {
-    // `connection`, `timing` and `failure` are only touched on `queue` (serial) or after `finish` drained it.
-    struct Timing: Sendable {
-        var encode = 0.0
-        var write = 0.0
-    }
-    private let queue = DispatchQueue(label: "livevisits.replay.writer")
-    private let slots = DispatchSemaphore(value: 3)
-    private let connection: PostgresConnection
-    private let readModel: VisitReadModel
-    private let table: String
-    private var timing = Timing()
-    private var failure: (any Error)?
+extension VisitReplay {
+    /// The four stages of a rebuild and what they hand on:
+    ///
+    ///     read (COPY TO, the pooled connection)  --chunks of COPY text-->
+    ///     fold (decode each event, evolve its stream's state)  --batches of states-->
+    ///     encode (view text, snapshot, COPY text)  --chunks of COPY text-->
+    ///     write (COPY FROM into the shadow, a connection of its own)
+    ///
+    /// Each queue holds a few items, so a stage that is ahead waits for the next rather than filling memory,
+    /// and the first failure cancels every queue (each stage then stops). The fold stage is the one place an
+    /// event's stored form becomes a domain event (`fold(_:into:)`): a step that must see every stored event
+    /// before it is decoded belongs there.
+    final class Stages: Sendable {
+        struct Counts: Sendable {
+            var events = 0
+            var visits = 0
+            /// Busy seconds of each stage (its time less its waits on the queues).
+            var read = 0.0, fold = 0.0, encode = 0.0, write = 0.0
+        }
 
-    init(url: String, readModel: VisitReadModel, table: String) throws {
-        connection = try PostgresConnection(url: url)
-        self.readModel = readModel
-        self.table = table
-    }
+        let readModel: VisitReadModel
+        let url: String
+        let chunkBytes: Int
+        let writeBatch: Int
+        let started: Date
+        let progress: @Sendable (Progress) -> Void
+        let failure = ReplayStages.Failure()
+        let chunks = StageQueue<[UInt8]>(capacity: 4)
+        let states = StageQueue<[VisitState]>(capacity: 4)
+        let rows = StageQueue<[UInt8]>(capacity: 4)
+        private let counts = Mutex(Counts())
 
-    func submit(_ states: [VisitState]) throws {
-        guard !states.isEmpty else { return }
-        slots.wait()
-        queue.async { [self] in
-            defer { slots.signal() }
-            guard failure == nil else { return }
+        /// The log in fold order, as COPY text: stream, position, type, data, recorded time (epoch seconds).
+        static let logCopy = """
+            COPY (SELECT stream_name, position, type, data, extract(epoch FROM recorded_at)::float8
+                  FROM events WHERE stream_name LIKE 'visit-%' ORDER BY stream_name, position) TO STDOUT
+            """
+
+        init(
+            readModel: VisitReadModel, url: String, chunkBytes: Int, writeBatch: Int, started: Date,
+            progress: @escaping @Sendable (Progress) -> Void
+        ) {
+            self.readModel = readModel
+            self.url = url
+            self.chunkBytes = max(4096, chunkBytes)
+            self.writeBatch = max(1, writeBatch)
+            self.started = started
+            self.progress = progress
+        }
+
+        private func cancelAll() {
+            chunks.cancel()
+            states.cancel()
+            rows.cancel()
+        }
+
+        /// Runs the rebuild on `reader` (the calling thread reads), the other stages on threads of their own;
+        /// returns when all have finished, rethrowing the first failure.
+        func run(reader: PostgresConnection) throws -> Counts {
+            let group = DispatchGroup()
+            let cancel: @Sendable () -> Void = { [self] in cancelAll() }
+            ReplayStages.start("livevisits.replay.fold", in: group, failure: failure, onError: cancel) { [self] in
+                try foldStage()
+            }
+            ReplayStages.start("livevisits.replay.encode", in: group, failure: failure, onError: cancel) { [self] in
+                try encodeStage()
+            }
+            ReplayStages.start("livevisits.replay.write", in: group, failure: failure, onError: cancel) { [self] in
+                try writeStage()
+            }
             do {
-                let t0 = Date()
-                let batch = readModel.encode(states)
-                let t1 = Date()
-                try readModel.write(batch, into: table, on: connection)
-                timing.encode += t1.timeIntervalSince(t0)
-                timing.write += Date().timeIntervalSince(t1)
+                try readStage(reader)
+            } catch is ReplayStages.Cancelled {
             } catch {
-                failure = error
+                failure.record(error)
+                cancelAll()
+            }
+            group.wait()
+            if reader.inTransaction { try? reader.execute(script: failure.error == nil ? "COMMIT" : "ROLLBACK") }
+            if let error = failure.error { throw error }
+            return counts.withLock { $0 }
+        }
+
+        /// Reads the log in one REPEATABLE READ snapshot (the snapshot the swap compares live rows with).
+        private func readStage(_ reader: PostgresConnection) throws {
+            let t0 = Date()
+            try reader.execute(script: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            var chunk: [UInt8] = []
+            chunk.reserveCapacity(chunkBytes + 8192)
+            try reader.copyOut(Stages.logCopy) { row in
+                chunk.append(contentsOf: row)
+                if chunk.count >= chunkBytes {
+                    try chunks.put(chunk)
+                    chunk = []
+                    chunk.reserveCapacity(chunkBytes + 8192)
+                }
+            }
+            if !chunk.isEmpty { try chunks.put(chunk) }
+            chunks.close()
+            let busy = Date().timeIntervalSince(t0) - chunks.waits.put
+            counts.withLock { $0.read = busy }
+        }
+
+        /// Folds each stream's events into its state, handing on states in batches of `writeBatch`.
+        private func foldStage() throws {
+            var stream: [UInt8] = []
+            var state: VisitState?
+            var batch: [VisitState] = []
+            batch.reserveCapacity(writeBatch)
+            var events = 0
+            var visits = 0
+            var busy = 0.0
+            var lastReport = Date()
+            while let chunk = try chunks.take() {
+                let t0 = Date()
+                try chunk.withUnsafeBytes { bytes in
+                    var start = 0
+                    while start < bytes.count {
+                        var end = start
+                        while bytes[end] != 0x0A { end += 1 }
+                        let fields = PostgresCopyText.fields(UnsafeRawBufferPointer(rebasing: bytes[start..<end]))
+                        start = end + 1
+                        guard fields.count == 5 else {
+                            throw PostgresError(code: .protocolViolation, message: "a log row has \(fields.count) fields, not 5")
+                        }
+                        if !fields[0].elementsEqual(stream) {
+                            if let finished = state {
+                                batch.append(finished)
+                                visits += 1
+                                if batch.count >= writeBatch {
+                                    try states.put(batch)
+                                    batch.removeAll(keepingCapacity: true)
+                                }
+                            }
+                            stream = Array(fields[0])
+                            state = nil
+                        }
+                        state = try Stages.fold(fields, into: state)
+                        events += 1
+                    }
+                }
+                busy += Date().timeIntervalSince(t0)
+                if Date().timeIntervalSince(lastReport) >= 1 {
+                    lastReport = Date()
+                    let elapsed = lastReport.timeIntervalSince(started)
+                    progress(Progress(events: events, visits: visits, eventsPerSecond: Double(events) / max(elapsed, 0.001)))
+                }
+            }
+            if let finished = state {
+                batch.append(finished)
+                visits += 1
+            }
+            if !batch.isEmpty { try states.put(batch) }
+            states.close()
+            let folded = (events, visits, busy - states.waits.put)
+            counts.withLock {
+                $0.events = folded.0
+                $0.visits = folded.1
+                $0.fold = folded.2
             }
         }
-    }
 
-    /// Waits for every submitted batch; rethrows the first failure.
-    func finish() throws -> Timing {
-        queue.sync {}
-        if let failure { throw failure }
-        return timing
+        /// One log row (`logCopy`'s fields) folded into its stream's state.
+        static func fold(_ fields: [UnsafeRawBufferPointer], into state: VisitState?) throws -> VisitState {
+            guard let type = PostgresCopyText.unescaped(fields[2]), let data = PostgresCopyText.unescaped(fields[3]),
+                let version = Int(String(decoding: fields[1], as: UTF8.self)),
+                let recordedAt = Double(String(decoding: fields[4], as: UTF8.self))
+            else {
+                throw PostgresError(code: .protocolViolation, message: "a log row has a NULL or malformed field")
+            }
+            let stored = StoredVisitEvent(
+                eventType: String(decoding: type, as: UTF8.self), data: data, version: version,
+                recordedAt: Int(recordedAt.rounded(.down)))
+            return try VisitDecider.evolve(state, try stored.decoded())
+        }
+
+        /// Encodes batches of states as COPY text rows.
+        private func encodeStage() throws {
+            var busy = 0.0
+            while let batch = try states.take() {
+                let t0 = Date()
+                var buffer: [UInt8] = []
+                buffer.reserveCapacity(batch.count * 1024)
+                readModel.appendCopyRows(batch, to: &buffer)
+                busy += Date().timeIntervalSince(t0)
+                try rows.put(buffer)
+            }
+            rows.close()
+            let encoded = busy
+            counts.withLock { $0.encode = encoded }
+        }
+
+        /// COPYs the rows into the shadow table on a connection of its own, in one statement: it stands
+        /// only if every row arrived (a failure upstream aborts it).
+        private func writeStage() throws {
+            let connection = try PostgresConnection(url: url)
+            let t0 = Date()
+            try connection.copyIn("COPY \(VisitReplay.shadow) (\(VisitReadModel.copyColumns)) FROM STDIN") { send in
+                while let buffer = try rows.take() {
+                    try buffer.withUnsafeBytes { try send($0) }
+                }
+            }
+            let busy = Date().timeIntervalSince(t0) - rows.waits.take
+            counts.withLock { $0.write = busy }
+        }
     }
 }

@@ -42,6 +42,7 @@ struct AppendBenchmark {
                 "synchronous_commit=off for both sides (what a fast WAL device would show: commits cost CPU, not a flush wait)"),
             .value("--pgbench", "PATH", "pgbench binary (default /usr/lib/postgresql/15/bin/pgbench)"),
             .flag("--no-pgbench", "skip the pgbench baseline"),
+            .value("--rounds", "N", "repeat pgbench and the product N times, alternating; prints median ratios (default 1)"),
             .value(
                 "--migrations", "DIR",
                 "migration files (default ./Migrations); the read-model SQL and rules come from ./Projections"),
@@ -59,6 +60,7 @@ struct AppendBenchmark {
     var concurrentBatches = 2
     var pgbenchPath = "/usr/lib/postgresql/15/bin/pgbench"
     var runPgbench = true
+    var rounds = 1
     var synchronousCommit = true
     var migrations = URL(fileURLWithPath: "Migrations")
 
@@ -87,6 +89,7 @@ struct AppendBenchmark {
         concurrentBatches = try parsed.integer("--batches", in: 1...Int.max) ?? concurrentBatches
         pgbenchPath = parsed.value("--pgbench") ?? pgbenchPath
         runPgbench = !parsed.has("--no-pgbench")
+        rounds = try parsed.integer("--rounds", in: 1...100) ?? rounds
         synchronousCommit = !parsed.has("--no-sync")
         migrations = parsed.value("--migrations").map { URL(fileURLWithPath: $0) } ?? migrations
     }
@@ -101,6 +104,10 @@ struct AppendBenchmark {
         var conflictsPerSecond: Double
         /// Group commit only: commands per batch.
         var meanBatch: Double
+        var round = 1
+        /// CPU µs per event: this process's (pgbench's own for its runs) and this cluster's PostgreSQL.
+        var oursMicros = 0.0
+        var postgresMicros = 0.0
     }
 
     func run() async throws {
@@ -125,46 +132,92 @@ struct AppendBenchmark {
             synchronousCommit ? database.url : ScratchDatabase.url(database.url, adding: "options=-csynchronous_commit%3Doff")
         let maxWriters = writerCounts.max() ?? 1
         print(
-            "append benchmark: \(streams) visits, progress commands, \(Int(duration)) s per run, database \(database.name)"
-                + (synchronousCommit ? "" : ", synchronous_commit=off"))
+            "append benchmark: \(streams) visits, progress commands, \(Int(duration)) s per run, \(rounds) round(s), "
+                + "database \(database.name)" + (synchronousCommit ? "" : ", synchronous_commit=off"))
 
-        var baseline: [Int: Double] = [:]
-        if runPgbench {
-            let pgbench = PgBench(path: pgbenchPath, url: url, streams: streams)
-            try await pgbench.prepare(eventData: AppendBenchmark.eventData)
-            for writers in writerCounts {
-                let tps = try pgbench.run(clients: writers, seconds: duration)
-                baseline[writers] = tps
-                print(String(format: "pgbench   single-row insert  %3d clients  %9.0f tps", writers, tps))
-            }
-        }
-
+        let pgbench = PgBench(path: pgbenchPath, url: url, streams: streams)
+        if runPgbench { try await pgbench.prepare(eventData: AppendBenchmark.eventData) }
         let projections = URL(fileURLWithPath: "Projections")
         let readModel = try VisitReadModel(
             projectionsDirectory: projections, rules: try ProjectionRules.load(directory: projections))
         var figures: [Figure] = []
         try await PostgresPool.withPool(PostgresConfiguration(url: url, size: maxWriters + 2)) { pool in
+            // PostgreSQL's CPU is this cluster's only (its postmaster and children), not other clusters'.
+            let backend = try await pool.query("SELECT pg_backend_pid() AS pid").first!.int("pid")
+            let postmaster = CPUSample.postmaster(ofBackend: Int32(backend)) ?? 0
             let handler = VisitCommandHandler(
                 store: EventStore(pool: pool), readModel: readModel, pushes: OutboxPushes(outbox: Outbox(pool: pool)))
             let batcher = VisitCommandBatcher(handler: handler, maxConcurrentBatches: concurrentBatches)
             try await scheduleVisits(batcher: batcher)
-            for mode in modes {
-                for distribution in distributions {
-                    let picker = StreamPicker(distribution, count: streams)
+            // Rounds alternate pgbench and the product, so a machine whose load changes affects both alike.
+            for round in 1...rounds {
+                if runPgbench {
                     for writers in writerCounts {
-                        var figure = try await measure(mode: mode, batcher: batcher, picker: picker, writers: writers)
-                        figure.label = "\(mode) \(distribution.rawValue)"
+                        let before = (postgres: CPUSample.clusterSeconds(postmaster: postmaster), bench: CPUSample.children())
+                        let tps = try pgbench.run(clients: writers, seconds: duration)
+                        let count = max(tps * duration, 1)
+                        var figure = Figure(
+                            label: "pgbench insert", writers: writers, eventsPerSecond: tps, p50: 0, p99: 0,
+                            conflictsPerSecond: 0, meanBatch: 0)
+                        figure.round = round
+                        figure.oursMicros = (CPUSample.children() - before.bench) / count * 1e6
+                        figure.postgresMicros = (CPUSample.clusterSeconds(postmaster: postmaster) - before.postgres) / count * 1e6
                         figures.append(figure)
-                        print(line(figure, baseline: baseline[writers]))
+                        print(line(figure, baseline: nil))
+                    }
+                }
+                for mode in modes {
+                    for distribution in distributions {
+                        let picker = StreamPicker(distribution, count: streams)
+                        for writers in writerCounts {
+                            let before = (
+                                postgres: CPUSample.clusterSeconds(postmaster: postmaster), ours: CPUSample.thisProcess()
+                            )
+                            var figure = try await measure(mode: mode, batcher: batcher, picker: picker, writers: writers)
+                            let count = max(figure.eventsPerSecond * duration, 1)
+                            figure.oursMicros = (CPUSample.thisProcess() - before.ours) / count * 1e6
+                            figure.postgresMicros =
+                                (CPUSample.clusterSeconds(postmaster: postmaster) - before.postgres) / count * 1e6
+                            figure.label = "\(mode) \(distribution.rawValue)"
+                            figure.round = round
+                            figures.append(figure)
+                            print(line(figure, baseline: baseline(figures, round: round, writers: writers)))
+                        }
                     }
                 }
             }
         }
 
-        print("\nsummary (events/s; p50/p99 latency of one command; ratio to pgbench tps at the same client count;")
-        print("         group commit: mean commands per batch)")
-        print("mode     distribution  writers   events/s   p50 ms   p99 ms  conflicts/s  vs pgbench  batch")
-        for f in figures { print(line(f, baseline: baseline[f.writers])) }
+        print("\nsummary (events/s; p50/p99 latency of one command; ratio to pgbench tps at the same client count")
+        print("         in the same round; group commit: mean commands per batch; CPU µs per event: ours (pgbench's")
+        print("         own for its rows), this cluster's PostgreSQL)")
+        print("mode     distribution  writers   events/s   p50 ms   p99 ms  conflicts/s  vs pgbench  batch  ours µs    pg µs")
+        for f in figures {
+            print(line(f, baseline: f.label == "pgbench insert" ? nil : baseline(figures, round: f.round, writers: f.writers)))
+        }
+        if rounds > 1 {
+            print("\nmedian over \(rounds) rounds (ratios per round)")
+            var seen = Set<String>()
+            for f in figures where f.label != "pgbench insert" && seen.insert("\(f.label) \(f.writers)").inserted {
+                let same = figures.filter { $0.label == f.label && $0.writers == f.writers }
+                let ratios = same.compactMap { g in
+                    baseline(figures, round: g.round, writers: g.writers).map { g.eventsPerSecond / $0 }
+                }
+                func median(_ xs: [Double]) -> Double { xs.isEmpty ? 0 : xs.sorted()[xs.count / 2] }
+                print(
+                    f.label.padding(toLength: 22, withPad: " ", startingAt: 0)
+                        + String(
+                            format: " %7d %10.0f  ratio %.2fx (%@)  ours %.0f µs, pg %.0f µs", f.writers,
+                            median(same.map(\.eventsPerSecond)), median(ratios),
+                            ratios.map { String(format: "%.2f", $0) }.joined(separator: ", "), median(same.map(\.oursMicros)),
+                            median(same.map(\.postgresMicros))))
+            }
+        }
+    }
+
+    /// pgbench's tps in the same round at the same client count.
+    private func baseline(_ figures: [Figure], round: Int, writers: Int) -> Double? {
+        figures.first { $0.label == "pgbench insert" && $0.round == round && $0.writers == writers }?.eventsPerSecond
     }
 
     private func line(_ f: Figure, baseline: Double?) -> String {
@@ -174,7 +227,8 @@ struct AppendBenchmark {
             + String(
                 format: " %7d %10.0f %8.2f %8.2f %12.0f  ", f.writers, f.eventsPerSecond, f.p50 * 1000, f.p99 * 1000,
                 f.conflictsPerSecond) + ratio.padding(toLength: 10, withPad: " ", startingAt: 0)
-            + (f.meanBatch > 0 ? String(format: "%6.1f", f.meanBatch) : "")
+            + (f.meanBatch > 0 ? String(format: "%6.1f", f.meanBatch) : "      ")
+            + String(format: " %8.0f %8.0f", f.oursMicros, f.postgresMicros)
     }
 
     /// The visits the runs post to (`bench-0` …), scheduled through group commit.

@@ -23,6 +23,9 @@ struct CPUSample {
             children: rusage(RUSAGE_CHILDREN.rawValue), postgres: postgresSeconds())
     }
 
+    /// CPU seconds of this process's reaped children (pgbench, once it has exited).
+    static func children() -> Double { rusage(RUSAGE_CHILDREN.rawValue) }
+
     /// CPU seconds (user + system) this process has used so far.
     static func thisProcess() -> Double { rusage(RUSAGE_SELF.rawValue) }
 
@@ -64,6 +67,35 @@ struct CPUSample {
         getrusage(who, &usage)
         func s(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
         return s(usage.ru_utime) + s(usage.ru_stime)
+    }
+
+    /// CPU seconds of one PostgreSQL cluster only (not the other clusters on a shared machine): its
+    /// postmaster, its live children and the children it has reaped (backends that have exited).
+    /// `postmaster` is the parent of any of its backends (`postmaster(ofBackend:)`).
+    static func clusterSeconds(postmaster: Int32) -> Double {
+        var total = stat(pid: postmaster).map { $0.cpu + $0.reapedChildren } ?? 0
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return total }
+        for entry in entries {
+            guard let pid = Int32(entry), let s = stat(pid: pid), s.parent == postmaster else { continue }
+            total += s.cpu
+        }
+        return total
+    }
+
+    /// The postmaster of a backend (`SELECT pg_backend_pid()`), on this machine.
+    static func postmaster(ofBackend pid: Int32) -> Int32? { stat(pid: pid)?.parent }
+
+    /// Fields of /proc/PID/stat after the parenthesised name: state, ppid (1), …, utime (11), stime (12),
+    /// cutime (13), cstime (14).
+    private static func stat(pid: Int32) -> (parent: Int32, cpu: Double, reapedChildren: Double)? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = text.lastIndex(of: ")")
+        else { return nil }
+        let f = text[text.index(after: close)...].split(separator: " ")
+        guard f.count > 14, let parent = Int32(f[1]), let u = Double(f[11]), let s = Double(f[12]), let cu = Double(f[13]),
+            let cs = Double(f[14])
+        else { return nil }
+        return (parent, (u + s) / ticksPerSecond, (cu + cs) / ticksPerSecond)
     }
 
     /// Every process named `postgres` (the cluster's backends and background processes).

@@ -40,6 +40,11 @@ struct ReplayBenchmark {
         #"{"type": "completed"}"#,
     ]
 
+    /// The machine's 1-minute load average (`/proc/loadavg`): how shared the cores were.
+    static func loadAverage() -> String {
+        (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first.map(String.init) ?? "?"
+    }
+
     func run() async throws {
         guard let server = ProcessInfo.processInfo.environment["LIVEVISITS_DATABASE_URL"] else {
             throw BenchmarkUsageError(message: "set LIVEVISITS_DATABASE_URL (export LIVEVISITS_DATABASE_URL=$(scripts/pg url))")
@@ -93,20 +98,35 @@ struct ReplayBenchmark {
             let total = try await pool.query("SELECT count(*) AS n FROM events").first!.int("n")
             print(String(format: "generated %d events in %.1f s", total, Date().timeIntervalSince(generateStarted)))
 
+            let backend = try await pool.query("SELECT pg_backend_pid() AS pid").first!.int("pid")
+            let postmaster = CPUSample.postmaster(ofBackend: Int32(backend)) ?? 0
+            let cpuBefore = (ours: CPUSample.thisProcess(), postgres: CPUSample.clusterSeconds(postmaster: postmaster))
             let report = try await VisitReplay(pool: pool, readModel: readModel).run { progress in
                 print(
                     "  replay visits: \(progress.events) events, \(progress.visits) visits, \(Int(progress.eventsPerSecond)) events/s"
                 )
             }
+            let cpu = (
+                ours: CPUSample.thisProcess() - cpuBefore.ours,
+                postgres: CPUSample.clusterSeconds(postmaster: postmaster) - cpuBefore.postgres
+            )
             let rows = try await pool.query("SELECT count(*) AS n FROM visits").first!.int("n")
             print(
                 String(
-                    format: "  time: read %.2f s, fold %.2f s, encode %.2f s, write %.2f s",
-                    report.readSeconds, report.foldSeconds, report.encodeSeconds, report.writeSeconds))
+                    format:
+                        "  busy per stage (overlapped): read %.2f s, fold %.2f s, encode %.2f s, write %.2f s; "
+                        + "wall: stages %.2f s, indexes %.2f s, swap %.2f s",
+                    report.readSeconds, report.foldSeconds, report.encodeSeconds, report.writeSeconds,
+                    report.stagesSeconds, report.indexSeconds, report.swapSeconds))
             print(
                 String(
                     format: "replay visits: %d events, %d visits (%d rows) in %.2f s = %.0f events/s",
                     report.events, report.visits, rows, report.seconds, report.eventsPerSecond))
+            let perEvent = 1e6 / Double(max(report.events, 1))
+            print(
+                String(
+                    format: "  CPU: ours %.2f s (%.2f µs/event), PostgreSQL %.2f s (%.2f µs/event); load average %@",
+                    cpu.ours, cpu.ours * perEvent, cpu.postgres, cpu.postgres * perEvent, ReplayBenchmark.loadAverage()))
         }
         if keep {
             print("kept database \(database.name): LIVEVISITS_DATABASE_URL='\(database.url)' livevisits replay")

@@ -85,6 +85,72 @@ import VisitTestSupport
         #expect(try await f.rows()["v-bad"]?.version == 1)
     }
 
+    /// Commands on one hot visit in one batch: decided in order, each on the state the one before it left
+    /// (a refused one in between leaves the state as it was), appended at consecutive positions in the
+    /// batch's one transaction, each with its own answer; the read model ends at the last. A command with a
+    /// `refuseIfAnyRow` read does not share its visit: it, and what follows it on that visit, runs alone after.
+    @Test func aHotVisitsCommandsShareTheBatchInOrder() async throws {
+        let f = try await VisitFixtures.make()
+        for v in ["v-hot", "v-cold"] { _ = try await f.schedule(v) }
+        let enRoute = try VisitEventRequest.parse(Array(#"{"type": "enRoute", "kilometresAway": 8}"#.utf8))
+        let finishing = try VisitEventRequest.parse(Array(#"{"type": "finishing"}"#.utf8))  // illegal before onSite
+        var keyed = command("v-hot", try progress(1))
+        keyed.refuseIfAnyRow = "SELECT 1 WHERE \(false)"
+        var expectingFive = command("v-hot", try progress(0.5))
+        expectingFive.context.expectedVersion = 5
+        let batch = [
+            command("v-hot", try progress(5)), command("v-cold", try progress(9)), command("v-hot", enRoute),
+            command("v-hot", finishing), command("v-hot", try progress(2)), keyed, expectingFive,
+        ]
+        let redone = Metrics.shared.value("livevisits_command_batches_redone_total") ?? 0
+        let outcomes = try await f.pool.withConnection { c in f.handler.executeBatch(batch, on: c) }
+        let results = outcomes.map { try? $0.get() }
+        #expect(results.map { $0?.state.version } == [2, 2, 3, nil, 4, 5, 6])
+        #expect(throws: VisitDecisionError.self) { try outcomes[3].get() }
+        #expect(results[2]?.state.status == .enRoute)
+        #expect(results[4]?.state.kilometresAway == 2)
+        // Each answer is its own state's view, not the batch's last.
+        for r in results.compactMap({ $0 }) {
+            #expect(r.view == f.readModel.viewText(for: r.state))
+        }
+        #expect(results[0]?.view != results[4]?.view)
+        #expect(Metrics.shared.value("livevisits_command_batches_redone_total") ?? 0 == redone, "the batch was redone")
+
+        let stream = try await f.handler.store.readStream("visit-v-hot")
+        #expect(stream.map(\.position) == Array(1...6))
+        // Versions 2-4 and the cold visit's event committed in one transaction; the keyed command alone.
+        let batchTransaction = stream[1].transactionId
+        #expect(stream[2].transactionId == batchTransaction && stream[3].transactionId == batchTransaction)
+        #expect(try await f.handler.store.readStream("visit-v-cold")[1].transactionId == batchTransaction)
+        #expect(stream[4].transactionId != batchTransaction)
+        #expect(stream[5].transactionId != stream[4].transactionId)
+        let rows = try await f.rows()
+        #expect(rows["v-hot"]?.version == 6)
+        #expect(rows["v-hot"]?.view == results[6]?.view)
+        #expect(rows["v-cold"]?.version == 2)
+    }
+
+    /// Through the batcher: many commands on one visit waiting together leave in few batches, in the order
+    /// they came (each sees the version before it), and every one lands once.
+    @Test func aHotVisitsWaitingCommandsLeaveTogether() async throws {
+        let f = try await VisitFixtures.make()
+        _ = try await f.schedule("v-zipf")
+        let batcher = VisitCommandBatcher(handler: f.handler, maxConcurrentBatches: 1)
+        let before = batcher.batchesRun
+        let results = try await withThrowingTaskGroup(of: VisitCommandResult.self) { group -> [VisitCommandResult] in
+            for n in 0..<60 {
+                let event = try progress(Double(n))
+                group.addTask { try await batcher.execute(command("v-zipf", event)) }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(results.map(\.state.version).sorted() == Array(2...61))
+        #expect(batcher.batchesRun - before < 60, "same-visit commands never shared a batch")
+        let stream = try await f.handler.store.readStream("visit-v-zipf")
+        #expect(stream.map(\.position) == Array(1...61))
+        #expect(try await f.rows()["v-zipf"]?.version == 61)
+    }
+
     /// A writer outside the batch takes a position the batch counted on: the batch's shared write fails on
     /// the unique index, nothing of it stands, and each command is run again alone on the new state.
     @Test func aBatchThatLosesARaceIsRedoneCommandByCommand() async throws {

@@ -78,6 +78,72 @@ import VisitTestSupport
         #expect(pushes.count == plannedBefore)
     }
 
+    /// Many visits with every kind of history (each journey's prefix, cancellations and failures with reasons,
+    /// reassignments), with text that COPY must escape (tabs, newlines, backslashes, quotes, non-ASCII) in
+    /// attributes, names and reasons: after a replay every row — ids, status, version, times, the view text
+    /// and the state snapshot — is byte for byte the row the live projection wrote, and so are the indexes.
+    @Test func aReplayWritesExactlyTheRowsTheLiveProjectionWrote() async throws {
+        let f = try await VisitFixtures.make()
+        // JSON string contents as a client posts them (escapes included): quotes, a tab, a newline, backslashes.
+        let awkward = [#"Zoë \"Z\" 🚐"#, #"tab\there"#, #"line\nbreak"#, #"back\\slash \\N"#, "plain"]
+        let visits = 600
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for lane in 0..<6 {
+                group.addTask {
+                    for v in stride(from: lane, to: visits, by: 6) {
+                        let text = awkward[v % awkward.count]
+                        let start = Int(f.clock.now()) + 600
+                        let body = """
+                            {"visitId": "m-\(v)", "customerId": "c-\(v % 13)",
+                             "attributes": {"customerFirstName": "\(text)", "serviceAddress": "\(v) \(text) Row", "jobSummary": "job \(v)"},
+                             "technician": {"id": "t-\(v % 7)", "name": "\(text)", "avatarSymbol": "person.crop.circle", "vanDescription": "van \(text)"},
+                             "arrivalWindow": {"start": \(start), "end": \(start + 600)}, "kilometresAway": \(Double(v % 40) + 0.25)}
+                            """
+                        let scheduled = try ScheduleVisitRequest.parse(Array(body.utf8)) { "m-\(v)" }
+                        _ = try await f.handler.schedule(scheduled, context: VisitFixtures.dispatcher)
+                        let steps = ReplayTests.journey.prefix(v % 10)
+                        for step in steps { try await f.post("m-\(v)", step) }
+                        switch v % 4 {
+                        case 1 where steps.count < 5:
+                            try await f.post("m-\(v)", #"{"type": "cancelled", "reason": "\#(text) — customer away"}"#)
+                        case 2 where steps.count < 5:
+                            try await f.post(
+                                "m-\(v)",
+                                #"{"type": "reassigned", "technician": {"id": "t-x", "name": "\#(text)", "avatarSymbol": "car", "vanDescription": "red"}}"#
+                            )
+                        case 3 where steps.count < 6:
+                            try await f.post("m-\(v)", #"{"type": "failed", "reason": "\#(text)\tno access"}"#)
+                        default: break
+                        }
+                        if v % 3 == 0 { f.clock.advance(by: 1) }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let table: PostgresQuery = """
+            SELECT visit_id, customer_id, technician_id, status, ended::text, version::text, scheduled_at::text, view,
+                   state::text AS state
+            FROM visits ORDER BY visit_id
+            """
+        let indexes: PostgresQuery =
+            "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'visits' ORDER BY indexname"
+        let live = try await f.pool.query(table).rows.map(\.values)
+        let liveIndexes = try await f.pool.query(indexes).rows.map(\.values)
+        #expect(live.count == visits)
+        #expect(Set(live.map { $0[3] }).count >= 6, "the histories end in many statuses")
+        #expect(live.contains { $0[7]!.contains("\\t") && $0[7]!.contains("\\\\") }, "the views carry escaped text")
+
+        let report = try await VisitReplay(pool: f.pool, readModel: f.readModel).run()
+        #expect(report.visits == visits)
+        let replayed = try await f.pool.query(table).rows.map(\.values)
+        #expect(replayed.count == live.count)
+        for (a, b) in zip(live, replayed) {
+            #expect(a == b, "visit \(a[0] ?? "?") differs after replay")
+        }
+        #expect(try await f.pool.query(indexes).rows.map(\.values) == liveIndexes)
+    }
+
     /// Visits with Live Activities and push-to-start tokens, whose commands filled the outbox; a replay
     /// over them (and over changed rules) adds no delivery and touches none.
     @Test func aReplayEnqueuesNoPush() async throws {
