@@ -66,6 +66,36 @@ struct CPUSample {
         return s(usage.ru_utime) + s(usage.ru_stime)
     }
 
+    /// utime + stime of a process and of its children (a postmaster and its backends: one cluster's
+    /// CPU, not that of every PostgreSQL on a shared machine).
+    static func tree(root: Int32) -> Double {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return 0 }
+        var total = seconds(pid: root)
+        for entry in entries {
+            guard let pid = Int32(entry), pid != root, parent(of: pid) == root else { continue }
+            total += seconds(pid: pid)
+        }
+        return total
+    }
+
+    /// The parent's pid (field 4 of /proc/PID/stat).
+    static func parent(of pid: Int32) -> Int32? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return nil }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        return fields.count > 1 ? Int32(fields[1]) : nil
+    }
+
+    /// Peak resident memory of a process in MB (VmHWM), 0 when it is gone.
+    static func peakMegabytes(pid: Int32) -> Double {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+            let kb = line.split(separator: " ").compactMap({ Double($0) }).first
+        else { return 0 }
+        return kb / 1024
+    }
+
     /// Every process named `postgres` (the cluster's backends and background processes).
     private static func postgresSeconds() -> Double {
         guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return 0 }

@@ -8,6 +8,7 @@ let benchmarks: [(name: String, summary: String, run: ([String]) async throws ->
     ("apns", APNsClientBenchmark.summary, { try await APNsClientBenchmark(arguments: $0).run() }),
     ("append", AppendBenchmark.summary, { try await AppendBenchmark(arguments: $0).run() }),
     ("outbox", OutboxBenchmark.summary, { try await OutboxBenchmark.main(arguments: $0) }),
+    ("pipeline", PipelineBenchmark.summary, { try await PipelineBenchmark(arguments: $0).run() }),
     ("replay", ReplayBenchmark.summary, { try await ReplayBenchmark(arguments: $0).run() }),
     ("scale", ScaleBenchmark.summary, { try await ScaleBenchmark(arguments: $0).run() }),
 ]
