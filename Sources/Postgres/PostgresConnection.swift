@@ -5,7 +5,7 @@ import Foundation
 /// that owns it, so blocking calls never touch Swift's cooperative pool. Not Sendable on purpose.
 public final class PostgresConnection {
     private let conn: OpaquePointer
-    private var prepared: [String: String] = [:]
+    private var prepared: [StatementText: String] = [:]
     private let usePreparedStatements: Bool
 
     /// Opens a connection; throws `.unavailable` when the server cannot be reached.
@@ -88,11 +88,11 @@ public final class PostgresConnection {
             var ok: Int32 = 1
             if usePreparedStatements {
                 let name: String
-                if let known = names[query.sql] {
+                if let known = names[StatementText(query.sql)] {
                     name = known
                 } else {
                     name = "lv\(names.count)"
-                    names[query.sql] = name
+                    names[StatementText(query.sql)] = name
                     ok = PQsendPrepare(conn, name, query.sql, Int32(query.binds.count), nil)
                     sent.append(.prepare(sql: query.sql, name: name))
                 }
@@ -134,7 +134,7 @@ public final class PostgresConnection {
             case .prepare(let sql, let name):
                 do {
                     _ = try consume(result)
-                    prepared[sql] = name
+                    prepared[StatementText(sql)] = name
                 } catch {
                     if failure == nil { failure = error }
                 }
@@ -212,7 +212,7 @@ public final class PostgresConnection {
     // MARK: private
 
     private func preparedName(for sql: String, parameterCount: Int) throws -> String {
-        if let name = prepared[sql] { return name }
+        if let name = prepared[StatementText(sql)] { return name }
         if prepared.count >= 512 {
             try execute(script: "DEALLOCATE ALL")
             prepared.removeAll()
@@ -220,7 +220,7 @@ public final class PostgresConnection {
         let name = "lv\(prepared.count)"
         let result = PQprepare(conn, name, sql, Int32(parameterCount), nil)
         _ = try consume(result)
-        prepared[sql] = name
+        prepared[StatementText(sql)] = name
         return name
     }
 
@@ -305,5 +305,25 @@ public final class PostgresConnection {
         return pointers.withUnsafeMutableBufferPointer { buffer in
             body(buffer.map { $0.map { UnsafePointer($0) } })
         }
+    }
+}
+
+/// A statement's text as the key of the prepared-statement cache, hashed and compared as UTF-8 bytes.
+/// String's own hashing normalizes (NFC) text with a non-ASCII character first: on a 4 KB statement with
+/// a "§" in a comment that cost more than the lookup, on every statement of every pipeline.
+struct StatementText: Hashable {
+    let sql: String
+
+    init(_ sql: String) { self.sql = sql }
+
+    func hash(into hasher: inout Hasher) {
+        var text = sql
+        text.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+    }
+
+    static func == (a: StatementText, b: StatementText) -> Bool {
+        var x = a.sql
+        var y = b.sql
+        return x.withUTF8 { p in y.withUTF8 { q in p.count == q.count && (p.count == 0 || memcmp(p.baseAddress!, q.baseAddress!, p.count) == 0) } }
     }
 }
