@@ -164,6 +164,7 @@ struct PipelineBenchmark {
         for (layout, peak) in peaks.sorted(by: { $0.key < $1.key }) {
             say(String(format: "peak memory (VmHWM) of the livevisits processes, %@: %.0f MB", layout, peak))
         }
+        if book.repeated > 0 { say("acknowledgements of a state already acknowledged: \(book.repeated)") }
         if let drain {
             say(
                 String(
@@ -230,10 +231,16 @@ struct PipelineBenchmark {
             let used = Self.cpu(processes: [worker.pid], postmaster: postmaster) - before
             let (first, last) = book.drainSpan()
             drain = Drain(pushes: visits, seconds: last - first, worker: used.ours, postgres: used.postgres)
-        } else if layout == "split" {
-            let worker = try rig.startWorker(databaseURL: databaseURL)
-            children.append(worker)
-            processes.append(worker.pid)
+        } else {
+            if layout == "split" {
+                let worker = try rig.startWorker(databaseURL: databaseURL)
+                children.append(worker)
+                processes.append(worker.pid)
+            }
+            // Warm-up, untimed: every visit's first event (the first pushes after start-up were seconds late:
+            // the APNs connection and the first claims), its push awaited.
+            try await post(visits: visits, prefix: prefix, port: port, dispatcher: dispatcher, cursor: cursor)
+            try await Self.waitFor(book, accepted: acceptedBefore + visits, within: 300)
         }
 
         var runs: [Run] = []
@@ -433,7 +440,8 @@ struct PipelineBenchmark {
     static func token(_ visit: Int, _ prefix: String) -> String {
         var hex = ""
         for byte in Array(prefix.utf8) { hex += String(byte, radix: 16) }
-        hex += "ff" + String(visit, radix: 16)
+        let digits = String(visit, radix: 16)
+        hex += "ff" + String(repeating: "0", count: max(0, 8 - digits.count)) + digits  // fixed width: 0x1 ≠ 0x10
         return String((hex + String(repeating: "0", count: 64)).prefix(64))
     }
 
@@ -539,8 +547,12 @@ final class AckBook: Sendable {
         var drainFrom = Double.infinity
         var first = Double.infinity
         var last = 0.0
+        /// Acknowledgements of a state already acknowledged (the first one counts).
+        var repeated = 0
     }
     private let state = Mutex(State())
+
+    var repeated: Int { state.withLock { $0.repeated } }
 
     func note(_ delivery: SimulatedDelivery) {
         guard delivery.status == 200 else { return }
@@ -553,7 +565,10 @@ final class AckBook: Sendable {
                 s.first = min(s.first, at)
                 s.last = max(s.last, at)
             }
-            if let km, km < 40_000 { s.acks["\(token)/\(Int(km))"] = at }
+            if let km, km < 40_000 {
+                let key = "\(token)/\(Int(km))"
+                if s.acks[key] == nil { s.acks[key] = at } else { s.repeated += 1 }
+            }
         }
     }
 
