@@ -324,6 +324,8 @@ struct StatementText: Hashable {
     static func == (a: StatementText, b: StatementText) -> Bool {
         var x = a.sql
         var y = b.sql
-        return x.withUTF8 { p in y.withUTF8 { q in p.count == q.count && (p.count == 0 || memcmp(p.baseAddress!, q.baseAddress!, p.count) == 0) } }
+        return x.withUTF8 { p in
+            y.withUTF8 { q in p.count == q.count && (p.count == 0 || memcmp(p.baseAddress!, q.baseAddress!, p.count) == 0) }
+        }
     }
 }
