@@ -503,7 +503,7 @@ struct PipelineBenchmark {
                     i = next_index
                     next_index += 1
                     message = {"aps": {"timestamp": 1790000000 + i, "event": "update",
-                               "content-state": {"status": "enRoute", "kilometresAway": i % 50}}}
+                               "content-state": {"status": "enRoute", "kilometresAway": 40000 + i % 50}}}
                     result = await apns.send_notification(NotificationRequest(
                         device_token=token, message=message, priority=5, push_type=PushType.LIVEACTIVITY))
                     if not result.is_successful:
