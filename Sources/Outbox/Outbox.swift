@@ -228,10 +228,14 @@ public final class Outbox: Sendable {
             ),
             superseded AS (
                 UPDATE deliveries d
-                SET state = 'superseded', superseded_by = i.id, finished_at = \(now)::float8
-                FROM inserted i
-                WHERE d.target = ANY (ARRAY(SELECT target FROM inserted)) AND d.target = i.target
-                  AND d.state = 'pending' AND d.id <> i.id
+                SET state = 'superseded', superseded_by = o.by, finished_at = \(now)::float8
+                -- Per new row, its target's open rows along deliveries_open_by_target (the predicate spelled as
+                -- the index's): a plan through another partial index on pending rows read every pending row
+                -- of the customer on each enqueue.
+                FROM (SELECT open.id, i.id AS by FROM inserted i
+                      CROSS JOIN LATERAL (SELECT x.id FROM deliveries x
+                                          WHERE x.target = i.target AND x.state IN ('pending', 'sending')) open) o
+                WHERE d.id = o.id AND d.state = 'pending' AND d.id <> o.by
                   AND (d.kind = 'update' OR (d.kind = 'start' AND d.outcome_unknown_since IS NULL))
                 RETURNING d.id
             ),

@@ -9,6 +9,9 @@ public struct OutboxConfiguration: Sendable {
     /// Claim loops per worker: while one batch is on the wire the next is claimed, so the claim's and the
     /// completion's round trips overlap the sends (figures for batch size × loops in `Docs/performance.md`).
     public var concurrentBatches: Int = 4
+    /// Under a stream of pushes, how long the first claim loop waits after a batch of more than one before it
+    /// claims again, so that the claim and the completion are shared by more pushes (0: never waits).
+    public var claimGatherSeconds: Double = 0.004
     /// Sends in flight at once within one batch.
     public var maximumConcurrentSends: Int = 500
     /// How long a claim holds; the heartbeat renews it every third of this.

@@ -80,7 +80,8 @@ public final class OutboxWorker: Service {
     /// New deliveries may be due: wakes the first loop, and an extra one when a loop is mid-batch.
     public func wake() {
         wakeUp.signal()
-        if busyLoops.load(ordering: .relaxed) > 0 { backlog.signal() }
+        // One extra loop, not all of them: the others' claims would come back empty.
+        if busyLoops.load(ordering: .relaxed) > 0 { backlog.signalOne() }
     }
 
     /// Claims and sends until stopped (`stop()` or cancellation of the calling task), then returns once
@@ -137,7 +138,12 @@ public final class OutboxWorker: Service {
                 failures = 0
                 lastClaimWasFull = handled >= configuration.batchSize
                 if lastClaimWasFull { backlog.signal() }
-                if handled == 0 && loop == 0 { try await idleWait() }
+                if loop == 0 && !lastClaimWasFull {
+                    // A part batch took what was due: claim again only once more is (a wake-up, a due time),
+                    // not at once (an empty claim costs PostgreSQL as much as a small one).
+                    try await idleWait(skipIfDue: handled > 0)
+                    if handled > 1 { await gather() }
+                }
                 wakeOthersIfStopping()
             } catch is CancellationError {
                 break  // the pool's queue gave up on a cancelled claim: stopping
@@ -168,11 +174,23 @@ public final class OutboxWorker: Service {
         return try await runOnce()
     }
 
-    private func idleWait() async throws {
+    /// Waits for a wake-up, the next due time or the poll. `skipIfDue`: returns at once while a delivery is
+    /// due (one a claim left because its target had a push on the wire is due once that completes).
+    private func idleWait(skipIfDue: Bool = false) async throws {
         let due = try await pool.withConnection { try OutboxStore.nextDue(on: $0) }
+        if skipIfDue, let due, due <= clock.now() { return }
         var wait = configuration.pollIntervalSeconds
         if let due { wait = min(wait, max(0.001, due - clock.now())) }
         _ = await wakeUp.wait(upTo: wait)
+    }
+
+    /// Under a stream of pushes (the last claim took more than one), lets a few more commits land before
+    /// the next claim, so that one claim and one completion serve them together: real time, not the
+    /// worker's clock (it is a batching delay, not a due time).
+    private func gather() async {
+        let seconds = configuration.claimGatherSeconds
+        guard seconds > 0, !isStopping else { return }
+        try? await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
     }
 
     /// Reaps expired leases when due, then claims, sends and completes one batch. Returns how many

@@ -22,6 +22,12 @@ public final class Metrics: Sendable {
         var counts: [UInt64]
         var sum: Double = 0
         var count: UInt64 = 0
+
+        mutating func add(_ value: Double) {
+            for (i, bound) in buckets.enumerated() where value <= bound { counts[i] += 1 }
+            sum += value
+            count += 1
+        }
     }
 
     public static let defaultLatencyBuckets: [Double] = [
@@ -36,19 +42,14 @@ public final class Metrics: Sendable {
     public func increment(_ name: String, help: String, labels: Labels = [:], by value: Double = 1) {
         let key = Metrics.render(labels)
         families.withLock { f in
-            var family = f[name] ?? Family(help: help, type: "counter")
-            family.series[key, default: 0] += value
-            f[name] = family
+            // In place: a copy of the family out of the dictionary and back copied its series each time.
+            f[name, default: Family(help: help, type: "counter")].series[key, default: 0] += value
         }
     }
 
     public func set(_ name: String, help: String, labels: Labels = [:], to value: Double) {
         let key = Metrics.render(labels)
-        families.withLock { f in
-            var family = f[name] ?? Family(help: help, type: "gauge")
-            family.series[key] = value
-            f[name] = family
-        }
+        families.withLock { f in f[name, default: Family(help: help, type: "gauge")].series[key] = value }
     }
 
     public func observe(
@@ -57,13 +58,9 @@ public final class Metrics: Sendable {
     ) {
         let key = Metrics.render(labels)
         families.withLock { f in
-            var family = f[name] ?? Family(help: help, type: "histogram")
-            var h = family.histograms[key] ?? Histogram(buckets: buckets, counts: Array(repeating: 0, count: buckets.count))
-            for (i, bound) in h.buckets.enumerated() where value <= bound { h.counts[i] += 1 }
-            h.sum += value
-            h.count += 1
-            family.histograms[key] = h
-            f[name] = family
+            f[name, default: Family(help: help, type: "histogram")].histograms[
+                key, default: Histogram(buckets: buckets, counts: Array(repeating: 0, count: buckets.count))
+            ].add(value)
         }
     }
 
@@ -115,7 +112,10 @@ public final class Metrics: Sendable {
     public static func render(_ labels: Labels) -> String {
         guard !labels.isEmpty else { return "" }
         let parts = labels.keys.sorted().map { key -> String in
-            let v = labels[key]!.replacingOccurrences(of: "\\", with: "\\\\")
+            let raw = labels[key]!
+            // Most values need no escaping; Foundation's replacing is the cost of a hot counter otherwise.
+            guard raw.utf8.contains(where: { $0 == 92 || $0 == 34 || $0 == 10 }) else { return "\(key)=\"\(raw)\"" }
+            let v = raw.replacingOccurrences(of: "\\", with: "\\\\")
                 .replacingOccurrences(of: "\"", with: "\\\"")
                 .replacingOccurrences(of: "\n", with: "\\n")
             return "\(key)=\"\(v)\""

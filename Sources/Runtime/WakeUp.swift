@@ -31,6 +31,18 @@ public final class WakeUp: Sendable {
         for w in waiters { w.resume(returning: true) }
     }
 
+    /// Wakes one waiter (or the next one to wait): when one follower is enough for the work signalled.
+    public func signalOne() {
+        let waiter = state.withLock { s -> CheckedContinuation<Bool, Never>? in
+            guard let id = s.waiters.keys.min() else {
+                s.pending = true
+                return nil
+            }
+            return s.waiters.removeValue(forKey: id)
+        }
+        waiter?.resume(returning: true)
+    }
+
     /// Waits for a signal for at most `seconds` of the clock's time; true when signalled, false on
     /// timeout or cancellation. The timeout is a sleep on the clock raced against the signal; a signal
     /// that lands as the timeout fires still counts.

@@ -98,6 +98,15 @@ struct CPUSample {
         return (parent, (u + s) / ticksPerSecond, (cu + cs) / ticksPerSecond)
     }
 
+    /// Peak resident memory of a process in MB (VmHWM), 0 when it is gone.
+    static func peakMegabytes(pid: Int32) -> Double {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+            let kb = line.split(separator: " ").compactMap({ Double($0) }).first
+        else { return 0 }
+        return kb / 1024
+    }
+
     /// Every process named `postgres` (the cluster's backends and background processes).
     private static func postgresSeconds() -> Double {
         guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return 0 }

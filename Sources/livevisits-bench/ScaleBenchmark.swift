@@ -271,10 +271,18 @@ struct ScaleBenchmark {
         let livevisits: String
         let root: URL
 
-        static func start(root: URL, livevisits: String) async throws -> Rig {
+        /// - Parameters:
+        ///   - onDelivery: called on a simulator thread for every request it answered (the pipeline benchmark
+        ///     notes acknowledgements there and keeps none of the records).
+        ///   - recorded: how many deliveries the simulator keeps.
+        static func start(
+            root: URL, livevisits: String, recorded: Int = 1_000_000,
+            onDelivery: (@Sendable (SimulatedDelivery) -> Void)? = nil
+        ) async throws -> Rig {
             var configuration = SimulatorConfiguration()
             configuration.bundleID = "com.example.visits"
-            configuration.maximumRecordedDeliveries = 1_000_000
+            configuration.maximumRecordedDeliveries = recorded
+            configuration.onDelivery = onDelivery
             let simulator = try APNsSimulator(configuration: configuration)
             let endpoint = try await simulator.start()
             let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("lv-bench-\(UUID().uuidString).p8").path
@@ -311,20 +319,26 @@ struct ScaleBenchmark {
         }
 
         func startAPI(databaseURL: String) async throws -> (RunningChild, Client) {
+            let (child, port) = try await startServer(databaseURL: databaseURL, arguments: ["serve", "--api-only"])
+            return (child, Client(baseURL: "http://127.0.0.1:\(port)"))
+        }
+
+        /// `livevisits <arguments>` (a `serve`) on a free loopback port, once `/readyz` answers 200.
+        func startServer(databaseURL: String, arguments: [String]) async throws -> (RunningChild, UInt16) {
             guard let port = LoopbackPort.bindable() else { throw BenchmarkUsageError(message: "no free loopback port") }
             var environment = environment(databaseURL: databaseURL)
             environment["LIVEVISITS_HTTP_ADDR"] = "127.0.0.1:\(port)"
-            let child = try ChildProcess(livevisits, ["serve", "--api-only"], environment: environment).start(stderr: .inherit)
+            let child = try ChildProcess(livevisits, arguments, environment: environment).start(stderr: .inherit)
             let client = Client(baseURL: "http://127.0.0.1:\(port)")
             let deadline = ContinuousClock.now + .seconds(60)
             while (try? await client.send("GET", "/readyz").status) != 200 {
                 guard child.isRunning, ContinuousClock.now < deadline else {
                     child.signal(SIGTERM)
-                    throw BenchmarkUsageError(message: "livevisits serve --api-only did not become ready")
+                    throw BenchmarkUsageError(message: "livevisits \(arguments.joined(separator: " ")) did not become ready")
                 }
                 try await Task.sleep(for: .milliseconds(100))
             }
-            return (child, client)
+            return (child, port)
         }
 
         func dispatcherKey(databaseURL: String) async throws -> String {

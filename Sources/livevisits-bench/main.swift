@@ -10,6 +10,7 @@ let benchmarks: [(name: String, summary: String, run: ([String]) async throws ->
     ("outbox", OutboxBenchmark.summary, { try await OutboxBenchmark.main(arguments: $0) }),
     ("personal-data", PersonalDataBenchmark.summary, { try await PersonalDataBenchmark(arguments: $0).run() }),
     ("prune", PruneBenchmark.summary, { try await PruneBenchmark(arguments: $0).run() }),
+    ("pipeline", PipelineBenchmark.summary, { try await PipelineBenchmark(arguments: $0).run() }),
     ("replay", ReplayBenchmark.summary, { try await ReplayBenchmark(arguments: $0).run() }),
     ("scale", ScaleBenchmark.summary, { try await ScaleBenchmark(arguments: $0).run() }),
 ]

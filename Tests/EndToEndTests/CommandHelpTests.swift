@@ -49,7 +49,7 @@ import Testing
 
     @Test func everyBenchmarkAnswersHelp() async throws {
         let checked = try await Self.checkHelp(try await BuiltProduct.path("livevisits-bench"), program: "livevisits-bench", [])
-        for benchmark in ["api", "apns", "append", "outbox", "replay", "scale"] {
+        for benchmark in ["api", "apns", "append", "outbox", "pipeline", "replay", "scale"] {
             #expect(checked.contains("livevisits-bench \(benchmark)"), "\(checked)")
         }
     }

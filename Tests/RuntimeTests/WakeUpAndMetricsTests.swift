@@ -1,0 +1,63 @@
+import Runtime
+import Synchronization
+import Testing
+
+/// `WakeUp.signalOne` (the outbox wakes one extra claim loop per NOTIFY, not all of them) and the
+/// metrics registry's counters and histograms after they became in-place updates.
+@Suite(.timeLimit(.minutes(1))) struct WakeUpAndMetricsTests {
+    /// Until `condition` holds (checked every 5 ms), at most 30 s.
+    func eventually(_ what: String, _ condition: () -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !condition() {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("timed out waiting for \(what)")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    @Test func signalOneWakesOneWaiterAndTheNextSignalTheOther() async throws {
+        let wakeUp = WakeUp()
+        let woken = Count()
+        let waiters = (0..<2).map { _ in
+            Task {
+                if await wakeUp.wait(upTo: 30) { woken.value.add(1, ordering: .relaxed) }
+            }
+        }
+        // Both wait before the first signal (a signal with nobody waiting is kept for the next one).
+        try await Task.sleep(for: .milliseconds(200))
+        wakeUp.signalOne()
+        try await eventually("one waiter woken") { woken.value.load(ordering: .relaxed) == 1 }
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(woken.value.load(ordering: .relaxed) == 1, "signalOne woke more than one waiter")
+        wakeUp.signalOne()
+        try await eventually("the second waiter woken") { woken.value.load(ordering: .relaxed) == 2 }
+        for waiter in waiters { await waiter.value }
+    }
+
+    @Test func aSignalOneWithNobodyWaitingIsKeptForTheNextWait() async {
+        let wakeUp = WakeUp()
+        wakeUp.signalOne()
+        #expect(await wakeUp.wait(upTo: 30))
+    }
+
+    @Test func countersAndHistogramsAddUpPerLabelSet() async {
+        let metrics = Metrics()
+        for _ in 0..<3 { metrics.increment("t_total", help: "h", labels: ["result": "sent"]) }
+        metrics.increment("t_total", help: "h", labels: ["result": "say \"no\""])
+        metrics.observe("t_seconds", help: "h", value: 0.002, buckets: [0.001, 0.01])
+        metrics.observe("t_seconds", help: "h", value: 0.5, buckets: [0.001, 0.01])
+        let text = await metrics.render()
+        #expect(text.contains("t_total{result=\"sent\"} 3\n"))
+        #expect(text.contains("t_total{result=\"say \\\"no\\\"\"} 1\n"))
+        #expect(text.contains("t_seconds_bucket{le=\"0.001\"} 0\n"))
+        #expect(text.contains("t_seconds_bucket{le=\"0.01\"} 1\n"))
+        #expect(text.contains("t_seconds_count 2\n"))
+    }
+}
+
+/// A counter the waiting tasks share.
+final class Count: Sendable {
+    let value = Atomic<Int>(0)
+}
