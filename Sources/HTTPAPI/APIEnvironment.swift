@@ -25,11 +25,19 @@ public final class APIEnvironment: Sendable {
     public let keyCache: APIKeyCache
     /// What `GET /metrics` renders; the event store counts appended events in it.
     public let metrics: Metrics
+    /// The fleet's broadcast channels (contract §7).
+    public let channels: ChannelStore
+    /// APNs' channel management; nil when sending is not configured (`PUT …/channel` answers 503).
+    public let channelService: (any ChannelService)?
 
     public init(
         pool: PostgresPool, readModel: VisitReadModel, outbox: Outbox, migrator: Migrator, clock: any WallClock = SystemClock(),
-        keyCache: APIKeyCache = APIKeyCache(), metrics: Metrics = .shared
+        keyCache: APIKeyCache = APIKeyCache(), metrics: Metrics = .shared, channelService: (any ChannelService)? = nil,
+        maximumChannels: Int = ChannelStore.defaultMaximumChannels
     ) {
+        self.channelService = channelService
+        self.channels = ChannelStore(
+            pool: pool, configuration: outbox.configuration, maximumChannels: maximumChannels, clock: clock, metrics: metrics)
         self.keyCache = keyCache
         self.metrics = metrics
         self.pool = pool

@@ -49,6 +49,7 @@ public struct LiveVisitsAPI: Sendable {
         }
         addVisitRoutes(to: &router)
         addDeviceRoutes(to: &router)
+        addChannelRoutes(to: &router)
         addKeyRoutes(to: &router)
         addOpsRoutes(to: &router)
         WebConsole.addRoutes(to: &router)

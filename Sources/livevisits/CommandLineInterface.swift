@@ -21,6 +21,7 @@ enum CommandLineInterface {
             .init("replay", "[PROJECTION]", "rebuild a projection from the event log (default: all)"),
             .init("keys", "create --role ROLE [--subject ID] | revoke KEY_ID", "mint or revoke an API key"),
             .init("outbox", "list [--state STATE] [--limit N] | retry ID", "inspect and requeue deliveries"),
+            .init("channels", "list | reconcile", "the broadcast channels the product owns; reconcile them with APNs"),
             .init("apns-sim", "[options]", "a local APNs simulator (HTTP/2 over TLS)"),
             .init("demo", "[--keep-running]", "a whole visit, end to end, on a private cluster"),
         ])
@@ -35,6 +36,7 @@ enum CommandLineInterface {
             case "worker": try await ServeCommand.run(rest, parts: .worker)
             case "keys": try await KeysCommand.run(rest)
             case "outbox": try await OutboxCommand.run(rest)
+            case "channels": try await ChannelsCommand.run(rest)
             case "apns-sim": try await APNsSimCommand.run(rest)
             case "demo": try await DemoCommand.run(rest)
             default: throw UsageError("livevisits: '\(command)' is listed but not wired")
