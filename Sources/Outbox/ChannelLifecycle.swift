@@ -117,7 +117,7 @@ public struct ChannelLifecycle: Sendable {
     }
 
     /// Reconciles one environment with APNs' list (`GET …/all-channels`): channels no visit owns are
-    /// deleted at APNs, unless a creation is in flight in the environment (its id is not stored yet, so
+    /// deleted at APNs, unless a creation is in flight (its id is not stored yet, so
     /// any unowned channel may be it; the next pass deletes what is still unowned); channels the fleet
     /// holds that APNs does not list are forgotten. A creation claimed longer ago than
     /// `channelCreationTimeoutSeconds` without an id was abandoned (its process died): its claim is
@@ -139,19 +139,22 @@ public struct ChannelLifecycle: Sendable {
         case .success(let ids): listed = ids
         case .failure(let failure): throw failure
         }
-        let (owned, inFlight) = try await pool.withConnection { c -> ([String], Int) in
-            let owned = try c.query(
-                "SELECT channel_id FROM channels WHERE environment = \(env) AND channel_id IS NOT NULL"
-            ).rows.map { try $0.string("channel_id") }
-            let creating =
-                try c.query("SELECT count(*) AS n FROM channels WHERE environment = \(env) AND state = 'creating'").first?
-                .int("n") ?? 0
-            return (owned, creating)
+        // Ownership and creations in flight are read across both environments: ids are unique, and one
+        // simulator may serve both (a channel of the other environment is then never taken for an orphan).
+        let (owned, ownedAnywhere, inFlight) = try await pool.withConnection { c -> ([String], Set<String>, Int) in
+            var owned: [String] = []
+            var anywhere = Set<String>()
+            for row in try c.query("SELECT channel_id, environment FROM channels WHERE channel_id IS NOT NULL") {
+                let id = try row.string("channel_id")
+                anywhere.insert(id)
+                if try row.string("environment") == env { owned.append(id) }
+            }
+            let creating = try c.query("SELECT count(*) AS n FROM channels WHERE state = 'creating'").first?.int("n") ?? 0
+            return (owned, anywhere, creating)
         }
         let listedSet = Set(listed)
-        let ownedSet = Set(owned)
-        result.kept = ownedSet.intersection(listedSet).count
-        for orphan in listed where !ownedSet.contains(orphan) {
+        result.kept = Set(owned).intersection(listedSet).count
+        for orphan in listed where !ownedAnywhere.contains(orphan) {
             if inFlight > 0 {
                 result.spared += 1
                 continue
