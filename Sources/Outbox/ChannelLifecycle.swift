@@ -238,7 +238,9 @@ public final class ChannelMaintenance: Service {
 
     public func run() async throws {
         let configuration = lifecycle.configuration
-        var lastReconcile = -Double.infinity
+        // The first pass one interval after start, not at once: a fleet restarting together does not list
+        // APNs' channels all at the same moment, and a short-lived worker (a test's) sends APNs nothing of its own.
+        var lastReconcile = clock.now()
         while !Task.isCancelled {
             do {
                 try await lifecycle.deleteDue()
