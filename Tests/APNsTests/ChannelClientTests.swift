@@ -95,7 +95,7 @@ import Testing
         let client = APNsClient(configuration: try apns.configuration(), metrics: Metrics())
         apns.simulator.inject(FaultSettings(latency: .init(milliseconds: 300, count: 1), listener: .channels))
         async let created = client.createChannel(environment: .sandbox)
-        try await eventually("the channel is created", within: 10) { !apns.simulator.channels().isEmpty }
+        try await eventually("the channel is created", within: 60) { !apns.simulator.channels().isEmpty }
         let id = value(await created)
         await client.shutdown()
         let held = apns.simulator.channels()
