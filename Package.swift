@@ -33,6 +33,10 @@ let package = Package(
         .target(name: "VisitProjections", dependencies: ["VisitDomain", "EventStore", "Postgres", "Runtime"]),
         .target(name: "APNs", dependencies: ["COpenSSL", "CCurl", "JSON", "Runtime"]),
         .target(name: "Outbox", dependencies: ["Postgres", "Runtime"]),
+        // Customers' personal data sealed (AES-256-GCM) under per-customer keys, opened on the way out (§10).
+        .target(name: "PersonalData", dependencies: ["COpenSSL", "JSON", "Postgres", "Runtime", "Outbox"]),
+        // Retention (§10): the prune rules, `livevisits prune` and the workers' hourly pass.
+        .target(name: "Retention", dependencies: ["Postgres", "Runtime"]),
         // The APNs side of the outbox: the sender over the APNs client, the fleet's provider token in PostgreSQL.
         .target(name: "OutboxAPNs", dependencies: ["Outbox", "APNs", "Postgres"]),
         .target(name: "APNsSimulator", dependencies: ["CNGHTTP2", "COpenSSL", "JSON", "Runtime"]),
@@ -44,13 +48,15 @@ let package = Package(
         // The write side of a visit: decide, append, read model and push intents in one transaction.
         .target(
             name: "VisitCommands",
-            dependencies: ["VisitDomain", "EventStore", "VisitProjections", "Outbox", "Postgres", "Runtime"]
+            dependencies: [
+                "VisitDomain", "EventStore", "VisitProjections", "Outbox", "Postgres", "Runtime", "PersonalData",
+            ]
         ),
         .target(
             name: "HTTPAPI",
             dependencies: [
                 "HTTPServer", "VisitDomain", "VisitProjections", "VisitCommands", "EventStore", "Postgres", "Outbox", "Runtime",
-                "APIStores", "COpenSSL", "WebConsole",
+                "APIStores", "COpenSSL", "WebConsole", "PersonalData",
             ]
         ),
 
@@ -60,14 +66,14 @@ let package = Package(
             dependencies: [
                 "Runtime", "VisitDomain", "Postgres", "EventStore", "VisitProjections", "VisitCommands", "APNs", "Outbox",
                 "OutboxAPNs",
-                "APNsSimulator", "HTTPServer", "HTTPAPI", "JSON",
+                "APNsSimulator", "HTTPServer", "HTTPAPI", "JSON", "PersonalData", "Retention",
             ]
         ),
         .executableTarget(
             name: "livevisits-bench",
             dependencies: [
                 "Runtime", "VisitDomain", "Postgres", "EventStore", "VisitProjections", "VisitCommands", "APNs", "Outbox",
-                "OutboxAPNs", "APNsSimulator", "HTTPAPI", "JSON",
+                "OutboxAPNs", "APNsSimulator", "HTTPAPI", "JSON", "PersonalData", "Retention",
             ]
         ),
 
@@ -100,7 +106,9 @@ let package = Package(
             ]
         ),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "TestSupport"]),
-        .testTarget(name: "OutboxTests", dependencies: ["Outbox", "OutboxAPNs", "APNs", "APNsSimulator", "TestSupport"]),
+        .testTarget(
+            name: "OutboxTests",
+            dependencies: ["Outbox", "OutboxAPNs", "APNs", "APNsSimulator", "TestSupport", "Retention", "EventStore"]),
         .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "JSON", "Runtime", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "JSON", "Runtime", "TestSupport"]),
         .testTarget(
@@ -108,7 +116,7 @@ let package = Package(
             dependencies: [
                 "HTTPAPI", "HTTPServer", "Outbox", "OutboxAPNs", "APNs", "APNsSimulator", "VisitDomain", "VisitProjections",
                 "Postgres", "Runtime",
-                "APIStores", "VisitCommands", "TestSupport",
+                "APIStores", "VisitCommands", "TestSupport", "PersonalData", "Retention", "JSON", "EventStore",
             ]
         ),
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "Runtime"]),

@@ -1,6 +1,7 @@
 import EventStore
 import Foundation
 import Outbox
+import PersonalData
 import Postgres
 import Runtime
 import VisitCommands
@@ -29,12 +30,17 @@ public final class APIEnvironment: Sendable {
     public let channels: ChannelStore
     /// APNs' channel management; nil when sending is not configured (`PUT …/channel` answers 503).
     public let channelService: (any ChannelService)?
+    /// The customers' data keys: the command path seals the personal fields under them and every answer
+    /// is opened with them on its way out (`LiveVisitsAPI.handler()`).
+    public let personalData: PersonalDataKeys
 
     public init(
         pool: PostgresPool, readModel: VisitReadModel, outbox: Outbox, migrator: Migrator, clock: any WallClock = SystemClock(),
-        keyCache: APIKeyCache = APIKeyCache(), metrics: Metrics = .shared, channelService: (any ChannelService)? = nil,
+        keyCache: APIKeyCache = APIKeyCache(), metrics: Metrics = .shared,
+        personalData: PersonalDataKeys = PersonalDataKeys(current: nil), channelService: (any ChannelService)? = nil,
         maximumChannels: Int = ChannelStore.defaultMaximumChannels
     ) {
+        self.personalData = personalData
         self.channelService = channelService
         self.channels = ChannelStore(
             pool: pool, configuration: outbox.configuration, maximumChannels: maximumChannels, clock: clock, metrics: metrics)
@@ -44,7 +50,8 @@ public final class APIEnvironment: Sendable {
         self.store = EventStore(pool: pool, metrics: metrics)
         self.readModel = readModel
         self.pushes = OutboxPushes(outbox: outbox)
-        self.commands = VisitCommandHandler(store: store, readModel: readModel, pushes: pushes, clock: clock)
+        self.commands = VisitCommandHandler(
+            store: store, readModel: readModel, pushes: pushes, clock: clock, personalData: personalData)
         self.batcher = VisitCommandBatcher(handler: commands)
         self.tokens = TokenRegistry(clock: clock)
         self.outboxStore = OutboxStore(pool: pool, clock: clock)

@@ -14,6 +14,7 @@ public struct APIError: Error, HTTPErrorConvertible, Sendable, CustomStringConve
             case unauthorized, forbidden, notFound, malformedRequest, invalidValue, versionConflict
             case idempotencyKeyInUse, idempotencyKeyReused, notRetryable, unavailable
             case visitEnded, channelsExhausted, apnsUnavailable
+            case customerHasActiveVisits, personalDataUnreadable
             case input(VisitInputError.Code)
             case decision(VisitDecisionError.Code)
         }
@@ -45,6 +46,10 @@ public struct APIError: Error, HTTPErrorConvertible, Sendable, CustomStringConve
         public static let channelsExhausted = Code(kind: .channelsExhausted)
         /// APNs did not answer a channel creation usably (or sending is not configured); nothing stored. 503.
         public static let apnsUnavailable = Code(kind: .apnsUnavailable)
+        /// `DELETE /v1/customers/{id}` while a visit of theirs has not ended. HTTP 409.
+        public static let customerHasActiveVisits = Code(kind: .customerHasActiveVisits)
+        /// A visit's sealed personal data fails authentication (a changed row): that visit alone. HTTP 500.
+        public static let personalDataUnreadable = Code(kind: .personalDataUnreadable)
         /// A body the domain refuses (400 for malformed JSON, else 422).
         public static func input(_ code: VisitInputError.Code) -> Code { Code(kind: .input(code)) }
         /// An event the state machine refuses (409, or 404 for a visit that does not exist).
@@ -66,6 +71,8 @@ public struct APIError: Error, HTTPErrorConvertible, Sendable, CustomStringConve
             case .visitEnded: "visit_ended"
             case .channelsExhausted: "channels_exhausted"
             case .apnsUnavailable: "apns_unavailable"
+            case .customerHasActiveVisits: "customer_has_active_visits"
+            case .personalDataUnreadable: "personal_data_unreadable"
             case .input(let code): code.rawValue
             case .decision(let code): code.rawValue
             }
@@ -83,6 +90,8 @@ public struct APIError: Error, HTTPErrorConvertible, Sendable, CustomStringConve
                 .channelsExhausted:
                 409
             case .unavailable, .apnsUnavailable: 503
+            case .customerHasActiveVisits: 409
+            case .personalDataUnreadable: 500
             case .input(let code): code.httpStatus
             case .decision(let code): code.httpStatus
             }

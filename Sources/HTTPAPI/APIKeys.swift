@@ -101,9 +101,10 @@ public enum APIKeys {
         try KeyStore.revoke(keyId: keyId, roles: allowedRoles.map(\.rawValue), on: connection)
     }
 
-    static func sha256Hex(_ text: String) -> String {
+    static func sha256Hex(_ text: String) -> String { sha256Hex(Array(text.utf8)) }
+
+    static func sha256Hex(_ bytes: [UInt8]) -> String {
         var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
-        let bytes = Array(text.utf8)
         bytes.withUnsafeBufferPointer { input in
             _ = SHA256(input.baseAddress, input.count, &digest)
         }

@@ -1,6 +1,7 @@
 import APIStores
 import Foundation
 import HTTPServer
+import JSON
 import Postgres
 import VisitDomain
 
@@ -19,7 +20,10 @@ extension Caller {
 /// is kept with. Bound by the `idempotency` middleware for the write the route performs.
 struct IdempotencyClaim: Sendable {
     let scope: IdempotencyScope
+    /// The body's digest as stored (`LiveVisitsAPI.storedBody`).
     let body: String
+    /// The digest of the raw bytes, which rows stored before migration 0014 hold.
+    var rawDigest: String? = nil
 
     @TaskLocal static var current: IdempotencyClaim?
 
@@ -51,7 +55,7 @@ extension LiveVisitsAPI {
             let caller = try Caller.authenticated()
             let claim = IdempotencyClaim(
                 scope: IdempotencyScope(keyId: caller.keyId, route: "\(request.method) \(request.rawPath)", key: key),
-                body: LiveVisitsAPI.storedBody(request.body))
+                body: LiveVisitsAPI.storedBody(request.body), rawDigest: LiveVisitsAPI.rawDigest(request.body))
             do {
                 return try await IdempotencyClaim.$current.withValue(claim) { try await next(request, parameters) }
             } catch let taken as IdempotencyClaim.Taken {
@@ -87,20 +91,35 @@ extension LiveVisitsAPI {
         guard let record, let answer = record.answer else {
             throw APIError(.idempotencyKeyInUse, "a request with this Idempotency-Key is still being processed")
         }
-        let first = try? JSONValue.parse(Array(record.requestBody.utf8))
-        let again = try? JSONValue.parse(Array(claim.body.utf8))
-        let same = (first != nil && again != nil) ? first == again : record.requestBody == claim.body
+        let same = record.requestBody == claim.body || record.requestBody == claim.rawDigest
         guard same else {
             throw APIError(.idempotencyKeyReused, "this Idempotency-Key was used with another request body")
         }
         return Answer(answer)
     }
 
-    /// The request body as kept under an idempotency key. A raw NUL cannot travel as a text parameter
-    /// (libpq would cut the body there); it is never valid JSON, so such a body is only compared as text,
-    /// with the same stand-in on both sides.
+    /// The request body as kept under an idempotency key: `sha256:` and the hex SHA-256 of its JSON written
+    /// canonically (members sorted by key, one writer), so a retry of equal JSON matches whatever its spacing
+    /// or member order, and the table never holds the body itself (a `POST /v1/visits` body carries the
+    /// customer's name and address). A body that is not JSON is digested as its bytes.
     static func storedBody(_ bytes: Data) -> String {
-        let text = String(decoding: bytes, as: UTF8.self)
-        return text.contains("\u{0}") ? text.replacingOccurrences(of: "\u{0}", with: "\u{FFFD}") : text
+        guard let json = try? JSONValue.parse(Array(bytes)) else { return digest(Array(bytes)) }
+        return digest(canonical(json).serialized())
+    }
+
+    /// The digest of the body's bytes as sent (how migration 0014 digested the bodies stored before it).
+    static func rawDigest(_ bytes: Data) -> String { digest(Array(bytes)) }
+
+    static func digest(_ bytes: [UInt8]) -> String {
+        "sha256:" + APIKeys.sha256Hex(bytes)
+    }
+
+    static func canonical(_ value: JSONValue) -> JSONValue {
+        switch value {
+        case .object(let members):
+            return .object(members.sorted { $0.key < $1.key }.map { JSONMember($0.key, canonical($0.value)) })
+        case .array(let items): return .array(items.map(canonical))
+        default: return value
+        }
     }
 }

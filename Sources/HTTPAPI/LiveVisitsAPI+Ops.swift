@@ -88,7 +88,13 @@ extension LiveVisitsAPI {
     func rebuild(name: String?, caller: Caller) async throws -> HTTPResponse {
         try LiveVisitsAPI.requireOps(caller)
         guard name == VisitReadModel.name else { throw APIError.notFound("projection") }
-        let report = try await mapped { try await VisitReplay(pool: environment.pool, readModel: environment.readModel).run() }
+        // A rebuild outlasts the request pool's work timeout: it gets connections of its own, unbounded.
+        let readModel = environment.readModel
+        let report = try await mapped {
+            try await PostgresPool.withPool(environment.pool.configuration.withoutWorkTimeout) { pool in
+                try await VisitReplay(pool: pool, readModel: readModel).run()
+            }
+        }
         let body =
             "{\"projection\":\"visits\",\"events\":\(report.events),\"visits\":\(report.visits),"
             + "\"carriedOver\":\(report.carriedOver),\"seconds\":\(String(format: "%.3f", report.seconds))}"

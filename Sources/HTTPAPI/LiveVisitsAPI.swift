@@ -2,6 +2,7 @@ import APIStores
 import EventStore
 import Foundation
 import HTTPServer
+import PersonalData
 import Postgres
 import Runtime
 import Synchronization
@@ -26,11 +27,42 @@ public struct LiveVisitsAPI: Sendable {
         return { request in
             let caller = CallerRecord()
             var response = await LiveVisitsAPI.$currentCaller.withValue(caller) { await inner(request) }
+            response = await openPersonalData(response)
             if let role = caller.role { response.logMetadata["actor.role"] = role }
             // The API's answers are per caller and change at once: never stored by a browser or a proxy (the
             // console's files set their own, revalidated, Cache-Control).
             if !response.headers.contains("Cache-Control") { response.headers.add(name: "Cache-Control", value: "no-store") }
             return response
+        }
+    }
+
+    /// Every answer's sealed personal fields opened (plain text, or `null` once the customer is erased) on
+    /// the way out: visits, lists, histories and stored idempotent answers all pass here, and nothing
+    /// before this point holds the plain text. A value that fails authentication (a changed row) answers
+    /// `personal_data_unreadable` for that request alone, naming the visit.
+    func openPersonalData(_ response: HTTPResponse) async -> HTTPResponse {
+        // Only JSON answers hold visits (the console's files and /metrics are not scanned).
+        guard response.headers["Content-Type"]?.hasPrefix("application/json") == true,
+            PersonalDataOpener.mayHoldSealed(response.body)
+        else { return response }
+        let opener = PersonalDataOpener(keys: environment.personalData)
+        let body = [UInt8](response.body)
+        do {
+            let opened = try await environment.pool.withConnection { try opener.open(body, on: $0) }
+            var plain = response
+            plain.body = Data(opened.bytes)
+            return plain
+        } catch let error as PersonalDataError {
+            logger.error(
+                "personal data unreadable", ["visit.id": error.visitId ?? "?", "error": error.code.description])
+            let visit = error.visitId.map { "visit \($0)" } ?? "a visit"
+            return .error(
+                status: 500, code: APIError.Code.personalDataUnreadable.rawValue,
+                message: "the personal data of \(visit) cannot be read (it fails authentication); other visits are unaffected")
+        } catch let error as PostgresError where error.isUnavailable {
+            return .error(status: 503, code: "unavailable", message: APIError.unavailable.message)
+        } catch {
+            return .error(status: 503, code: "unavailable", message: APIError.unavailable.message)
         }
     }
 
@@ -52,6 +84,7 @@ public struct LiveVisitsAPI: Sendable {
         addChannelRoutes(to: &router)
         addKeyRoutes(to: &router)
         addOpsRoutes(to: &router)
+        addCustomerRoutes(to: &router)
         WebConsole.addRoutes(to: &router)
         return router
     }
@@ -89,20 +122,110 @@ public struct LiveVisitsAPI: Sendable {
         }
     }
 
-    /// `/readyz`: the database answers and every migration is applied.
+    /// `/readyz`: 200 when this process can take writes — the database answers within
+    /// `readinessTimeoutSeconds`, it is a primary, its commits can finish (it waits for no synchronous
+    /// standby it lacks) and every migration is applied — else 503 with a code naming the first check
+    /// that failed. Either way `checks` says what each one found, and how LISTEN is doing (a process
+    /// that cannot LISTEN polls instead, so that alone is no reason to fail).
     func readiness() async -> HTTPResponse {
-        do {
-            let pending = try await environment.migrator.pending(pool: environment.pool)
-            guard pending.isEmpty else {
-                return .error(
-                    status: 503, code: "migrations_pending", message: "pending migrations: \(pending.joined(separator: ", "))")
+        let listen: JSONValue = .string(environment.keyCache.isActive ? "listening" : "polling")
+        let environment = self.environment
+        let probe = await withDeadline(seconds: LiveVisitsAPI.readinessTimeoutSeconds) {
+            () async -> Result<(PostgresServerStatus, [String]), any Error> in
+            do {
+                let status = try await environment.pool.withConnection { try PostgresServerStatus.read(on: $0) }
+                return .success((status, try await environment.migrator.pending(pool: environment.pool)))
+            } catch {
+                return .failure(error)
             }
-            return .json(body: Data(#"{"status":"ready"}"#.utf8))
-        } catch let error as Migrator.MigrationError {
-            return .error(status: 503, code: "migrations_changed", message: error.message)
-        } catch {
-            return .error(status: 503, code: "unavailable", message: "the database is unreachable")
         }
+        func unready(_ code: String, _ message: String, _ checks: [JSONMember]) -> HTTPResponse {
+            LiveVisitsAPI.noteReadiness(code, message)
+            let error: JSONValue = ["code": .string(code), "message": .string(message)]
+            return .json(status: 503, .object([JSONMember("error", error), JSONMember("checks", .object(checks))]))
+        }
+        guard let probe else {
+            let seconds = LiveVisitsAPI.readinessTimeoutSeconds.formatted()
+            return unready(
+                "database_unreachable", "the database did not answer within \(seconds) s",
+                [JSONMember("database", "no answer"), JSONMember("listen", listen)])
+        }
+        let status: PostgresServerStatus
+        let pending: [String]
+        switch probe {
+        case .failure(let error as Migrator.MigrationError):
+            return unready(
+                "migrations_changed", error.message, [JSONMember("database", "primary"), JSONMember("listen", listen)])
+        case .failure:
+            return unready(
+                "database_unreachable", "the database is unreachable",
+                [JSONMember("database", "unreachable"), JSONMember("listen", listen)])
+        case .success(let found):
+            (status, pending) = found
+        }
+        let replication: String
+        switch status.replication {
+        case .none: replication = "none"
+        case .asynchronous: replication = "asynchronous"
+        case .synchronous: replication = "synchronous"
+        case .waitingForStandby: replication = "waiting for a synchronous standby"
+        case .unknown: replication = "unknown"
+        }
+        LiveVisitsAPI.recordReplication(status)
+        let checks: [JSONMember] = [
+            JSONMember("database", .string(status.inRecovery ? "read-only (in recovery)" : "primary")),
+            JSONMember("migrations", .string(pending.isEmpty ? "current" : "pending")),
+            JSONMember("replication", .string(replication)),
+            JSONMember("standbys", .number(Double(status.standbys))),
+            JSONMember("listen", listen),
+        ]
+        if status.inRecovery {
+            return unready(
+                "database_read_only",
+                "the database server is a standby (read-only); add target_session_attrs=read-write and every host to LIVEVISITS_DATABASE_URL",
+                checks)
+        }
+        if case .waitingForStandby(let connected, let required) = status.replication {
+            return unready(
+                "synchronous_standby_missing",
+                "commits wait for \(required) synchronous standby(s) (synchronous_standby_names = '\(status.synchronousStandbyNames)') "
+                    + "and \(connected) is connected: every write hangs until one is back",
+                checks)
+        }
+        guard pending.isEmpty else {
+            return unready("migrations_pending", "pending migrations: \(pending.joined(separator: ", "))", checks)
+        }
+        LiveVisitsAPI.noteReadiness(nil, "")
+        return .json(.object([JSONMember("status", "ready"), JSONMember("checks", .object(checks))]))
+    }
+
+    /// One log line when readiness changes (a load balancer asks every few seconds; the log need not).
+    private static func noteReadiness(_ code: String?, _ message: String) {
+        let changed = lastReadiness.withLock { last -> Bool in
+            defer { last = code }
+            return last != code
+        }
+        guard changed else { return }
+        if let code {
+            readinessLog.warning("not ready", ["readyz.code": code, "error": message])
+        } else {
+            readinessLog.info("ready")
+        }
+    }
+    private static let lastReadiness = Mutex<String?>(nil)
+
+    /// How long `/readyz` waits for the database before it answers 503 itself.
+    static let readinessTimeoutSeconds = 3.0
+    private static let readinessLog = Logger(label: "readyz")
+
+    /// `livevisits_database_synchronous_standbys_missing`: 1 while the primary's commits wait for a
+    /// synchronous standby it does not have (every write hangs), else 0.
+    static func recordReplication(_ status: PostgresServerStatus) {
+        var missing = 0.0
+        if case .waitingForStandby = status.replication { missing = 1 }
+        Metrics.shared.set(
+            "livevisits_database_synchronous_standbys_missing",
+            help: "1 while the primary waits for a synchronous standby it does not have: every commit hangs.", to: missing)
     }
 
     // MARK: command transactions

@@ -302,6 +302,15 @@ public struct OutboxStore: Sendable {
                 ON CONFLICT (target) DO UPDATE
                 SET last_sent_timestamp = GREATEST(delivery_targets.last_sent_timestamp, EXCLUDED.last_sent_timestamp),
                     last_paced_at = GREATEST(delivery_targets.last_paced_at, EXCLUDED.last_paced_at)
+            ),
+            -- A paced update enqueued while this one was being claimed (its enqueue still saw it pending, so
+            -- it took no interval from it) waits out the interval from this send, like one enqueued after.
+            paced AS (
+                UPDATE deliveries p
+                SET next_attempt_at = GREATEST(p.next_attempt_at, s.claimed_at + p.paced_seconds)
+                FROM (SELECT target, max(claimed_at) AS claimed_at FROM done
+                      WHERE state = 'sent' AND paced_seconds IS NOT NULL GROUP BY target) s
+                WHERE p.target = s.target AND p.state = 'pending' AND p.paced_seconds IS NOT NULL
             )
             SELECT id FROM done
             """)

@@ -40,6 +40,11 @@ public final class OutboxWorker: Service {
     private let busyLoops = Atomic<Int>(0)
     /// Set by `stop()`: claim no more; finish what is on the wire.
     private let stopping = Atomic<Bool>(false)
+    /// Batches this worker sent but could not record because the database went away (a failover, a
+    /// restart): settled first thing once a connection works again, under their own lease, so a worker
+    /// that reconnects neither waits for its leases to run out nor sends those pushes a second time.
+    /// Dropped once their lease has run out: the rows are then the reaper's (contract §12).
+    private let unsettled = Mutex<[UnsettledBatch]>([])
 
     /// - Parameters:
     ///   - sender: the push service behind the outbox's port (`APNsPushSender` over the APNs client; a test double).
@@ -96,6 +101,8 @@ public final class OutboxWorker: Service {
         } onCancel: {
             stop()
         }
+        // A batch whose recording failed in the last cycle gets one more try before the worker goes.
+        try? await uncancelled { try await self.settleUnsettled() }
         logger.info("outbox worker stopped")
     }
 
@@ -172,6 +179,7 @@ public final class OutboxWorker: Service {
     /// deliveries it claimed (0: nothing was due).
     @discardableResult
     public func runOnce() async throws -> Int {
+        try await settleUnsettled()
         try await reapIfDue()
         await renewIfDue()
         let lease = UUID().uuidString.lowercased()
@@ -220,15 +228,63 @@ public final class OutboxWorker: Service {
         }
 
         let sent = await sendAll(toSend, lease: lease)
-        completions += try await uncancelled { try await self.outcomes(sent) }
+        // The heartbeat stopped with the sends: the lease lapses at the latest one lease from now.
+        let batch = UnsettledBatch(lease: lease, leaseEndsAt: clock.now() + leaseSeconds, finished: completions, sent: sent)
+        do {
+            try await settle(batch)
+        } catch {
+            unsettled.withLock { $0.append(batch) }
+            logger.warning(
+                "could not record a sent batch; recording it once the database answers again",
+                ["outbox.count": String(claimed.count), "error": "\(error)"])
+            throw error
+        }
+        return claimed.count
+    }
+
+    /// A claimed batch after its sends: what preflight finished and what was sent, to be judged and
+    /// completed under `lease`.
+    private struct UnsettledBatch: Sendable {
+        let lease: String
+        /// When the lease lapses if no heartbeat renews it: after that the rows are the reaper's.
+        let leaseEndsAt: Double
+        let finished: [DeliveryCompletion]
+        let sent: [Sent]
+    }
+
+    /// Judges the sends (retiring tokens, pausing) and completes the batch in one fenced statement.
+    private func settle(_ batch: UnsettledBatch) async throws {
+        let completions = batch.finished + (try await uncancelled { try await self.outcomes(batch.sent) })
+        let lease = batch.lease
         let done = try await uncancelled { [completions] in
             try await self.pool.withConnection {
                 try OutboxStore.complete(completions, lease: lease, now: self.clock.now(), on: $0)
             }
         }
-        record(completions, sent: sent, completedIds: done)
-        try await channelsEnded(sent, completedIds: done)
-        return claimed.count
+        record(completions, sent: batch.sent, completedIds: done)
+        try await channelsEnded(batch.sent, completedIds: done)
+    }
+
+    /// Settles the batches a lost connection left unrecorded, oldest first; the first that fails again
+    /// stops the cycle (the database is still away). One whose lease ran out is given up to the reaper.
+    private func settleUnsettled() async throws {
+        while let batch = unsettled.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) {
+            guard clock.now() < batch.leaseEndsAt else {
+                logger.warning(
+                    "gave up recording a sent batch: its lease ran out and the rows go back to the queue",
+                    ["outbox.count": String(batch.finished.count + batch.sent.count)])
+                continue
+            }
+            do {
+                try await settle(batch)
+                logger.info(
+                    "recorded a batch sent before the database connection was lost",
+                    ["outbox.count": String(batch.finished.count + batch.sent.count)])
+            } catch {
+                unsettled.withLock { $0.insert(batch, at: 0) }
+                throw error
+            }
+        }
     }
 
     /// Runs the writes that settle a claimed batch to the end even while the worker is cancelled: the pool

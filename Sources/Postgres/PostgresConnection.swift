@@ -26,6 +26,10 @@ public final class PostgresConnection {
 
     deinit { PQfinish(conn) }
 
+    /// Cancels this connection's running statement from another thread (made on first use, on this
+    /// connection's thread).
+    lazy var cancelKey: PostgresCancelKey? = PostgresCancelKey(connection: conn)
+
     /// Set when a pipeline could not be brought back to normal mode: the pool must replace it.
     private var broken = false
 

@@ -15,16 +15,29 @@ public struct PostgresConfiguration: Sendable {
     public var connectTimeoutSeconds: Int
     /// Use named prepared statements (turn off behind a transaction-pooling proxy).
     public var usePreparedStatements: Bool
+    /// The longest one lent connection's work (`withConnection`'s body) may run: then its statement is
+    /// cancelled, the connection dropped and the caller gets `.unavailable`. What it bounds that nothing
+    /// else does is a commit waiting for a synchronous standby that is gone (`statement_timeout` ends
+    /// before the commit's wait). nil: no bound (replay, migrations, prune, tools).
+    public var workTimeoutSeconds: Double?
 
     public init(
         url: String, size: Int = 8, acquireTimeoutSeconds: Double = 5, connectTimeoutSeconds: Int = 5,
-        usePreparedStatements: Bool = true
+        usePreparedStatements: Bool = true, workTimeoutSeconds: Double? = nil
     ) {
         self.url = url
         self.size = max(1, size)
         self.acquireTimeoutSeconds = acquireTimeoutSeconds
         self.connectTimeoutSeconds = connectTimeoutSeconds
         self.usePreparedStatements = usePreparedStatements
+        self.workTimeoutSeconds = workTimeoutSeconds
+    }
+
+    /// The same pool settings for long work (a rebuild), with no work timeout.
+    public var withoutWorkTimeout: PostgresConfiguration {
+        var c = self
+        c.workTimeoutSeconds = nil
+        return c
     }
 }
 
@@ -86,11 +99,25 @@ public final class PostgresPool: Sendable {
                             usePreparedStatements: configuration.usePreparedStatements)
                     }
                     let connection = slot.connection!
+                    let watchdog = configuration.workTimeoutSeconds.map { WorkWatchdog(connection: connection, seconds: $0) }
                     do {
                         let value = try body(connection)
+                        if let watchdog, watchdog.finish() {
+                            // Its statement was cancelled: what the work did is unknown to the caller (a
+                            // commit cancelled in its wait for a standby is kept locally), so it is not
+                            // reported as done, and the connection goes.
+                            slot.connection = nil
+                            continuation.resume(throwing: PostgresPool.workTimedOut(watchdog.seconds))
+                            return
+                        }
                         if connection.inTransaction { try? connection.execute(script: "ROLLBACK") }
                         continuation.resume(returning: value)
                     } catch {
+                        if let watchdog, watchdog.finish() {
+                            slot.connection = nil
+                            continuation.resume(throwing: PostgresPool.workTimedOut(watchdog.seconds))
+                            return
+                        }
                         // A broken connection, or one to a server that turned read-only (a primary
                         // demoted, a standby after a failover): replaced, so that the next use connects
                         // afresh and libpq's target_session_attrs=read-write finds the primary.
@@ -118,6 +145,21 @@ public final class PostgresPool: Sendable {
     }
 
     private static let logger = Logger(label: "postgres.pool")
+
+    /// A lent connection's work ran past `workTimeoutSeconds`: one log line,
+    /// `livevisits_database_work_timeouts_total`, and the caller's `.unavailable`.
+    private static func workTimedOut(_ seconds: Double) -> PostgresError {
+        Metrics.shared.increment(
+            "livevisits_database_work_timeouts_total",
+            help:
+                "Database work cancelled after the pool's work timeout (a commit waiting for a lost synchronous standby, a lock)."
+        )
+        let message =
+            "the database did not finish within \(seconds.formatted()) s; its statement was cancelled "
+            + "(a commit waiting for a synchronous standby? see /readyz)"
+        logger.warning("database work cancelled at the work timeout; connection dropped", ["postgres.timeout_s": "\(seconds)"])
+        return PostgresError(code: .unavailable, message: message)
+    }
 
     /// A dropped connection: one log line and `livevisits_database_connections_dropped_total{reason}`.
     private static func dropped(readOnly: Bool, error: any Error) {
@@ -244,5 +286,35 @@ public final class PostgresPool: Sendable {
             return nil
         }
         waiter?.continuation.resume(returning: index)
+    }
+}
+
+/// Cancels one lent connection's statement when its work runs past the pool's work timeout. `finish()`
+/// (on the connection's thread, after the work) stops it and says whether it fired; once finished it
+/// never cancels, so a cancel cannot reach the connection's next work.
+private final class WorkWatchdog: Sendable {
+    let seconds: Double
+    /// (finished, fired), under the lock: the timer cancels only while unfinished.
+    private let state = Mutex((finished: false, fired: false))
+
+    init(connection: PostgresConnection, seconds: Double) {
+        self.seconds = seconds
+        let key = connection.cancelKey
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [self] in
+            let fire = state.withLock { s -> Bool in
+                guard !s.finished else { return false }
+                s.fired = true
+                return true
+            }
+            if fire { key?.cancel() }
+        }
+    }
+
+    /// Marks the work done; true when the timer had fired (its statement was cancelled).
+    func finish() -> Bool {
+        state.withLock { s in
+            s.finished = true
+            return s.fired
+        }
     }
 }

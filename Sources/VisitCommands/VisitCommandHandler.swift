@@ -1,5 +1,6 @@
 import EventStore
 import Foundation
+import PersonalData
 import Postgres
 import Runtime
 import VisitDomain
@@ -101,12 +102,21 @@ public struct VisitCommandHandler: Sendable {
     public let readModel: VisitReadModel
     public let pushes: any PushEnqueuer
     public let clock: any WallClock
+    /// The customers' data keys: with them, the personal fields of a `scheduled` event are sealed before the
+    /// event is decided, so the event, the read model, the outbox bodies and any stored answer only ever
+    /// hold ciphertext (`PersonalDataOpener` opens them on the way out). Nil: stored as given (tests of
+    /// other parts, and `livevisits-bench append --personal-data off`).
+    public let personalData: PersonalDataKeys?
 
-    public init(store: EventStore, readModel: VisitReadModel, pushes: any PushEnqueuer, clock: any WallClock = SystemClock()) {
+    public init(
+        store: EventStore, readModel: VisitReadModel, pushes: any PushEnqueuer, clock: any WallClock = SystemClock(),
+        personalData: PersonalDataKeys? = nil
+    ) {
         self.store = store
         self.readModel = readModel
         self.pushes = pushes
         self.clock = clock
+        self.personalData = personalData
     }
 
     public static func streamName(for visitId: String) -> String { VisitReadModel.streamPrefix + visitId }
@@ -135,7 +145,8 @@ public struct VisitCommandHandler: Sendable {
     }
 
     public func execute(_ command: VisitCommand, on connection: PostgresConnection) throws -> VisitCommandResult {
-        let prepared = try prepare(command, state: try currentStates([command], on: connection)[0].get())
+        let prepared = try prepare(
+            command, state: try currentStates([command], on: connection)[0].get(), on: connection)
         let encoded = readModel.encode([prepared.accepted.state])
         var statements = [EventStore.appendStatement(prepared.request, guarded: false), readModel.upsertStatement(encoded)]
         statements += prepared.pushStatements
@@ -179,7 +190,7 @@ public struct VisitCommandHandler: Sendable {
         var prepared: [(index: Int, prepared: Prepared)] = []
         for (i, state) in zip(batched, states) {
             do {
-                prepared.append((i, try prepare(commands[i], state: try state.get())))
+                prepared.append((i, try prepare(commands[i], state: try state.get(), on: connection)))
             } catch {
                 outcomes[i] = .failure(error)
             }
@@ -273,7 +284,7 @@ public struct VisitCommandHandler: Sendable {
 
     /// Checks the command against the visit's state (authorization, existence, `If-Match`) and decides.
     /// An unknown visit is unknown whatever version the caller expected (404, not a version conflict).
-    func prepare(_ command: VisitCommand, state: VisitState?) throws -> Prepared {
+    func prepare(_ command: VisitCommand, state: VisitState?, on connection: PostgresConnection) throws -> Prepared {
         if let state { try command.context.authorize(state) }
         if command.isCreation == false && state == nil {
             throw VisitDecisionError(
@@ -286,7 +297,8 @@ public struct VisitCommandHandler: Sendable {
         let now = Int(clock.epochSeconds())
         // Timestamps never go backwards within a visit even if this clock is behind the last event.
         let recordedAt = max(now, state?.lastRecordedAt ?? now)
-        let accepted = try VisitDecider.accept(command.event, given: state, recordedAt: recordedAt, rules: readModel.rules)
+        let event = try sealed(command.event, on: connection)
+        let accepted = try VisitDecider.accept(event, given: state, recordedAt: recordedAt, rules: readModel.rules)
         let request = AppendRequest(
             streamName: command.stream,
             events: [
@@ -301,6 +313,17 @@ public struct VisitCommandHandler: Sendable {
         return Prepared(
             command: command, accepted: accepted, request: request,
             pushStatements: try pushes.statements(for: accepted.pushes, state: accepted.state))
+    }
+
+    /// The event with the customer's personal fields sealed under their data key (made on first use, in the
+    /// command's transaction): the only event that carries them is `scheduled`.
+    func sealed(_ event: VisitEvent, on connection: PostgresConnection) throws -> VisitEvent {
+        guard let personalData, case .scheduled(var scheduled) = event else { return event }
+        let key = try personalData.dataKey(forCustomer: scheduled.customerId, on: connection)
+        scheduled.attributes.customerFirstName = try personalData.seal(scheduled.attributes.customerFirstName, with: key)
+        scheduled.attributes.serviceAddress = try personalData.seal(scheduled.attributes.serviceAddress, with: key)
+        scheduled.attributes.jobSummary = try personalData.seal(scheduled.attributes.jobSummary, with: key)
+        return .scheduled(scheduled)
     }
 
     /// The snapshot when it is at the stream's version, else the stream folded (nil: no such visit).

@@ -9,6 +9,8 @@ let benchmarks: [(name: String, summary: String, run: ([String]) async throws ->
     ("append", AppendBenchmark.summary, { try await AppendBenchmark(arguments: $0).run() }),
     ("channels", ChannelsBenchmark.summary, { try await ChannelsBenchmark.main(arguments: $0) }),
     ("outbox", OutboxBenchmark.summary, { try await OutboxBenchmark.main(arguments: $0) }),
+    ("personal-data", PersonalDataBenchmark.summary, { try await PersonalDataBenchmark(arguments: $0).run() }),
+    ("prune", PruneBenchmark.summary, { try await PruneBenchmark(arguments: $0).run() }),
     ("replay", ReplayBenchmark.summary, { try await ReplayBenchmark(arguments: $0).run() }),
     ("scale", ScaleBenchmark.summary, { try await ScaleBenchmark(arguments: $0).run() }),
 ]

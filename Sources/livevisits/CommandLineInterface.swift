@@ -19,9 +19,12 @@ enum CommandLineInterface {
             .init("serve", "[--api-only|--worker-only]", "HTTP API and outbox worker"),
             .init("worker", "", "the outbox worker alone"),
             .init("replay", "[PROJECTION]", "rebuild a projection from the event log (default: all)"),
-            .init("keys", "create --role ROLE [--subject ID] | revoke KEY_ID", "mint or revoke an API key"),
+            .init(
+                "keys", "create --role ROLE [--subject ID] | revoke KEY_ID | rotate-personal-data [--new-key-file PATH]",
+                "mint or revoke an API key; rewrap the customers' data keys"),
             .init("outbox", "list [--state STATE] [--limit N] | retry ID", "inspect and requeue deliveries"),
             .init("channels", "list | reconcile", "the broadcast channels the product owns; reconcile them with APNs"),
+            .init("prune", "", "apply the retention rules once and print what went"),
             .init("apns-sim", "[options]", "a local APNs simulator (HTTP/2 over TLS)"),
             .init("demo", "[--keep-running]", "a whole visit, end to end, on a private cluster"),
         ])
@@ -37,6 +40,7 @@ enum CommandLineInterface {
             case "keys": try await KeysCommand.run(rest)
             case "outbox": try await OutboxCommand.run(rest)
             case "channels": try await ChannelsCommand.run(rest)
+            case "prune": try await PruneCommand.run(rest)
             case "apns-sim": try await APNsSimCommand.run(rest)
             case "demo": try await DemoCommand.run(rest)
             default: throw UsageError("livevisits: '\(command)' is listed but not wired")

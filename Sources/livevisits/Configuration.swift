@@ -1,4 +1,6 @@
 import Foundation
+import PersonalData
+import Retention
 
 /// A configuration problem (missing or malformed variable): exit code 2, the variable named.
 struct ConfigurationError: Error, CustomStringConvertible {
@@ -42,12 +44,47 @@ struct Configuration {
         }
     }
 
+    /// `LIVEVISITS_PERSONAL_DATA_KEY_FILE` (and, during a rotation, `LIVEVISITS_PERSONAL_DATA_PREVIOUS_KEY_FILE`):
+    /// the 32-byte key files that wrap the customers' data keys; unset, those keys are stored unwrapped.
+    /// A file that cannot be read or is not 32 bytes is a configuration error naming the variable.
+    func personalDataKeys() throws -> PersonalDataKeys {
+        func load(_ variable: String) throws -> WrappingKey? {
+            guard let path = environment[variable], !path.isEmpty else { return nil }
+            do {
+                return try WrappingKey.load(path: path, origin: variable)
+            } catch {
+                throw ConfigurationError(error.message)
+            }
+        }
+        let current = try load("LIVEVISITS_PERSONAL_DATA_KEY_FILE")
+        let previous = try load("LIVEVISITS_PERSONAL_DATA_PREVIOUS_KEY_FILE")
+        if previous != nil && current == nil {
+            throw ConfigurationError(
+                "LIVEVISITS_PERSONAL_DATA_PREVIOUS_KEY_FILE is set without LIVEVISITS_PERSONAL_DATA_KEY_FILE")
+        }
+        return PersonalDataKeys(current: current, previous: previous.map { [$0] } ?? [])
+    }
+
+    /// `LIVEVISITS_RETENTION_DAYS` (default 30): how long finished deliveries, their attempts and retired
+    /// tokens are kept.
+    func retentionSettings() throws -> RetentionSettings {
+        RetentionSettings(retentionDays: try wholeNumber("LIVEVISITS_RETENTION_DAYS", in: 1...36_500) ?? 30)
+    }
+
     var httpAddress: String { environment["LIVEVISITS_HTTP_ADDR"] ?? "127.0.0.1:8080" }
 
     /// `LIVEVISITS_DB_POOL_SIZE`: database connections of a `serve` process (its pool; group commit and the
     /// listener have their own), or nil for the default.
     func databasePoolSize() throws -> Int? {
         try wholeNumber("LIVEVISITS_DB_POOL_SIZE", in: 1...500)
+    }
+
+    /// `LIVEVISITS_DB_WORK_TIMEOUT_SECONDS` (1–3600, default 15): the longest one piece of a `serve`
+    /// process's database work (a request's transaction, a worker's claim or completion) may run before its
+    /// statement is cancelled and the request answers 503. It is what keeps a primary whose synchronous
+    /// standby is gone (every commit waits) from hanging requests without end.
+    func databaseWorkTimeoutSeconds() throws -> Double {
+        Double(try wholeNumber("LIVEVISITS_DB_WORK_TIMEOUT_SECONDS", in: 1...3600) ?? 15)
     }
 
     /// A tuning variable's whole number within `range`, nil when unset; anything else names the variable.

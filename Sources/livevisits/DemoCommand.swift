@@ -2,6 +2,7 @@ import APNsSimulator
 import Foundation
 import HTTPAPI
 import JSON
+import PersonalData
 import Postgres
 import Runtime
 
@@ -80,6 +81,14 @@ enum DemoCommand {
         }
     }
 
+    /// The demo's personal-data key file (contract §3: `demo` generates one), made once next to its cluster
+    /// and kept, so a reused cluster's data keys still open.
+    static func personalDataKey(in folder: URL) throws -> String {
+        let path = folder.appendingPathComponent("personal-data.key").path
+        if !FileManager.default.fileExists(atPath: path) { _ = try WrappingKey.generate(path: path) }
+        return path
+    }
+
     private static func play(options: Options, project: URL, folder: URL, databaseURL: String) async throws {
         // Migrate and mint the dispatcher's key (the one an operator makes with `livevisits keys create`).
         let dispatcherKey = try await PostgresPool.withPool(PostgresConfiguration(url: databaseURL, size: 1)) { pool in
@@ -128,6 +137,7 @@ enum DemoCommand {
             "LIVEVISITS_APNS_BUNDLE_ID": bundleId,
             "LIVEVISITS_PROJECTIONS_DIR": try demoRules(project: project, folder: folder),
             "LIVEVISITS_MIGRATIONS_DIR": project.appendingPathComponent("Migrations").path,
+            "LIVEVISITS_PERSONAL_DATA_KEY_FILE": try personalDataKey(in: folder),
         ]
         let serveConfiguration = Configuration(environment: environment)
         let baseURL = "http://127.0.0.1:\(port)"

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPAPI
+import PersonalData
 import Postgres
 import Runtime
 
@@ -10,7 +11,25 @@ enum KeysCommand {
         entries: [
             .init("create", "--role ROLE [--subject ID]", "mint an API key; prints it once (only its hash is stored)"),
             .init("revoke", "KEY_ID", "revoke a key by the id 'keys create' printed"),
+            .init(
+                "rotate-personal-data", "[--new-key-file PATH] [--forget-previous]",
+                "rewrap every customer's data key under a new key file, online"),
         ])
+
+    static let rotateSyntax = CommandSyntax(
+        command: "livevisits keys rotate-personal-data",
+        summary:
+            "Rewraps every customer's data key under a new key file, in batches, while the fleet keeps serving (the old wrap stays readable until every process switched).",
+        options: [
+            .value(
+                "--new-key-file", "PATH",
+                "the new 32-byte key file (default: LIVEVISITS_PERSONAL_DATA_KEY_FILE, to catch keys made under the previous one)"
+            ),
+            .flag("--forget-previous", "drop the old wraps kept for processes that had not switched yet (run last)"),
+        ],
+        details:
+            "Opens the keys with LIVEVISITS_PERSONAL_DATA_KEY_FILE and LIVEVISITS_PERSONAL_DATA_PREVIOUS_KEY_FILE. The switch, step by step: Docs/operations.md, \"Rotating the personal-data key\"."
+    )
 
     static let createSyntax = CommandSyntax(
         command: "livevisits keys create",
@@ -26,6 +45,9 @@ enum KeysCommand {
     static func run(_ arguments: [String]) async throws {
         let (action, rest) = try menu.select(arguments)
         switch action {
+        case "rotate-personal-data":
+            let parsed = try rotateSyntax.parse(rest)
+            try await rotate(newKeyFile: parsed.value("--new-key-file"), forgetPrevious: parsed.has("--forget-previous"))
         case "create":
             let parsed = try createSyntax.parse(rest)
             guard let role = try parsed.choice("--role", among: Role.allCases.map(\.rawValue)).flatMap(Role.init(rawValue:))
@@ -55,6 +77,44 @@ enum KeysCommand {
         Console.line("role: \(minted.role.rawValue)" + (minted.subject.map { ", subject: \($0)" } ?? ""))
         Console.line("this key is shown once; store it now:")
         Console.line(minted.key)
+    }
+
+    static func rotate(newKeyFile: String?, forgetPrevious: Bool) async throws {
+        let configuration = Configuration()
+        let url = try configuration.databaseURL()
+        let keys = try configuration.personalDataKeys()
+        if forgetPrevious {
+            if newKeyFile != nil { throw rotateSyntax.mistake("--forget-previous runs alone") }
+            let dropped = try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 1)) { pool in
+                try await PersonalDataKeys.forgetPreviousWraps(pool: pool)
+            }
+            Console.line("forgot the previous wrap of \(dropped) data keys")
+            return
+        }
+        let target: WrappingKey
+        if let newKeyFile {
+            do {
+                target = try WrappingKey.load(path: newKeyFile, origin: "--new-key-file")
+            } catch {
+                throw ConfigurationError(error.message)
+            }
+        } else {
+            guard let current = keys.current else {
+                throw rotateSyntax.mistake("give --new-key-file, or set LIVEVISITS_PERSONAL_DATA_KEY_FILE")
+            }
+            target = current
+        }
+        let rotation = try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 2)) { pool in
+            try await keys.rotate(to: target, pool: pool) { progress in
+                if progress.batches % 10 == 0 { Console.line("rewrapped \(progress.rewrapped) data keys") }
+            }
+        }
+        Console.line("rewrapped \(rotation.rewrapped) data keys under \(target.id)")
+        if newKeyFile != nil {
+            Console.line(
+                "next: run every process with LIVEVISITS_PERSONAL_DATA_KEY_FILE=<the new file> and LIVEVISITS_PERSONAL_DATA_PREVIOUS_KEY_FILE=<the old one>, run this command again without --new-key-file, then with --forget-previous"
+            )
+        }
     }
 
     static func revoke(keyId: String) async throws {

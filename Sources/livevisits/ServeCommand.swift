@@ -5,7 +5,9 @@ import HTTPAPI
 import HTTPServer
 import Outbox
 import OutboxAPNs
+import PersonalData
 import Postgres
+import Retention
 import Runtime
 import VisitCommands
 import VisitDomain
@@ -61,7 +63,9 @@ enum ServeCommand {
         // Few connections serve many requests best on a small machine: requests wait their turn for a
         // connection in order instead of crowding PostgreSQL (Docs/performance.md, `livevisits-bench api`).
         let size = try configuration.databasePoolSize() ?? (parts.contains(.api) ? (parts.contains(.worker) ? 8 : 6) : 8)
-        return PostgresConfiguration(url: url, size: size, usePreparedStatements: try configuration.usePreparedStatements())
+        return PostgresConfiguration(
+            url: url, size: size, usePreparedStatements: try configuration.usePreparedStatements(),
+            workTimeoutSeconds: try configuration.databaseWorkTimeoutSeconds())
     }
 
     /// Builds the service group for the parts asked for, on a pool the caller lends and closes after the
@@ -86,6 +90,8 @@ enum ServeCommand {
         }
         // The rules are read by the worker too: the push budget (contract §8) is theirs.
         let rules = try ProjectionRules.load(directory: configuration.projectionsDirectory)
+        let personalData = try configuration.personalDataKeys()
+        let retention = try configuration.retentionSettings()
         var outboxConfiguration = OutboxConfiguration()
         outboxConfiguration.priority10PerHour = rules.budget.priority10PerHour
         outboxConfiguration.priority10PerHourFrequent = rules.budget.priority10PerHourFrequent
@@ -116,19 +122,22 @@ enum ServeCommand {
         let outbox = Outbox(pool: pool, configuration: outboxConfiguration, clock: clock)
         if parts.contains(.worker), let client, let channelService {
             let worker = OutboxWorker(
-                pool: pool, sender: APNsPushSender(client: client), configuration: outboxConfiguration, clock: clock,
+                pool: pool, sender: SealedPushSender(inner: APNsPushSender(client: client), keys: personalData, pool: pool),
+                configuration: outboxConfiguration, clock: clock,
                 renewer: ActivityRenewals(rules: rules))
             let channels = ChannelMaintenance(
                 lifecycle: ChannelLifecycle(
                     pool: pool, service: channelService, configuration: outboxConfiguration, clock: clock),
                 clock: clock)
             intake += [worker.listener(url: listenURL), worker, channels]
+            // Retention (contract §10): hourly, one pass at a time across the fleet (Prune's advisory lock).
+            intake.append(PrunePass(prune: Prune(pool: pool, settings: retention, clock: clock)))
             logger.info("outbox worker configured", ["apns.topic": client.configuration.topic])
         }
         if parts.contains(.api) {
             let readModel = try VisitReadModel(projectionsDirectory: configuration.projectionsDirectory, rules: rules)
             let environment = APIEnvironment(
-                pool: pool, readModel: readModel, outbox: outbox, migrator: migrator, clock: clock,
+                pool: pool, readModel: readModel, outbox: outbox, migrator: migrator, clock: clock, personalData: personalData,
                 channelService: channelService, maximumChannels: maximumChannels)
             let api = LiveVisitsAPI(environment: environment)
             let threads = try configuration.httpThreads()

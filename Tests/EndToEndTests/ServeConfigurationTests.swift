@@ -19,4 +19,26 @@ import Testing
         #expect(outcome.status == 2)
         #expect(outcome.stderr.contains("LIVEVISITS_HTTP_THREADS must be a whole number from 1 to 64, not \(value)"))
     }
+
+    /// `LIVEVISITS_PERSONAL_DATA_KEY_FILE` of the wrong size, or unreadable: refused at start, naming it.
+    @Test(arguments: ["short", "missing"])
+    func aBadPersonalDataKeyFileIsAConfigurationError(_ kind: String) async throws {
+        let livevisits = try await BuiltProduct.livevisits()
+        let database = try await TestDatabase.create(poolSize: 1)
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("lv-key-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let path = dir.appendingPathComponent("personal-data.key").path
+        if kind == "short" { FileManager.default.createFile(atPath: path, contents: Data(repeating: 1, count: 16)) }
+        var environment = ProcessInfo.processInfo.environment
+        environment["LIVEVISITS_DATABASE_URL"] = database.url
+        environment["LIVEVISITS_HTTP_ADDR"] = "127.0.0.1:0"
+        environment["LIVEVISITS_PERSONAL_DATA_KEY_FILE"] = path
+        environment["LIVEVISITS_MIGRATIONS_DIR"] = TestDatabase.migrationsDirectory.path
+        environment["LIVEVISITS_PROJECTIONS_DIR"] = TestDatabase.projectionsDirectory.path
+        let outcome = try await Subprocess.run(livevisits, ["serve", "--api-only"], environment: environment)
+        await database.pool.close()
+        #expect(outcome.status == 2)
+        #expect(outcome.stderr.contains("LIVEVISITS_PERSONAL_DATA_KEY_FILE"), "\(outcome.stderr)")
+        #expect(outcome.stderr.contains(kind == "short" ? "holds 16 bytes" : "cannot read"), "\(outcome.stderr)")
+    }
 }

@@ -3,6 +3,7 @@ import APNsSimulator
 import Foundation
 import Outbox
 import OutboxAPNs
+import PersonalData
 import Runtime
 import TestSupport
 import Testing
@@ -51,7 +52,10 @@ import Testing
                 signingKey: try APNsSigningKey(pem: Array(pem.utf8)), keyId: keyID, teamId: teamID, bundleId: bundleID)
             let client = APNsClient(configuration: apns, metrics: Metrics())
             let api = try await APIServer.start(clock: clock)
-            let worker = OutboxWorker(pool: api.pool, sender: APNsPushSender(client: client), clock: clock, metrics: Metrics())
+            // As `livevisits serve` wires it: the sealed personal fields of a start are opened at send time.
+            let sender = SealedPushSender(
+                inner: APNsPushSender(client: client), keys: api.environment.personalData, pool: api.pool)
+            let worker = OutboxWorker(pool: api.pool, sender: sender, clock: clock, metrics: Metrics())
             return Harness(simulator: simulator, client: client, api: api, worker: worker)
         }
 
@@ -121,8 +125,37 @@ import Testing
         let start = try #require(delivered(to: starter).first)
         #expect(start.aps?["event"]?.stringValue == "start")
         #expect(start.aps?["attributes"]?["visitId"]?.stringValue == quiet)
+        #expect(start.aps?["attributes"]?["customerFirstName"]?.stringValue == "Alex", "opened at send time")
+        #expect(start.aps?["attributes"]?["serviceAddress"]?.stringValue == "12 Elm Row")
         #expect(delivered(to: starter).allSatisfy { $0.aps?["attributes"]?["visitId"]?.stringValue != id })
 
+        await harness.stop()
+    }
+
+    /// Contract §10: what is still queued for a customer when they are erased is never sent.
+    @Test func pushesQueuedForAnErasedCustomerAreNotSent() async throws {
+        let harness = try await Harness.start()
+        let api = harness.api
+        let customer = uniqueID("c")
+        let id = uniqueID("sim")
+        try await api.schedule(id, customer: customer)
+        let customerKey = try await api.key(.customer, customer)
+        let token = pushToken("erased-\(id)")
+        #expect(
+            try await api.call(
+                "PUT", "/v1/visits/\(id)/live-activities/a-1", key: customerKey,
+                json: "{\"pushToken\":\"\(token)\",\"environment\":\"sandbox\"}"
+            ).status == 204)
+        try await api.post(id, #"{"type":"onSite"}"#)
+        try await api.post(id, #"{"type":"completed"}"#)
+        #expect(try await api.call("DELETE", "/v1/customers/\(customer)", key: api.ops).status == 204)
+        for _ in 0..<5 { _ = try await harness.worker.runOnce() }
+        #expect(harness.delivered(to: token).isEmpty, "nothing queued before the erasure went out")
+        let states = try await api.pool.withConnection { c in
+            try c.query("SELECT DISTINCT state FROM deliveries WHERE visit_id = \(id)").rows.map { try $0.string("state") }
+        }
+        #expect(states.contains("cancelled"), "\(states)")
+        #expect(states.allSatisfy { $0 == "cancelled" || $0 == "superseded" }, "none pending, sending or sent: \(states)")
         await harness.stop()
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import HTTPAPI
 import HTTPServer
 import Outbox
+import PersonalData
 import Postgres
 import Runtime
 import TestSupport
@@ -43,6 +44,7 @@ final class APIServer: Sendable {
         databaseURL: String? = nil, poolSize: Int = 8, acquireTimeoutSeconds: Double? = nil,
         keyCache: APIKeyCache = APIKeyCache(),
         listenForRevocations: Bool = false, clock apiClock: any WallClock = SystemClock(),
+        personalData: PersonalDataKeys = PersonalDataKeys(current: nil),
         channelService: (any ChannelService)? = nil, maximumChannels: Int = ChannelStore.defaultMaximumChannels,
         outboxConfiguration: OutboxConfiguration = OutboxConfiguration()
     ) async throws -> APIServer {
@@ -63,8 +65,7 @@ final class APIServer: Sendable {
         let environment = APIEnvironment(
             pool: pool, readModel: readModel, outbox: Outbox(pool: pool, configuration: outboxConfiguration, clock: apiClock),
             migrator: Migrator(directory: TestDatabase.migrationsDirectory), clock: apiClock, keyCache: keyCache,
-            metrics: metrics,
-            channelService: channelService, maximumChannels: maximumChannels)
+            metrics: metrics, personalData: personalData, channelService: channelService, maximumChannels: maximumChannels)
         let api = LiveVisitsAPI(environment: environment)
         var httpConfiguration = HTTPServerConfiguration(listenAddress: ListenAddress(host: "127.0.0.1", port: 0))
         httpConfiguration.threadCount = 4
@@ -92,6 +93,13 @@ final class APIServer: Sendable {
         task.cancel()
         _ = try? await task.value
         await pool.close()
+    }
+
+    /// A stored text (a read-model view, a stored answer) with its sealed personal fields opened, as the API
+    /// gives it.
+    func opened(_ text: String) async throws -> String {
+        let opener = PersonalDataOpener(keys: environment.personalData)
+        return try await pool.withConnection { String(decoding: try opener.open(Array(text.utf8), on: $0).bytes, as: UTF8.self) }
     }
 
     /// Mints a key straight in the database (what `livevisits keys create` does).

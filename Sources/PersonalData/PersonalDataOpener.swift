@@ -1,0 +1,109 @@
+import JSON
+import Postgres
+
+/// Opens the sealed personal fields of a JSON document on its way out — an API answer (visit, list,
+/// history, a stored idempotent answer) or a push body at send time: each `customerFirstName`,
+/// `serviceAddress` and `jobSummary` whose value is a `SealedText` becomes its plain text, or `null` when
+/// the customer's data key is gone (erased). Everything else is written back as it was.
+///
+/// The one place plain personal data is made; nothing it returns is stored.
+public struct PersonalDataOpener: Sendable {
+    public static let fields: Set<String> = ["customerFirstName", "serviceAddress", "jobSummary"]
+
+    public let keys: PersonalDataKeys
+
+    public init(keys: PersonalDataKeys) {
+        self.keys = keys
+    }
+
+    /// Whether `bytes` may hold a sealed value (a cheap scan: answers without one pass untouched).
+    public static func mayHoldSealed(_ bytes: some Collection<UInt8>) -> Bool {
+        let marker = SealedText.prefixBytes
+        var matched = 0
+        for byte in bytes {
+            if byte == marker[matched] {
+                matched += 1
+                if matched == marker.count { return true }
+            } else {
+                matched = byte == marker[0] ? 1 : 0
+            }
+        }
+        return false
+    }
+
+    /// What an opened document is: its bytes, and whether any field read `null` because its key is gone.
+    public struct Opened: Sendable {
+        public let bytes: [UInt8]
+        public let erasedFields: Int
+    }
+
+    /// The document with its sealed personal fields opened. Throws `PersonalDataError` (naming the visit
+    /// when the document does) for a value that fails authentication. Not JSON, or nothing sealed: as given.
+    public func open(_ bytes: [UInt8], on connection: PostgresConnection) throws -> Opened {
+        guard PersonalDataOpener.mayHoldSealed(bytes), let document = try? JSONValue.parse(bytes) else {
+            return Opened(bytes: bytes, erasedFields: 0)
+        }
+        var ids = Set<String>()
+        PersonalDataOpener.collect(document, into: &ids)
+        guard !ids.isEmpty else { return Opened(bytes: bytes, erasedFields: 0) }
+        let found = try keys.dataKeys(ids: Array(ids), on: connection)
+        var erased = 0
+        let opened = try PersonalDataOpener.replace(document, visitId: nil, keys: found, erased: &erased)
+        return Opened(bytes: opened.serialized(), erasedFields: erased)
+    }
+
+    static func collect(_ value: JSONValue, into ids: inout Set<String>) {
+        switch value {
+        case .object(let members):
+            for member in members {
+                if fields.contains(member.key), case .string(let text) = member.value, let sealed = SealedText(text) {
+                    ids.insert(sealed.keyId)
+                } else {
+                    collect(member.value, into: &ids)
+                }
+            }
+        case .array(let items):
+            for item in items { collect(item, into: &ids) }
+        default: break
+        }
+    }
+
+    static func replace(
+        _ value: JSONValue, visitId: String?,
+        keys: (keys: [String: PersonalDataKeys.DataKey], unreadable: [String: PersonalDataError]), erased: inout Int
+    ) throws -> JSONValue {
+        switch value {
+        case .object(let members):
+            var visit = visitId
+            if case .string(let id)? = members.first(where: { $0.key == "visitId" })?.value { visit = id }
+            var out: [JSONMember] = []
+            out.reserveCapacity(members.count)
+            for member in members {
+                if fields.contains(member.key), case .string(let text) = member.value, let sealed = SealedText(text) {
+                    if let problem = keys.unreadable[sealed.keyId] {
+                        throw PersonalDataError(code: problem.code, message: problem.message, visitId: visit)
+                    }
+                    guard let key = keys.keys[sealed.keyId] else {
+                        erased += 1
+                        out.append(JSONMember(member.key, .null))
+                        continue
+                    }
+                    guard let plain = PersonalDataKeys.open(sealed, with: key) else {
+                        throw PersonalDataError(
+                            code: .unreadable,
+                            message: "the \(member.key) of visit \(visit ?? "?") fails authentication (a changed row)",
+                            visitId: visit)
+                    }
+                    out.append(JSONMember(member.key, .string(plain)))
+                } else {
+                    out.append(JSONMember(member.key, try replace(member.value, visitId: visit, keys: keys, erased: &erased)))
+                }
+            }
+            return .object(out)
+        case .array(let items):
+            return .array(try items.map { try replace($0, visitId: visitId, keys: keys, erased: &erased) })
+        default:
+            return value
+        }
+    }
+}

@@ -1,0 +1,127 @@
+import Postgres
+
+/// How long what is kept is kept (contract §10).
+public struct RetentionSettings: Sendable {
+    /// `LIVEVISITS_RETENTION_DAYS`: finished deliveries, their attempts and retired tokens.
+    public var retentionDays: Int = 30
+    /// Idempotency records: 48 hours (a retry comes within minutes; the contract promises at least 24).
+    public var idempotencyHours: Int = 48
+    /// Tokens of a visit that ended: 12 hours after its end (no activity outlives 8 + 4 hours).
+    public var endedVisitTokenHours: Int = 12
+    /// The most rows one transaction deletes.
+    public var batchSize: Int = 1_000
+
+    public init(retentionDays: Int = 30) {
+        self.retentionDays = retentionDays
+    }
+}
+
+/// One retention rule: a statement that deletes at most `batchSize` rows in one transaction and answers one
+/// row whose columns are the tables it deleted from and how many (`deliveries`, `delivery_attempts`, …).
+/// `Prune` runs each rule until a batch deletes nothing. Another table is one more entry in `RetentionRule.all`.
+public struct RetentionRule: Sendable {
+    /// What the rule removes, for logs.
+    public let name: String
+    /// The batch statement for these settings at `now` (seconds since 1970, the application's clock).
+    public let batch: @Sendable (_ settings: RetentionSettings, _ now: Double) -> PostgresQuery
+
+    public init(name: String, batch: @escaping @Sendable (_ settings: RetentionSettings, _ now: Double) -> PostgresQuery) {
+        self.name = name
+        self.batch = batch
+    }
+
+    /// Every rule of contract §10, in the order they run. Events are never deleted; a delivery that is
+    /// pending or sending never matches.
+    public static let all: [RetentionRule] = [
+        finishedDeliveries, idempotencyRecords,
+        retiredTokens(table: "live_activities"), retiredTokens(table: "push_to_start_tokens"),
+        retiredTokens(table: "notification_tokens"), endedVisitActivities,
+    ]
+
+    /// The final states of a delivery (`deliveries_finished_age` is partial on exactly these).
+    static let finishedStates = "('sent', 'dead', 'expired', 'superseded', 'cancelled')"
+
+    /// Finished deliveries older than the retention, oldest first, with their attempts: as many whole
+    /// deliveries as keep the rows of the transaction (deliveries + attempts) within the batch size (at
+    /// least one, so a delivery with more attempts than that still goes).
+    public static let finishedDeliveries = RetentionRule(name: "finished deliveries") { settings, now in
+        let cutoff = now - Double(settings.retentionDays) * 86_400
+        return PostgresQuery(
+            sql: """
+                WITH picked AS (
+                    SELECT id, finished_at FROM deliveries
+                    WHERE state IN \(finishedStates) AND finished_at < $1::float8
+                    ORDER BY finished_at LIMIT $2::int
+                ), weighed AS (
+                    SELECT p.id, row_number() OVER w AS n,
+                           sum(1 + (SELECT count(*) FROM delivery_attempts a WHERE a.delivery_id = p.id)) OVER w AS total
+                    FROM picked p WINDOW w AS (ORDER BY p.finished_at, p.id)
+                ), chosen AS (
+                    SELECT id FROM weighed WHERE total <= $2::int OR n = 1
+                ), gone_attempts AS (
+                    DELETE FROM delivery_attempts WHERE delivery_id IN (SELECT id FROM chosen) RETURNING 1
+                ), gone AS (
+                    DELETE FROM deliveries d USING chosen c
+                    WHERE d.id = c.id AND d.state IN \(finishedStates)
+                    RETURNING 1
+                )
+                SELECT (SELECT count(*) FROM gone) AS deliveries, (SELECT count(*) FROM gone_attempts) AS delivery_attempts
+                """, binds: [String(cutoff), String(settings.batchSize)])
+    }
+
+    /// Idempotency records older than 48 hours.
+    public static let idempotencyRecords = RetentionRule(name: "idempotency records") { settings, now in
+        let cutoff = now - Double(settings.idempotencyHours) * 3_600
+        return """
+            WITH gone AS (
+                DELETE FROM http_idempotency h USING (
+                    SELECT key_id, route, idempotency_key FROM http_idempotency
+                    WHERE created_at < to_timestamp(\(String(cutoff))::float8)
+                    ORDER BY created_at LIMIT \(settings.batchSize)
+                ) old
+                WHERE h.key_id = old.key_id AND h.route = old.route AND h.idempotency_key = old.idempotency_key
+                RETURNING 1
+            )
+            SELECT count(*) AS http_idempotency FROM gone
+            """
+    }
+
+    /// Tokens retired longer ago than the retention (`<table>_retired_age`).
+    public static func retiredTokens(table: String) -> RetentionRule {
+        RetentionRule(name: "retired \(table)") { settings, now in
+            let cutoffMs = Int64((now - Double(settings.retentionDays) * 86_400) * 1_000)
+            return PostgresQuery(
+                sql: """
+                    WITH gone AS (
+                        DELETE FROM \(table) WHERE ctid = ANY(ARRAY(
+                            SELECT ctid FROM \(table) WHERE retired_at_ms IS NOT NULL AND retired_at_ms < $1::bigint
+                            ORDER BY retired_at_ms LIMIT $2::int))
+                        AND retired_at_ms < $1::bigint
+                        RETURNING 1
+                    )
+                    SELECT count(*) AS \(table) FROM gone
+                    """, binds: [String(cutoffMs), String(settings.batchSize)])
+        }
+    }
+
+    /// Every live-activity token, retired or not, of a visit that ended more than 12 hours ago (its last
+    /// event, the end, is the stream's newest: one probe of the events' stream index per visit).
+    public static let endedVisitActivities = RetentionRule(name: "tokens of ended visits") { settings, now in
+        let cutoff = now - Double(settings.endedVisitTokenHours) * 3_600
+        return PostgresQuery(
+            sql: """
+                WITH old AS (
+                    SELECT la.visit_id, la.activity_id FROM live_activities la
+                    JOIN visits v ON v.visit_id = la.visit_id AND v.ended
+                    WHERE (SELECT extract(epoch FROM e.recorded_at) FROM events e
+                           WHERE e.stream_name = 'visit-' || v.visit_id ORDER BY e.position DESC LIMIT 1) < $1::float8
+                    LIMIT $2::int
+                ), gone AS (
+                    DELETE FROM live_activities la USING old
+                    WHERE la.visit_id = old.visit_id AND la.activity_id = old.activity_id
+                    RETURNING 1
+                )
+                SELECT count(*) AS live_activities FROM gone
+                """, binds: [String(cutoff), String(settings.batchSize)])
+    }
+}
