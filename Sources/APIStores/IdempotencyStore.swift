@@ -85,7 +85,8 @@ public enum IdempotencyStore {
     /// Stores a visit command's 201 under the key, composed from the read-model row the same transaction just
     /// wrote, and returns it (`response_body`, `response_etag`), so the answer stored and the answer given are
     /// the same text. The body is `VisitReadModel.body(view:liveActivities:)` in SQL — the view less its
-    /// closing brace, then `"liveActivities"` (the visit's live, not retired, activities) — and the ETag the
+    /// closing brace, then `"liveActivities"` (the visit's live, not retired, activities) and `"channels"` (its
+    /// broadcast channels with an id, by environment) — and the ETag the
     /// quoted version; `IdempotencyStoreTests` pins both forms byte for byte. A key taken meanwhile (a
     /// concurrent first try) fails the statement on the primary key, and with it the batch, which is then
     /// run again command by command.
@@ -95,7 +96,11 @@ public enum IdempotencyStore {
         INSERT INTO http_idempotency (key_id, route, idempotency_key, request_body, status, response_body, response_etag)
         SELECT \(scope.keyId), \(scope.route), \(scope.key), \(requestBody), 201,
                left(v.view, -1) || ',"liveActivities":' ||
-               (SELECT count(*) FROM live_activities la WHERE la.visit_id = v.visit_id AND la.retired_at_ms IS NULL) || '}',
+               (SELECT count(*) FROM live_activities la WHERE la.visit_id = v.visit_id AND la.retired_at_ms IS NULL) ||
+               ',"channels":[' || COALESCE((
+                   SELECT string_agg('{"channelId":' || to_json(ch.channel_id)::text || ',"environment":'
+                                     || to_json(ch.environment)::text || '}', ',' ORDER BY ch.environment)
+                   FROM channels ch WHERE ch.visit_id = v.visit_id AND ch.channel_id IS NOT NULL), '') || ']}',
                '"' || v.version || '"'
         FROM visits v WHERE v.visit_id = \(visitId)
         RETURNING response_body, response_etag

@@ -81,11 +81,14 @@ public final class APNsClient: Service {
         }
 
         let timeout = request.timeout ?? configuration.requestTimeout
+        // A broadcast names its channel, and its app in the path (no topic); a device push names its topic.
+        let destination =
+            request.channelId.map { "apns-channel-id: \($0)" } ?? "apns-topic: \(configuration.topic(for: request.pushType))"
         let exchange = HTTP2Exchange(
             url: configuration.url(for: request),
             headers: [
                 "apns-push-type: \(request.pushType.rawValue)",
-                "apns-topic: \(configuration.topic(for: request.pushType))",
+                destination,
                 "apns-priority: \(request.priority.rawValue)",
                 "apns-expiration: \(request.expiration)",
                 "apns-id: \(request.apnsId)",
@@ -95,8 +98,10 @@ public final class APNsClient: Service {
 
         switch await transport.perform(exchange) {
         case .failed(let code, let message):
-            let text = message.replacingOccurrences(
-                of: request.deviceToken, with: Logger.fingerprint(request.deviceToken))
+            let text =
+                request.deviceToken.isEmpty
+                ? message
+                : message.replacingOccurrences(of: request.deviceToken, with: Logger.fingerprint(request.deviceToken))
             let (cause, classification) = Self.classifyTransportError(code: code, message: text)
             return failure(cause, classification)
         case .response(let status, let headers, let body):
@@ -141,6 +146,52 @@ public final class APNsClient: Service {
         return (object["reason"]?.stringValue.map(APNsReason.init(rawValue:)), object["timestamp"]?.integerValue)
     }
 
+    /// Performs one channel-management exchange with the fleet's provider token (`APNsClient+Channels`).
+    func performManagement(
+        _ method: HTTP2Exchange.Method, url: String, headers: [String], body: [UInt8], timeout: Double?
+    ) async -> Result<(status: Int, headers: [String: String], body: [UInt8], token: ProviderToken), APNsFailure> {
+        let started = ContinuousClock.now
+        func failure(_ cause: APNsFailure.Cause, _ classification: APNsFailureClass) -> APNsFailure {
+            APNsFailure(cause: cause, apnsId: "", latency: Self.seconds(since: started), classification: classification)
+        }
+        let token: ProviderToken
+        do { token = try await tokens.token() } catch {
+            return .failure(
+                failure(
+                    .providerTokenUnavailable(error.message), error.code == .signingFailed ? .configuration : .retryable))
+        }
+        let exchange = HTTP2Exchange(
+            method: method, url: url, headers: headers + ["authorization: bearer \(token.jwt)"], body: body,
+            timeoutMilliseconds: Int(((timeout ?? configuration.requestTimeout) * 1000).rounded(.up)))
+        switch await transport.perform(exchange) {
+        case .failed(let code, let message):
+            let (cause, classification) = Self.classifyTransportError(code: code, message: message)
+            return .failure(failure(cause, classification))
+        case .response(let status, let headers, let body):
+            return .success((status, headers, body, token))
+        }
+    }
+
+    /// The class of a refused management answer; `ExpiredProviderToken` re-signs as for pushes.
+    func classifyManagement(status: Int, reason: APNsReason?, token: ProviderToken) -> APNsFailureClass {
+        var classification = APNsFailureClass.classify(status: status, reason: reason)
+        if reason == .expiredProviderToken {
+            switch tokens.rejectedAsExpired(token) {
+            case .refresh, .alreadyReplaced: classification = .retryable
+            case .clockProblem: classification = .configuration
+            }
+        } else if reason == .tooManyProviderTokenUpdates {
+            tokens.rejectedAsTooManyUpdates()
+        }
+        return classification
+    }
+
+    var metricsSink: Metrics { metrics }
+    var alertSink: APNsConfigurationAlerts { alerts }
+    var logSink: Logger { logger }
+
+    static func elapsed(since start: ContinuousClock.Instant) -> Double { seconds(since: start) }
+
     private func record(_ result: APNsResult, request: APNsRequest) {
         let help = "APNs answers by HTTP status and reason"
         metrics.observe(
@@ -164,7 +215,8 @@ public final class APNsClient: Service {
                     "apns.id": failure.apnsId, "apns.status": failure.status.map(String.init) ?? "none",
                     "apns.reason": failure.reasonLabel, "apns.class": failure.classification.rawValue,
                     "apns.environment": request.environment.rawValue,
-                    "apns.token": Logger.fingerprint(request.deviceToken),
+                    "apns.token": request.channelId == nil ? Logger.fingerprint(request.deviceToken) : "-",
+                    "apns.channel_id": request.channelId ?? "-",
                 ])
         }
     }

@@ -4,6 +4,8 @@ import Foundation
 public struct APNsConfiguration: Sendable {
     /// Base URL per environment (`https://host[:port]`, no path).
     public var baseURLs: [APNsEnvironment: String]
+    /// Channel-management base URL per environment (broadcast channels; Apple's own hosts, ports 2195/2196).
+    public var channelsBaseURLs: [APNsEnvironment: String] = [:]
     /// Extra certificates to trust besides the system store.
     public var trustedCertificates: APNsTrustedCertificates?
     /// The team's P-256 auth key.
@@ -66,8 +68,15 @@ public struct APNsConfiguration: Sendable {
         baseURLs[environment] ?? environment.defaultBaseURL
     }
 
-    /// The full URL of a request.
-    public func url(for request: APNsRequest) -> String { baseURL(for: request.environment) + request.path }
+    /// The full URL of a request (a broadcast goes to the push host of its environment, like device pushes).
+    public func url(for request: APNsRequest) -> String {
+        baseURL(for: request.environment) + request.path(bundleId: bundleId)
+    }
+
+    /// The channel-management base URL of `environment`.
+    public func channelsBaseURL(for environment: APNsEnvironment) -> String {
+        channelsBaseURLs[environment] ?? environment.defaultChannelsBaseURL
+    }
 
     /// The JWT signer for this key, key id and team.
     public var signer: ProviderTokenSigner { ProviderTokenSigner(key: signingKey, keyId: keyId, teamId: teamId) }
@@ -76,7 +85,9 @@ public struct APNsConfiguration: Sendable {
 extension APNsConfiguration {
     /// Reads the configuration of contract §3 from the environment:
     /// `LIVEVISITS_APNS_URL` (both environments), `LIVEVISITS_APNS_SANDBOX_URL` /
-    /// `LIVEVISITS_APNS_PRODUCTION_URL` (each wins over it), `LIVEVISITS_APNS_CA_FILE`,
+    /// `LIVEVISITS_APNS_PRODUCTION_URL` (each wins over it), the same three for channel management
+    /// (`LIVEVISITS_APNS_CHANNELS_URL`, `…_CHANNELS_SANDBOX_URL`, `…_CHANNELS_PRODUCTION_URL`),
+    /// `LIVEVISITS_APNS_CA_FILE`,
     /// `LIVEVISITS_APNS_KEY_FILE` (P-256 `.p8`), `LIVEVISITS_APNS_KEY_ID`, `LIVEVISITS_APNS_TEAM_ID`,
     /// `LIVEVISITS_APNS_BUNDLE_ID`. Errors name the variable and never show a secret.
     public static func fromEnvironment(
@@ -108,6 +119,20 @@ extension APNsConfiguration {
             urls[.production] = try normalizedBaseURL(production, variable: "LIVEVISITS_APNS_PRODUCTION_URL")
         }
 
+        var channelURLs: [APNsEnvironment: String] = [:]
+        if let both = value("LIVEVISITS_APNS_CHANNELS_URL") {
+            let url = try normalizedBaseURL(both, variable: "LIVEVISITS_APNS_CHANNELS_URL")
+            channelURLs[.sandbox] = url
+            channelURLs[.production] = url
+        }
+        if let sandbox = value("LIVEVISITS_APNS_CHANNELS_SANDBOX_URL") {
+            channelURLs[.sandbox] = try normalizedBaseURL(sandbox, variable: "LIVEVISITS_APNS_CHANNELS_SANDBOX_URL")
+        }
+        if let production = value("LIVEVISITS_APNS_CHANNELS_PRODUCTION_URL") {
+            channelURLs[.production] = try normalizedBaseURL(
+                production, variable: "LIVEVISITS_APNS_CHANNELS_PRODUCTION_URL")
+        }
+
         let keyFile = try required("LIVEVISITS_APNS_KEY_FILE")
         let keyId = try required("LIVEVISITS_APNS_KEY_ID")
         let teamId = try required("LIVEVISITS_APNS_TEAM_ID")
@@ -116,9 +141,11 @@ extension APNsConfiguration {
         let certificates = try value("LIVEVISITS_APNS_CA_FILE").map { path throws(APNsError) in
             try APNsTrustedCertificates(contentsOfFile: path, variable: "LIVEVISITS_APNS_CA_FILE")
         }
-        return APNsConfiguration(
+        var configuration = APNsConfiguration(
             baseURLs: urls, trustedCertificates: certificates, signingKey: key, keyId: keyId, teamId: teamId,
             bundleId: bundleId)
+        configuration.channelsBaseURLs = channelURLs
+        return configuration
     }
 
     /// Checks that `text` is an `https://host[:port]` URL and drops a trailing slash.

@@ -11,4 +11,12 @@ public enum APNsEnvironment: String, Sendable, Hashable, CaseIterable, Codable {
         case .production: "https://api.push.apple.com"
         }
     }
+
+    /// Apple's channel-management host for this environment (broadcast channels, iOS 18).
+    public var defaultChannelsBaseURL: String {
+        switch self {
+        case .sandbox: "https://api-manage-broadcast.sandbox.push.apple.com:2195"
+        case .production: "https://api-manage-broadcast.push.apple.com:2196"
+        }
+    }
 }

@@ -17,6 +17,9 @@ public struct APNsFailure: Error, Sendable, Hashable, CustomStringConvertible {
         case providerTokenUnavailable(String)
         /// The request could not be sent as given (device token not hex, bad apns-id).
         case invalidRequest(String)
+        /// APNs answered success in a shape we cannot use (a channel created without `apns-channel-id`,
+        /// a list that is not JSON): retried, never taken as an empty answer.
+        case malformedAnswer(String)
     }
 
     public let cause: Cause
@@ -57,6 +60,7 @@ public struct APNsFailure: Error, Sendable, Hashable, CustomStringConvertible {
         case .untrustedServer: return "untrusted_server"
         case .providerTokenUnavailable: return "provider_token_unavailable"
         case .invalidRequest: return "invalid_request"
+        case .malformedAnswer: return "malformed_answer"
         }
     }
 
@@ -64,7 +68,7 @@ public struct APNsFailure: Error, Sendable, Hashable, CustomStringConvertible {
         var text = "APNs failure \(classification.rawValue): \(status.map(String.init) ?? "no answer") \(reasonLabel)"
         switch cause {
         case .connectionLost(let detail), .connectionFailed(let detail), .untrustedServer(let detail),
-            .providerTokenUnavailable(let detail), .invalidRequest(let detail):
+            .providerTokenUnavailable(let detail), .invalidRequest(let detail), .malformedAnswer(let detail):
             text += " (\(detail))"
         case .rejected, .timedOut: break
         }

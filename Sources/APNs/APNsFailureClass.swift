@@ -3,8 +3,9 @@ public enum APNsFailureClass: String, Sendable, Hashable, CaseIterable {
     /// Try again later with backoff and the same `apns-id` (429, 500, 503, connection lost,
     /// timeouts, GOAWAY, `ExpiredProviderToken` after a refresh).
     case retryable
-    /// The device token will never work again: retire it (410 `Unregistered`/`ExpiredToken`,
-    /// 400 `BadDeviceToken`, 400 `DeviceTokenNotForTopic`).
+    /// The device token (or broadcast channel) will never work again: retire it (410
+    /// `Unregistered`/`ExpiredToken`, 400 `BadDeviceToken`, 400 `DeviceTokenNotForTopic`; for a channel,
+    /// `BadChannelId` or `ChannelNotRegistered` whatever their status).
     case tokenDead
     /// Our setup is wrong (key, team, topic, clock, CA): pause sending and raise an alert rather
     /// than burn retries or drop deliveries.
@@ -17,6 +18,7 @@ public enum APNsFailureClass: String, Sendable, Hashable, CaseIterable {
         switch (status, reason) {
         case (410, _): return .tokenDead
         case (_, .badDeviceToken?), (_, .deviceTokenNotForTopic?): return .tokenDead
+        case (_, .badChannelId?), (_, .channelNotRegistered?): return .tokenDead
         case (_, .expiredProviderToken?), (_, .tooManyProviderTokenUpdates?), (_, .idleTimeout?),
             (_, .shutdown?), (_, .serviceUnavailable?), (_, .internalServerError?), (_, .tooManyRequests?):
             return .retryable

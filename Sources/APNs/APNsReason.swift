@@ -33,6 +33,12 @@ public enum APNsReason: Sendable, Hashable, CustomStringConvertible {
     case internalServerError
     case serviceUnavailable
     case shutdown
+    // Broadcast channels (iOS 18): broadcasts and channel management.
+    case badChannelId
+    case channelNotRegistered
+    case cannotCreateChannelConfig
+    case missingChannelId
+    case badMessageStoragePolicy
     /// A reason this code does not know yet, kept verbatim.
     case unknown(String)
 
@@ -54,6 +60,9 @@ public enum APNsReason: Sendable, Hashable, CustomStringConvertible {
         ("TooManyProviderTokenUpdates", .tooManyProviderTokenUpdates), ("TooManyRequests", .tooManyRequests),
         ("InternalServerError", .internalServerError), ("ServiceUnavailable", .serviceUnavailable),
         ("Shutdown", .shutdown),
+        ("BadChannelId", .badChannelId), ("ChannelNotRegistered", .channelNotRegistered),
+        ("CannotCreateChannelConfig", .cannotCreateChannelConfig), ("MissingChannelId", .missingChannelId),
+        ("BadMessageStoragePolicy", .badMessageStoragePolicy),
     ]
     private static let byName: [String: APNsReason] = Dictionary(uniqueKeysWithValues: known)
 

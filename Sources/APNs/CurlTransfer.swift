@@ -23,6 +23,9 @@ final class CurlTransfer: @unchecked Sendable {
 
     deinit { errorBuffer.deallocate() }
 
+    /// `name:` as bytes for each header kept from an answer.
+    private static let keptHeaderPrefixes: [[UInt8]] = HTTP2Exchange.keptHeaders.map { Array(($0 + ":").utf8) }
+
     /// Builds the easy handle for this exchange; `nil` when curl is out of memory.
     func makeEasyHandle(settings: CurlHTTP2Transport.Settings) -> UnsafeMutableRawPointer? {
         guard let handle = curl_easy_init() else { return nil }
@@ -49,11 +52,18 @@ final class CurlTransfer: @unchecked Sendable {
         headerList = list
         _ = ccurl_easy_setopt_ptr(handle, CURLOPT_HTTPHEADER, list)
 
-        _ = ccurl_easy_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(exchange.body.count))
-        if exchange.body.isEmpty {
-            _ = ccurl_easy_setopt_long(handle, CURLOPT_POST, 1)
-        } else {
-            exchange.body.withUnsafeBytes { _ = ccurl_easy_setopt_ptr(handle, CURLOPT_COPYPOSTFIELDS, $0.baseAddress) }
+        switch exchange.method {
+        case .post:
+            _ = ccurl_easy_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(exchange.body.count))
+            if exchange.body.isEmpty {
+                _ = ccurl_easy_setopt_long(handle, CURLOPT_POST, 1)
+            } else {
+                exchange.body.withUnsafeBytes { _ = ccurl_easy_setopt_ptr(handle, CURLOPT_COPYPOSTFIELDS, $0.baseAddress) }
+            }
+        case .get:
+            _ = ccurl_easy_setopt_long(handle, CURLOPT_HTTPGET, 1)
+        case .delete:
+            "DELETE".withCString { _ = ccurl_easy_setopt_ptr(handle, CURLOPT_CUSTOMREQUEST, $0) }
         }
 
         _ = ccurl_easy_setopt_write(handle, CURLOPT_WRITEFUNCTION) { data, size, count, context in
@@ -70,15 +80,23 @@ final class CurlTransfer: @unchecked Sendable {
             guard let data, let context else { return 0 }
             let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
             let length = size * count
-            // Only apns-id is read from the answer's headers; compare bytes, no String work per line.
-            let prefix: [UInt8] = Array("apns-id:".utf8)
+            // Only a few headers are read from the answer (apns-id, and a channel's id); compare bytes,
+            // no String work for the others.
             data.withMemoryRebound(to: UInt8.self, capacity: length) { bytes in
-                guard length > prefix.count else { return }
-                for i in 0..<prefix.count where bytes[i] | 0x20 != prefix[i] | 0x20 { return }
-                var value = Array(UnsafeBufferPointer(start: bytes + prefix.count, count: length - prefix.count))
-                while let first = value.first, first == 32 || first == 9 { value.removeFirst() }
-                while let last = value.last, last == 10 || last == 13 || last == 32 { value.removeLast() }
-                transfer.responseHeaders["apns-id"] = String(decoding: value, as: UTF8.self)
+                for name in CurlTransfer.keptHeaderPrefixes where length > name.count {
+                    var matches = true
+                    for i in 0..<name.count where bytes[i] | 0x20 != name[i] | 0x20 {
+                        matches = false
+                        break
+                    }
+                    guard matches else { continue }
+                    var value = Array(UnsafeBufferPointer(start: bytes + name.count, count: length - name.count))
+                    while let first = value.first, first == 32 || first == 9 { value.removeFirst() }
+                    while let last = value.last, last == 10 || last == 13 || last == 32 { value.removeLast() }
+                    let key = String(decoding: name.dropLast(), as: UTF8.self)
+                    transfer.responseHeaders[key] = String(decoding: value, as: UTF8.self)
+                    return
+                }
             }
             return length
         }

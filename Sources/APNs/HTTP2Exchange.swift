@@ -1,5 +1,13 @@
-/// One HTTP/2 POST as the transport sees it: no APNs knowledge, no secrets interpreted.
+/// One HTTP/2 request as the transport sees it: no APNs knowledge, no secrets interpreted.
 struct HTTP2Exchange: Sendable {
+    /// `POST` (pushes, broadcasts, channel creation), `GET` (channel reads and lists) or `DELETE`.
+    enum Method: String, Sendable {
+        case post = "POST"
+        case get = "GET"
+        case delete = "DELETE"
+    }
+
+    var method: Method = .post
     /// Full URL.
     var url: String
     /// Header lines, `name: value`.
@@ -7,6 +15,9 @@ struct HTTP2Exchange: Sendable {
     var body: [UInt8]
     /// Deadline for the whole exchange, in milliseconds.
     var timeoutMilliseconds: Int
+
+    /// The answer headers the transport keeps (lower-case): all others are skipped unread.
+    static let keptHeaders = ["apns-id", "apns-channel-id", "apns-request-id"]
 
     /// What came back.
     enum Outcome: Sendable {

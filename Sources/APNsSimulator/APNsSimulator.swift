@@ -33,7 +33,7 @@ public final class APNsSimulator: Service {
 
     private enum Lifecycle {
         case idle
-        case running(SimulatorServer, SimulatorEndpoint)
+        case running([SimulatorServer], SimulatorEndpoint)
         case stopped
     }
 
@@ -63,22 +63,34 @@ public final class APNsSimulator: Service {
         }
         let tls = try TLSContext(files: files)
         let server = try SimulatorServer(host: config.host, port: config.port, core: core, tls: tls)
+        let management: SimulatorServer
+        do {
+            management = try SimulatorServer(
+                host: config.host, port: config.channelsPort, core: core, tls: tls, listener: .channels)
+        } catch {
+            await server.stop()
+            throw error
+        }
         let host = config.host == "localhost" ? "127.0.0.1" : config.host
-        let endpoint = SimulatorEndpoint(url: "https://\(host):\(server.port)", port: server.port, caFile: files.caFile)
+        let endpoint = SimulatorEndpoint(
+            url: "https://\(host):\(server.port)", port: server.port, caFile: files.caFile,
+            channelsURL: "https://\(host):\(management.port)", channelsPort: management.port)
         let won = lifecycle.withLock { state -> Bool in
             guard case .idle = state else { return false }
-            state = .running(server, endpoint)
+            state = .running([server, management], endpoint)
             return true
         }
         guard won else {
             await server.stop()
+            await management.stop()
             throw SimulatorError(.alreadyRunning, "the simulator was already started")
         }
         server.start()
+        management.start()
         config.logger.info(
             "apns simulator listening",
             [
-                "apns_sim.url": endpoint.url, "apns_sim.ca_file": endpoint.caFile,
+                "apns_sim.url": endpoint.url, "apns_sim.channels_url": endpoint.channelsURL, "apns_sim.ca_file": endpoint.caFile,
                 "apns_sim.verifies_jwt": String(core.verifiesSignatures),
             ])
         return endpoint
@@ -94,12 +106,12 @@ public final class APNsSimulator: Service {
 
     /// Closes the listener and every connection; returns when the simulator's threads have ended.
     public func stop() async {
-        let server = lifecycle.withLock { state -> SimulatorServer? in
+        let servers = lifecycle.withLock { state -> [SimulatorServer] in
             defer { state = .stopped }
-            if case .running(let server, _) = state { return server }
-            return nil
+            if case .running(let servers, _) = state { return servers }
+            return []
         }
-        await server?.stop()
+        for server in servers { await server.stop() }
     }
 
     /// `Service`: starts (unless already running), serves until the task is cancelled, then stops.
@@ -152,6 +164,20 @@ public final class APNsSimulator: Service {
 
     /// From now on, answers 403 `ExpiredProviderToken` to every provider token seen so far.
     public func expireProviderTokens() { inject(FaultSettings(expireProviderTokens: true)) }
+
+    // MARK: Channels
+
+    /// The broadcast channels the simulator holds, oldest first.
+    public func channels() -> [String] { core.channelIds() }
+
+    /// Creates a channel behind the server's back (an orphan, for reconciliation tests); nil at the limit.
+    public func createChannel() -> String? { core.createChannel() }
+
+    /// Forgets channels as if Apple had dropped them: broadcasts to them answer 404 `ChannelNotRegistered`.
+    public func forgetChannels(_ ids: [String]) { inject(FaultSettings(forgetChannels: ids)) }
+
+    /// How many channels may exist; a create beyond it answers 400 `CannotCreateChannelConfig`.
+    public func setChannelLimit(_ limit: Int) { inject(FaultSettings(channelLimit: limit)) }
 
     /// Removes every fault (recorded deliveries stay).
     public func clearFaults() { inject(FaultSettings(clear: true)) }

@@ -7,7 +7,28 @@ extension FaultSettings {
         let body = try JSONObjectReader(json, path: "")
         try body.rejectUnknown(allowed: [
             "clear", "failNext", "failFraction", "unregister", "latency", "dropConnection", "expireProviderTokens",
+            "listener", "channelLimit", "forgetChannels",
         ])
+        var listener: SimulatorListener?
+        if let text = try body.optionalString("listener") {
+            guard let given = SimulatorListener(rawValue: text) else {
+                throw body.invalid("listener", "expected \"pushes\" or \"channels\"")
+            }
+            listener = given
+        }
+        var forget: [String]?
+        if let value = body.value("forgetChannels") {
+            guard let elements = value.arrayElements else {
+                throw body.wrongType("forgetChannels", expected: "an array", got: value)
+            }
+            forget = []
+            for (index, element) in elements.enumerated() {
+                guard let id = element.stringValue else {
+                    throw body.wrongType("forgetChannels[\(index)]", expected: "a string", got: element)
+                }
+                forget?.append(id)
+            }
+        }
         self.init(
             clear: try body.optionalBool("clear"),
             failNext: try body.optionalObject("failNext").map { object throws(FieldProblem) in
@@ -40,7 +61,8 @@ extension FaultSettings {
                 }
                 return Drop(afterRequests: try object.integer("afterRequests"), mode: mode)
             },
-            expireProviderTokens: try body.optionalBool("expireProviderTokens"))
+            expireProviderTokens: try body.optionalBool("expireProviderTokens"), listener: listener,
+            channelLimit: try body.optionalInteger("channelLimit"), forgetChannels: forget)
     }
 
     private static func unregistrations(_ body: JSONObjectReader) throws(FieldProblem) -> [Unregistration]? {

@@ -90,11 +90,25 @@ public struct FaultSettings: Sendable, Equatable {
     /// (a freshly signed one is accepted).
     public var expireProviderTokens: Bool?
 
+    /// Which listener's requests the faults above meet: `pushes` (the default: device pushes and
+    /// broadcasts) or `channels` (channel management). Each listener has its own plan.
+    public var listener: SimulatorListener?
+    /// How many channels the app may hold (Apple: 10,000); a create beyond it answers 400
+    /// `CannotCreateChannelConfig`. `clear` restores Apple's.
+    public var channelLimit: Int?
+    /// Channel ids the simulator forgets as if deleted behind the server's back (later broadcasts
+    /// answer 404 `ChannelNotRegistered`; `all-channels` no longer lists them).
+    public var forgetChannels: [String]?
+
     public init(
         clear: Bool? = nil, failNext: Failure? = nil, failFraction: Fraction? = nil,
         unregister: [Unregistration]? = nil, latency: Latency? = nil, dropConnection: Drop? = nil,
-        expireProviderTokens: Bool? = nil
+        expireProviderTokens: Bool? = nil, listener: SimulatorListener? = nil, channelLimit: Int? = nil,
+        forgetChannels: [String]? = nil
     ) {
+        self.listener = listener
+        self.channelLimit = channelLimit
+        self.forgetChannels = forgetChannels
         self.clear = clear
         self.failNext = failNext
         self.failFraction = failFraction

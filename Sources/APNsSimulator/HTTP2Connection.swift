@@ -42,7 +42,13 @@ final class HTTP2Connection: @unchecked Sendable {
     /// Reused for every TLS read.
     private let readBuffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 32 * 1024)
 
-    init(id: Int, fd: Int32, core: SimulatorCore, tls: TLSContext) throws(SimulatorError) {
+    /// Which of the simulator's listeners accepted this connection (pushes, or channel management).
+    private let listener: SimulatorListener
+
+    init(
+        id: Int, fd: Int32, core: SimulatorCore, tls: TLSContext, listener: SimulatorListener = .pushes
+    ) throws(SimulatorError) {
+        self.listener = listener
         guard let pipeFDs = WakePipe.make() else {
             throw SimulatorError(.socket, "cannot create a wake-up pipe")
         }
@@ -222,7 +228,7 @@ final class HTTP2Connection: @unchecked Sendable {
             frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST
         {
             let streamID = frame.pointee.hd.stream_id
-            me.requests[streamID] = ReceivedRequest(connectionID: me.id, streamID: streamID)
+            me.requests[streamID] = ReceivedRequest(connectionID: me.id, streamID: streamID, listener: me.listener)
             me.openStreams += 1
             me.core.observeConcurrentStreams(me.openStreams)
         }

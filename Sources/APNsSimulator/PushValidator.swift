@@ -16,11 +16,24 @@ struct PushValidator: Sendable {
         }
 
         guard request.method == "POST" else { return refuse(405, SimulatorReason.methodNotAllowed) }
-        guard let token = request.deviceToken else { return refuse(404, SimulatorReason.badPath) }
-        guard !token.isEmpty else { return refuse(400, SimulatorReason.missingDeviceToken) }
-        guard PushValidator.isDeviceToken(token) else { return refuse(400, SimulatorReason.badDeviceToken) }
+        // A broadcast (`/4/broadcasts/apps/<bundle>`, iOS 18 channels) names its channel in a header and
+        // its app in the path; a device push names its token in the path.
+        let broadcastBundle = request.broadcastBundle
+        if let bundle = broadcastBundle {
+            guard !bundle.isEmpty else { return refuse(404, SimulatorReason.badPath) }
+            guard let channel = request.header("apns-channel-id"), !channel.isEmpty else {
+                return refuse(400, SimulatorReason.missingChannelId)
+            }
+            guard SimulatorCore.isChannelId(channel) else { return refuse(400, SimulatorReason.badChannelId) }
+        } else {
+            guard let token = request.deviceToken else { return refuse(404, SimulatorReason.badPath) }
+            guard !token.isEmpty else { return refuse(400, SimulatorReason.missingDeviceToken) }
+            guard PushValidator.isDeviceToken(token) else { return refuse(400, SimulatorReason.badDeviceToken) }
+        }
 
-        for name in ["apns-topic", "apns-push-type", "apns-priority", "apns-expiration", "apns-id", "authorization"]
+        for name in [
+            "apns-topic", "apns-push-type", "apns-priority", "apns-expiration", "apns-id", "authorization", "apns-channel-id",
+        ]
         where request.headerCount(name) > 1 {
             return refuse(400, SimulatorReason.duplicateHeaders)
         }
@@ -37,6 +50,17 @@ struct PushValidator: Sendable {
             tokenSummary = summary
         }
 
+        if let bundle = broadcastBundle {
+            // No topic: the app is in the path. Only Live Activities broadcast.
+            guard request.header("apns-push-type") == "liveactivity" else {
+                return refuse(400, SimulatorReason.invalidPushType)
+            }
+            if let expectedTopic, bundle + APNsSimulator.topicSuffix != expectedTopic {
+                return refuse(400, SimulatorReason.badTopic)
+            }
+            return validateHeadersAndPayload(request, json: json, isLiveActivity: true, broadcast: true, refuse: refuse)
+                ?? .accept(tokenSummary, json)
+        }
         guard let topic = request.header("apns-topic"), !topic.isEmpty else { return refuse(400, SimulatorReason.missingTopic) }
         // The topic goes with the push type: `<bundle>.push-type.liveactivity` for a Live Activity push,
         // the bare bundle id for an ordinary notification (`alert`, contract §9).
@@ -55,6 +79,16 @@ struct PushValidator: Sendable {
                 isLiveActivity ? expectedTopic : String(expectedTopic.dropLast(APNsSimulator.topicSuffix.count))
             if topic != expected { return refuse(400, SimulatorReason.deviceTokenNotForTopic) }
         }
+        return validateHeadersAndPayload(request, json: json, isLiveActivity: isLiveActivity, broadcast: false, refuse: refuse)
+            ?? .accept(tokenSummary, json)
+    }
+
+    /// The checks device pushes and broadcasts share: priority, expiration, id, size, payload. A
+    /// broadcast's `aps.event` must not be `start` (a channel starts nothing). nil: it passes.
+    private func validateHeadersAndPayload(
+        _ request: ReceivedRequest, json: JSONValue?, isLiveActivity: Bool, broadcast: Bool,
+        refuse: (Int, String) -> PushVerdict
+    ) -> PushVerdict? {
         if let priority = request.header("apns-priority"), priority != "5", priority != "10" {
             return refuse(400, SimulatorReason.badPriority)
         }
@@ -73,7 +107,8 @@ struct PushValidator: Sendable {
         guard let json, json.isObject else { return refuse(400, SimulatorReason.badPayload) }
         let validPayload = isLiveActivity ? PushValidator.isLiveActivityPayload(json) : PushValidator.isAlertPayload(json)
         guard validPayload else { return refuse(400, SimulatorReason.badPayload) }
-        return .accept(tokenSummary, json)
+        if broadcast, json["aps"]?["event"]?.stringValue == "start" { return refuse(400, SimulatorReason.startOnChannel) }
+        return nil
     }
 
     /// Hex, even length, 8 to 100 bytes (APNs tokens are 32 bytes today; Live Activity tokens may be longer).

@@ -2,6 +2,8 @@
 struct ReceivedRequest: Sendable {
     var connectionID: Int
     var streamID: Int32
+    /// The listener the request came in on.
+    var listener: SimulatorListener = .pushes
     var method: String = ""
     var path: String = ""
     /// Regular headers (not pseudo-headers), lowercase names, in order.
@@ -16,6 +18,13 @@ struct ReceivedRequest: Sendable {
 
     func header(_ name: String) -> String? { headers.last(where: { $0.name == name })?.value }
     func headerCount(_ name: String) -> Int { headers.reduce(0) { $0 + ($1.name == name ? 1 : 0) } }
+
+    /// The bundle id of a `/4/broadcasts/apps/<bundle>` path, or nil for another path.
+    var broadcastBundle: String? {
+        let prefix = "/4/broadcasts/apps/"
+        guard path.hasPrefix(prefix) else { return nil }
+        return String(path.dropFirst(prefix.count).split(separator: "?", omittingEmptySubsequences: false).first ?? "")
+    }
 
     /// The token of a `/3/device/<token>` path (possibly empty), or nil for another path.
     var deviceToken: String? {

@@ -15,6 +15,13 @@ extension SimulatedDelivery {
         parts.append(aps?["event"]?.stringValue ?? (header("apns-push-type") == "alert" ? "notification" : "-"))
         parts.append("p" + (header("apns-priority") ?? "10"))
         if let token = deviceToken { parts.append("token=" + Logger.fingerprint(token)) }
+        if let channel = header("apns-channel-id") {
+            // A broadcast, or a channel-management request (its verb and path say which).
+            if !path.hasPrefix("/4/") { parts.append(method + " " + (path.split(separator: "/").last.map(String.init) ?? "")) }
+            parts.append("channel=" + channel)
+        } else if path.hasPrefix("/1/") {
+            parts.append(method + " " + (path.split(separator: "/").last.map(String.init) ?? ""))
+        }
         if let alert = aps?["alert"] {
             let title = alert["title"]?.stringValue ?? alert.stringValue ?? alert["body"]?.stringValue ?? ""
             parts.append("alert=" + SimulatedDelivery.quoted(title))

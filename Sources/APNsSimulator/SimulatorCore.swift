@@ -7,7 +7,7 @@ import Synchronization
 /// `Mutex`. Connection threads call in; nothing here blocks or does I/O (apart from `onDelivery`,
 /// called after the lock is released).
 final class SimulatorCore: Sendable {
-    private struct State {
+    struct State {
         var deliveries: [SimulatedDelivery] = []
         var nextSequence = 1
         var plan = FaultPlan()
@@ -15,11 +15,14 @@ final class SimulatorCore: Sendable {
         var connectionsOpen = 0
         var maximumConcurrentStreams = 0
         var requestsTotal = 0
+        /// Broadcast channels by id (`SimulatorCore+Channels`), with the plan of the management listener.
+        var channels = SimulatedChannels()
+        var channelPlan = FaultPlan()
     }
 
     let configuration: SimulatorConfiguration
-    private let validator: PushValidator
-    private let state = Mutex(State())
+    let validator: PushValidator
+    let state = Mutex(State())
 
     init(configuration: SimulatorConfiguration) throws(SimulatorError) {
         self.configuration = configuration
@@ -38,6 +41,7 @@ final class SimulatorCore: Sendable {
     /// Decides the answer to one complete request.
     func plan(for request: ReceivedRequest) -> ResponsePlan {
         if request.path.hasPrefix("/_sim/") { return controlPlan(for: request) }
+        if request.listener == .channels { return channelManagementPlan(for: request) }
         let now = request.receivedAt
         let tokenID = request.header("authorization").map { Logger.fingerprint($0) + String($0.utf8.count) }
         let decided = state.withLock { s -> (FaultPlan.Decision, Int) in
@@ -68,6 +72,14 @@ final class SimulatorCore: Sendable {
             unregisteredAt = at
         }
         if decision.failure?.status == 410 { unregisteredAt = Int64(now * 1000) }
+        // A broadcast to a channel this simulator does not hold (never created, deleted, or forgotten by
+        // a fault) is answered as Apple does: 404 ChannelNotRegistered.
+        if verdict.status == 200, request.broadcastBundle != nil, let channel = request.header("apns-channel-id"),
+            !state.withLock({ $0.channels.contains(channel) })
+        {
+            verdict.status = 404
+            verdict.reason = SimulatorReason.channelNotRegistered
+        }
         let record = SimulatedDelivery(
             sequence: sequence, receivedAt: now, connectionID: request.connectionID, streamID: request.streamID,
             method: request.method, path: request.path, deviceToken: request.deviceToken,
@@ -136,7 +148,15 @@ final class SimulatorCore: Sendable {
 
     func apply(_ faults: FaultSettings) {
         let nowMilliseconds = Int64(configuration.clock.now() * 1000)
-        state.withLock { $0.plan.apply(faults, nowMilliseconds: nowMilliseconds) }
+        state.withLock { s in
+            switch faults.listener ?? .pushes {
+            case .pushes: s.plan.apply(faults, nowMilliseconds: nowMilliseconds)
+            case .channels: s.channelPlan.apply(faults, nowMilliseconds: nowMilliseconds)
+            }
+            if faults.clear == true { s.channels.limit = SimulatedChannels.appleLimit }
+            if let limit = faults.channelLimit { s.channels.limit = max(0, limit) }
+            for id in faults.forgetChannels ?? [] { s.channels.remove(id) }
+        }
     }
 
     func deliveries() -> [SimulatedDelivery] {
@@ -147,6 +167,8 @@ final class SimulatorCore: Sendable {
         state.withLock { s in
             s.deliveries.removeAll()
             s.plan = FaultPlan()
+            s.channelPlan = FaultPlan()
+            s.channels = SimulatedChannels()
             s.maximumConcurrentStreams = 0
         }
     }

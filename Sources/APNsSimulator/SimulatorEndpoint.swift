@@ -6,4 +6,8 @@ public struct SimulatorEndpoint: Sendable, Equatable {
     public var port: UInt16
     /// The CA certificate (PEM) a client must trust — for `LIVEVISITS_APNS_CA_FILE` or curl `--cacert`.
     public var caFile: String
+    /// `https://127.0.0.1:PORT` of the channel-management listener — for `LIVEVISITS_APNS_CHANNELS_URL`.
+    public var channelsURL: String = ""
+    /// The channel-management listener's port.
+    public var channelsPort: UInt16 = 0
 }

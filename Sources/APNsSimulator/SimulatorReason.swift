@@ -29,6 +29,16 @@ public enum SimulatorReason {
     public static let tooManyRequests = "TooManyRequests"
     public static let internalServerError = "InternalServerError"
     public static let serviceUnavailable = "ServiceUnavailable"
+    // Broadcast and channel management (iOS 18 broadcast channels).
+    public static let badChannelId = "BadChannelId"
+    public static let missingChannelId = "MissingChannelId"
+    public static let channelNotRegistered = "ChannelNotRegistered"
+    public static let cannotCreateChannelConfig = "CannotCreateChannelConfig"
+    public static let badMessageStoragePolicy = "BadMessageStoragePolicy"
+    public static let missingPushType = "MissingPushType"
+    /// A broadcast whose `aps.event` is `start`: a channel starts nothing (the app starts its activity
+    /// with `pushType: .channel(id)`), so the simulator refuses it.
+    public static let startOnChannel = "BadPayload"
     /// Recorded (never answered) when a fault dropped the connection before the answer.
     public static let connectionDropped = "ConnectionDropped"
     /// Recorded (never answered) when the client reset the stream or the connection closed first.

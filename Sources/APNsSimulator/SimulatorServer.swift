@@ -22,8 +22,12 @@ final class SimulatorServer: Sendable {
     private let core: SimulatorCore
     private let tls: TLSContext
     private let registry = Mutex(Registry())
+    private let listener: SimulatorListener
 
-    init(host: String, port: UInt16, core: SimulatorCore, tls: TLSContext) throws(SimulatorError) {
+    init(
+        host: String, port: UInt16, core: SimulatorCore, tls: TLSContext, listener: SimulatorListener = .pushes
+    ) throws(SimulatorError) {
+        self.listener = listener
         let address = host == "localhost" ? "127.0.0.1" : host
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
@@ -88,7 +92,7 @@ final class SimulatorServer: Sendable {
             let id = core.connectionOpened()
             let connection: HTTP2Connection
             do {
-                connection = try HTTP2Connection(id: id, fd: client, core: core, tls: tls)
+                connection = try HTTP2Connection(id: id, fd: client, core: core, tls: tls, listener: listener)
             } catch {
                 close(client)
                 core.connectionClosed()

@@ -26,6 +26,10 @@ public final class APIEnvironment: Sendable {
     public let keyCache: APIKeyCache
     /// What `GET /metrics` renders; the event store counts appended events in it.
     public let metrics: Metrics
+    /// The fleet's broadcast channels (contract §7).
+    public let channels: ChannelStore
+    /// APNs' channel management; nil when sending is not configured (`PUT …/channel` answers 503).
+    public let channelService: (any ChannelService)?
     /// The customers' data keys: the command path seals the personal fields under them and every answer
     /// is opened with them on its way out (`LiveVisitsAPI.handler()`).
     public let personalData: PersonalDataKeys
@@ -33,9 +37,13 @@ public final class APIEnvironment: Sendable {
     public init(
         pool: PostgresPool, readModel: VisitReadModel, outbox: Outbox, migrator: Migrator, clock: any WallClock = SystemClock(),
         keyCache: APIKeyCache = APIKeyCache(), metrics: Metrics = .shared,
-        personalData: PersonalDataKeys = PersonalDataKeys(current: nil)
+        personalData: PersonalDataKeys = PersonalDataKeys(current: nil), channelService: (any ChannelService)? = nil,
+        maximumChannels: Int = ChannelStore.defaultMaximumChannels
     ) {
         self.personalData = personalData
+        self.channelService = channelService
+        self.channels = ChannelStore(
+            pool: pool, configuration: outbox.configuration, maximumChannels: maximumChannels, clock: clock, metrics: metrics)
         self.keyCache = keyCache
         self.metrics = metrics
         self.pool = pool

@@ -13,6 +13,7 @@ public struct APIError: Error, HTTPErrorConvertible, Sendable, CustomStringConve
         private enum Kind: Sendable, Hashable {
             case unauthorized, forbidden, notFound, malformedRequest, invalidValue, versionConflict
             case idempotencyKeyInUse, idempotencyKeyReused, notRetryable, unavailable
+            case visitEnded, channelsExhausted, apnsUnavailable
             case customerHasActiveVisits, personalDataUnreadable
             case input(VisitInputError.Code)
             case decision(VisitDecisionError.Code)
@@ -39,6 +40,12 @@ public struct APIError: Error, HTTPErrorConvertible, Sendable, CustomStringConve
         public static let notRetryable = Code(kind: .notRetryable)
         /// The database is unreachable. 503.
         public static let unavailable = Code(kind: .unavailable)
+        /// The visit has ended: no channel for it (contract §7). 409.
+        public static let visitEnded = Code(kind: .visitEnded)
+        /// The fleet holds `LIVEVISITS_MAX_CHANNELS` channels, or APNs creates no more (contract §7). 409.
+        public static let channelsExhausted = Code(kind: .channelsExhausted)
+        /// APNs did not answer a channel creation usably (or sending is not configured); nothing stored. 503.
+        public static let apnsUnavailable = Code(kind: .apnsUnavailable)
         /// `DELETE /v1/customers/{id}` while a visit of theirs has not ended. HTTP 409.
         public static let customerHasActiveVisits = Code(kind: .customerHasActiveVisits)
         /// A visit's sealed personal data fails authentication (a changed row): that visit alone. HTTP 500.
@@ -61,6 +68,9 @@ public struct APIError: Error, HTTPErrorConvertible, Sendable, CustomStringConve
             case .idempotencyKeyReused: "idempotency_key_reused"
             case .notRetryable: "not_retryable"
             case .unavailable: "unavailable"
+            case .visitEnded: "visit_ended"
+            case .channelsExhausted: "channels_exhausted"
+            case .apnsUnavailable: "apns_unavailable"
             case .customerHasActiveVisits: "customer_has_active_visits"
             case .personalDataUnreadable: "personal_data_unreadable"
             case .input(let code): code.rawValue
@@ -76,8 +86,10 @@ public struct APIError: Error, HTTPErrorConvertible, Sendable, CustomStringConve
             case .notFound: 404
             case .malformedRequest: 400
             case .invalidValue: 422
-            case .versionConflict, .idempotencyKeyInUse, .idempotencyKeyReused, .notRetryable: 409
-            case .unavailable: 503
+            case .versionConflict, .idempotencyKeyInUse, .idempotencyKeyReused, .notRetryable, .visitEnded,
+                .channelsExhausted:
+                409
+            case .unavailable, .apnsUnavailable: 503
             case .customerHasActiveVisits: 409
             case .personalDataUnreadable: 500
             case .input(let code): code.httpStatus
@@ -127,6 +139,11 @@ public struct APIError: Error, HTTPErrorConvertible, Sendable, CustomStringConve
             }
         case let e as PostgresError where e.isUnavailable: return .unavailable
         case let e as OutboxError: return APIError.fromOutbox(e)
+        case let e as ChannelStore.Refusal:
+            switch e.code {
+            case .exhausted: return APIError(.channelsExhausted, e.message, underlying: e)
+            case .unavailable: return APIError(.apnsUnavailable, e.message, underlying: e)
+            }
         default: return nil
         }
     }

@@ -90,13 +90,22 @@ extension LiveVisitsAPI {
     ) -> VisitCommand {
         VisitCommand(
             visitId: visitId, event: event, context: context, isCreation: isCreation,
-            alsoRun: [environment.tokens.liveActivityCountQuery(visitId: visitId)])
+            alsoRun: [
+                environment.tokens.liveActivityCountQuery(visitId: visitId), ChannelStore.visitChannelsQuery(visitId: visitId),
+            ])
     }
 
     private static func answer(_ result: VisitCommandResult) throws -> Answer {
         let live = try TokenRegistry.liveActivityCount(result.alsoRows[0])
+        let channels = try LiveVisitsAPI.channels(try ChannelStore.visitChannels(result.alsoRows[1]))
         return answer(
-            result, body: VisitReadModel.body(view: result.view, liveActivities: live), etag: "\"\(result.state.version)\"")
+            result, body: VisitReadModel.body(view: result.view, liveActivities: live, channels: channels),
+            etag: "\"\(result.state.version)\"")
+    }
+
+    /// The visit's channels as its answer lists them.
+    static func channels(_ list: [(channelId: String, environment: String)]) -> [VisitReadModel.Channel] {
+        list.map { VisitReadModel.Channel(channelId: $0.channelId, environment: $0.environment) }
     }
 
     /// A command's 201 with the body and ETag it gives, and what it left for the followers and workers.
@@ -154,7 +163,9 @@ extension LiveVisitsAPI {
                     LiveVisitsAPI.maySee(caller, customerId: row.customerId, technicianId: row.technicianId)
                 else { throw APIError.notFound("visit") }
                 let live = try environment.tokens.liveActivityCount(visitId: visitId, on: c)
-                return Answer(status: 200, body: row.body(liveActivities: live), etag: "\"\(row.version)\"")
+                let channels = LiveVisitsAPI.channels(try ChannelStore.visitChannels(visitId: visitId, on: c))
+                return Answer(
+                    status: 200, body: row.body(liveActivities: live, channels: channels), etag: "\"\(row.version)\"")
             }
         }
         return answer.response
@@ -231,7 +242,10 @@ extension LiveVisitsAPI {
                 let shown = rows.prefix(page.limit)
                 var items: [String] = []
                 for row in shown {
-                    items.append(row.body(liveActivities: try environment.tokens.liveActivityCount(visitId: row.visitId, on: c)))
+                    items.append(
+                        row.body(
+                            liveActivities: try environment.tokens.liveActivityCount(visitId: row.visitId, on: c),
+                            channels: LiveVisitsAPI.channels(try ChannelStore.visitChannels(visitId: row.visitId, on: c))))
                 }
                 let next =
                     rows.count > page.limit ? shown.last.map { LiveVisitsAPI.encodeCursor($0.scheduledAt, $0.booked) } : nil

@@ -81,6 +81,7 @@ public struct LiveVisitsAPI: Sendable {
         }
         addVisitRoutes(to: &router)
         addDeviceRoutes(to: &router)
+        addChannelRoutes(to: &router)
         addKeyRoutes(to: &router)
         addOpsRoutes(to: &router)
         addCustomerRoutes(to: &router)

@@ -38,4 +38,7 @@ struct ClaimedDelivery: Sendable, Hashable {
     var visitHasLiveActivity: Bool
     /// For a start of unknown outcome: a Live Activity of the visit registered since.
     var activityRegisteredSinceUnknown: Bool
+
+    /// A broadcast to one of the visit's channels (contract §7): `pushToken` holds the channel's id.
+    var isChannel: Bool { target.hasPrefix("channel[") }
 }

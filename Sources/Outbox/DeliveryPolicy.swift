@@ -16,7 +16,7 @@ enum DeliveryPolicy {
             .finish(DeliveryCompletion(id: d.id, state: state, reason: reason))
         }
         guard let token = d.pushToken, let environment = d.environment, !d.tokenRetired else {
-            return finish(.cancelled, "token retired")
+            return finish(.cancelled, d.isChannel ? "channel forgotten" : "token retired")
         }
         // An ordinary notification is what a device with Live Activities off gets (contract §9).
         guard d.liveActivitiesEnabled || d.kind == .alert else { return finish(.cancelled, "live activities switched off") }
@@ -62,6 +62,12 @@ enum DeliveryPolicy {
             expiration = max(stale, sentAt + after)
         default:
             expiration = sentAt + (d.expiresAfterSending ?? configuration.startEndExpirationSeconds)
+        }
+        if d.isChannel {
+            return .send(
+                OutgoingPush(
+                    channelId: token, environment: environment, priority: priority, expiration: expiration, apnsId: d.apnsId,
+                    body: d.body))
         }
         return .send(
             OutgoingPush(

@@ -132,6 +132,12 @@ public final class Outbox: Sendable {
                 WHERE la.visit_id = \(intent.visitId) AND la.retired_at_ms IS NULL
                   AND COALESCE(p.live_activities_enabled, true)
                   AND (\(activity)::text IS NULL OR la.activity_id = \(activity))
+                UNION ALL
+                -- Contract §7: every state change of the visit also goes once to each of its broadcast
+                -- channels (a target like any other: superseding, "never after an end", budget per channel).
+                SELECT ch.target, NULL::text, NULL::text
+                FROM channels ch
+                WHERE \(activity)::text IS NULL AND ch.visit_id = \(intent.visitId) AND ch.state = 'active'
                 """
         case .pushToStartTokens, .pushToStartDevice, .renewalStart:
             var device: String? = nil

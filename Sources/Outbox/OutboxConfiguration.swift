@@ -45,6 +45,17 @@ public struct OutboxConfiguration: Sendable {
     public var activityRenewalSeconds: Double = 27_000
     /// How often a worker looks for activities due for renewal.
     public var renewalIntervalSeconds: Double = 60
+    /// A broadcast channel is deleted at APNs this long after its visit's `end` broadcast was acknowledged
+    /// (the rules' `channels.deleteAfterEndSeconds`; contract §7).
+    public var channelDeleteAfterEndSeconds: Double = 3600
+    /// How often a worker looks for channels due for deletion (and retries failed deletes).
+    public var channelDeleteIntervalSeconds: Double = 5
+    /// How often each worker reconciles the fleet's channels with APNs (one worker at a time).
+    public var channelReconcileIntervalSeconds: Double = 600
+    /// A channel creation claimed longer ago than this without an id is taken as abandoned (its process
+    /// died between claiming and storing): another request may claim it again, and reconciliation may
+    /// delete what APNs created for it.
+    public var channelCreationTimeoutSeconds: Double = 30
 
     public init() {}
 }

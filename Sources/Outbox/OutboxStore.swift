@@ -228,6 +228,12 @@ public struct OutboxStore: Sendable {
                 SELECT n.push_token, n.environment, n.registered_at_ms, n.retired_at_ms, NULL::bigint, NULL::text
                 FROM notification_tokens n
                 WHERE c.kind = 'alert' AND n.customer_id = c.customer_id AND n.device_id = c.device_id
+                UNION ALL
+                -- A broadcast channel's id stands where a token does (contract §7); a forgotten channel has no row.
+                SELECT ch.channel_id, ch.environment, NULL::bigint, NULL::bigint, NULL::bigint, NULL::text
+                FROM channels ch
+                WHERE c.kind IN ('update', 'end') AND c.activity_id IS NULL AND ch.visit_id = c.visit_id
+                  AND ch.target = c.target AND ch.channel_id IS NOT NULL
                 LIMIT 1
             ) tok ON true
             LEFT JOIN LATERAL (

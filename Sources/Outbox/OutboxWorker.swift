@@ -280,6 +280,7 @@ public final class OutboxWorker: Service {
             }
         }
         record(completions, sent: batch.sent, completedIds: done)
+        try await channelsEnded(batch.sent, completedIds: done)
     }
 
     /// Settles the batches a lost connection left unrecorded, oldest first; the first that fails again
@@ -382,6 +383,13 @@ public final class OutboxWorker: Service {
                 var out: [Int64: Bool] = [:]
                 for (s, reason) in dead {
                     let d = s.delivery
+                    if d.isChannel {
+                        // BadChannelId / ChannelNotRegistered (contract §7): forget the channel, no retry.
+                        out[d.id] = try ChannelStore.forget(
+                            target: d.target, channelId: s.push.channelId, reason: s.outcome.failure?.reason ?? reason.rawValue,
+                            now: now, on: connection)
+                        continue
+                    }
                     let holder: TokenRegistry.Holder
                     if d.kind == .start, let device = d.deviceId {
                         holder = .pushToStart(customerId: d.customerId, deviceId: device)
@@ -423,7 +431,18 @@ public final class OutboxWorker: Service {
                     break
                 case .tokenDead(let reason):
                     let wasRetired = retired[s.delivery.id] ?? false
-                    if wasRetired {
+                    if wasRetired && s.delivery.isChannel {
+                        metrics.increment(
+                            "livevisits_channels_forgotten_total",
+                            help: "Broadcast channels forgotten after APNs answered BadChannelId or ChannelNotRegistered.",
+                            labels: ["reason": f.reason])
+                        logger.info(
+                            "broadcast channel forgotten: APNs no longer knows it",
+                            [
+                                "apns.reason": f.reason, "apns.channel_id": s.push.channelId ?? "-",
+                                "outbox.delivery_id": String(s.delivery.id), "visit.id": s.delivery.visitId,
+                            ])
+                    } else if wasRetired {
                         metrics.increment(
                             "livevisits_outbox_tokens_retired_total", help: "Push tokens retired after APNs refused them.",
                             labels: ["reason": f.reason])
@@ -480,6 +499,26 @@ public final class OutboxWorker: Service {
                 "apns.environment": environment, "apns.token": Logger.fingerprint(s.push.deviceToken),
                 "outbox.delivery_id": String(s.delivery.id), "visit.id": s.delivery.visitId,
             ])
+    }
+
+    // MARK: channels
+
+    /// Contract §7: a channel whose `end` broadcast APNs acknowledged is ended, and deleted at APNs
+    /// `channelDeleteAfterEndSeconds` later (by `ChannelMaintenance`). One small statement, only for a batch
+    /// that had such an end; the claim and complete statements are not touched.
+    private func channelsEnded(_ sent: [Sent], completedIds: Set<Int64>) async throws {
+        let targets = sent.filter { s in
+            guard case .accepted = s.outcome else { return false }
+            return s.delivery.isChannel && s.delivery.kind == .end && completedIds.contains(s.delivery.id)
+        }.map(\.delivery.target)
+        guard !targets.isEmpty else { return }
+        let now = clock.now()
+        let after = configuration.channelDeleteAfterEndSeconds
+        try await uncancelled {
+            try await self.pool.withConnection {
+                try ChannelStore.ended(targets: targets, now: now, deleteAfter: after, on: $0)
+            }
+        }
     }
 
     // MARK: leases
@@ -575,6 +614,11 @@ public final class OutboxWorker: Service {
                 result = f.classification.label
             }
             metrics.increment("livevisits_outbox_attempts_total", help: help, labels: ["result": result])
+            if s.delivery.isChannel {
+                metrics.increment(
+                    "livevisits_channel_broadcasts_total", help: "Broadcasts to channels by result.",
+                    labels: ["status": result])
+            }
         }
         for c in completions where completedIds.contains(c.id) && c.state.isFinal {
             metrics.increment(

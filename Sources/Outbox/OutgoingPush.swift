@@ -17,6 +17,8 @@ public struct OutgoingPush: Sendable, Hashable, CustomStringConvertible {
     public var apnsId: String
     /// The JSON payload, sent as given.
     public var body: [UInt8]
+    /// For a broadcast (contract §7): the channel's id (`apns-channel-id`); `deviceToken` is empty then.
+    public var channelId: String?
 
     public init(
         deviceToken: String, environment: PushEnvironment, priority: PushPriority, expiration: Int64, apnsId: String,
@@ -31,6 +33,17 @@ public struct OutgoingPush: Sendable, Hashable, CustomStringConvertible {
         self.body = body
     }
 
+    /// A broadcast to a channel: the update or end a token would get, once for every device following it.
+    public init(
+        channelId: String, environment: PushEnvironment, priority: PushPriority, expiration: Int64, apnsId: String,
+        body: [UInt8]
+    ) {
+        self.init(
+            deviceToken: "", environment: environment, priority: priority, expiration: expiration, apnsId: apnsId,
+            body: body)
+        self.channelId = channelId
+    }
+
     /// `apns-push-type`.
     public enum PushType: String, Sendable, Hashable {
         /// `liveactivity`: a start, update or end of a Live Activity.
@@ -40,7 +53,7 @@ public struct OutgoingPush: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String {
-        "OutgoingPush(\(environment.rawValue), token: \(Logger.fingerprint(deviceToken)), apns-id: \(apnsId), "
+        "OutgoingPush(\(environment.rawValue), \(channelId.map { "channel: " + $0 } ?? "token: " + Logger.fingerprint(deviceToken)), apns-id: \(apnsId), "
             + "priority: \(priority.rawValue), \(body.count) bytes)"
     }
 }

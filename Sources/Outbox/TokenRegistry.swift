@@ -33,6 +33,8 @@ public struct TokenRegistry: Sendable {
         case notForTopic
         /// Renewed at `activityRenewalSeconds` (contract §9): a new activity replaces it; only its end goes to it.
         case renewed
+        /// A broadcast channel APNs no longer knows (`BadChannelId`, `ChannelNotRegistered`): forgotten.
+        case channelGone
     }
 
     /// What a push token is registered for: the two kinds of token share one implementation.

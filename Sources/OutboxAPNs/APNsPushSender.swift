@@ -17,7 +17,13 @@ public struct APNsPushSender: PushSender {
 
     /// The request for a push: a Live Activity push, or an ordinary notification.
     static func request(_ push: OutgoingPush) -> APNsRequest {
-        APNsRequest(
+        if let channel = push.channelId {
+            return .broadcast(
+                channelId: channel, environment: environment(push.environment),
+                priority: push.priority == .immediate ? .immediate : .low, expiration: push.expiration, apnsId: push.apnsId,
+                body: push.body)
+        }
+        return APNsRequest(
             deviceToken: push.deviceToken, environment: environment(push.environment),
             pushType: push.pushType == .alert ? .alert : .liveactivity,
             priority: push.priority == .immediate ? .immediate : .low, expiration: push.expiration, apnsId: push.apnsId,
@@ -54,6 +60,7 @@ public struct APNsPushSender: PushSender {
             switch f.reason {
             case .badDeviceToken?: .tokenDead(.badDeviceToken)
             case .deviceTokenNotForTopic?: .tokenDead(.notForTopic)
+            case .badChannelId?, .channelNotRegistered?: .tokenDead(.channelGone)
             default: .tokenDead(.unregistered)
             }
         }

@@ -35,7 +35,7 @@ public struct RetentionRule: Sendable {
     public static let all: [RetentionRule] = [
         finishedDeliveries, idempotencyRecords,
         retiredTokens(table: "live_activities"), retiredTokens(table: "push_to_start_tokens"),
-        retiredTokens(table: "notification_tokens"), endedVisitActivities,
+        retiredTokens(table: "notification_tokens"), endedVisitActivities, endedVisitChannels,
     ]
 
     /// The final states of a delivery (`deliveries_finished_age` is partial on exactly these).
@@ -122,6 +122,30 @@ public struct RetentionRule: Sendable {
                     RETURNING 1
                 )
                 SELECT count(*) AS live_activities FROM gone
+                """, binds: [String(cutoff), String(settings.batchSize)])
+    }
+
+    /// Every broadcast channel of a visit that ended more than 12 hours ago, but one whose creation is in
+    /// flight. Normally the channel was deleted at APNs an hour after its end and its row went with it; a
+    /// row still here (a deletion that kept failing, an end broadcast that was dead-lettered) goes, and the
+    /// next reconciliation deletes the channel at APNs as an orphan.
+    public static let endedVisitChannels = RetentionRule(name: "channels of ended visits") { settings, now in
+        let cutoff = now - Double(settings.endedVisitTokenHours) * 3_600
+        return PostgresQuery(
+            sql: """
+                WITH old AS (
+                    SELECT c.visit_id, c.environment FROM channels c
+                    JOIN visits v ON v.visit_id = c.visit_id AND v.ended
+                    WHERE c.state <> 'creating'
+                      AND (SELECT extract(epoch FROM e.recorded_at) FROM events e
+                           WHERE e.stream_name = 'visit-' || v.visit_id ORDER BY e.position DESC LIMIT 1) < $1::float8
+                    LIMIT $2::int
+                ), gone AS (
+                    DELETE FROM channels c USING old
+                    WHERE c.visit_id = old.visit_id AND c.environment = old.environment AND c.state <> 'creating'
+                    RETURNING 1
+                )
+                SELECT count(*) AS channels FROM gone
                 """, binds: [String(cutoff), String(settings.batchSize)])
     }
 }

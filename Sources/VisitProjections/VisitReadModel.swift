@@ -1,5 +1,6 @@
 import EventStore
 import Foundation
+import JSON
 import Postgres
 import VisitDomain
 
@@ -54,18 +55,33 @@ public struct VisitReadModel: Sendable {
         public let view: String
 
         /// The response body of `GET /v1/visits/{id}`.
-        public func body(liveActivities: Int) -> String {
-            VisitReadModel.body(view: view, liveActivities: liveActivities)
+        public func body(liveActivities: Int, channels: [VisitReadModel.Channel] = []) -> String {
+            VisitReadModel.body(view: view, liveActivities: liveActivities, channels: channels)
         }
     }
 
     /// A visit's response body: its stored view text with `liveActivities` added.
     /// Its SQL twin, for an answer stored in the writing transaction itself, is
     /// `IdempotencyStore.storeVisitAnswerStatement` (`IdempotencyStoreTests` pins the two byte for byte).
-    public static func body(view: String, liveActivities: Int) -> String {
+    public static func body(view: String, liveActivities: Int, channels: [Channel] = []) -> String {
         // On every visit answer: drop the closing brace as a byte, not by walking the String's characters.
         guard view.utf8.last == UInt8(ascii: "}") else { return view }
-        return String(decoding: view.utf8.dropLast(), as: UTF8.self) + ",\"liveActivities\":\(liveActivities)}"
+        let list = JSONValue.array(
+            channels.map {
+                .object([JSONMember("channelId", .string($0.channelId)), JSONMember("environment", .string($0.environment))])
+            })
+        return String(decoding: view.utf8.dropLast(), as: UTF8.self) + ",\"liveActivities\":\(liveActivities)"
+            + ",\"channels\":" + list.serializedString() + "}"
+    }
+
+    /// A broadcast channel of the visit as its answer lists it (contract §7), by environment.
+    public struct Channel: Sendable, Hashable {
+        public var channelId: String
+        public var environment: String
+        public init(channelId: String, environment: String) {
+            self.channelId = channelId
+            self.environment = environment
+        }
     }
 
     /// The view text stored for a state: the contract's JSON with `liveActivities` left for read time.

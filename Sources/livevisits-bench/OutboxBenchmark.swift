@@ -269,7 +269,7 @@ enum OutboxBenchmark {
     }
 
     /// A throwaway ES256 key from the openssl command (PKCS#8 PEM, as Apple's .p8 files are).
-    private static func generateP256Key() throws -> [UInt8] {
+    static func generateP256Key() throws -> [UInt8] {
         let outcome = try ChildProcess(
             "/bin/sh", ["-c", "openssl ecparam -name prime256v1 -genkey -noout | openssl pkcs8 -topk8 -nocrypt"]
         ).runBlocking()

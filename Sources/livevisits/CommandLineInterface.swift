@@ -23,6 +23,7 @@ enum CommandLineInterface {
                 "keys", "create --role ROLE [--subject ID] | revoke KEY_ID | rotate-personal-data [--new-key-file PATH]",
                 "mint or revoke an API key; rewrap the customers' data keys"),
             .init("outbox", "list [--state STATE] [--limit N] | retry ID", "inspect and requeue deliveries"),
+            .init("channels", "list | reconcile", "the broadcast channels the product owns; reconcile them with APNs"),
             .init("prune", "", "apply the retention rules once and print what went"),
             .init("apns-sim", "[options]", "a local APNs simulator (HTTP/2 over TLS)"),
             .init("demo", "[--keep-running]", "a whole visit, end to end, on a private cluster"),
@@ -38,6 +39,7 @@ enum CommandLineInterface {
             case "worker": try await ServeCommand.run(rest, parts: .worker)
             case "keys": try await KeysCommand.run(rest)
             case "outbox": try await OutboxCommand.run(rest)
+            case "channels": try await ChannelsCommand.run(rest)
             case "prune": try await PruneCommand.run(rest)
             case "apns-sim": try await APNsSimCommand.run(rest)
             case "demo": try await DemoCommand.run(rest)

@@ -97,6 +97,12 @@ struct Configuration {
         return value
     }
 
+    /// `LIVEVISITS_MAX_CHANNELS`: broadcast channels the fleet keeps per environment at most (contract §7;
+    /// Apple allows 10,000).
+    func maximumChannels() throws -> Int {
+        try wholeNumber("LIVEVISITS_MAX_CHANNELS", in: 0...10_000) ?? 9500
+    }
+
     /// `LIVEVISITS_HTTP_THREADS`: libmicrohttpd's polling threads, else one per two cores (at least one).
     /// They only read, parse and write — handlers wait elsewhere — so a few go far: on 2 cores one thread
     /// costs less CPU per request than two (`livevisits-bench api`: fewer context switches), and the cores

@@ -129,6 +129,7 @@ enum DemoCommand {
             "LIVEVISITS_DATABASE_URL": databaseURL,
             "LIVEVISITS_HTTP_ADDR": "127.0.0.1:\(port)",
             "LIVEVISITS_APNS_URL": endpoint.url,
+            "LIVEVISITS_APNS_CHANNELS_URL": endpoint.channelsURL,
             "LIVEVISITS_APNS_CA_FILE": endpoint.caFile,
             "LIVEVISITS_APNS_KEY_FILE": keyFile,
             "LIVEVISITS_APNS_KEY_ID": keyId,

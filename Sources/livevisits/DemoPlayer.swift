@@ -39,7 +39,17 @@ struct DemoPlayer: Sendable {
         for (index, step) in steps.enumerated() {
             try Task.checkCancellation()
             DemoCommand.progress("[\(index + 1)/\(steps.count)] \(step.actor) \(step.description) — \(step.method) \(step.path)")
-            try await client.send(step.method, step.path, key: step.key, body: step.body, expect: step.expect)
+            let answer = try await client.send(step.method, step.path, key: step.key, body: step.body, expect: step.expect)
+            if step.answersChannel {
+                guard let id = answer["channelId"]?.stringValue else {
+                    throw CommandFailure("PUT …/channel answered no channelId")
+                }
+                guard scenario.channels.all.isEmpty || scenario.channels.contains(id) else {
+                    throw CommandFailure("a second PUT …/channel answered another channel id")
+                }
+                scenario.channels.insert(id)
+                DemoCommand.progress("    channel \(id): the app starts its activity with pushType: .channel(\"\(id)\")")
+            }
             for push in step.pushes {
                 expectedCount[push.device, default: 0] += 1
                 try await waitForPush(to: push.device, count: expectedCount[push.device]!, timeout: pushTimeout)

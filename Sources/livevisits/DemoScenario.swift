@@ -1,13 +1,17 @@
 import APNsSimulator
 import Foundation
 import JSON
+import Synchronization
 
 /// The two visits the demo plays through the HTTP API, step by step, and the pushes each step must make
 /// APNs receive. Visit A is followed from booking to completion by a customer whose iPhone registered a
 /// push-to-start token; visit B's customer started the Live Activity in the app and registers its update
 /// token; B is cancelled. The demo's rules (`DemoCommand.demoRules`) show contract §8 and §9 at work: A's
 /// distance updates are coalesced, A's second alert is over its priority-10 allowance of 1 and goes at 5,
-/// and customer B's iPad, with Live Activities off, gets ordinary notifications instead.
+/// and customer B's iPad, with Live Activities off, gets ordinary notifications instead. Visit B is also
+/// followed through a broadcast channel (contract §7) by two more devices of the household (a second iPhone
+/// and the kitchen iPad): both ask for the visit's channel, get the same id, and B's en-route update and
+/// its end each reach them as one broadcast.
 struct DemoScenario: Sendable {
     /// Which simulated device a push went to.
     enum Device: String, Sendable {
@@ -16,6 +20,16 @@ struct DemoScenario: Sendable {
         case activityB = "activity-B"
         /// Customer B's iPad: Live Activities off, an ordinary notification token.
         case notificationB = "notification-B"
+        /// Visit B's broadcast channel, followed by two devices of the household.
+        case channelB = "channel-B"
+    }
+
+    /// The channel ids this run's `PUT …/channel` steps answered (filled while the demo plays).
+    final class Channels: Sendable {
+        private let ids = Mutex<Set<String>>([])
+        func insert(_ id: String) { _ = ids.withLock { $0.insert(id) } }
+        func contains(_ id: String) -> Bool { ids.withLock { $0.contains(id) } }
+        var all: Set<String> { ids.withLock { $0 } }
     }
 
     /// The end's dismissal the contract implies.
@@ -47,9 +61,14 @@ struct DemoScenario: Sendable {
         var push: ExpectedPush?
         /// A second push the step causes on another device (a fallback notification).
         var alsoPush: ExpectedPush? = nil
+        /// A broadcast the step causes on the visit's channel.
+        var broadcast: ExpectedPush? = nil
+        /// The step asks for a visit's channel: its answer's `channelId` is this run's (and must equal the
+        /// ones before it).
+        var answersChannel = false
 
         /// The pushes the step must cause.
-        var pushes: [ExpectedPush] { [push, alsoPush].compactMap { $0 } }
+        var pushes: [ExpectedPush] { [push, alsoPush, broadcast].compactMap { $0 } }
     }
 
     let run: String
@@ -61,6 +80,7 @@ struct DemoScenario: Sendable {
     let deviceId = "iphone-1"
     let tabletId = "ipad-b"
     let tokens: [Device: String]
+    let channels = Channels()
 
     init() {
         let run = String(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(8)).lowercased()
@@ -77,6 +97,11 @@ struct DemoScenario: Sendable {
 
     /// The device a recorded push went to, when it is one of this run's.
     func device(of delivery: SimulatedDelivery) -> Device? {
+        if delivery.path.hasPrefix("/4/broadcasts/"), let channel = delivery.header("apns-channel-id"),
+            channels.contains(channel)
+        {
+            return .channelB
+        }
         guard let token = delivery.deviceToken else { return nil }
         return tokens.first { $0.value == token }?.key
     }
@@ -172,13 +197,29 @@ struct DemoScenario: Sendable {
                 method: "PUT", path: "/v1/visits/\(visitB)/live-activities/la-\(run)-b", key: customerBKey,
                 body: ["pushToken": .string(tokens[.activityB]!), "environment": "sandbox", "version": 1], expect: 204, push: nil),
             Step(
+                actor: "customer B", description: "a second iPhone asks for visit \(visitB)'s broadcast channel (iOS 18)",
+                method: "PUT", path: "/v1/visits/\(visitB)/channel", key: customerBKey, body: ["environment": "sandbox"],
+                expect: 200, push: nil, answersChannel: true),
+            Step(
+                actor: "customer B", description: "the kitchen iPad asks too: the same channel, no second create",
+                method: "PUT", path: "/v1/visits/\(visitB)/channel", key: customerBKey, body: ["environment": "sandbox"],
+                expect: 200, push: nil, answersChannel: true),
+            Step(
+                actor: "technician", description: "is en route to visit \(visitB) (one broadcast reaches both devices)",
+                method: "POST", path: "/v1/visits/\(visitB)/events", key: technician, body: event("enRoute"), expect: 201,
+                push: ExpectedPush(device: .activityB, event: "update", status: "enRoute", priority: "5", hasAlert: false),
+                broadcast: ExpectedPush(device: .channelB, event: "update", status: "enRoute", priority: "5", hasAlert: false)),
+            Step(
                 actor: "dispatcher", description: "cancels visit \(visitB)", method: "POST",
                 path: "/v1/visits/\(visitB)/events", key: dispatcher,
                 body: event("cancelled", ["reason": "Customer rescheduled"]), expect: 201,
                 push: ExpectedPush(
                     device: .activityB, event: "end", status: "cancelled", priority: "10", hasAlert: false,
                     dismissal: .immediate),
-                alsoPush: notification("cancelled")),
+                alsoPush: notification("cancelled"),
+                broadcast: ExpectedPush(
+                    device: .channelB, event: "end", status: "cancelled", priority: "10", hasAlert: false,
+                    dismissal: .immediate)),
         ]
     }
 }

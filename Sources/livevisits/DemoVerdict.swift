@@ -88,7 +88,9 @@ struct DemoVerdict {
                 "status": .number(Double(delivery.status)),
                 "timestamp": whole("timestamp"),
                 "topic": header("apns-topic"),
-                "visitId": .string(device == .activityB || device == .notificationB ? scenario.visitB : scenario.visitA),
+                "visitId": .string(
+                    device == .activityB || device == .notificationB || device == .channelB ? scenario.visitB : scenario.visitA),
+                "channelId": header("apns-channel-id"),
             ]
         }
         let summary: JSONValue = [

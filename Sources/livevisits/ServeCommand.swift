@@ -96,11 +96,13 @@ enum ServeCommand {
         outboxConfiguration.priority10PerHour = rules.budget.priority10PerHour
         outboxConfiguration.priority10PerHourFrequent = rules.budget.priority10PerHourFrequent
         outboxConfiguration.activityRenewalSeconds = Double(rules.activityRenewalSeconds)
-        let outbox = Outbox(pool: pool, configuration: outboxConfiguration, clock: clock)
         var transport: [any Service] = []
         var intake: [any Service] = []
 
-        if parts.contains(.worker) {
+        // One APNs client per process: the worker's pushes and, for the API, channel creation (contract §7).
+        // An API without the APNs variables still serves; its `PUT …/channel` answers 503.
+        var client: APNsClient?
+        if parts.contains(.worker) || configuration.environment["LIVEVISITS_APNS_KEY_FILE"] != nil {
             let apns: APNsConfiguration
             do {
                 apns = try APNsConfiguration.fromEnvironment(configuration.environment)
@@ -108,23 +110,35 @@ enum ServeCommand {
                 throw ConfigurationError(error.message)
             }
             let signer = apns.signer
-            let client = APNsClient(
+            let made = APNsClient(
                 configuration: apns,
                 tokenStore: PostgresProviderTokenStore(pool: pool, teamId: signer.teamId, keyId: signer.keyId), clock: clock)
+            transport.append(made)
+            client = made
+        }
+        let channelService = client.map { APNsChannelService(client: $0) }
+        let maximumChannels = try configuration.maximumChannels()
+        outboxConfiguration.channelDeleteAfterEndSeconds = Double(rules.channelDeleteAfterEndSeconds)
+        let outbox = Outbox(pool: pool, configuration: outboxConfiguration, clock: clock)
+        if parts.contains(.worker), let client, let channelService {
             let worker = OutboxWorker(
                 pool: pool, sender: SealedPushSender(inner: APNsPushSender(client: client), keys: personalData, pool: pool),
                 configuration: outboxConfiguration, clock: clock,
                 renewer: ActivityRenewals(rules: rules))
-            transport.append(client)
-            intake += [worker.listener(url: listenURL), worker]
+            let channels = ChannelMaintenance(
+                lifecycle: ChannelLifecycle(
+                    pool: pool, service: channelService, configuration: outboxConfiguration, clock: clock),
+                clock: clock)
+            intake += [worker.listener(url: listenURL), worker, channels]
             // Retention (contract §10): hourly, one pass at a time across the fleet (Prune's advisory lock).
             intake.append(PrunePass(prune: Prune(pool: pool, settings: retention, clock: clock)))
-            logger.info("outbox worker configured", ["apns.topic": apns.topic])
+            logger.info("outbox worker configured", ["apns.topic": client.configuration.topic])
         }
         if parts.contains(.api) {
             let readModel = try VisitReadModel(projectionsDirectory: configuration.projectionsDirectory, rules: rules)
             let environment = APIEnvironment(
-                pool: pool, readModel: readModel, outbox: outbox, migrator: migrator, clock: clock, personalData: personalData)
+                pool: pool, readModel: readModel, outbox: outbox, migrator: migrator, clock: clock, personalData: personalData,
+                channelService: channelService, maximumChannels: maximumChannels)
             let api = LiveVisitsAPI(environment: environment)
             let threads = try configuration.httpThreads()
             let server: HTTPServer
@@ -139,6 +153,7 @@ enum ServeCommand {
             announce("livevisits API listening on http://\(server.address)")
         }
         OutboxStore(pool: pool, clock: clock).registerDepthCollector()
+        ChannelStore(pool: pool, clock: clock).registerCollector()
         SnapshotHorizonMetric(store: EventStore(pool: pool)).install()
         ProjectionLagMetric(pool: pool, synchronousProjections: [VisitReadModel.name]).install()
         return ServiceGroup(stages: [transport, intake], logger: logger)

@@ -34,6 +34,7 @@ struct SimulatedAPNs {
     ) throws -> APNsConfiguration {
         try APNsConfiguration.fromEnvironment([
             "LIVEVISITS_APNS_URL": endpoint.url,
+            "LIVEVISITS_APNS_CHANNELS_URL": endpoint.channelsURL,
             "LIVEVISITS_APNS_CA_FILE": endpoint.caFile,
             "LIVEVISITS_APNS_KEY_FILE": (signingKey ?? key).keyFile,
             "LIVEVISITS_APNS_KEY_ID": keyId,

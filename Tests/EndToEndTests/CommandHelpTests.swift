@@ -38,7 +38,7 @@ import Testing
         let checked = try await Self.checkHelp(try await BuiltProduct.livevisits(), program: "livevisits", [])
         for command in [
             "livevisits replay", "livevisits serve", "livevisits keys create", "livevisits outbox retry", "livevisits apns-sim",
-            "livevisits demo",
+            "livevisits demo", "livevisits channels list", "livevisits channels reconcile",
         ] {
             #expect(checked.contains(command), "\(command) was not among the commands checked: \(checked)")
         }
@@ -49,7 +49,9 @@ import Testing
 
     @Test func everyBenchmarkAnswersHelp() async throws {
         let checked = try await Self.checkHelp(try await BuiltProduct.path("livevisits-bench"), program: "livevisits-bench", [])
-        for benchmark in ["api", "apns", "append", "outbox", "pipeline", "replay", "scale"] {
+        for benchmark in [
+            "api", "apns", "append", "channels", "outbox", "personal-data", "pipeline", "prune", "replay", "scale",
+        ] {
             #expect(checked.contains("livevisits-bench \(benchmark)"), "\(checked)")
         }
     }

@@ -14,7 +14,7 @@ import Testing
 
         let outcome = try await Subprocess.run(livevisits, ["demo", "--dir", folder.path, "--record", record.path])
         #expect(outcome.status == 0, "demo failed: \(outcome.stderr.suffix(2000))")
-        #expect(outcome.stdout.components(separatedBy: "APNs ←").count - 1 == 11, "one printed line per push")
+        #expect(outcome.stdout.components(separatedBy: "APNs ←").count - 1 == 14, "one printed line per push")
         #expect(outcome.stdout.contains("stopped the PostgreSQL cluster"), "the demo stops the cluster it started")
         #expect(outcome.stdout.contains("livevisits demo --keep-running"))
 
@@ -28,13 +28,26 @@ import Testing
         func events(_ kind: String) -> [[String: Any]] { deliveries.filter { $0["event"] as? String == kind } }
         func contentState(_ push: [String: Any]) -> [String: Any] { push["contentState"] as? [String: Any] ?? [:] }
         #expect(deliveries.allSatisfy { $0["status"] as? Int == 200 })
-        let activityPushes = deliveries.filter { $0["device"] as? String != "notification-B" }
+        let activityPushes = deliveries.filter {
+            $0["device"] as? String != "notification-B" && $0["device"] as? String != "channel-B"
+        }
         #expect(activityPushes.allSatisfy { $0["pushType"] as? String == "liveactivity" })
         #expect(activityPushes.allSatisfy { $0["topic"] as? String == "com.example.fieldservice.push-type.liveactivity" })
         #expect(events("start").count == 1)
-        #expect(events("update").count == 6)
-        #expect(events("end").count == 2)
-        #expect(deliveries.count == 11)
+        #expect(events("update").count == 8)
+        #expect(events("end").count == 3)
+        #expect(deliveries.count == 14)
+
+        // Contract §7: visit B is also followed through one broadcast channel by two devices (both asked for
+        // it and got the same id): its en-route update and its end, each once, byte for byte the activity's.
+        let broadcasts = deliveries.filter { $0["device"] as? String == "channel-B" }
+        let activityB = deliveries.filter { $0["device"] as? String == "activity-B" }
+        #expect(broadcasts.map { $0["event"] as? String } == ["update", "end"])
+        #expect(Set(broadcasts.compactMap { $0["channelId"] as? String }).count == 1)
+        #expect(broadcasts.allSatisfy { $0["topic"] is NSNull && $0["pushType"] as? String == "liveactivity" })
+        #expect(broadcasts.map { $0["timestamp"] as? Int } == activityB.map { $0["timestamp"] as? Int })
+        #expect(broadcasts.map { contentState($0) as NSDictionary } == activityB.map { contentState($0) as NSDictionary })
+        #expect(outcome.stdout.contains("pushType: .channel("))
 
         // Contract §9: customer B's iPad has Live Activities off and gets ordinary notifications.
         let notifications = events("alert")
@@ -49,7 +62,7 @@ import Testing
         #expect(start["priority"] as? Int == 10)
         #expect(start["alertTitle"] as? String == "Visit booked")
 
-        let updates = events("update")
+        let updates = events("update").filter { $0["visitId"] as? String == completed }
         #expect(
             updates.map { contentState($0)["status"] as? String ?? "?" }
                 == ["enRoute", "enRoute", "enRoute", "nearby", "onSite", "finishing"])
@@ -59,7 +72,7 @@ import Testing
         // The demo's allowance is one priority-10 push per hour: onSite's alert goes at 5.
         #expect(updates.map { $0["priority"] as? Int ?? 0 } == [5, 5, 5, 10, 5, 5])
 
-        let ends = events("end")
+        let ends = events("end").filter { $0["device"] as? String != "channel-B" }
         let completedEnd = try #require(ends.first { $0["visitId"] as? String == completed })
         let cancelledEnd = try #require(ends.first { $0["visitId"] as? String == cancelled })
         let completedTimestamp = try #require(completedEnd["timestamp"] as? Int)

@@ -45,5 +45,40 @@ import VisitProjections
             #expect(read.text == (try await api.opened(swift)), "the answer is the stored body, opened")
             #expect(!swift.contains("Boiler check"), "the stored body holds the personal fields sealed")
         }
+        // With broadcast channels (contract §7): both environments, base64 ids with '/', '+' and '=', and a
+        // creation still in flight (no id: not listed).
+        try await api.pool.withConnection { c in
+            for (environment, channel) in [("sandbox", "ab/c+d=="), ("production", "Zm9v/+==")] {
+                _ = try c.query(
+                    """
+                    INSERT INTO channels (visit_id, environment, customer_id, target, channel_id, state, claimed_at)
+                    VALUES (\(id), \(environment), \(customer), \("t-" + environment), \(channel), 'active', 0)
+                    """)
+            }
+            _ = try c.query(
+                """
+                INSERT INTO channels (visit_id, environment, customer_id, target, state, claimed_at)
+                VALUES (\(id + "-other"), 'sandbox', \(customer), 'creating-target', 'creating', 0)
+                """)
+        }
+        let (row, stored) = try await api.pool.withConnection { c -> (VisitReadModel.Row?, PostgresRow?) in
+            let scope = IdempotencyScope(keyId: "pin", route: "POST /pin", key: "k-\(id)-channels")
+            return (
+                try VisitReadModel.row(visitId: id, on: c),
+                try c.query(IdempotencyStore.storeVisitAnswerStatement(scope, requestBody: "{}", visitId: id)).first
+            )
+        }
+        let swift = try #require(row).body(
+            liveActivities: 2,
+            channels: [
+                VisitReadModel.Channel(channelId: "Zm9v/+==", environment: "production"),
+                VisitReadModel.Channel(channelId: "ab/c+d==", environment: "sandbox"),
+            ])
+        #expect(stored?["response_body"].map { Array($0.utf8) } == Array(swift.utf8))
+        #expect(try await api.call("GET", "/v1/visits/\(id)", key: api.dispatcher).text == (try await api.opened(swift)))
+        #expect(
+            swift.hasSuffix(
+                #""channels":[{"channelId":"Zm9v/+==","environment":"production"},{"channelId":"ab/c+d==","environment":"sandbox"}]}"#
+            ))
     }
 }

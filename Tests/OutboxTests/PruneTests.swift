@@ -89,6 +89,16 @@ import Testing
                     VALUES (\(visit), 'c-1', 't-1', 'completed', \(ended), 1, \(Int64(at)), '{}', '{}')
                     """)
             }
+            // Channels: an ended visit's (13 h ago) goes, except one still being created; a visit that
+            // ended lately keeps its channel.
+            try c.execute(
+                script: """
+                    INSERT INTO channels (visit_id, environment, customer_id, target, channel_id, state, claimed_at)
+                    VALUES ('v-ended-long', 'sandbox', 'c-1', 'channel:a', 'ch-a', 'ended', \(now)),
+                           ('v-ended-long', 'production', 'c-1', 'channel:b', NULL, 'creating', \(now)),
+                           ('v-ended-lately', 'sandbox', 'c-1', 'channel:c', 'ch-c', 'ended', \(now)),
+                           ('v-live', 'sandbox', 'c-1', 'channel:d', 'ch-d', 'active', \(now));
+                    """)
             return ids
         }
         let metrics = Metrics()
@@ -101,6 +111,7 @@ import Testing
         #expect(printed["live_activities"] == 2, "one retired long ago, one of the visit that ended 13 h ago")
         #expect(printed["push_to_start_tokens"] == 1)
         #expect(printed["notification_tokens"] == 0, "every table is printed, 0 included")
+        #expect(printed["channels"] == 1, "the ended visit's channel, not the one being created")
         #expect(report.lines.contains("prune: deliveries 2"))
         #expect(metrics.value("livevisits_pruned_rows_total", labels: ["table": "delivery_attempts"]) == 5)
 
@@ -112,9 +123,11 @@ import Testing
                 try c.query("SELECT visit_id || '/' || activity_id AS a FROM live_activities ORDER BY 1").rows.map {
                     try $0.string("a")
                 },
-                try c.query("SELECT count(*) AS n FROM events").first!.int("n")
+                try c.query("SELECT count(*) AS n FROM events").first!.int("n"),
+                try c.query("SELECT target FROM channels ORDER BY 1").rows.map { try $0.string("target") }
             )
         }
+        #expect(left.5 == ["channel:b", "channel:c", "channel:d"])
         #expect(left.0 == [ids["freshSent"]!, ids["oldPending"]!, ids["oldSending"]!].sorted())
         #expect(left.1 == 3, "the attempts of the three deliveries that stay")
         #expect(left.2 == ["fresh"])

@@ -35,6 +35,7 @@ struct WorkerProcess {
         environment["LIVEVISITS_DATABASE_URL"] = databaseURL
         environment["LIVEVISITS_MIGRATIONS_DIR"] = TestDatabase.migrationsDirectory.path
         environment["LIVEVISITS_APNS_URL"] = endpoint.url
+        environment["LIVEVISITS_APNS_CHANNELS_URL"] = endpoint.channelsURL
         environment["LIVEVISITS_APNS_CA_FILE"] = endpoint.caFile
         environment["LIVEVISITS_APNS_KEY_FILE"] = keyFile
         environment["LIVEVISITS_APNS_KEY_ID"] = "KEY1234567"

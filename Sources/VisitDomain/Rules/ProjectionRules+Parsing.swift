@@ -19,7 +19,7 @@ extension ProjectionRules {
     static func parse(document: JSONObjectReader) throws(FieldProblem) -> ProjectionRules {
         try document.rejectUnknown(allowed: [
             "comment", "schemaVersion", "statuses", "priorities", "startEndExpirationSeconds", "start",
-            "maximumPushBytes", "budget", "progressIntervalSeconds", "activityRenewalSeconds",
+            "maximumPushBytes", "budget", "progressIntervalSeconds", "activityRenewalSeconds", "channels",
         ])
         let schemaVersion = try document.integer("schemaVersion")
         guard schemaVersion == 1 else { throw document.invalid("schemaVersion", "only version 1 is known") }
@@ -79,6 +79,13 @@ extension ProjectionRules {
                 throw document.invalid("activityRenewalSeconds", "must be positive and under 28800 (iOS's 8 hours)")
             }
             rules.activityRenewalSeconds = seconds
+        }
+        if let channels = try document.optionalObject("channels") {
+            try channels.rejectUnknown(allowed: ["deleteAfterEndSeconds"])
+            if let seconds = try channels.optionalInteger("deleteAfterEndSeconds") {
+                guard seconds >= 0 else { throw channels.invalid("deleteAfterEndSeconds", "must not be negative") }
+                rules.channelDeleteAfterEndSeconds = seconds
+            }
         }
         // The fallback notification is measured at its largest: the longest visit id the API accepts.
         let longestVisitId = String(repeating: "v", count: VisitInputLimits.idBytes)

@@ -30,6 +30,9 @@ public struct ProjectionRules: Sendable, Hashable {
     /// An activity of a still-active visit is renewed (end, then a new start) this long after it began,
     /// before iOS ends it at 8 hours (contract §9).
     public var activityRenewalSeconds: Int
+    /// A visit's broadcast channel is deleted at APNs this long after its `end` broadcast was
+    /// acknowledged (`"channels": {"deleteAfterEndSeconds": N}`, contract §7).
+    public var channelDeleteAfterEndSeconds: Int = 3600
 
     /// Rules from their parts.
     public init(

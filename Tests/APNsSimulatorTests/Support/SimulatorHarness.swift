@@ -97,7 +97,8 @@ struct SimulatorHarness: Sendable {
     /// Sends one request with curl over HTTP/2 and TLS.
     func push(
         token: String = SimulatorHarness.token(), body: String? = SimulatorHarness.updateBody(),
-        headers overrides: [String: String?] = [:], method: String = "POST", path: String? = nil
+        headers overrides: [String: String?] = [:], method: String = "POST", path: String? = nil,
+        baseURL: String? = nil
     ) async throws -> PushResponse {
         var headers = standardHeaders()
         for (name, value) in overrides { headers[name] = value }
@@ -109,7 +110,7 @@ struct SimulatorHarness: Sendable {
             args += ["--data-binary", "@" + TestFiles.write(body, in: dir, name: "body.json")]
         }
         args += ["-D", dir + "/headers", "-o", dir + "/response", "-w", "%{http_code} %{http_version}"]
-        args.append(endpoint.url + (path ?? "/3/device/\(token)"))
+        args.append((baseURL ?? endpoint.url) + (path ?? "/3/device/\(token)"))
         let result = try await ProcessRunner.run("curl", args)
         let parts = result.stdout.split(separator: " ")
         var responseHeaders: [String: String] = [:]

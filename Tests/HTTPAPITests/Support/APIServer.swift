@@ -44,7 +44,9 @@ final class APIServer: Sendable {
         databaseURL: String? = nil, poolSize: Int = 8, acquireTimeoutSeconds: Double? = nil,
         keyCache: APIKeyCache = APIKeyCache(),
         listenForRevocations: Bool = false, clock apiClock: any WallClock = SystemClock(),
-        personalData: PersonalDataKeys = PersonalDataKeys(current: nil)
+        personalData: PersonalDataKeys = PersonalDataKeys(current: nil),
+        channelService: (any ChannelService)? = nil, maximumChannels: Int = ChannelStore.defaultMaximumChannels,
+        outboxConfiguration: OutboxConfiguration = OutboxConfiguration()
     ) async throws -> APIServer {
         let url: String
         if let databaseURL {
@@ -61,10 +63,9 @@ final class APIServer: Sendable {
         // One registry per server, so what its /metrics counts is this test's alone.
         let metrics = Metrics()
         let environment = APIEnvironment(
-            pool: pool, readModel: readModel, outbox: Outbox(pool: pool, clock: apiClock),
+            pool: pool, readModel: readModel, outbox: Outbox(pool: pool, configuration: outboxConfiguration, clock: apiClock),
             migrator: Migrator(directory: TestDatabase.migrationsDirectory), clock: apiClock, keyCache: keyCache,
-            metrics: metrics,
-            personalData: personalData)
+            metrics: metrics, personalData: personalData, channelService: channelService, maximumChannels: maximumChannels)
         let api = LiveVisitsAPI(environment: environment)
         var httpConfiguration = HTTPServerConfiguration(listenAddress: ListenAddress(host: "127.0.0.1", port: 0))
         httpConfiguration.threadCount = 4

@@ -52,6 +52,7 @@ final class Fleet: Sendable {
         environment["LIVEVISITS_MIGRATIONS_DIR"] = TestDatabase.migrationsDirectory.path
         environment["LIVEVISITS_PROJECTIONS_DIR"] = TestDatabase.projectionsDirectory.path
         environment["LIVEVISITS_APNS_URL"] = endpoint.url
+        environment["LIVEVISITS_APNS_CHANNELS_URL"] = endpoint.channelsURL
         environment["LIVEVISITS_APNS_CA_FILE"] = endpoint.caFile
         environment["LIVEVISITS_APNS_KEY_FILE"] = keyFile
         environment["LIVEVISITS_APNS_KEY_ID"] = "KEY1234567"

@@ -87,6 +87,10 @@ import Testing
             path: ["activityRenewalSeconds"], value: .number(28_800),
             message: "activityRenewalSeconds: must be positive and under 28800 (iOS's 8 hours)"),
         Case(
+            path: ["channels", "deleteAfterEndSeconds"], value: .number(-1),
+            message: "channels.deleteAfterEndSeconds: must not be negative"),
+        Case(path: ["channels", "limit"], value: .number(3), message: "channels.limit: unknown field"),
+        Case(
             path: ["statuses", "nearby", "fallbackAlert", "body"], value: .number(1),
             message: "statuses.nearby.fallbackAlert.body: expected a string, got a number"),
         Case(
@@ -106,6 +110,13 @@ import Testing
         }
     }
 
+    @Test func channelsDeleteAfterEndSecondsIsReadWithItsDefault() throws {
+        #expect(try ProjectionRules.parse(Self.shipped.serialized()).channelDeleteAfterEndSeconds == 3600)
+        var json = Self.shipped
+        json.replace(["channels", "deleteAfterEndSeconds"], with: .number(120))
+        #expect(try ProjectionRules.parse(json.serialized()).channelDeleteAfterEndSeconds == 120)
+    }
+
     @Test func malformedFiles() {
         do {
             _ = try ProjectionRules.parse(Array("{statuses".utf8))
@@ -119,7 +130,7 @@ import Testing
         var json = Self.shipped
         for key in [
             "priorities", "startEndExpirationSeconds", "start", "maximumPushBytes", "comment", "budget",
-            "progressIntervalSeconds", "activityRenewalSeconds",
+            "progressIntervalSeconds", "activityRenewalSeconds", "channels",
         ] {
             json.replace([key], with: nil)
         }
