@@ -29,13 +29,18 @@ public final class APIEnvironment: Sendable {
     /// The customers' data keys: the command path seals the personal fields under them and every answer
     /// is opened with them on its way out (`LiveVisitsAPI.handler()`).
     public let personalData: PersonalDataKeys
+    /// Data keys recently read for opening answers; used once its `listener(url:)` runs (see
+    /// `PersonalDataKeyCache`).
+    public let dataKeyCache: PersonalDataKeyCache
 
     public init(
         pool: PostgresPool, readModel: VisitReadModel, outbox: Outbox, migrator: Migrator, clock: any WallClock = SystemClock(),
         keyCache: APIKeyCache = APIKeyCache(), metrics: Metrics = .shared,
-        personalData: PersonalDataKeys = PersonalDataKeys(current: nil)
+        personalData: PersonalDataKeys = PersonalDataKeys(current: nil),
+        dataKeyCache: PersonalDataKeyCache = PersonalDataKeyCache()
     ) {
         self.personalData = personalData
+        self.dataKeyCache = dataKeyCache
         self.keyCache = keyCache
         self.metrics = metrics
         self.pool = pool

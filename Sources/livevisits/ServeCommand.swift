@@ -99,6 +99,10 @@ enum ServeCommand {
         let outbox = Outbox(pool: pool, configuration: outboxConfiguration, clock: clock)
         var transport: [any Service] = []
         var intake: [any Service] = []
+        // One cache of unwrapped data keys for the API's answers and the worker's start pushes, used while
+        // its listener hears erasures (Docs/operations.md, "Erasure").
+        let dataKeyCache = PersonalDataKeyCache()
+        intake.append(dataKeyCache.listener(url: listenURL))
 
         if parts.contains(.worker) {
             let apns: APNsConfiguration
@@ -112,7 +116,9 @@ enum ServeCommand {
                 configuration: apns,
                 tokenStore: PostgresProviderTokenStore(pool: pool, teamId: signer.teamId, keyId: signer.keyId), clock: clock)
             let worker = OutboxWorker(
-                pool: pool, sender: SealedPushSender(inner: APNsPushSender(client: client), keys: personalData, pool: pool),
+                pool: pool,
+                sender: SealedPushSender(
+                    inner: APNsPushSender(client: client), keys: personalData, pool: pool, cache: dataKeyCache),
                 configuration: outboxConfiguration, clock: clock,
                 renewer: ActivityRenewals(rules: rules))
             transport.append(client)
@@ -124,7 +130,8 @@ enum ServeCommand {
         if parts.contains(.api) {
             let readModel = try VisitReadModel(projectionsDirectory: configuration.projectionsDirectory, rules: rules)
             let environment = APIEnvironment(
-                pool: pool, readModel: readModel, outbox: outbox, migrator: migrator, clock: clock, personalData: personalData)
+                pool: pool, readModel: readModel, outbox: outbox, migrator: migrator, clock: clock, personalData: personalData,
+                dataKeyCache: dataKeyCache)
             let api = LiveVisitsAPI(environment: environment)
             let threads = try configuration.httpThreads()
             let server: HTTPServer
