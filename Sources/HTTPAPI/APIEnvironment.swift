@@ -33,14 +33,18 @@ public final class APIEnvironment: Sendable {
     /// The customers' data keys: the command path seals the personal fields under them and every answer
     /// is opened with them on its way out (`LiveVisitsAPI.handler()`).
     public let personalData: PersonalDataKeys
+    /// Data keys recently read for opening answers; used once its `listener(url:)` runs (see
+    /// `PersonalDataKeyCache`).
+    public let dataKeyCache: PersonalDataKeyCache
 
     public init(
         pool: PostgresPool, readModel: VisitReadModel, outbox: Outbox, migrator: Migrator, clock: any WallClock = SystemClock(),
         keyCache: APIKeyCache = APIKeyCache(), metrics: Metrics = .shared,
         personalData: PersonalDataKeys = PersonalDataKeys(current: nil), channelService: (any ChannelService)? = nil,
-        maximumChannels: Int = ChannelStore.defaultMaximumChannels
+        maximumChannels: Int = ChannelStore.defaultMaximumChannels, dataKeyCache: PersonalDataKeyCache = PersonalDataKeyCache()
     ) {
         self.personalData = personalData
+        self.dataKeyCache = dataKeyCache
         self.channelService = channelService
         self.channels = ChannelStore(
             pool: pool, configuration: outbox.configuration, maximumChannels: maximumChannels, clock: clock, metrics: metrics)

@@ -25,15 +25,16 @@ extension LiveVisitsAPI {
     /// destroyed (every sealed copy of their name, address and job — events, read model, outbox bodies,
     /// stored answers, backups — is unreadable from now on), their pending deliveries are cancelled, their
     /// tokens (live activities of their visits, push-to-start, notification), device preferences and API
-    /// keys are deleted (the keys' revocation is announced to every process), and a `customerErased` event
+    /// keys are deleted (the keys' revocation and the data key's destruction are announced to every
+    /// process, whose caches drop them), and a `customerErased` event
     /// on `customer-<id>` records who erased them and when — no personal data in it. 204.
     func eraseCustomer(id: String?, caller: Caller) async throws -> HTTPResponse {
         try LiveVisitsAPI.requireOps(caller)
         let customerId = try RequestChecks.id(id, name: "customer")
         let environment = self.environment
         let now = environment.clock.epochSeconds()
-        let revoked = try await mapped {
-            try await environment.pool.withTransaction { c -> [String] in
+        let (revoked, destroyed) = try await mapped {
+            try await environment.pool.withTransaction { c -> ([String], [String]) in
                 let visits = try c.query(
                     "SELECT visit_id, ended FROM visits WHERE customer_id = \(customerId) ORDER BY visit_id FOR UPDATE")
                 if visits.rows.contains(where: { $0["ended"] == "f" }) {
@@ -53,7 +54,8 @@ extension LiveVisitsAPI {
                     ).first?["known"] == "t"
                 guard known || !visits.isEmpty else { throw APIError.notFound("customer") }
                 let visitIds = try visits.rows.map { try $0.string("visit_id") }
-                _ = try PersonalDataKeys.destroy(customerId: customerId, on: c)
+                // Announced on the erasure channel: every process's data-key cache drops it at the commit.
+                let destroyed = try PersonalDataKeys.destroy(customerId: customerId, on: c)
                 let results = try c.pipeline([
                     """
                     UPDATE deliveries SET state = 'cancelled', finished_at = \(now), last_reason = 'customer_erased',
@@ -82,10 +84,11 @@ extension LiveVisitsAPI {
                                 type: "customerErased", data: data,
                                 metadata: EventMetadata(actorRole: caller.role.rawValue, actorSubject: caller.keyId))
                         ], recordedAt: Double(now)), on: c)
-                return try results[5].rows.map { try $0.string("key_id") }
+                return (try results[5].rows.map { try $0.string("key_id") }, destroyed)
             }
         }
         for keyId in revoked { environment.keyCache.forget(keyId) }
+        for keyId in destroyed { environment.dataKeyCache.forget(keyId) }
         environment.store.eventsCommitted(count: 1)
         logger.info("customer erased", ["customer.id": customerId, "actor.key_id": caller.keyId])
         return HTTPResponse(status: 204)

@@ -45,10 +45,10 @@ public struct LiveVisitsAPI: Sendable {
         guard response.headers["Content-Type"]?.hasPrefix("application/json") == true,
             PersonalDataOpener.mayHoldSealed(response.body)
         else { return response }
-        let opener = PersonalDataOpener(keys: environment.personalData)
-        let body = [UInt8](response.body)
+        let opener = PersonalDataOpener(keys: environment.personalData, cache: environment.dataKeyCache)
         do {
-            let opened = try await environment.pool.withConnection { try opener.open(body, on: $0) }
+            // Keys the cache holds are not read: an answer whose keys are all cached takes no connection.
+            let opened = try await opener.open([UInt8](response.body), pool: environment.pool)
             var plain = response
             plain.body = Data(opened.bytes)
             return plain

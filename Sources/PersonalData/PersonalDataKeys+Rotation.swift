@@ -65,7 +65,9 @@ extension PersonalDataKeys {
         }
     }
 
-    /// Drops every kept previous wrap (after every process switched to the new file).
+    /// Drops every kept previous wrap (after every process switched to the new file), then tells every
+    /// process to forget the keys it caches (`PersonalDataKeyCache`), so none keeps opening with a key it
+    /// unwrapped from the old file.
     public static func forgetPreviousWraps(pool: PostgresPool) async throws -> Int {
         var total = 0
         while true {
@@ -78,7 +80,11 @@ extension PersonalDataKeys {
                 ).affectedRows
             }
             total += n
-            if n == 0 { return total }
+            if n == 0 {
+                // Processes still holding keys unwrapped from the old file drop them (and read them again).
+                try await pool.withConnection { c in _ = try c.query("SELECT pg_notify(\(erasureChannel), '')") }
+                return total
+            }
         }
     }
 }

@@ -19,7 +19,8 @@ public struct PersonalDataKeys: Sendable {
         self.previous = previous
     }
 
-    /// A customer's data key, unwrapped: in memory only for the call that needs it.
+    /// A customer's data key, unwrapped: in memory for the call that needs it, and in a process's
+    /// `PersonalDataKeyCache` while that hears erasures.
     public struct DataKey: Sendable {
         public let id: String
         let bytes: [UInt8]
@@ -98,9 +99,19 @@ public struct PersonalDataKeys: Sendable {
         return (keys, unreadable)
     }
 
-    /// Destroys a customer's data key; true when there was one.
-    public static func destroy(customerId: String, on connection: PostgresConnection) throws -> Bool {
-        try connection.query("DELETE FROM personal_data_keys WHERE customer_id = \(customerId)").affectedRows > 0
+    /// The channel a destroyed key is announced on (payload: the key id; empty: forget every key), so that
+    /// every process drops it from its `PersonalDataKeyCache` at once.
+    public static let erasureChannel = "livevisits_personal_data_keys"
+
+    /// Destroys a customer's data key and announces it on `erasureChannel` (delivered when the caller's
+    /// transaction commits); the ids destroyed (none, or the one).
+    public static func destroy(customerId: String, on connection: PostgresConnection) throws -> [String] {
+        try connection.query(
+            """
+            WITH gone AS (DELETE FROM personal_data_keys WHERE customer_id = \(customerId) RETURNING key_id)
+            SELECT key_id, pg_notify(\(erasureChannel), key_id) FROM gone
+            """
+        ).rows.map { try $0.string("key_id") }
     }
 
     // MARK: wrapping

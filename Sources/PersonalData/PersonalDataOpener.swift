@@ -11,9 +11,12 @@ public struct PersonalDataOpener: Sendable {
     public static let fields: Set<String> = ["customerFirstName", "serviceAddress", "jobSummary"]
 
     public let keys: PersonalDataKeys
+    /// Keys recently read, used while it hears erasures; nil: every opening reads its keys.
+    public let cache: PersonalDataKeyCache?
 
-    public init(keys: PersonalDataKeys) {
+    public init(keys: PersonalDataKeys, cache: PersonalDataKeyCache? = nil) {
         self.keys = keys
+        self.cache = cache
     }
 
     /// Whether `bytes` may hold a sealed value (a cheap scan: answers without one pass untouched).
@@ -39,16 +42,52 @@ public struct PersonalDataOpener: Sendable {
 
     /// The document with its sealed personal fields opened. Throws `PersonalDataError` (naming the visit
     /// when the document does) for a value that fails authentication. Not JSON, or nothing sealed: as given.
+    /// Keys the cache holds are not read; the others are read on `connection`.
     public func open(_ bytes: [UInt8], on connection: PostgresConnection) throws -> Opened {
-        guard PersonalDataOpener.mayHoldSealed(bytes), let document = try? JSONValue.parse(bytes) else {
-            return Opened(bytes: bytes, erasedFields: 0)
+        guard let (document, ids) = PersonalDataOpener.sealedIds(bytes) else { return Opened(bytes: bytes, erasedFields: 0) }
+        var found = (keys: cache?.keys(ids) ?? [:], unreadable: [String: PersonalDataError]())
+        let missing = ids.filter { found.keys[$0] == nil }
+        if !missing.isEmpty {
+            let generation = cache?.generation()
+            let read = try keys.dataKeys(ids: missing, on: connection)
+            if let cache, let generation { cache.remember(read.keys.values, readAt: generation) }
+            found.keys.merge(read.keys) { cached, _ in cached }
+            found.unreadable = read.unreadable
         }
+        return try PersonalDataOpener.opened(document, keys: found)
+    }
+
+    /// The same, taking a connection of `pool` only when a key is not cached: an answer whose keys are all
+    /// cached makes no round trip.
+    public func open(_ bytes: [UInt8], pool: PostgresPool) async throws -> Opened {
+        guard let (document, ids) = PersonalDataOpener.sealedIds(bytes) else { return Opened(bytes: bytes, erasedFields: 0) }
+        var found = (keys: cache?.keys(ids) ?? [:], unreadable: [String: PersonalDataError]())
+        let missing = ids.filter { found.keys[$0] == nil }
+        if !missing.isEmpty {
+            let generation = cache?.generation()
+            let keys = self.keys
+            let read = try await pool.withConnection { try keys.dataKeys(ids: missing, on: $0) }
+            if let cache, let generation { cache.remember(read.keys.values, readAt: generation) }
+            found.keys.merge(read.keys) { cached, _ in cached }
+            found.unreadable = read.unreadable
+        }
+        return try PersonalDataOpener.opened(document, keys: found)
+    }
+
+    /// The parsed document and the key ids its sealed fields name; nil when there is nothing to open.
+    static func sealedIds(_ bytes: [UInt8]) -> (JSONValue, [String])? {
+        guard PersonalDataOpener.mayHoldSealed(bytes), let document = try? JSONValue.parse(bytes) else { return nil }
         var ids = Set<String>()
         PersonalDataOpener.collect(document, into: &ids)
-        guard !ids.isEmpty else { return Opened(bytes: bytes, erasedFields: 0) }
-        let found = try keys.dataKeys(ids: Array(ids), on: connection)
+        guard !ids.isEmpty else { return nil }
+        return (document, Array(ids))
+    }
+
+    static func opened(
+        _ document: JSONValue, keys: (keys: [String: PersonalDataKeys.DataKey], unreadable: [String: PersonalDataError])
+    ) throws -> Opened {
         var erased = 0
-        let opened = try PersonalDataOpener.replace(document, visitId: nil, keys: found, erased: &erased)
+        let opened = try PersonalDataOpener.replace(document, visitId: nil, keys: keys, erased: &erased)
         return Opened(bytes: opened.serialized(), erasedFields: erased)
     }
 

@@ -13,19 +13,19 @@ public struct SealedPushSender: PushSender {
     public let opener: PersonalDataOpener
     public let pool: PostgresPool
 
-    public init(inner: any PushSender, keys: PersonalDataKeys, pool: PostgresPool) {
+    /// - Parameter cache: the process's data keys recently read (used while its listener runs); nil: every
+    ///   send reads its key.
+    public init(inner: any PushSender, keys: PersonalDataKeys, pool: PostgresPool, cache: PersonalDataKeyCache? = nil) {
         self.inner = inner
-        self.opener = PersonalDataOpener(keys: keys)
+        self.opener = PersonalDataOpener(keys: keys, cache: cache)
         self.pool = pool
     }
 
     public func send(_ push: OutgoingPush) async -> PushOutcome {
         guard PersonalDataOpener.mayHoldSealed(push.body) else { return await inner.send(push) }
-        let opener = self.opener
-        let body = push.body
         let opened: PersonalDataOpener.Opened
         do {
-            opened = try await pool.withConnection { try opener.open(body, on: $0) }
+            opened = try await opener.open(push.body, pool: pool)
         } catch is PersonalDataError {
             return .failed(PushFailure(classification: .permanent, reason: "personal_data_unreadable", latency: 0))
         } catch {

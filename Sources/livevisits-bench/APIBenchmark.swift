@@ -1,7 +1,9 @@
 import EventStore
 import Foundation
 import HTTPAPI
+import HTTPServer
 import Outbox
+import PersonalData
 import Postgres
 import Runtime
 import VisitCommands
@@ -17,6 +19,9 @@ import VisitProjections
 /// burst of load from elsewhere on the machine lands on both sides rather than on one. With `--idempotency-keys`
 /// every HTTP request carries a fresh `Idempotency-Key` (the route then stores its answer with one more
 /// statement of the command's group-commit batch); the in-process figure stays the unkeyed command's.
+/// With `--get` it reads instead: `GET /v1/visits/{id}` of visits whose personal fields are sealed (the server
+/// is given a key file), against the same request through the API's handler in-process — what an answer's
+/// opening (`PersonalDataOpener`, the customer's data key) costs shows in both.
 struct APIBenchmark {
     static let summary = "wrk on POST /v1/visits/{id}/events at 1/16/64 connections vs the in-process command"
     var connections = [1, 16, 64]
@@ -24,6 +29,7 @@ struct APIBenchmark {
     var visits = 2000
     var rounds = 3
     var idempotencyKeys = false
+    var get = false
     var keep = false
 
     static let syntax = CommandSyntax(
@@ -34,6 +40,7 @@ struct APIBenchmark {
             .value("--visits", "N", "visits the events are spread over (default 2000)"),
             .value("--rounds", "N", "HTTP/in-process alternations per concurrency (default 3)"),
             .flag("--idempotency-keys", "every HTTP request carries a fresh Idempotency-Key"),
+            .flag("--get", "GET /v1/visits/{id} of sealed visits (the server given a key file) instead of posting events"),
             .flag("--keep", "keep the scratch database"),
         ],
         details: "Needs LIVEVISITS_DATABASE_URL, wrk and a built livevisits next to this binary.")
@@ -45,6 +52,8 @@ struct APIBenchmark {
         visits = try parsed.integer("--visits", in: 1...Int.max) ?? visits
         rounds = try parsed.integer("--rounds", in: 1...Int.max) ?? rounds
         idempotencyKeys = parsed.has("--idempotency-keys")
+        get = parsed.has("--get")
+        if get && idempotencyKeys { throw Self.syntax.mistake("--get and --idempotency-keys exclude each other") }
         keep = parsed.has("--keep")
     }
 
@@ -77,16 +86,29 @@ struct APIBenchmark {
         let rules = try ProjectionRules.load(directory: projections)
         let readModel = try VisitReadModel(projectionsDirectory: projections, rules: rules)
         let pool = PostgresPool(configuration: PostgresConfiguration(url: database.url, size: 24))
+        // With --get the visits' personal fields are sealed under a key file the server is given too.
+        let keyPath = FileManager.default.temporaryDirectory.appendingPathComponent("lv-bench-\(UUID().uuidString).key").path
+        defer { try? FileManager.default.removeItem(atPath: keyPath) }
+        let personalData = get ? PersonalDataKeys(current: try WrappingKey.generate(path: keyPath)) : nil
         let handler = VisitCommandHandler(
-            store: EventStore(pool: pool), readModel: readModel, pushes: OutboxPushes(outbox: Outbox(pool: pool)))
+            store: EventStore(pool: pool), readModel: readModel, pushes: OutboxPushes(outbox: Outbox(pool: pool)),
+            personalData: personalData)
         let context = VisitCommandContext(actor: EventMetadata(actorRole: "dispatcher", actorSubject: "bench"))
         let key = try await pool.withConnection { try APIKeys.mint(role: .dispatcher, subject: nil, createdBy: nil, on: $0).key }
 
-        // Two sets of visits (HTTP and in-process), each a fresh stream per run so streams stay short.
+        // Two sets of visits (HTTP and in-process), each a fresh stream per run so streams stay short; reads
+        // change nothing, so --get reads one set from both sides.
         let runs = connections.count * rounds
-        print("scheduling \(visits * runs * 2) visits in \(database.name) …")
-        try await schedule(prefix: "h", runs: runs, handler: handler, context: context)
-        try await schedule(prefix: "p", runs: runs, handler: handler, context: context)
+        if get {
+            print("scheduling \(visits) visits (personal fields sealed) in \(database.name) …")
+            try await schedule(prefix: "g", runs: 1, handler: handler, context: context)
+        } else {
+            print("scheduling \(visits * runs * 2) visits in \(database.name) …")
+            try await schedule(prefix: "h", runs: runs, handler: handler, context: context)
+            try await schedule(prefix: "p", runs: runs, handler: handler, context: context)
+        }
+        let reader = get ? try InProcessReader(pool: pool, readModel: readModel, personalData: personalData!, key: key) : nil
+        defer { reader?.stop() }
 
         guard let port = LoopbackPort.bindable() else { throw BenchmarkUsageError(message: "cannot find a free port") }
         var environment = ProcessInfo.processInfo.environment
@@ -95,6 +117,7 @@ struct APIBenchmark {
         environment["LIVEVISITS_PROJECTIONS_DIR"] = projections.path
         environment["LIVEVISITS_MIGRATIONS_DIR"] = root.appendingPathComponent("Migrations").path
         environment["LIVEVISITS_LOG_LEVEL"] = "warning"
+        if get { environment["LIVEVISITS_PERSONAL_DATA_KEY_FILE"] = keyPath }
         let server = try ChildProcess(executable.path, ["serve", "--api-only"], environment: environment).start(stderr: .inherit)
         defer {
             if server.isRunning {
@@ -111,6 +134,7 @@ struct APIBenchmark {
         if idempotencyKeys {
             print("HTTP requests carry a fresh Idempotency-Key each; the in-process command is the unkeyed one")
         }
+        if get { print("GET /v1/visits/{id} of sealed visits; in-process: the same request through the API's handler") }
         print(
             "conns   HTTP req/s   p50 ms   p99 ms   errors  batch | in-process req/s   p50 ms   p99 ms  batch | ratio   server VmRSS MB"
         )
@@ -127,7 +151,7 @@ struct APIBenchmark {
             var httpP99s: [Double] = []
             for round in 0..<rounds {
                 let run = index * rounds + round
-                try luaScript(key: key, prefix: "h\(run)-").write(to: script, atomically: true, encoding: .utf8)
+                try luaScript(key: key, prefix: get ? "g0-" : "h\(run)-").write(to: script, atomically: true, encoding: .utf8)
                 let before = batchCounters(port: port)
                 let cpuBefore = CPUSample.take(process: server.pid)
                 var http = try runWrk(port: port, connections: count, script: script)
@@ -137,7 +161,12 @@ struct APIBenchmark {
                 let memory = rss(server.pid)
                 peak = max(peak, memory)
                 let localBefore = CPUSample.take(process: server.pid)
-                let local = try await runInProcess(prefix: "p\(run)-", concurrency: count, handler: handler, context: context)
+                let local =
+                    if let reader {
+                        try await reader.run(prefix: "g0-", visits: visits, concurrency: count, duration: duration)
+                    } else {
+                        try await runInProcess(prefix: "p\(run)-", concurrency: count, handler: handler, context: context)
+                    }
                 httpRates.append(http.requestsPerSecond)
                 localRates.append(local.requestsPerSecond)
                 httpP99s.append(http.p99Milliseconds)
@@ -213,7 +242,7 @@ struct APIBenchmark {
     func luaScript(key: String, prefix: String) -> String {
         """
         math.randomseed(42)
-        wrk.method = "POST"
+        wrk.method = "\(get ? "GET" : "POST")"
         wrk.headers["Authorization"] = "Bearer \(key)"
         wrk.headers["Content-Type"] = "application/json"
         local threads = 0
@@ -231,6 +260,7 @@ struct APIBenchmark {
             headers = { ["Idempotency-Key"] = "\(prefix)" .. tid .. "-" .. sent }
             for name, value in pairs(wrk.headers) do headers[name] = value end
           end
+          if \(get) then return wrk.format(nil, "/v1/visits/\(prefix)" .. v) end
           return wrk.format(nil, "/v1/visits/\(prefix)" .. v .. "/events", headers, '{"type":"progress","kilometresAway":' .. km .. '}')
         end
         done = function(summary, latency, requests)

@@ -13,7 +13,8 @@ import VisitProjections
 /// - appends: whole visits through the command path (a `scheduled` — a new customer, so a new data key,
 ///   sealed and wrapped — then its journey), cost per event in µs by writer count;
 /// - replay: the same log generated plain and sealed, `VisitReplay` over each, events/s;
-/// - answers: opening a visit's view on the way out (`PersonalDataOpener`), µs per answer.
+/// - answers: opening a visit's view on the way out (`PersonalDataOpener`), µs per answer, reading the key
+///   and through a `PersonalDataKeyCache`.
 struct PersonalDataBenchmark {
     static let summary = "append and replay with personal-data encryption off vs on, in the same run (see --help)"
 
@@ -131,6 +132,19 @@ struct PersonalDataBenchmark {
                     String(
                         format: "answer  opening a sealed visit view: %.1f µs per answer (key read + unwrap + 3 fields)",
                         seconds / Double(n) * 1e6))
+                // The same through a data-key cache whose erasure listener runs, as in `serve`.
+                let cache = PersonalDataKeyCache()
+                let listener = cache.listener(url: database.url)
+                let listening = Task { try await listener.run() }
+                defer { listening.cancel() }
+                for _ in 0..<100 where !cache.isActive { try await Task.sleep(nanoseconds: 50_000_000) }
+                let cached = PersonalDataOpener(keys: keys, cache: cache)
+                let t0 = Date()
+                for _ in 0..<n { _ = try await cached.open(body, pool: pool) }
+                print(
+                    String(
+                        format: "answer  the same through the data-key cache (listener %@): %.1f µs per answer",
+                        cache.isActive ? "up" : "DOWN", Date().timeIntervalSince(t0) / Double(n) * 1e6))
             }
         }
 

@@ -98,6 +98,10 @@ enum ServeCommand {
         outboxConfiguration.activityRenewalSeconds = Double(rules.activityRenewalSeconds)
         var transport: [any Service] = []
         var intake: [any Service] = []
+        // One cache of unwrapped data keys for the API's answers and the worker's start pushes, used while
+        // its listener hears erasures (Docs/operations.md, "Erasure").
+        let dataKeyCache = PersonalDataKeyCache()
+        intake.append(dataKeyCache.listener(url: listenURL))
 
         // One APNs client per process: the worker's pushes and, for the API, channel creation (contract §7).
         // An API without the APNs variables still serves; its `PUT …/channel` answers 503.
@@ -122,7 +126,9 @@ enum ServeCommand {
         let outbox = Outbox(pool: pool, configuration: outboxConfiguration, clock: clock)
         if parts.contains(.worker), let client, let channelService {
             let worker = OutboxWorker(
-                pool: pool, sender: SealedPushSender(inner: APNsPushSender(client: client), keys: personalData, pool: pool),
+                pool: pool,
+                sender: SealedPushSender(
+                    inner: APNsPushSender(client: client), keys: personalData, pool: pool, cache: dataKeyCache),
                 configuration: outboxConfiguration, clock: clock,
                 renewer: ActivityRenewals(rules: rules))
             let channels = ChannelMaintenance(
@@ -138,7 +144,7 @@ enum ServeCommand {
             let readModel = try VisitReadModel(projectionsDirectory: configuration.projectionsDirectory, rules: rules)
             let environment = APIEnvironment(
                 pool: pool, readModel: readModel, outbox: outbox, migrator: migrator, clock: clock, personalData: personalData,
-                channelService: channelService, maximumChannels: maximumChannels)
+                channelService: channelService, maximumChannels: maximumChannels, dataKeyCache: dataKeyCache)
             let api = LiveVisitsAPI(environment: environment)
             let threads = try configuration.httpThreads()
             let server: HTTPServer

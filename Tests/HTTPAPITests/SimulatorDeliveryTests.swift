@@ -54,7 +54,8 @@ import Testing
             let api = try await APIServer.start(clock: clock)
             // As `livevisits serve` wires it: the sealed personal fields of a start are opened at send time.
             let sender = SealedPushSender(
-                inner: APNsPushSender(client: client), keys: api.environment.personalData, pool: api.pool)
+                inner: APNsPushSender(client: client), keys: api.environment.personalData, pool: api.pool,
+                cache: api.environment.dataKeyCache)
             let worker = OutboxWorker(pool: api.pool, sender: sender, clock: clock, metrics: Metrics())
             return Harness(simulator: simulator, client: client, api: api, worker: worker)
         }

@@ -37,7 +37,8 @@ final class APIServer: Sendable {
     }
 
     /// Starts the API on a fresh migrated database, or on `databaseURL` (already migrated) when given.
-    /// With `keyCache`, its revocation listener runs next to the server (as in `livevisits serve`).
+    /// With `keyCache`, its revocation listener runs next to the server (as in `livevisits serve`); with
+    /// `listenForErasures`, the erasure listener of `dataKeyCache` too.
     /// `clock` is the API's (events' recorded times, token registrations, the outbox's due times); the
     /// HTTP server keeps the system clock for its own deadlines.
     static func start(
@@ -46,7 +47,8 @@ final class APIServer: Sendable {
         listenForRevocations: Bool = false, clock apiClock: any WallClock = SystemClock(),
         personalData: PersonalDataKeys = PersonalDataKeys(current: nil),
         channelService: (any ChannelService)? = nil, maximumChannels: Int = ChannelStore.defaultMaximumChannels,
-        outboxConfiguration: OutboxConfiguration = OutboxConfiguration()
+        outboxConfiguration: OutboxConfiguration = OutboxConfiguration(),
+        dataKeyCache: PersonalDataKeyCache = PersonalDataKeyCache(), listenForErasures: Bool = false
     ) async throws -> APIServer {
         let url: String
         if let databaseURL {
@@ -65,15 +67,18 @@ final class APIServer: Sendable {
         let environment = APIEnvironment(
             pool: pool, readModel: readModel, outbox: Outbox(pool: pool, configuration: outboxConfiguration, clock: apiClock),
             migrator: Migrator(directory: TestDatabase.migrationsDirectory), clock: apiClock, keyCache: keyCache,
-            metrics: metrics, personalData: personalData, channelService: channelService, maximumChannels: maximumChannels)
+            metrics: metrics, personalData: personalData, channelService: channelService, maximumChannels: maximumChannels,
+            dataKeyCache: dataKeyCache)
         let api = LiveVisitsAPI(environment: environment)
         var httpConfiguration = HTTPServerConfiguration(listenAddress: ListenAddress(host: "127.0.0.1", port: 0))
         httpConfiguration.threadCount = 4
         let server = try HTTPServer(configuration: httpConfiguration, clock: clock, metrics: metrics, handler: api.handler())
-        let listener = listenForRevocations ? keyCache.listener(url: url) : nil
+        let listeners =
+            (listenForRevocations ? [keyCache.listener(url: url)] : [])
+            + (listenForErasures ? [dataKeyCache.listener(url: url)] : [])
         let task = Task {
             try await withThrowingTaskGroup(of: Void.self) { group in
-                if let listener { group.addTask { try await listener.run() } }
+                for listener in listeners { group.addTask { try await listener.run() } }
                 group.addTask { try await server.run() }
                 try await group.next()
                 group.cancelAll()
