@@ -59,7 +59,10 @@ struct ComposeFileTests {
             "credentials": [:],
             "migrate": ["postgres": "service_healthy"],
             "apns-sim": ["credentials": "service_completed_successfully"],
-            "api": ["migrate": "service_completed_successfully"],
+            "api": [
+                "migrate": "service_completed_successfully", "credentials": "service_completed_successfully",
+                "apns-sim": "service_healthy",
+            ],
             "worker": [
                 "migrate": "service_completed_successfully", "credentials": "service_completed_successfully",
                 "apns-sim": "service_healthy",
@@ -109,7 +112,17 @@ struct ComposeFileTests {
         #expect(simulator.healthcheck.contains("https://localhost:\(port)/_sim/stats"))
         #expect(simulator.healthcheck.contains(certificates + "/ca.pem"))
 
-        // The worker dials that service and port, trusts that CA and signs with the key the simulator checks.
+        // The API (channel creation) and the worker dial that service, its pushes on --port and its
+        // channel management on --channels-port, trust that CA, sign with the key the simulator checks
+        // and wrap customers' keys with the key file the credentials step made.
+        let channelsPort = try #require(listen["--channels-port"].flatMap(Int.init), "channel management on a fixed port")
+        for service in [worker, try compose.service("api")] {
+            let channels = try #require(service.environment["LIVEVISITS_APNS_CHANNELS_URL"].flatMap(URLComponents.init(string:)))
+            #expect(channels.scheme == "https" && channels.host == host && channels.port == channelsPort)
+            #expect(service.environment["LIVEVISITS_PERSONAL_DATA_KEY_FILE"] == directory + "/personal-data.key")
+            #expect(service.environment["LIVEVISITS_APNS_URL"] == worker.environment["LIVEVISITS_APNS_URL"])
+            #expect(service.mounts(volume.source, at: directory))
+        }
         let environment = worker.environment
         let url = try #require(environment["LIVEVISITS_APNS_URL"].flatMap(URLComponents.init(string:)))
         #expect(url.scheme == "https")
@@ -193,6 +206,7 @@ struct ComposeFileTests {
         let first = try await Subprocess.run(step[0], Array(step.dropFirst()))
         #expect(first.status == 0, "credentials: \(first.stderr)")
         let key = try Data(contentsOf: URL(fileURLWithPath: local + "/AuthKey.p8"))
+        let firstPersonalDataKey = try Data(contentsOf: URL(fileURLWithPath: local + "/personal-data.key"))
         #expect(String(decoding: key, as: UTF8.self).hasPrefix("-----BEGIN PRIVATE KEY-----"), "a PKCS#8 .p8 like Apple's")
         let ca = local + "/apns-sim/ca.pem"
         let verified = try await Subprocess.run(
@@ -201,6 +215,9 @@ struct ComposeFileTests {
         let again = try await Subprocess.run(step[0], Array(step.dropFirst()))
         #expect(again.status == 0)
         #expect(try Data(contentsOf: URL(fileURLWithPath: local + "/AuthKey.p8")) == key, "a second run keeps the key")
+        let personalDataKey = try Data(contentsOf: URL(fileURLWithPath: local + "/personal-data.key"))
+        #expect(personalDataKey.count == 32, "LIVEVISITS_PERSONAL_DATA_KEY_FILE holds exactly 32 bytes")
+        #expect(personalDataKey == firstPersonalDataKey, "a second run keeps the personal-data key")
 
         // The simulator's command and environment, on loopback and a free port.
         let simulator = try compose.service("apns-sim")
@@ -208,6 +225,7 @@ struct ComposeFileTests {
         var arguments = simulator.command.map(mapped)
         if let host = arguments.firstIndex(of: "--host") { arguments[host + 1] = "127.0.0.1" }
         if let port = arguments.firstIndex(of: "--port") { arguments[port + 1] = "0" }
+        if let port = arguments.firstIndex(of: "--channels-port") { arguments[port + 1] = "0" }
         let environment = simulator.environment.mapValues(mapped).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
         let output = folder.appendingPathComponent("apns-sim.out").path
         let process = try ChildProcess("/usr/bin/env", ["-i"] + environment + [livevisits] + arguments)
