@@ -14,31 +14,19 @@ import Testing
 /// answered gets its `end` at APNs once the worker found the new primary.
 @Suite(.serialized, .timeLimit(.minutes(4))) struct FailoverTests {
     @Test func postsUnderLoadThroughAFailoverLoseNoAnsweredEventAndEveryPushArrives() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("lv-replica-\(UUID().uuidString.prefix(8))")
-        let script = TestDatabase.repositoryRoot.appendingPathComponent("scripts/pg-replica").path
-        let scriptEnvironment = ProcessInfo.processInfo.environment.merging(["LIVEVISITS_PGREPLICA_DIR": folder.path]) { $1 }
-        func pair(_ command: String) async throws -> String {
-            let outcome = try await ChildProcess(script, [command], environment: scriptEnvironment).run()
-            guard outcome.status == 0 else { throw Fleet.Failure("scripts/pg-replica \(command): \(outcome.stderr)") }
-            return outcome.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        }
-        _ = try await pair("start")
+        let pair = ReplicaPair()
+        try await pair.run("start")
         let fleet = try await Fleet.prepare()
         var children: [RunningChild] = []
         defer {
-            // Synchronously: a Task started here may never run before the test process exits, and the
-            // children (and clusters) would outlive it.
-            for child in children.reversed() where child.isRunning {
-                child.signal(SIGTERM)
-                _ = child.waitBlocking()
-            }
-            _ = try? ChildProcess(script, ["destroy"], environment: scriptEnvironment).runBlocking()
+            Fleet.stopBlocking(children)
+            pair.destroyBlocking()
             try? FileManager.default.removeItem(at: fleet.folder)
             Task {
                 await fleet.stop()
             }
         }
-        let url = try await pair("url")
+        let url = try await pair.run("url")
         let migrated = try await ChildProcess(fleet.binary, ["migrate"], environment: fleet.environment(databaseURL: url)).run()
         #expect(migrated.status == 0, "migrate: \(migrated.stderr)")
         let dispatcher = try await fleet.dispatcherKey(databaseURL: url)
@@ -57,7 +45,7 @@ import Testing
             try await eventually("20 visits played before the failover", within: 60, pollingEvery: 0.05) {
                 load.completedVisits.count >= 20
             }
-            _ = try await pair("failover")
+            try await pair.run("failover")
             let before = load.completedVisits.count
             try await eventually("20 more visits played after the failover", within: 90, pollingEvery: 0.1) {
                 load.completedVisits.count >= before + 20

@@ -20,10 +20,7 @@ import Testing
         let fleet = try await Fleet.prepare()
         var children: [RunningChild] = []
         defer {
-            for child in children.reversed() where child.isRunning {
-                child.signal(SIGTERM)
-                _ = child.waitBlocking()
-            }
+            Fleet.stopBlocking(children)
             try? FileManager.default.removeItem(at: fleet.folder)
             Task {
                 await fleet.stop()

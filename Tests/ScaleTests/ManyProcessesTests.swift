@@ -20,12 +20,7 @@ import Testing
         let fleet = try await Fleet.prepare()
         var children: [RunningChild] = []
         defer {
-            // Synchronously: a Task started here may never run before the test process exits, and the
-            // children (and clusters) would outlive it.
-            for child in children.reversed() where child.isRunning {
-                child.signal(SIGTERM)
-                _ = child.waitBlocking()
-            }
+            Fleet.stopBlocking(children)
             try? FileManager.default.removeItem(at: fleet.folder)
             Task {
                 await fleet.stop()

@@ -13,27 +13,17 @@ import Testing
 /// the pool's work timeout instead of hanging, and once the standby is back both recover by themselves.
 @Suite(.serialized, .timeLimit(.minutes(3))) struct SynchronousStandbyTests {
     @Test func aLostSynchronousStandbyIsNamedByReadyzAndWritesAnswer503InsteadOfHanging() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("lv-replica-\(UUID().uuidString.prefix(8))")
-        let script = TestDatabase.repositoryRoot.appendingPathComponent("scripts/pg-replica").path
-        let scriptEnvironment = ProcessInfo.processInfo.environment.merging(["LIVEVISITS_PGREPLICA_DIR": folder.path]) { $1 }
-        func pair(_ command: String) async throws -> String {
-            let outcome = try await ChildProcess(script, [command], environment: scriptEnvironment).run()
-            guard outcome.status == 0 else { throw Fleet.Failure("scripts/pg-replica \(command): \(outcome.stderr)") }
-            return outcome.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        }
-        _ = try await pair("start")
+        let pair = ReplicaPair()
+        try await pair.run("start")
         let fleet = try await Fleet.prepare()
         var children: [RunningChild] = []
         defer {
-            for child in children.reversed() where child.isRunning {
-                child.signal(SIGTERM)
-                _ = child.waitBlocking()
-            }
-            _ = try? ChildProcess(script, ["destroy"], environment: scriptEnvironment).runBlocking()
+            Fleet.stopBlocking(children)
+            pair.destroyBlocking()
             try? FileManager.default.removeItem(at: fleet.folder)
             Task { await fleet.stop() }
         }
-        let url = try await pair("url")
+        let url = try await pair.run("url")
         let migrated = try await ChildProcess(fleet.binary, ["migrate"], environment: fleet.environment(databaseURL: url)).run()
         #expect(migrated.status == 0, "migrate: \(migrated.stderr)")
         let dispatcher = try await fleet.dispatcherKey(databaseURL: url)
@@ -56,7 +46,7 @@ import Testing
         }
         #expect(try await api.send("POST", "/v1/visits", key: dispatcher, body: visit("v-before")).status == 201)
 
-        _ = try await pair("stop-standby")
+        try await pair.run("stop-standby")
         try await eventually("/readyz names the missing synchronous standby", within: 30, pollingEvery: 0.2) {
             let answer = try await api.send("GET", "/readyz")
             return answer.status == 503 && answer.json["error"]?["code"]?.stringValue == "synchronous_standby_missing"
@@ -70,7 +60,7 @@ import Testing
         #expect(metrics.contains("livevisits_database_work_timeouts_total"))
         #expect(apiChild.isRunning)
 
-        _ = try await pair("start-standby")
+        try await pair.run("start-standby")
         try await eventually("/readyz ready again once the standby is back", within: 30, pollingEvery: 0.2) {
             try await api.send("GET", "/readyz").status == 200
         }

@@ -108,6 +108,15 @@ final class Fleet: Sendable {
         String(((try? String(contentsOfFile: log(name) + ".err", encoding: .utf8)) ?? "").suffix(1500))
     }
 
+    /// Stops the children, last started first, and waits for each: synchronously, for a `defer` (a Task
+    /// started there may never run before the test process exits, and the children would outlive it).
+    static func stopBlocking(_ children: [RunningChild]) {
+        for child in children.reversed() where child.isRunning {
+            child.signal(SIGTERM)
+            _ = child.waitBlocking()
+        }
+    }
+
     func stop() async {
         await simulator.stop()
         try? FileManager.default.removeItem(at: folder)
