@@ -1,5 +1,4 @@
 import Postgres
-import Synchronization
 
 /// Customers' data keys recently read and unwrapped, so that opening an answer (or a start push) does not
 /// pay a pooled round trip to `personal_data_keys` and an unwrap for every key it names. Only keys that
@@ -13,96 +12,42 @@ import Synchronization
 /// reconnects, and after it reconnected (notifications may have been missed, so it forgets everything)
 /// every answer reads the database.
 public final class PersonalDataKeyCache: Sendable {
-    private struct Entry {
-        let key: PersonalDataKeys.DataKey
-        let expires: ContinuousClock.Instant
-    }
+    /// The keys, heard from `PersonalDataKeys.erasureChannel` (some 200 bytes a key).
+    private let rows: ListenedCache<PersonalDataKeys.DataKey>
 
-    private struct Entries {
-        var byId: [String: Entry] = [:]
-        /// Moves on every forget: a key read before an erasure is not remembered after it.
-        var generation: UInt64 = 0
-    }
-
-    public let timeToLive: Duration
-    /// More keys than this and the cache starts over (a bound on memory: some 200 bytes a key).
-    public let capacity: Int
-    private let entries = Mutex(Entries())
-    private let erasures = Mutex<PostgresListener?>(nil)
+    public var timeToLive: Duration { rows.timeToLive }
+    /// More keys than this and the cache starts over.
+    public var capacity: Int { rows.capacity }
 
     public init(timeToLive: Duration = .seconds(60), capacity: Int = 10_000) {
-        self.timeToLive = timeToLive
-        self.capacity = capacity
+        rows = ListenedCache(channel: PersonalDataKeys.erasureChannel, timeToLive: timeToLive, capacity: capacity)
     }
 
     /// True while erasures can be heard.
-    public var isActive: Bool {
-        erasures.withLock { $0 }?.isListening.load(ordering: .sequentiallyConsistent) ?? false
-    }
+    public var isActive: Bool { rows.isActive }
 
     /// How many keys are remembered now (for tests and the benchmark).
-    public var count: Int { entries.withLock { $0.byId.count } }
+    public var count: Int { rows.count }
 
     /// The cached keys among `ids` that have not expired (none while the listener is down).
-    func keys(_ ids: some Sequence<String>) -> [String: PersonalDataKeys.DataKey] {
-        guard isActive else { return [:] }
-        let now = ContinuousClock.now
-        return entries.withLock { entries in
-            var found: [String: PersonalDataKeys.DataKey] = [:]
-            for id in ids {
-                guard let entry = entries.byId[id] else { continue }
-                if entry.expires > now {
-                    found[id] = entry.key
-                } else {
-                    entries.byId[id] = nil
-                }
-            }
-            return found
-        }
-    }
+    func keys(_ ids: some Sequence<String>) -> [String: PersonalDataKeys.DataKey] { rows.values(ids) }
 
     /// Take this before reading keys' rows; pass it to `remember`.
-    func generation() -> UInt64 {
-        entries.withLock { $0.generation }
-    }
+    func generation() -> UInt64 { rows.generation() }
 
     /// Remembers keys read from the database, unless a key was forgotten since `generation` (the rows may
     /// predate an erasure whose notification has already been handled).
     func remember(_ keys: some Collection<PersonalDataKeys.DataKey>, readAt generation: UInt64) {
-        guard !keys.isEmpty, timeToLive > .zero, isActive else { return }
-        let expires = ContinuousClock.now + timeToLive
-        entries.withLock { entries in
-            guard entries.generation == generation else { return }
-            if entries.byId.count + keys.count > capacity { entries.byId.removeAll(keepingCapacity: true) }
-            for key in keys.prefix(capacity) { entries.byId[key.id] = Entry(key: key, expires: expires) }
-        }
+        rows.remember(keys.map { (id: $0.id, value: $0) }, readAt: generation)
     }
 
     /// Drops one key (it was destroyed).
-    public func forget(_ keyId: String) {
-        entries.withLock {
-            $0.generation &+= 1
-            $0.byId[keyId] = nil
-        }
-    }
+    public func forget(_ keyId: String) { rows.forget(keyId) }
 
     /// Drops every key.
-    public func forgetAll() {
-        entries.withLock {
-            $0.generation &+= 1
-            $0.byId.removeAll()
-        }
-    }
+    public func forgetAll() { rows.forgetAll() }
 
     /// The LISTEN service that forgets keys as they are destroyed (and everything after a reconnect, or on
     /// an empty payload); run it in the process's service group. Until it listens, the cache stays unused.
-    public func listener(url: String) -> PostgresListener {
-        let listener = PostgresListener(url: url, channels: [PersonalDataKeys.erasureChannel]) { [self] channel, payload in
-            if channel.isEmpty || payload.isEmpty { forgetAll() } else { forget(payload) }
-        }
-        // A new listener has heard nothing yet: what an earlier one left is not trusted.
-        forgetAll()
-        erasures.withLock { $0 = listener }
-        return listener
-    }
+    public func listener(url: String) -> PostgresListener { rows.listener(url: url) }
 }

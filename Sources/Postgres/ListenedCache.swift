@@ -1,0 +1,109 @@
+import Synchronization
+
+/// Rows recently read from the database, by id, so that a hot path need not read them again: each for
+/// `timeToLive` at most, `capacity` of them at most (more, and the cache starts over).
+///
+/// A change to a row stays visible at once in every process: whoever changes it announces its id on
+/// `channel` in the same transaction, and `listener(url:)` (a service of the process) drops it here the
+/// moment the notification arrives. The cache is only used while that listener is listening: without
+/// one, while it reconnects, and after it reconnected (notifications may have been missed, so it forgets
+/// everything) every caller reads the database. The API's key cache and the personal-data key cache are
+/// both this.
+public final class ListenedCache<Value: Sendable>: Sendable {
+    private struct Entry {
+        let value: Value
+        let expires: ContinuousClock.Instant
+    }
+
+    private struct Entries {
+        var byId: [String: Entry] = [:]
+        /// Moves on every forget: a row read before a change is not remembered after it.
+        var generation: UInt64 = 0
+    }
+
+    public let channel: String
+    public let timeToLive: Duration
+    public let capacity: Int
+    private let entries = Mutex(Entries())
+    private let changes = Mutex<PostgresListener?>(nil)
+
+    public init(channel: String, timeToLive: Duration, capacity: Int) {
+        self.channel = channel
+        self.timeToLive = timeToLive
+        self.capacity = capacity
+    }
+
+    /// True while changes can be heard.
+    public var isActive: Bool {
+        changes.withLock { $0 }?.isListening.load(ordering: .sequentiallyConsistent) ?? false
+    }
+
+    /// How many rows are remembered now.
+    public var count: Int { entries.withLock { $0.byId.count } }
+
+    /// The cached, unexpired values among `ids` (none while the listener is down).
+    public func values(_ ids: some Sequence<String>) -> [String: Value] {
+        guard isActive else { return [:] }
+        let now = ContinuousClock.now
+        return entries.withLock { entries in
+            var found: [String: Value] = [:]
+            for id in ids {
+                guard let entry = entries.byId[id] else { continue }
+                if entry.expires > now {
+                    found[id] = entry.value
+                } else {
+                    entries.byId[id] = nil
+                }
+            }
+            return found
+        }
+    }
+
+    /// The cached, unexpired value with this id.
+    public func value(_ id: String) -> Value? { values(CollectionOfOne(id))[id] }
+
+    /// Take this before reading rows; pass it to `remember`.
+    public func generation() -> UInt64 {
+        entries.withLock { $0.generation }
+    }
+
+    /// Remembers rows read from the database, unless one was forgotten since `generation` (the rows may
+    /// predate a change whose notification has already been handled).
+    public func remember(_ rows: some Collection<(id: String, value: Value)>, readAt generation: UInt64) {
+        guard !rows.isEmpty, timeToLive > .zero, isActive else { return }
+        let expires = ContinuousClock.now + timeToLive
+        entries.withLock { entries in
+            guard entries.generation == generation else { return }
+            if entries.byId.count + rows.count > capacity { entries.byId.removeAll(keepingCapacity: true) }
+            for row in rows.prefix(capacity) { entries.byId[row.id] = Entry(value: row.value, expires: expires) }
+        }
+    }
+
+    /// Drops one row (it changed).
+    public func forget(_ id: String) {
+        entries.withLock {
+            $0.generation &+= 1
+            $0.byId[id] = nil
+        }
+    }
+
+    /// Drops every row.
+    public func forgetAll() {
+        entries.withLock {
+            $0.generation &+= 1
+            $0.byId.removeAll()
+        }
+    }
+
+    /// The LISTEN service that forgets rows as they change (and everything after a reconnect, or on an
+    /// empty payload); run it in the process's service group. Until it listens, the cache stays unused.
+    public func listener(url: String) -> PostgresListener {
+        let listener = PostgresListener(url: url, channels: [channel]) { [self] channel, payload in
+            if channel.isEmpty || payload.isEmpty { forgetAll() } else { forget(payload) }
+        }
+        // A new listener has heard nothing yet: what an earlier one left is not trusted.
+        forgetAll()
+        changes.withLock { $0 = listener }
+        return listener
+    }
+}
