@@ -225,8 +225,11 @@ public final class Outbox: Sendable {
                        -- or on the wire now) has passed. GREATEST ignores the NULLs of a target without one.
                        CASE WHEN \(pacing)::float8 IS NULL THEN \(due)::float8 ELSE GREATEST(\(due)::float8,
                            (SELECT x.last_paced_at FROM delivery_targets x WHERE x.target = f.target) + \(pacing)::float8,
-                           (SELECT max(o.claimed_at) FROM deliveries o
-                            WHERE o.target = f.target AND o.state = 'sending' AND o.paced_seconds IS NOT NULL)
+                           -- (OFFSET 0: along the target's open rows, not a scan of every row on the wire.)
+                           (SELECT max(o.claimed_at) FROM (SELECT x.claimed_at, x.state, x.paced_seconds FROM deliveries x
+                                                           WHERE x.target = f.target AND x.state IN ('pending', 'sending')
+                                                           OFFSET 0) o
+                            WHERE o.state = 'sending' AND o.paced_seconds IS NOT NULL)
                                + \(pacing)::float8) END,
                        \(pacing)::float8
                 FROM fresh f
@@ -234,14 +237,19 @@ public final class Outbox: Sendable {
             ),
             superseded AS (
                 UPDATE deliveries d
-                SET state = 'superseded', superseded_by = o.by, finished_at = \(now)::float8
-                -- Per new row, its target's open rows along deliveries_open_by_target (the predicate spelled as
-                -- the index's): a plan through another partial index on pending rows read every pending row
-                -- of the customer on each enqueue.
-                FROM (SELECT open.id, i.id AS by FROM inserted i
-                      CROSS JOIN LATERAL (SELECT x.id FROM deliveries x
-                                          WHERE x.target = i.target AND x.state IN ('pending', 'sending')) open) o
-                WHERE d.id = o.id AND d.state = 'pending' AND d.id <> o.by
+                SET state = 'superseded', superseded_by = (SELECT i.id FROM inserted i WHERE i.target = d.target LIMIT 1),
+                    finished_at = \(now)::float8
+                -- Per new row, its target's open rows along deliveries_open_by_target (the predicate spelled as the
+                -- index's), then those rows by primary key. OFFSET 0 keeps the probe per row and the ids an array:
+                -- as a join, the planner (sure that `inserted` and the open rows are tiny) drove the update from a
+                -- scan of every pending row, or of every entry, dead ones too, of the open-rows index: 1,000
+                -- buffers a statement under load instead of a handful.
+                WHERE d.id = ANY (ARRAY(
+                        SELECT open.id FROM inserted i
+                        CROSS JOIN LATERAL (SELECT x.id FROM deliveries x
+                                            WHERE x.target = i.target AND x.state IN ('pending', 'sending')
+                                            OFFSET 0) open))
+                  AND d.state = 'pending'
                   AND (d.kind = 'update' OR (d.kind = 'start' AND d.outcome_unknown_since IS NULL))
                 RETURNING d.id
             ),
