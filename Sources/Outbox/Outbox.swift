@@ -60,14 +60,56 @@ public final class Outbox: Sendable {
         return result
     }
 
-    /// The statements of `enqueue`, one per intent, for a caller that runs them in the same round trip as
-    /// its own writes (`PostgresConnection.pipeline`); `enqueueResult` reads what each did.
+    /// The statements of `enqueue`, for a caller that runs them in the same round trip as its own writes
+    /// (`PostgresConnection.pipeline`); `enqueueResult` reads what each did. Usually one statement for all the
+    /// intents, whatever their number: several only where an intent must see what an earlier one wrote
+    /// (`layers`), in order.
     public func enqueueStatements(_ intents: [PushIntent]) throws -> [PostgresQuery] {
+        for intent in intents { try Outbox.validate(intent) }
         let now = clock.now()
-        return try intents.map { intent in
-            try Outbox.validate(intent)
-            return Outbox.enqueueQuery(intent, now: now, due: dueTime(of: intent, now: now), configuration: configuration)
+        return Outbox.layers(intents).map { layer in
+            Outbox.enqueueQuery(
+                layer, now: now, due: layer.map { dueTime(of: $0, now: now) },
+                startEndExpiry: configuration.startEndExpirationSeconds)
         }
+    }
+
+    /// Checks an intent as `enqueue` does (an invalid one throws `OutboxError.invalidIntent`), for a caller
+    /// that decides before it writes.
+    public static func check(_ intent: PushIntent) throws { try validate(intent) }
+
+    /// The intents in the fewest ordered groups in which none must see another's writes: an intent goes in the
+    /// group after the last one holding an earlier intent it depends on, and intents that do not depend on
+    /// one another share a statement (they read and write disjoint rows: every target names its visit).
+    ///
+    /// One intent depends on an earlier one of the same visit when both resolve to the same kind of target
+    /// (Live Activities and channels; push-to-start tokens and pending starts; notification devices), which
+    /// they may share, or when one is an `end` and the other a start (an end cancels the visit's pending
+    /// starts, which the start audiences read and write). A batch of commands on different visits is one
+    /// group; a hot visit's second command goes in the second.
+    static func layers(_ intents: [PushIntent]) -> [[PushIntent]] {
+        enum Family { case activity, start, alert }
+        func family(_ intent: PushIntent) -> Family {
+            switch intent.audience {
+            case .liveActivities, .activity: .activity
+            case .pushToStartTokens, .pushToStartDevice, .pendingStarts, .renewalStart: .start
+            case .fallbackDevices: .alert
+            }
+        }
+        func dependent(_ a: PushIntent, _ b: PushIntent) -> Bool {
+            guard a.visitId == b.visitId else { return false }
+            let (fa, fb) = (family(a), family(b))
+            return fa == fb || (a.kind == .end && fb == .start) || (b.kind == .end && fa == .start)
+        }
+        var layers: [[PushIntent]] = []
+        var placed: [(intent: PushIntent, layer: Int)] = []
+        for intent in intents {
+            let layer = placed.filter { dependent($0.intent, intent) }.map { $0.layer + 1 }.max() ?? 0
+            if layer == layers.count { layers.append([]) }
+            layers[layer].append(intent)
+            placed.append((intent, layer))
+        }
+        return layers
     }
 
     /// What one enqueue statement did.
@@ -114,125 +156,159 @@ public final class Outbox: Sendable {
         }
     }
 
-    private static func enqueueQuery(
-        _ intent: PushIntent, now: Double, due: Double, configuration: OutboxConfiguration
-    ) -> PostgresQuery {
-        let body = String(decoding: intent.body, as: UTF8.self)
-        let kind = intent.kind.rawValue
-        let targets: PostgresQuery
-        switch intent.audience {
-        case .liveActivities, .activity:
-            var activity: String? = nil
-            if case .activity(let id) = intent.audience { activity = id }
-            targets = """
-                SELECT 'activity' || json_build_array(la.visit_id, la.activity_id)::text AS target,
-                       la.activity_id, la.device_id
-                FROM live_activities la
-                LEFT JOIN device_preferences p ON p.customer_id = \(intent.customerId) AND p.device_id = la.device_id
-                WHERE la.visit_id = \(intent.visitId) AND la.retired_at_ms IS NULL
-                  AND COALESCE(p.live_activities_enabled, true)
-                  AND (\(activity)::text IS NULL OR la.activity_id = \(activity))
-                UNION ALL
-                -- Contract §7: every state change of the visit also goes once to each of its broadcast
-                -- channels (a target like any other: superseding, "never after an end", budget per channel).
-                SELECT ch.target, NULL::text, NULL::text
-                FROM channels ch
-                WHERE \(activity)::text IS NULL AND ch.visit_id = \(intent.visitId) AND ch.state = 'active'
-                """
-        case .pushToStartTokens, .pushToStartDevice, .renewalStart:
-            var device: String? = nil
-            if case .pushToStartDevice(let id) = intent.audience { device = id }
+    /// One statement for intents that do not depend on one another (`layers`): their arrays unnested, each
+    /// intent's targets resolved by its audience, then the same steps for every target — nothing after an end,
+    /// nothing older than what the target has pending or received, the insert, superseding the target's older
+    /// pending updates and starts, and an end's cancelling of its visit's pending starts.
+    ///
+    /// Its plan is made once per connection (`plannedOnce`): planning it costs about 2 ms, and for its arrays
+    /// PostgreSQL would otherwise plan it anew at every call. The generic plan holds because every per-target
+    /// step is a scalar subquery or an `OFFSET 0` probe on an index, whatever the statistics say.
+    private static func enqueueQuery(_ intents: [PushIntent], now: Double, due: [Double], startEndExpiry: Int64)
+        -> PostgresQuery
+    {
+        func audience(_ intent: PushIntent) -> (name: String, activity: String?, device: String?, startsOf: String?) {
+            switch intent.audience {
+            case .liveActivities: ("liveActivities", nil, nil, nil)
+            case .activity(let id): ("activity", id, nil, nil)
+            case .pushToStartTokens: ("pushToStartTokens", nil, nil, intent.visitId)
+            case .pushToStartDevice(let id): ("pushToStartDevice", nil, id, intent.visitId)
             // A renewal's start targets are its own: the visit's first start to the token must not block it.
-            var startsOf = intent.visitId
-            if case .renewalStart(let key) = intent.audience { startsOf += " renewal " + key }
-            // One target per visit and push-to-start token (contract §6), named by the token's md5
-            // (`delivery_start_target`, migration 0007): a token registered under two device ids is one
-            // target (the newest registration's device is used), a rotated token a new one.
-            targets = """
-                SELECT DISTINCT ON (target) target, activity_id, device_id FROM (
-                    SELECT delivery_start_target(\(startsOf)::text, t.push_token) AS target,
-                           NULL::text AS activity_id, t.device_id, t.registered_at_ms
-                    FROM push_to_start_tokens t
-                    LEFT JOIN device_preferences p ON p.customer_id = t.customer_id AND p.device_id = t.device_id
-                    WHERE t.customer_id = \(intent.customerId) AND t.retired_at_ms IS NULL
-                      AND COALESCE(p.live_activities_enabled, true)
-                      AND (\(device)::text IS NULL OR t.device_id = \(device))
-                      AND NOT EXISTS (SELECT 1 FROM live_activities la
-                                      WHERE la.visit_id = \(intent.visitId) AND la.retired_at_ms IS NULL)
-                ) tokens
-                ORDER BY target, registered_at_ms DESC
-                """
-        case .fallbackDevices:
-            // One target per visit and device; off wins (a device with Live Activities off gets the
-            // notification even with an activity of the visit).
-            targets = """
-                SELECT 'alert' || json_build_array(\(intent.visitId)::text, n.customer_id, n.device_id)::text AS target,
-                       NULL::text AS activity_id, n.device_id
-                FROM notification_tokens n
-                LEFT JOIN device_preferences p ON p.customer_id = n.customer_id AND p.device_id = n.device_id
-                WHERE n.customer_id = \(intent.customerId) AND n.retired_at_ms IS NULL
-                  AND (NOT COALESCE(p.live_activities_enabled, true)
-                       OR (NOT EXISTS (SELECT 1 FROM push_to_start_tokens s
-                                       WHERE s.customer_id = n.customer_id AND s.device_id = n.device_id
-                                         AND s.retired_at_ms IS NULL)
-                           AND NOT EXISTS (SELECT 1 FROM live_activities la
-                                           WHERE la.visit_id = \(intent.visitId) AND la.device_id = n.device_id
-                                             AND la.retired_at_ms IS NULL)))
-                """
-        case .pendingStarts:
-            // The waiting starts' own targets (so a start enqueued for a token rotated since is not
-            // re-planned for the new one: it is cancelled at claim, and the new token has its own).
-            targets = """
-                SELECT DISTINCT d.target, NULL::text AS activity_id, d.device_id
-                FROM deliveries d
-                WHERE d.visit_id = \(intent.visitId) AND d.kind = 'start' AND d.state = 'pending'
-                  AND d.outcome_unknown_since IS NULL
-                  AND NOT EXISTS (SELECT 1 FROM live_activities la
-                                  WHERE la.visit_id = \(intent.visitId) AND la.retired_at_ms IS NULL)
-                """
+            case .renewalStart(let key): ("renewalStart", nil, nil, intent.visitId + " renewal " + key)
+            case .pendingStarts: ("pendingStarts", nil, nil, nil)
+            case .fallbackDevices: ("fallbackDevices", nil, nil, nil)
+            }
         }
-        let pacing = intent.pacingSeconds
-        let expires =
-            intent.expiresAfterSendingSeconds ?? (intent.kind == .update ? nil : configuration.startEndExpirationSeconds)
-        return """
-            WITH targets AS (\(targets)),
+        let audiences = intents.map(audience)
+        let visits = intents.map(\.visitId)
+        let customers = intents.map(\.customerId)
+        let kinds = intents.map(\.kind.rawValue)
+        let names = audiences.map(\.name)
+        let activities = PostgresNullableArray(audiences.map(\.activity))
+        let devices = PostgresNullableArray(audiences.map(\.device))
+        let startsOf = PostgresNullableArray(audiences.map(\.startsOf))
+        let priorities = intents.map(\.priority)
+        let timestamps = intents.map(\.apsTimestamp)
+        let bodies = intents.map { String(decoding: $0.body, as: UTF8.self) }
+        let staleDates = PostgresNullableArray(intents.map(\.staleDate))
+        let expires = PostgresNullableArray(
+            intents.map { $0.expiresAfterSendingSeconds ?? ($0.kind == .update ? nil : startEndExpiry) })
+        let versions = intents.map(\.visitVersion)
+        let recorded = intents.map(\.eventRecordedAt)
+        let pacing = PostgresNullableArray(intents.map(\.pacingSeconds))
+        let query: PostgresQuery = """
+            WITH intents AS (
+                SELECT * FROM unnest(\(visits)::text[], \(customers)::text[], \(kinds)::text[], \(names)::text[],
+                                     \(activities)::text[], \(devices)::text[], \(startsOf)::text[], \(priorities)::integer[],
+                                     \(timestamps)::bigint[], \(bodies)::text[], \(staleDates)::bigint[], \(expires)::bigint[],
+                                     \(versions)::bigint[], \(recorded)::float8[], \(due)::float8[], \(pacing)::float8[])
+                    WITH ORDINALITY AS i(visit_id, customer_id, kind, audience, activity, device, starts_of, priority,
+                                         aps_timestamp, body, stale_date, expires_after_sending, visit_version,
+                                         event_recorded_at, due, paced_seconds, n)
+            ),
+            -- Each intent's targets, by its audience (a branch whose audience is not the intent's is not run).
+            targets AS (
+                SELECT i.*, t.target, t.activity_id, t.device_id
+                FROM intents i
+                CROSS JOIN LATERAL (
+                    SELECT 'activity' || json_build_array(la.visit_id, la.activity_id)::text AS target,
+                           la.activity_id, la.device_id
+                    FROM live_activities la
+                    LEFT JOIN device_preferences p ON p.customer_id = i.customer_id AND p.device_id = la.device_id
+                    WHERE i.audience IN ('liveActivities', 'activity') AND la.visit_id = i.visit_id
+                      AND la.retired_at_ms IS NULL AND COALESCE(p.live_activities_enabled, true)
+                      AND (i.activity IS NULL OR la.activity_id = i.activity)
+                    UNION ALL
+                    -- Contract §7: every state change of the visit also goes once to each of its broadcast
+                    -- channels (a target like any other: superseding, "never after an end", budget per channel).
+                    SELECT ch.target, NULL::text, NULL::text
+                    FROM channels ch
+                    WHERE i.audience = 'liveActivities' AND ch.visit_id = i.visit_id AND ch.state = 'active'
+                    UNION ALL
+                    -- One target per visit and push-to-start token (contract §6), named by the token's md5
+                    -- (`delivery_start_target`, migration 0007): a token registered under two device ids is one
+                    -- target (the newest registration's device is used), a rotated token a new one.
+                    SELECT * FROM (
+                        SELECT DISTINCT ON (target) target, activity_id, device_id FROM (
+                            SELECT delivery_start_target(i.starts_of, t.push_token) AS target,
+                                   NULL::text AS activity_id, t.device_id, t.registered_at_ms
+                            FROM push_to_start_tokens t
+                            LEFT JOIN device_preferences p ON p.customer_id = t.customer_id AND p.device_id = t.device_id
+                            WHERE i.audience IN ('pushToStartTokens', 'pushToStartDevice', 'renewalStart')
+                              AND t.customer_id = i.customer_id AND t.retired_at_ms IS NULL
+                              AND COALESCE(p.live_activities_enabled, true)
+                              AND (i.device IS NULL OR t.device_id = i.device)
+                              AND NOT EXISTS (SELECT 1 FROM live_activities la
+                                              WHERE la.visit_id = i.visit_id AND la.retired_at_ms IS NULL)
+                        ) tokens
+                        ORDER BY target, registered_at_ms DESC
+                    ) starts
+                    UNION ALL
+                    -- Notification devices (contract §9): one target per visit and device; off wins (a device with
+                    -- Live Activities off gets the notification even with an activity of the visit).
+                    SELECT 'alert' || json_build_array(i.visit_id, n.customer_id, n.device_id)::text,
+                           NULL::text, n.device_id
+                    FROM notification_tokens n
+                    LEFT JOIN device_preferences p ON p.customer_id = n.customer_id AND p.device_id = n.device_id
+                    WHERE i.audience = 'fallbackDevices' AND n.customer_id = i.customer_id AND n.retired_at_ms IS NULL
+                      AND (NOT COALESCE(p.live_activities_enabled, true)
+                           OR (NOT EXISTS (SELECT 1 FROM push_to_start_tokens s
+                                           WHERE s.customer_id = n.customer_id AND s.device_id = n.device_id
+                                             AND s.retired_at_ms IS NULL)
+                               AND NOT EXISTS (SELECT 1 FROM live_activities la
+                                               WHERE la.visit_id = i.visit_id AND la.device_id = n.device_id
+                                                 AND la.retired_at_ms IS NULL)))
+                    UNION ALL
+                    -- The waiting starts' own targets (so a start enqueued for a token rotated since is not
+                    -- re-planned for the new one: it is cancelled at claim, and the new token has its own).
+                    SELECT * FROM (
+                        SELECT DISTINCT d.target, NULL::text, d.device_id
+                        FROM deliveries d
+                        WHERE i.audience = 'pendingStarts' AND d.visit_id = i.visit_id AND d.kind = 'start'
+                          AND d.state = 'pending' AND d.outcome_unknown_since IS NULL
+                          AND NOT EXISTS (SELECT 1 FROM live_activities la
+                                          WHERE la.visit_id = i.visit_id AND la.retired_at_ms IS NULL)
+                    ) waiting
+                ) t
+            ),
             fresh AS (
                 -- Scalar subqueries: each runs per target on its index whatever the statistics say.
                 SELECT t.* FROM targets t
                 WHERE NOT (SELECT EXISTS (
                         SELECT 1 FROM deliveries d
                         WHERE d.target = t.target AND d.kind IN ('start', 'end') AND d.state IN ('pending', 'sending', 'sent')
-                          AND (d.kind = 'end' OR (d.kind = 'start' AND \(kind)::text = 'start'
+                          AND (d.kind = 'end' OR (d.kind = 'start' AND t.kind = 'start'
                                -- An older start still waiting, known not to have gone out, is replaced.
                                AND NOT (d.state = 'pending' AND d.outcome_unknown_since IS NULL
-                                        AND d.aps_timestamp < \(intent.apsTimestamp)::bigint)))))
+                                        AND d.aps_timestamp < t.aps_timestamp)))))
                   AND NOT (SELECT EXISTS (
                         SELECT 1 FROM deliveries d
                         WHERE d.target = t.target AND d.state IN ('pending', 'sending')
-                          AND d.aps_timestamp > \(intent.apsTimestamp)::bigint))
+                          AND d.aps_timestamp > t.aps_timestamp))
                   AND NOT (SELECT EXISTS (
                         SELECT 1 FROM delivery_targets x
-                        WHERE x.target = t.target AND x.last_sent_timestamp > \(intent.apsTimestamp)::bigint))
+                        WHERE x.target = t.target AND x.last_sent_timestamp > t.aps_timestamp))
             ),
             inserted AS (
                 INSERT INTO deliveries (apns_id, target, visit_id, customer_id, activity_id, device_id, kind, priority,
                                         aps_timestamp, body, stale_date, expires_after_sending, visit_version,
                                         event_recorded_at, created_at, next_attempt_at, paced_seconds)
-                SELECT gen_random_uuid(), f.target, \(intent.visitId), \(intent.customerId), f.activity_id, f.device_id,
-                       \(kind), \(intent.priority)::integer, \(intent.apsTimestamp)::bigint, \(body), \(intent.staleDate)::bigint,
-                       \(expires)::bigint, \(intent.visitVersion)::bigint, \(intent.eventRecordedAt)::float8, \(now)::float8,
+                SELECT gen_random_uuid(), f.target, f.visit_id, f.customer_id, f.activity_id, f.device_id, f.kind,
+                       f.priority, f.aps_timestamp, f.body, f.stale_date, f.expires_after_sending, f.visit_version,
+                       f.event_recorded_at, \(now)::float8,
                        -- Paced (contract §8): not before the interval since the target's last paced send (acknowledged,
                        -- or on the wire now) has passed. GREATEST ignores the NULLs of a target without one.
-                       CASE WHEN \(pacing)::float8 IS NULL THEN \(due)::float8 ELSE GREATEST(\(due)::float8,
-                           (SELECT x.last_paced_at FROM delivery_targets x WHERE x.target = f.target) + \(pacing)::float8,
+                       CASE WHEN f.paced_seconds IS NULL THEN f.due ELSE GREATEST(f.due,
+                           (SELECT x.last_paced_at FROM delivery_targets x WHERE x.target = f.target) + f.paced_seconds,
                            -- (OFFSET 0: along the target's open rows, not a scan of every row on the wire.)
                            (SELECT max(o.claimed_at) FROM (SELECT x.claimed_at, x.state, x.paced_seconds FROM deliveries x
                                                            WHERE x.target = f.target AND x.state IN ('pending', 'sending')
                                                            OFFSET 0) o
                             WHERE o.state = 'sending' AND o.paced_seconds IS NOT NULL)
-                               + \(pacing)::float8) END,
-                       \(pacing)::float8
+                               + f.paced_seconds) END,
+                       f.paced_seconds
                 FROM fresh f
+                ORDER BY f.n
                 RETURNING id, target
             ),
             superseded AS (
@@ -257,11 +333,13 @@ public final class Outbox: Sendable {
                 UPDATE deliveries d
                 SET state = 'cancelled', last_reason = 'visit ended before the start was sent',
                     finished_at = \(now)::float8
-                WHERE \(kind)::text = 'end' AND d.visit_id = \(intent.visitId) AND d.kind = 'start' AND d.state = 'pending'
+                WHERE d.visit_id = ANY (ARRAY(SELECT i.visit_id FROM intents i WHERE i.kind = 'end'))
+                  AND d.kind = 'start' AND d.state = 'pending'
                 RETURNING d.id
             )
             SELECT (SELECT count(*) FROM inserted) AS created, (SELECT count(*) FROM superseded) AS superseded,
                    (SELECT count(*) FROM cancelled) AS cancelled
             """
+        return query.plannedOnce()
     }
 }

@@ -6,6 +6,10 @@
 public struct PostgresQuery: ExpressibleByStringInterpolation, Sendable, CustomStringConvertible {
     public var sql: String
     public var binds: [String?]
+    /// Run under a generic plan (`plan_cache_mode = force_generic_plan` for this statement alone): planned once
+    /// per connection, not for each execution's values. For a large batch statement over arrays, whose custom
+    /// plan PostgreSQL otherwise keeps choosing (it sees the arrays' lengths) at milliseconds of planning a call.
+    public var genericPlan = false
 
     public init(sql: String, binds: [String?] = []) {
         self.sql = sql
@@ -21,6 +25,34 @@ public struct PostgresQuery: ExpressibleByStringInterpolation, Sendable, CustomS
     }
 
     public var description: String { sql }
+
+    /// This statement, run under a generic plan (`genericPlan`).
+    public func plannedOnce() -> PostgresQuery {
+        var query = self
+        query.genericPlan = true
+        return query
+    }
+
+    /// `queries` with each run of `genericPlan` statements between a statement that forces generic plans
+    /// and one that gives the choice back (both transaction-local), and where each of `queries` went.
+    static func withPlanModes(_ queries: [PostgresQuery]) -> (queries: [PostgresQuery], positions: [Int]) {
+        var out: [PostgresQuery] = []
+        var positions: [Int] = []
+        var forcing = false
+        for query in queries {
+            if query.genericPlan != forcing {
+                out.append(query.genericPlan ? forceGenericPlans : choosePlans)
+                forcing = query.genericPlan
+            }
+            positions.append(out.count)
+            out.append(query)
+        }
+        if forcing { out.append(choosePlans) }
+        return (out, positions)
+    }
+
+    static let forceGenericPlans: PostgresQuery = "SELECT set_config('plan_cache_mode', 'force_generic_plan', true)"
+    static let choosePlans: PostgresQuery = "SELECT set_config('plan_cache_mode', 'auto', true)"
 
     public struct StringInterpolation: StringInterpolationProtocol {
         var sql = ""

@@ -11,8 +11,14 @@ public struct OutboxPushes: PushEnqueuer {
         self.outbox = outbox
     }
 
-    public func statements(for plans: [PushPlan], state: VisitState) throws -> [PostgresQuery] {
-        try outbox.enqueueStatements(plans.map { OutboxPushes.intent($0, state: state, audience: nil) })
+    public func intents(for plans: [PushPlan], state: VisitState) throws -> [PushIntent] {
+        let intents = plans.map { OutboxPushes.intent($0, state: state, audience: nil) }
+        for intent in intents { try Outbox.check(intent) }
+        return intents
+    }
+
+    public func statements(for intents: [PushIntent]) throws -> [PostgresQuery] {
+        try outbox.enqueueStatements(intents)
     }
 
     public func committed() { outbox.committed() }

@@ -1,21 +1,34 @@
 import EventStore
 import Foundation
+import Outbox
 import PersonalData
 import Postgres
 import Runtime
 import VisitDomain
 import VisitProjections
 
-/// Where the pushes an accepted event implies go: statements that write them to the outbox, run in the
+/// Where the pushes an accepted event implies go: outbox intents, written by statements that run in the
 /// event's own transaction (in the same round trip as the event and the read-model row).
 public protocol PushEnqueuer: Sendable {
-    func statements(for plans: [PushPlan], state: VisitState) throws -> [PostgresQuery]
+    /// The intents of one accepted event's push plans, checked: a plan the outbox would refuse fails its
+    /// command alone, before anything is written.
+    func intents(for plans: [PushPlan], state: VisitState) throws -> [PushIntent]
+    /// Statements that write the intents of one or more commands, given in the commands' order (a batch's
+    /// usually become one statement).
+    func statements(for intents: [PushIntent]) throws -> [PostgresQuery]
     /// Called after the transaction that enqueued committed (wake the workers).
     func committed()
 }
 
 extension PushEnqueuer {
     public func committed() {}
+}
+
+/// Writes no pushes: for benchmarks and tests of the other parts of the command path.
+public struct NoPushes: PushEnqueuer {
+    public init() {}
+    public func intents(for plans: [PushPlan], state: VisitState) throws -> [PushIntent] { [] }
+    public func statements(for intents: [PushIntent]) throws -> [PostgresQuery] { [] }
 }
 
 /// Who is asking and under which conditions.
@@ -154,7 +167,7 @@ public struct VisitCommandHandler: Sendable {
             command, state: try currentStates([command], on: connection)[0].get(), on: connection)
         let encoded = readModel.encode([prepared.accepted.state])
         var statements = [EventStore.appendStatement(prepared.request, guarded: false), readModel.upsertStatement(encoded)]
-        statements += prepared.pushStatements
+        statements += try pushes.statements(for: prepared.pushIntents)
         let firstExtra = statements.count
         statements += command.alsoRun
         let results: [PostgresRows]
@@ -232,14 +245,15 @@ public struct VisitCommandHandler: Sendable {
             var views = [String?](repeating: nil, count: prepared.count)
             for (k, n) in rowsWritten.enumerated() { views[n] = encoded.views[k] }
             var statements = [EventStore.appendStatement(forEach: requests), readModel.upsertStatement(encoded)]
-            statements += prepared.flatMap(\.prepared.pushStatements)
             var extras: [Range<Int>] = []
-            for (_, p) in prepared {
-                extras.append(statements.count..<(statements.count + p.command.alsoRun.count))
-                statements += p.command.alsoRun
-            }
             var results: [PostgresRows]?
             do {
+                // The batch's pushes together, in the commands' order (usually one statement).
+                statements += try pushes.statements(for: prepared.flatMap(\.prepared.pushIntents))
+                for (_, p) in prepared {
+                    extras.append(statements.count..<(statements.count + p.command.alsoRun.count))
+                    statements += p.command.alsoRun
+                }
                 results = try connection.pipeline(statements)
             } catch let error as PostgresError where error.isUnavailable {
                 for (i, _) in prepared { outcomes[i] = .failure(error) }
@@ -307,12 +321,12 @@ public struct VisitCommandHandler: Sendable {
         }
     }
 
-    /// A command decided and ready to write: its event, read-model row and outbox statements.
+    /// A command decided and ready to write: its event, read-model row and outbox intents.
     struct Prepared {
         let command: VisitCommand
         let accepted: AcceptedVisitEvent
         let request: AppendRequest
-        let pushStatements: [PostgresQuery]
+        let pushIntents: [PushIntent]
     }
 
     /// Checks the command against the visit's state (authorization, existence, `If-Match`) and decides.
@@ -345,7 +359,7 @@ public struct VisitCommandHandler: Sendable {
         try EventStore.validate(request, limits: store.limits)
         return Prepared(
             command: command, accepted: accepted, request: request,
-            pushStatements: try pushes.statements(for: accepted.pushes, state: accepted.state))
+            pushIntents: try pushes.intents(for: accepted.pushes, state: accepted.state))
     }
 
     /// The event with the customer's personal fields sealed under their data key (made on first use, in the

@@ -59,10 +59,6 @@ struct PersonalDataBenchmark {
         """
     }
 
-    struct NoPushes: PushEnqueuer {
-        func statements(for plans: [PushPlan], state: VisitState) throws -> [PostgresQuery] { [] }
-    }
-
     func run() async throws {
         guard let server = ProcessInfo.processInfo.environment["LIVEVISITS_DATABASE_URL"], !server.isEmpty else {
             throw BenchmarkUsageError(message: "set LIVEVISITS_DATABASE_URL (export LIVEVISITS_DATABASE_URL=$(scripts/pg url))")

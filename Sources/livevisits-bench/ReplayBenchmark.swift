@@ -57,9 +57,6 @@ struct ReplayBenchmark {
             let readModel = try VisitReadModel(projectionsDirectory: projections, rules: rules)
 
             // One real visit through the command path: the template every cloned visit copies.
-            struct NoPushes: PushEnqueuer {
-                func statements(for plans: [PushPlan], state: VisitState) throws -> [PostgresQuery] { [] }
-            }
             let clock = ManualClock(now: Date().timeIntervalSince1970)
             let handler = VisitCommandHandler(
                 store: EventStore(pool: pool), readModel: readModel, pushes: NoPushes(), clock: clock)

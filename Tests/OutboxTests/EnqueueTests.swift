@@ -115,6 +115,44 @@ import Testing
         #expect(try await f.count(.pending) == 0)
     }
 
+    @Test func independentIntentsShareOneStatementAndDependentOnesFollowInOrder() async throws {
+        let f = try await OutboxFixture.make()
+        defer { Task { await f.close() } }
+        try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
+        try await f.registerActivity(visit: "v-2", activity: "a-2", token: token("a2"))
+        // A batch of commands on different visits, each with its update, pending-start re-plan and fallback: one
+        // statement. A second update of v-1 must see the first (it supersedes it): a second statement after it.
+        let batch = [
+            update("v-1", timestamp: now), start("v-1", timestamp: now, audience: .pendingStarts),
+            update("v-2", timestamp: now), alerting("v-2", timestamp: now),
+        ]
+        #expect(try f.outbox.enqueueStatements(batch).count == 1)
+        #expect(try f.outbox.enqueueStatements(batch + [update("v-1", timestamp: now + 1)]).count == 2)
+        // An end and a start audience of one visit: the end's cancelling must see the start's rows.
+        #expect(try f.outbox.enqueueStatements([start("v-3", timestamp: now), end("v-3", timestamp: now + 1)]).count == 2)
+        #expect(try f.outbox.enqueueStatements([start("v-3", timestamp: now), end("v-4", timestamp: now + 1)]).count == 1)
+
+        let result = try await f.enqueue(
+            update("v-1", timestamp: now), update("v-2", timestamp: now), update("v-1", timestamp: now + 1),
+            update("v-2", timestamp: now + 1), end("v-1", timestamp: now + 2))
+        #expect(result.created == 5 && result.superseded == 3 && result.cancelledStarts == 0)
+        let pending = try await f.store.list(state: .pending).sorted { $0.id < $1.id }
+        #expect(pending.map(\.visitId) == ["v-2", "v-1"])
+        #expect(pending.map(\.kind) == [.update, .end])
+        #expect(pending.map(\.apsTimestamp) == [now + 1, now + 2])
+    }
+
+    @Test func aStartAndTheEndOfItsVisitInOneCallEndWithTheStartCancelled() async throws {
+        let f = try await OutboxFixture.make()
+        defer { Task { await f.close() } }
+        try await f.registerStart(customer: "c-1", device: "d-1", token: token("s1"))
+        let result = try await f.enqueue(
+            start("v-1", timestamp: now, notBefore: Double(now + 3600)), end("v-1", timestamp: now + 1))
+        #expect(result.created == 1 && result.cancelledStarts == 1)
+        #expect(try await f.count(.pending) == 0)
+        #expect(try await f.count(.cancelled) == 1)
+    }
+
     @Test func invalidIntentsAreRefusedWithACode() async throws {
         let f = try await OutboxFixture.make()
         defer { Task { await f.close() } }
@@ -130,4 +168,12 @@ import Testing
         wrongAudience.audience = .liveActivities
         await #expect(throws: OutboxError.self) { _ = try await f.enqueue(wrongAudience) }
     }
+}
+
+/// An ordinary notification to the customer's devices without a Live Activity of the visit (contract §9).
+private func alerting(_ visit: String, timestamp: Int64) -> PushIntent {
+    PushIntent(
+        visitId: visit, customerId: "c-1", kind: .alert, audience: .fallbackDevices, priority: 10, apsTimestamp: timestamp,
+        body: Array(#"{"aps":{"alert":{"title":"t","body":"b"}}}"#.utf8), expiresAfterSendingSeconds: 3600, visitVersion: 2,
+        eventRecordedAt: Date().timeIntervalSince1970)
 }

@@ -77,10 +77,11 @@ public final class CountingEnqueuer: PushEnqueuer, @unchecked Sendable {
     // Guarded by `lock`.
     private let lock = NSLock()
     private var plans: [PushPlan] = []
-    public func statements(for plans: [PushPlan], state: VisitState) throws -> [PostgresQuery] {
+    public func intents(for plans: [PushPlan], state: VisitState) throws -> [PushIntent] {
         lock.withLock { self.plans += plans }
         return []
     }
+    public func statements(for intents: [PushIntent]) throws -> [PostgresQuery] { [] }
     public var count: Int { lock.withLock { plans.count } }
     public var all: [PushPlan] { lock.withLock { plans } }
 }
