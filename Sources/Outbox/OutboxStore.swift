@@ -77,13 +77,24 @@ public struct OutboxStore: Sendable {
         return delivery
     }
 
-    /// Every recorded attempt of a delivery, oldest first.
+    /// Every recorded attempt of a delivery, oldest first. The attempt that APNs acknowledged (the one
+    /// that made the delivery `sent`) is kept on the delivery row rather than as a `delivery_attempts` row
+    /// (`complete`); it is answered from there.
     public func attempts(deliveryId: Int64) async throws -> [DeliveryAttempt] {
         try await pool.withConnection { connection in
             try connection.query(
                 """
                 SELECT delivery_id, attempt, attempted_at, status, reason, latency_seconds, retry_after_seconds
-                FROM delivery_attempts WHERE delivery_id = \(deliveryId) ORDER BY attempt
+                FROM delivery_attempts WHERE delivery_id = \(deliveryId)
+                UNION ALL
+                -- The row's last attempt when it is no attempt row: the acknowledged one. A delivery finished
+                -- before migration 0018 (no last_attempt), or found sent after a failed attempt (a start of
+                -- unknown outcome), has every attempt as a row.
+                SELECT d.id, d.last_attempt, d.last_attempted_at, d.last_status, d.last_reason, d.last_latency_seconds, NULL
+                FROM deliveries d
+                WHERE d.id = \(deliveryId) AND d.state = 'sent' AND d.last_attempt IS NOT NULL
+                  AND NOT EXISTS (SELECT 1 FROM delivery_attempts a WHERE a.delivery_id = d.id AND a.attempt = d.last_attempt)
+                ORDER BY attempt
                 """
             ).rows.map { row in
                 DeliveryAttempt(
@@ -264,8 +275,12 @@ public struct OutboxStore: Sendable {
     }
 
     /// Ends the lease of a batch (one statement), fenced by the lease token: a worker whose lease was taken
-    /// over changes nothing. Attempts are recorded either way (they happened). Targets remember the newest
-    /// `aps.timestamp` they acknowledged. Returns the ids actually completed.
+    /// over changes nothing. Attempts are recorded either way (they happened): on the delivery row
+    /// (`last_attempt`, `last_attempted_at`, `last_status`, `last_reason`, `last_latency_seconds`)
+    /// whenever the completion applies, and as a `delivery_attempts` row unless it is the acknowledged
+    /// attempt that made the delivery `sent` (the common case, kept on the delivery row alone: no insert,
+    /// no index entry, no foreign-key check). Targets remember the newest `aps.timestamp` they
+    /// acknowledged. Returns the ids actually completed.
     static func complete(_ completions: [DeliveryCompletion], lease: String, now: Double, on connection: PostgresConnection)
         throws
         -> Set<Int64>
@@ -297,6 +312,9 @@ public struct OutboxStore: Sendable {
                     next_attempt_at = COALESCE(i.next_attempt_at, d.next_attempt_at),
                     last_status = CASE WHEN i.attempt IS NULL THEN d.last_status ELSE i.status END,
                     last_reason = COALESCE(i.reason, CASE WHEN i.attempt IS NULL THEN d.last_reason END),
+                    last_attempt = COALESCE(i.attempt, d.last_attempt),
+                    last_attempted_at = CASE WHEN i.attempt IS NULL THEN d.last_attempted_at ELSE i.attempted_at END,
+                    last_latency_seconds = CASE WHEN i.attempt IS NULL THEN d.last_latency_seconds ELSE i.latency END,
                     outcome_unknown_since = CASE WHEN i.state = 'pending' THEN i.unknown_since ELSE d.outcome_unknown_since END,
                     finished_at = CASE WHEN i.state = 'pending' THEN NULL ELSE \(now)::float8 END,
                     sent_priority = COALESCE(i.sent_priority, d.sent_priority),
@@ -309,6 +327,9 @@ public struct OutboxStore: Sendable {
                 INSERT INTO delivery_attempts (delivery_id, attempt, attempted_at, status, reason, latency_seconds, retry_after_seconds)
                 SELECT i.id, i.attempt, i.attempted_at, i.status, i.reason, i.latency, i.retry_after FROM input i
                 WHERE i.attempt IS NOT NULL
+                  -- The acknowledged attempt lives on the delivery row (`attempts(deliveryId:)`); a worker whose
+                  -- lease was taken over did not update that row, so its attempt is a row whatever the answer.
+                  AND NOT (i.state = 'sent' AND i.id IN (SELECT id FROM done))
                 ON CONFLICT DO NOTHING
             ),
             marked AS (
