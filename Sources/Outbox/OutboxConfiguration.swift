@@ -11,7 +11,11 @@ public struct OutboxConfiguration: Sendable {
     public var concurrentBatches: Int = 4
     /// Under a stream of pushes, how long the first claim loop waits after a batch of more than one before it
     /// claims again, so that the claim and the completion are shared by more pushes (0: never waits).
-    public var claimGatherSeconds: Double = 0.004
+    public var claimGatherSeconds: Double = 0.008
+    /// A wake-up that comes while a claim loop has a batch on the wire lets a second loop claim beside it only
+    /// once that batch has run this long (real time): a quick batch's own loop claims what came meanwhile,
+    /// so loops do not race each other into small and empty claims; a slow one does not hold new pushes up.
+    public var slowBatchSeconds: Double = 0.01
     /// Sends in flight at once within one batch.
     public var maximumConcurrentSends: Int = 500
     /// How long a claim holds; the heartbeat renews it every third of this.

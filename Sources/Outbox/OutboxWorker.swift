@@ -36,8 +36,15 @@ public final class OutboxWorker: Service {
     /// trickle of pushes costs one claim per wake-up, not one per loop.
     private let backlog: WakeUp
     /// Claim loops between claiming and completing a batch. A wake-up that comes while one is busy also
-    /// wakes an extra loop, so a push that arrives during a slow batch does not wait for it to finish.
+    /// wakes an extra loop, which claims beside it if that batch turns out slow (`slowBatchSeconds`), so a
+    /// push that arrives during a slow batch does not wait for it to finish.
     private let busyLoops = Atomic<Int>(0)
+    /// Batches finished by any loop, and the signal of each, for an extra loop waiting to see whether the
+    /// batch on the wire is slow. Real time: it is a batching delay, not a due time.
+    private let finishedBatches = Atomic<Int>(0)
+    private let batchFinished = WakeUp(clock: SystemClock())
+    /// Claims that came back full (a backlog): an extra loop woken by one claims at once.
+    private let fullClaims = Atomic<Int>(0)
     /// Set by `stop()`: claim no more; finish what is on the wire.
     private let stopping = Atomic<Bool>(false)
     /// Batches this worker sent but could not record because the database went away (a failover, a
@@ -121,11 +128,20 @@ public final class OutboxWorker: Service {
     private func claimLoop(_ loop: Int) async {
         var failures = 0
         var lastClaimWasFull = false
+        var seenFullClaims = 0
         while !isStopping {
             if loop > 0 && !lastClaimWasFull {
-                // An extra loop: wait for a backlog (or the slow poll) before claiming.
-                _ = await backlog.wait(upTo: configuration.pollIntervalSeconds)
+                // An extra loop: wait for a backlog (or the slow poll) before claiming. Woken by a push that came
+                // while a batch was on the wire, it claims only if that batch is slow: a quick one's loop claims
+                // the push itself, in one claim with whatever else came meanwhile.
+                let signalled = await backlog.wait(upTo: configuration.pollIntervalSeconds)
                 if isStopping { break }
+                let full = fullClaims.load(ordering: .relaxed)
+                if signalled && full == seenFullClaims {
+                    let slow = await batchOnTheWireIsSlow()
+                    if !slow { continue }
+                }
+                seenFullClaims = full
             }
             if let remaining = pause.remaining(now: clock.now()) {
                 setAlert(true)
@@ -137,7 +153,10 @@ public final class OutboxWorker: Service {
                 let handled = try await runOnceCountedBusy()
                 failures = 0
                 lastClaimWasFull = handled >= configuration.batchSize
-                if lastClaimWasFull { backlog.signal() }
+                if lastClaimWasFull {
+                    fullClaims.add(1, ordering: .relaxed)
+                    backlog.signal()
+                }
                 if loop == 0 && !lastClaimWasFull {
                     // A part batch took what was due: claim again only once more is (a wake-up, a due time),
                     // not at once (an empty claim costs PostgreSQL as much as a small one).
@@ -170,8 +189,25 @@ public final class OutboxWorker: Service {
     /// `runOnce`, counted in `busyLoops` while it runs.
     private func runOnceCountedBusy() async throws -> Int {
         busyLoops.add(1, ordering: .relaxed)
-        defer { busyLoops.subtract(1, ordering: .relaxed) }
+        defer {
+            busyLoops.subtract(1, ordering: .relaxed)
+            finishedBatches.add(1, ordering: .relaxed)
+            batchFinished.signal()
+        }
         return try await runOnce()
+    }
+
+    /// Whether a batch on the wire when this was called is still there `slowBatchSeconds` later (false as soon
+    /// as one finishes, or when none is running).
+    private func batchOnTheWireIsSlow() async -> Bool {
+        let finished = finishedBatches.load(ordering: .relaxed)
+        let deadline = Date().timeIntervalSince1970 + configuration.slowBatchSeconds
+        while busyLoops.load(ordering: .relaxed) > 0 && finishedBatches.load(ordering: .relaxed) == finished {
+            let remaining = deadline - Date().timeIntervalSince1970
+            if remaining <= 0 || isStopping { return true }
+            _ = await batchFinished.wait(upTo: remaining)
+        }
+        return false
     }
 
     /// Waits for a wake-up, the next due time or the poll. `skipIfDue`: returns at once while a delivery is
