@@ -90,22 +90,21 @@ extension LiveVisitsAPI {
     ) -> VisitCommand {
         VisitCommand(
             visitId: visitId, event: event, context: context, isCreation: isCreation,
-            alsoRun: [
-                environment.tokens.liveActivityCountQuery(visitId: visitId), ChannelStore.visitChannelsQuery(visitId: visitId),
-            ])
+            alsoRun: [VisitFollowers.query(visitId: visitId)])
     }
 
     private static func answer(_ result: VisitCommandResult) throws -> Answer {
-        let live = try TokenRegistry.liveActivityCount(result.alsoRows[0])
-        let channels = try LiveVisitsAPI.channels(try ChannelStore.visitChannels(result.alsoRows[1]))
+        let followers = try VisitFollowers(result.alsoRows[0])
         return answer(
-            result, body: VisitReadModel.body(view: result.view, liveActivities: live, channels: channels),
+            result,
+            body: VisitReadModel.body(
+                view: result.view, liveActivities: followers.liveActivities, channels: channels(followers)),
             etag: "\"\(result.state.version)\"")
     }
 
     /// The visit's channels as its answer lists them.
-    static func channels(_ list: [(channelId: String, environment: String)]) -> [VisitReadModel.Channel] {
-        list.map { VisitReadModel.Channel(channelId: $0.channelId, environment: $0.environment) }
+    static func channels(_ followers: VisitFollowers) -> [VisitReadModel.Channel] {
+        followers.channels.map { VisitReadModel.Channel(channelId: $0.channelId, environment: $0.environment) }
     }
 
     /// A command's 201 with the body and ETag it gives, and what it left for the followers and workers.
@@ -162,10 +161,11 @@ extension LiveVisitsAPI {
                 guard let row = try VisitReadModel.row(visitId: visitId, on: c),
                     LiveVisitsAPI.maySee(caller, customerId: row.customerId, technicianId: row.technicianId)
                 else { throw APIError.notFound("visit") }
-                let live = try environment.tokens.liveActivityCount(visitId: visitId, on: c)
-                let channels = LiveVisitsAPI.channels(try ChannelStore.visitChannels(visitId: visitId, on: c))
+                let followers = try VisitFollowers(visitId: visitId, on: c)
                 return Answer(
-                    status: 200, body: row.body(liveActivities: live, channels: channels), etag: "\"\(row.version)\"")
+                    status: 200,
+                    body: row.body(liveActivities: followers.liveActivities, channels: LiveVisitsAPI.channels(followers)),
+                    etag: "\"\(row.version)\"")
             }
         }
         return answer.response
@@ -240,12 +240,12 @@ extension LiveVisitsAPI {
             try await environment.pool.withConnection { c -> String in
                 let rows = nothingVisible ? [] : try VisitReadModel.list(page, on: c)
                 let shown = rows.prefix(page.limit)
+                // Every shown visit's followers in one round trip.
+                let followers = try c.pipeline(shown.map { VisitFollowers.query(visitId: $0.visitId) }).map(VisitFollowers.init)
                 var items: [String] = []
-                for row in shown {
+                for (row, followed) in zip(shown, followers) {
                     items.append(
-                        row.body(
-                            liveActivities: try environment.tokens.liveActivityCount(visitId: row.visitId, on: c),
-                            channels: LiveVisitsAPI.channels(try ChannelStore.visitChannels(visitId: row.visitId, on: c))))
+                        row.body(liveActivities: followed.liveActivities, channels: LiveVisitsAPI.channels(followed)))
                 }
                 let next =
                     rows.count > page.limit ? shown.last.map { LiveVisitsAPI.encodeCursor($0.scheduledAt, $0.booked) } : nil

@@ -216,26 +216,6 @@ public struct ChannelStore: Sendable {
 
     // MARK: reading
 
-    /// The statement that reads a visit's channels (for a visit answer composed in a command's round trip).
-    public static func visitChannelsQuery(visitId: String) -> PostgresQuery {
-        """
-        SELECT channel_id, environment FROM channels
-        WHERE visit_id = \(visitId) AND channel_id IS NOT NULL ORDER BY environment
-        """
-    }
-
-    /// The visit's channels from `visitChannelsQuery`'s rows, as a visit answer lists them.
-    public static func visitChannels(_ rows: PostgresRows) throws -> [(channelId: String, environment: String)] {
-        try rows.rows.map { (try $0.string("channel_id"), try $0.string("environment")) }
-    }
-
-    /// A visit's channels (with an id), by environment.
-    public static func visitChannels(visitId: String, on connection: PostgresConnection) throws -> [(
-        channelId: String, environment: String
-    )] {
-        try visitChannels(try connection.query(visitChannelsQuery(visitId: visitId)))
-    }
-
     /// Every channel row, by visit and environment (`livevisits channels list`).
     public func list(limit: Int = 10_000) async throws -> [Channel] {
         try await pool.withConnection { c in

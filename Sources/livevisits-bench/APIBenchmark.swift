@@ -297,7 +297,6 @@ struct APIBenchmark {
         let deadline = Date().addingTimeInterval(Double(duration))
         let visits = self.visits
         let batcher = VisitCommandBatcher(handler: handler)
-        let tokens = TokenRegistry()
         let started = Date()
         let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
             for lane in 0..<concurrency {
@@ -315,7 +314,7 @@ struct APIBenchmark {
                         let result = try await batcher.execute(
                             VisitCommand(
                                 visitId: visit, event: event, context: context, isCreation: false,
-                                alsoRun: [tokens.liveActivityCountQuery(visitId: visit)]))
+                                alsoRun: [VisitFollowers.query(visitId: visit)]))
                         handler.store.eventsCommitted(count: 1)
                         if result.pushes > 0 { handler.pushes.committed() }
                         mine.append(Date().timeIntervalSince(t0))
