@@ -250,10 +250,15 @@ enum PostgresArrayLiteral {
             out.append(UInt8(ascii: "\""))
             var text = element
             text.withUTF8 { bytes in
-                for byte in bytes {
-                    if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { out.append(UInt8(ascii: "\\")) }
-                    out.append(byte)
+                // Runs between the bytes to escape are copied whole (JSON text is mostly such runs).
+                out.reserveCapacity(out.count + bytes.count + 16)
+                var start = 0
+                for (i, byte) in bytes.enumerated() where byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                    out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<i]))
+                    out.append(UInt8(ascii: "\\"))
+                    start = i
                 }
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...]))
             }
             out.append(UInt8(ascii: "\""))
         }

@@ -59,6 +59,9 @@ import Testing
         #expect(["", "NULL", "a,b", "{x}", " sp "].postgresText == #"{"","NULL","a,b","{x}"," sp "}"#)
         #expect([#"say "hi""#, #"back\slash"#].postgresText == #"{"say \"hi\"","back\\slash"}"#)
         #expect(["ü €", "🙂"].postgresText == #"{"ü €","🙂"}"#)
+        // Escapes first, last, adjacent, and alone (runs between them are copied whole).
+        let edges = ["\"first", "last\\", "\\\"", "\"", "a\\\"b"]
+        #expect(edges.postgresText == #"{"\"first","last\\","\\\"","\"","a\\\"b"}"#)
         #expect([Int64(1), -2].postgresText == #"{"1","-2"}"#)
         #expect(PostgresNullableArray<String>(["a", nil, "NULL"]).postgresText == #"{"a",NULL,"NULL"}"#)
         #expect(PostgresNullableArray<Double>([1.5, nil]).postgresText == #"{"1.5",NULL}"#)
