@@ -44,6 +44,11 @@ public struct PersonalDataOpener: Sendable {
     /// when the document does) for a value that fails authentication. Not JSON, or nothing sealed: as given.
     /// Keys the cache holds are not read; the others are read on `connection`.
     public func open(_ bytes: [UInt8], on connection: PostgresConnection) throws -> Opened {
+        if let spans = PersonalDataOpener.sealedSpans(bytes), let keys = cache?.keys(Array(Set(spans.map(\.sealed.keyId)))),
+            let opened = PersonalDataOpener.opened(bytes, spans: spans, keys: keys)
+        {
+            return opened
+        }
         guard let (document, ids) = PersonalDataOpener.sealedIds(bytes) else { return Opened(bytes: bytes, erasedFields: 0) }
         var found = (keys: cache?.keys(ids) ?? [:], unreadable: [String: PersonalDataError]())
         let missing = ids.filter { found.keys[$0] == nil }
@@ -60,6 +65,11 @@ public struct PersonalDataOpener: Sendable {
     /// The same, taking a connection of `pool` only when a key is not cached: an answer whose keys are all
     /// cached makes no round trip.
     public func open(_ bytes: [UInt8], pool: PostgresPool) async throws -> Opened {
+        if let spans = PersonalDataOpener.sealedSpans(bytes), let keys = cache?.keys(Array(Set(spans.map(\.sealed.keyId)))),
+            let opened = PersonalDataOpener.opened(bytes, spans: spans, keys: keys)
+        {
+            return opened
+        }
         guard let (document, ids) = PersonalDataOpener.sealedIds(bytes) else { return Opened(bytes: bytes, erasedFields: 0) }
         var found = (keys: cache?.keys(ids) ?? [:], unreadable: [String: PersonalDataError]())
         let missing = ids.filter { found.keys[$0] == nil }
@@ -73,6 +83,66 @@ public struct PersonalDataOpener: Sendable {
         }
         return try PersonalDataOpener.opened(document, keys: found)
     }
+
+    // MARK: the fast path
+
+    /// A sealed field's value in a document as this project writes JSON (compact): the value's bytes, quotes
+    /// included, and what it holds.
+    struct SealedSpan {
+        let range: Range<Int>
+        let sealed: SealedText
+    }
+
+    static let fieldPrefixes: [[UInt8]] = fields.map { Array("\"\($0)\":\"".utf8) }
+
+    /// Every sealed value of `bytes`, found without parsing: each `"enc:v1:` must be the value of one of
+    /// `fields` written as `"<field>":"enc:v1:…"` (in valid JSON those bytes can be nothing else: a string
+    /// holds no unescaped quote). Nil when there is none, or when one is written any other way (whitespace, a
+    /// field not named here, an escape): the general path, which parses the document, decides those.
+    static func sealedSpans(_ bytes: [UInt8]) -> [SealedSpan]? {
+        let marker = [UInt8(ascii: "\"")] + SealedText.prefixBytes
+        var spans: [SealedSpan] = []
+        var i = 0
+        let count = bytes.count
+        while i + marker.count <= count {
+            guard bytes[i] == marker[0], bytes[(i + 1)..<(i + marker.count)].elementsEqual(marker[1...]) else {
+                i += 1
+                continue
+            }
+            // The field's key right before the opening quote.
+            let named = fieldPrefixes.contains { prefix in
+                i + 1 >= prefix.count && bytes[(i + 1 - prefix.count)...i].elementsEqual(prefix)
+            }
+            guard named, let close = bytes[(i + 1)...].firstIndex(of: UInt8(ascii: "\"")),
+                !bytes[(i + 1)..<close].contains(UInt8(ascii: "\\")),
+                let sealed = SealedText(String(decoding: bytes[(i + 1)..<close], as: UTF8.self))
+            else { return nil }
+            spans.append(SealedSpan(range: i..<(close + 1), sealed: sealed))
+            i = close + 1
+        }
+        return spans.isEmpty ? nil : spans
+    }
+
+    /// `bytes` with each span's value opened in place (or `null` where the key is known gone); nil when a key is
+    /// not in `keys` or a value fails authentication: the general path then reads what it needs and names
+    /// the visit in its error.
+    static func opened(_ bytes: [UInt8], spans: [SealedSpan], keys: [String: PersonalDataKeys.DataKey]) -> Opened? {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var copied = 0
+        for span in spans {
+            guard let key = keys[span.sealed.keyId], let plain = PersonalDataKeys.open(span.sealed, with: key) else {
+                return nil
+            }
+            out.append(contentsOf: bytes[copied..<span.range.lowerBound])
+            JSONValue.string(plain).write(to: &out)
+            copied = span.range.upperBound
+        }
+        out.append(contentsOf: bytes[copied...])
+        return Opened(bytes: out, erasedFields: 0)
+    }
+
+    // MARK: the general path
 
     /// The parsed document and the key ids its sealed fields name; nil when there is nothing to open.
     static func sealedIds(_ bytes: [UInt8]) -> (JSONValue, [String])? {

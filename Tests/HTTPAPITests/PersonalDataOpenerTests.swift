@@ -1,0 +1,72 @@
+import JSON
+import Postgres
+import TestSupport
+import Testing
+
+@testable import PersonalData
+
+/// The opener's fast path (`sealedSpans`, `opened(_:spans:keys:)`): a document as this project writes JSON
+/// is opened in place, byte for byte as the general path (parse, replace, write) opens it, and anything
+/// the fast path cannot be sure of is left to the general path.
+@Suite(.timeLimit(.minutes(1))) struct PersonalDataOpenerTests {
+    typealias Keys = [String: PersonalDataKeys.DataKey]
+
+    /// A customer's data key and three sealed values, one with a name that needs JSON escapes.
+    static func sealed() async throws -> (keys: Keys, values: [String], other: String) {
+        let (_, pool) = try await TestDatabase.create(poolSize: 1)
+        defer { Task { await pool.close() } }
+        let store = PersonalDataKeys(current: try PersonalDataTests.keyFile().key)
+        return try await pool.withConnection { c in
+            let key = try store.dataKey(forCustomer: "c-1", on: c)
+            let otherKey = try store.dataKey(forCustomer: "c-2", on: c)
+            let values = try [#"Zoë "Z" \ the 2nd"# + "\n", "12 Elm Row", "Boiler check 🔧"].map { try store.seal($0, with: key) }
+            return ([key.id: key], values, try store.seal("Olga", with: otherKey))
+        }
+    }
+
+    static func document(_ values: [String], extra: [JSONMember] = []) -> [UInt8] {
+        let attributes: [JSONMember] = [
+            JSONMember("customerFirstName", .string(values[0])), JSONMember("serviceAddress", .string(values[1])),
+            JSONMember("jobSummary", .string(values[2])),
+        ]
+        return JSONValue.object(
+            [JSONMember("visitId", .string("v-1")), JSONMember("attributes", .object(attributes))]
+                + [JSONMember("technician", .object([JSONMember("name", .string(#"Sam "\" ü"#))]))] + extra
+        ).serialized()
+    }
+
+    /// The general path's answer with the same keys.
+    static func general(_ bytes: [UInt8], keys: Keys) throws -> [UInt8] {
+        let (document, _) = try #require(PersonalDataOpener.sealedIds(bytes))
+        return try PersonalDataOpener.opened(document, keys: (keys, [:])).bytes
+    }
+
+    @Test func aCompactDocumentOpensInPlaceAsTheGeneralPathOpensIt() async throws {
+        let (keys, values, _) = try await Self.sealed()
+        let bytes = Self.document(values)
+        let spans = try #require(PersonalDataOpener.sealedSpans(bytes))
+        #expect(spans.count == 3)
+        let fast = try #require(PersonalDataOpener.opened(bytes, spans: spans, keys: keys))
+        #expect(fast.bytes == (try Self.general(bytes, keys: keys)))
+        let text = String(decoding: fast.bytes, as: UTF8.self)
+        #expect(text.contains(#""customerFirstName":"Zoë \"Z\" \\ the 2nd\n""#) && !text.contains("enc:v1:"))
+    }
+
+    @Test func whatTheFastPathCannotBeSureOfGoesToTheGeneralPath() async throws {
+        let (keys, values, other) = try await Self.sealed()
+        // A sealed-looking value under a field that is not personal data, or written with whitespace.
+        #expect(PersonalDataOpener.sealedSpans(Self.document(values, extra: [JSONMember("note", .string(values[0]))])) == nil)
+        let spaced = String(decoding: Self.document(values), as: UTF8.self)
+            .replacingOccurrences(of: #""jobSummary":"#, with: #""jobSummary": "#)
+        #expect(PersonalDataOpener.sealedSpans(Array(spaced.utf8)) == nil)
+        #expect(PersonalDataOpener.sealedSpans(Array(#"{"customerFirstName":"Plain"}"#.utf8)) == nil)
+        // A key not at hand (not cached, or erased) and a changed value: the general path decides.
+        let mixed = Self.document([values[0], other, values[2]])
+        #expect(PersonalDataOpener.opened(mixed, spans: try #require(PersonalDataOpener.sealedSpans(mixed)), keys: keys) == nil)
+        var tampered = values
+        tampered[1] = String(tampered[1].dropLast(2)) + (tampered[1].hasSuffix("AA") ? "AB" : "AA")
+        let changed = Self.document(tampered)
+        #expect(
+            PersonalDataOpener.opened(changed, spans: try #require(PersonalDataOpener.sealedSpans(changed)), keys: keys) == nil)
+    }
+}
