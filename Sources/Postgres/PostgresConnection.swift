@@ -49,7 +49,7 @@ public final class PostgresConnection {
     /// Runs one parameterized statement (extended protocol; prepared once per connection and SQL text).
     @discardableResult
     public func query(_ query: PostgresQuery) throws -> PostgresRows {
-        if query.genericPlan { return try pipeline([query])[0] }
+        if query.planning != .chosenByServer { return try pipeline([query])[0] }
         let result: OpaquePointer?
         if usePreparedStatements {
             let name = try preparedName(for: query.sql, parameterCount: query.binds.count)
@@ -68,10 +68,11 @@ public final class PostgresConnection {
     /// results in order. Outside a transaction block the statements form one implicit transaction that
     /// commits at the pipeline's sync point: all of them or none. Inside `transaction { }` they are simply
     /// part of it. The first statement that fails stops the rest (PostgreSQL skips them) and its error is
-    /// thrown. A `genericPlan` statement runs between two that set `plan_cache_mode` for it (transaction-local).
+    /// thrown. A statement with its own `planning` runs between two that set `plan_cache_mode` for it
+    /// (transaction-local).
     @discardableResult
     public func pipeline(_ queries: [PostgresQuery]) throws -> [PostgresRows] {
-        guard queries.contains(where: \.genericPlan) else { return try send(queries) }
+        guard queries.contains(where: { $0.planning != .chosenByServer }) else { return try send(queries) }
         let (sent, positions) = PostgresQuery.withPlanModes(queries)
         let results = try send(sent)
         return positions.map { results[$0] }

@@ -6,10 +6,29 @@
 public struct PostgresQuery: ExpressibleByStringInterpolation, Sendable, CustomStringConvertible {
     public var sql: String
     public var binds: [String?]
-    /// Run under a generic plan (`plan_cache_mode = force_generic_plan` for this statement alone): planned once
-    /// per connection, not for each execution's values. For a large batch statement over arrays, whose custom
-    /// plan PostgreSQL otherwise keeps choosing (it sees the arrays' lengths) at milliseconds of planning a call.
-    public var genericPlan = false
+    /// How PostgreSQL plans this statement (`plan_cache_mode`, set for this statement alone).
+    public var planning = Planning.chosenByServer
+
+    /// `plan_cache_mode` for one statement. A batch statement over arrays is where PostgreSQL's own choice
+    /// goes wrong: a generic plan takes every array for ten elements, a custom plan sees their lengths.
+    public enum Planning: Sendable, Equatable {
+        /// PostgreSQL's choice (`auto`): custom plans for the first executions, then generic if no costlier.
+        case chosenByServer
+        /// A generic plan, made once per connection: for a statement whose planning is costly and whose plan
+        /// holds whatever the values (`plannedOnce()`).
+        case once
+        /// A custom plan at every execution: for a statement whose best plan depends on how many values its
+        /// arrays hold (`plannedForItsValues()`).
+        case forItsValues
+
+        var mode: String {
+            switch self {
+            case .chosenByServer: "auto"
+            case .once: "force_generic_plan"
+            case .forItsValues: "force_custom_plan"
+            }
+        }
+    }
 
     public init(sql: String, binds: [String?] = []) {
         self.sql = sql
@@ -26,33 +45,41 @@ public struct PostgresQuery: ExpressibleByStringInterpolation, Sendable, CustomS
 
     public var description: String { sql }
 
-    /// This statement, run under a generic plan (`genericPlan`).
+    /// This statement, planned once per connection (`Planning.once`).
     public func plannedOnce() -> PostgresQuery {
         var query = self
-        query.genericPlan = true
+        query.planning = .once
         return query
     }
 
-    /// `queries` with each run of `genericPlan` statements between a statement that forces generic plans
-    /// and one that gives the choice back (both transaction-local), and where each of `queries` went.
+    /// This statement, planned at every execution for its values (`Planning.forItsValues`).
+    public func plannedForItsValues() -> PostgresQuery {
+        var query = self
+        query.planning = .forItsValues
+        return query
+    }
+
+    /// `queries` with a transaction-local `plan_cache_mode` set before each statement planned otherwise than
+    /// by the server's choice, and given back after, and where each of `queries` went.
     static func withPlanModes(_ queries: [PostgresQuery]) -> (queries: [PostgresQuery], positions: [Int]) {
         var out: [PostgresQuery] = []
         var positions: [Int] = []
-        var forcing = false
+        var current = Planning.chosenByServer
         for query in queries {
-            if query.genericPlan != forcing {
-                out.append(query.genericPlan ? forceGenericPlans : choosePlans)
-                forcing = query.genericPlan
+            if query.planning != current {
+                out.append(setting(query.planning))
+                current = query.planning
             }
             positions.append(out.count)
             out.append(query)
         }
-        if forcing { out.append(choosePlans) }
+        if current != .chosenByServer { out.append(setting(.chosenByServer)) }
         return (out, positions)
     }
 
-    static let forceGenericPlans: PostgresQuery = "SELECT set_config('plan_cache_mode', 'force_generic_plan', true)"
-    static let choosePlans: PostgresQuery = "SELECT set_config('plan_cache_mode', 'auto', true)"
+    static func setting(_ planning: Planning) -> PostgresQuery {
+        "SELECT set_config('plan_cache_mode', \(planning.mode), true)"
+    }
 
     public struct StringInterpolation: StringInterpolationProtocol {
         var sql = ""

@@ -422,10 +422,12 @@ struct PipelineBenchmark {
 
     /// The cluster's postmaster: the parent of a backend of ours.
     static func postmaster(url: String) async throws -> Int32 {
-        let backend = try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 1)) { pool in
-            try await pool.query("SELECT pg_backend_pid() AS pid").first.map { try $0.int("pid") } ?? 0
+        // Its parent is read while the backend lives (after the pool closes it may be gone already).
+        let parent = try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 1)) { pool in
+            let backend = try await pool.query("SELECT pg_backend_pid() AS pid").first.map { try $0.int("pid") } ?? 0
+            return CPUSample.postmaster(ofBackend: Int32(backend))
         }
-        guard let parent = CPUSample.postmaster(ofBackend: Int32(backend)), parent > 1 else {
+        guard let parent, parent > 1 else {
             throw BenchmarkUsageError(message: "cannot find the PostgreSQL postmaster (is the cluster on this machine?)")
         }
         return parent

@@ -3,7 +3,7 @@ import Testing
 
 @testable import Postgres
 
-/// `PostgresQuery.plannedOnce()`: the statement runs under `plan_cache_mode = force_generic_plan`, and only it
+/// `PostgresQuery.plannedOnce()` and `plannedForItsValues()`: the statement runs under its `plan_cache_mode`, and only it
 /// does — the statements before and after it, in the same pipeline or transaction, run as they would without.
 @Suite(.timeLimit(.minutes(1))) struct GenericPlanTests {
     static let mode: PostgresQuery = "SELECT current_setting('plan_cache_mode') AS mode"
@@ -31,12 +31,23 @@ import Testing
         #expect(modes == [auto, generic, generic, auto, generic, auto, generic, generic, auto, auto])
     }
 
+    @Test func aStatementPlannedForItsValuesRunsUnderCustomPlansAndAGenericOneNextToItToo() async throws {
+        let (_, pool) = try await TestDatabase.create(poolSize: 1)
+        defer { Task { await pool.close() } }
+        let modes = try await pool.withConnection { c in
+            try c.pipeline([
+                GenericPlanTests.mode.plannedForItsValues(), GenericPlanTests.mode.plannedOnce(), GenericPlanTests.mode,
+            ]).map { try $0.rows[0].string("mode") }
+        }
+        #expect(modes == ["force_custom_plan", "force_generic_plan", "auto"])
+    }
+
     @Test func theStatementsAroundItKeepTheirOwnResults() {
         let plain: PostgresQuery = "SELECT 1"
         let flagged = plain.plannedOnce()
         let (sent, positions) = PostgresQuery.withPlanModes([plain, flagged, flagged, plain])
-        #expect(sent.map(\.genericPlan) == [false, false, true, true, false, false])
+        #expect(sent.map(\.planning) == [.chosenByServer, .chosenByServer, .once, .once, .chosenByServer, .chosenByServer])
         #expect(positions == [0, 2, 3, 5])
-        #expect(sent[1].sql.contains("force_generic_plan") && sent[4].sql.contains("'auto'"))
+        #expect(sent[1].binds.contains("force_generic_plan") && sent[4].binds.contains("auto"))
     }
 }
