@@ -45,6 +45,8 @@ public final class OutboxWorker: Service {
     private let batchFinished = WakeUp(clock: SystemClock())
     /// Claims that came back full (a backlog): an extra loop woken by one claims at once.
     private let fullClaims = Atomic<Int>(0)
+    /// The loops' claims, one at a time (other workers' claims still run beside them, kept apart by SKIP LOCKED).
+    private let claimTurns = Turns()
     /// Set by `stop()`: claim no more; finish what is on the wire.
     private let stopping = Atomic<Bool>(false)
     /// Batches this worker sent but could not record because the database went away (a failover, a
@@ -240,8 +242,12 @@ public final class OutboxWorker: Service {
         let claimedAt = clock.now()
         let limit = configuration.batchSize
         let leaseSeconds = configuration.leaseSeconds
-        let claimed = try await pool.withConnection {
-            try OutboxStore.claim(limit: limit, lease: lease, leaseSeconds: leaseSeconds, now: claimedAt, on: $0)
+        // This worker's loops claim in turns: claiming side by side, each walked past the rows the others had
+        // just locked (SKIP LOCKED visits every one of them), which under a backlog cost more than the claims.
+        let claimed = try await claimTurns.run {
+            try await pool.withConnection {
+                try OutboxStore.claim(limit: limit, lease: lease, leaseSeconds: leaseSeconds, now: claimedAt, on: $0)
+            }
         }
         guard !claimed.isEmpty else { return 0 }
         if isStopping || Task.isCancelled {
