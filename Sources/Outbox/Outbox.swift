@@ -251,13 +251,14 @@ public final class Outbox: Sendable {
                     FROM notification_tokens n
                     LEFT JOIN device_preferences p ON p.customer_id = n.customer_id AND p.device_id = n.device_id
                     WHERE i.audience = 'fallbackDevices' AND n.customer_id = i.customer_id AND n.retired_at_ms IS NULL
+                      -- (Scalar subqueries, probes per device: as NOT EXISTS the planner may hash every token.)
                       AND (NOT COALESCE(p.live_activities_enabled, true)
-                           OR (NOT EXISTS (SELECT 1 FROM push_to_start_tokens s
-                                           WHERE s.customer_id = n.customer_id AND s.device_id = n.device_id
-                                             AND s.retired_at_ms IS NULL)
-                               AND NOT EXISTS (SELECT 1 FROM live_activities la
-                                               WHERE la.visit_id = i.visit_id AND la.device_id = n.device_id
-                                                 AND la.retired_at_ms IS NULL)))
+                           OR (NOT (SELECT EXISTS (SELECT 1 FROM push_to_start_tokens s
+                                                   WHERE s.customer_id = n.customer_id AND s.device_id = n.device_id
+                                                     AND s.retired_at_ms IS NULL))
+                               AND NOT (SELECT EXISTS (SELECT 1 FROM live_activities la
+                                                       WHERE la.visit_id = i.visit_id AND la.device_id = n.device_id
+                                                         AND la.retired_at_ms IS NULL))))
                     UNION ALL
                     -- The waiting starts' own targets (so a start enqueued for a token rotated since is not
                     -- re-planned for the new one: it is cancelled at claim, and the new token has its own).
