@@ -22,7 +22,8 @@ extension VisitDecider {
             throw VisitDecisionError(
                 code: .illegalTransition, message: error.message, status: state?.status, eventType: event.type)
         }
-        if let largest = PushPlanner.largestPossiblePush(for: next, rules: rules),
+        let pushes = PushPlanner.pushes(for: next, rules: rules)
+        if let largest = PushPlanner.largestPossiblePush(among: pushes, for: next, rules: rules),
             largest.bodySize > rules.maximumPushBytes
         {
             throw VisitDecisionError(
@@ -32,6 +33,6 @@ extension VisitDecider {
                     + "APNs accepts at most \(rules.maximumPushBytes) (shorten names, address, summary or reason)",
                 status: state?.status, eventType: event.type)
         }
-        return AcceptedVisitEvent(recorded: recorded, state: next, pushes: PushPlanner.pushes(for: next, rules: rules))
+        return AcceptedVisitEvent(recorded: recorded, state: next, pushes: pushes)
     }
 }

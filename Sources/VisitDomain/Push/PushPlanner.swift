@@ -88,8 +88,18 @@ public enum PushPlanner {
     /// Every body the event behind `state` may cause: its pushes and, while active, the start
     /// a later push-to-start token would get. The 4 KB budget is checked on the largest.
     public static func largestPossiblePush(for state: VisitState, rules: ProjectionRules) -> PushPlan? {
-        var candidates = pushes(for: state, rules: rules)
-        if let start = lateStart(for: state, rules: rules) { candidates.append(start) }
+        largestPossiblePush(among: pushes(for: state, rules: rules), for: state, rules: rules)
+    }
+
+    /// The same, given the pushes already planned for `state` (`pushes(for:rules:)`), so they are not built
+    /// twice. A start among them has the very body a later push-to-start token would get.
+    public static func largestPossiblePush(among pushes: [PushPlan], for state: VisitState, rules: ProjectionRules)
+        -> PushPlan?
+    {
+        var candidates = pushes
+        if !pushes.contains(where: { $0.kind == .start }), let start = lateStart(for: state, rules: rules) {
+            candidates.append(start)
+        }
         return candidates.max { $0.bodySize < $1.bodySize }
     }
 

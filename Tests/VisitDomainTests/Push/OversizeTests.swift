@@ -24,6 +24,31 @@ import Testing
         }
     }
 
+    @Test func theLargestPushAmongThePlannedOnesIsTheLargestPlannedAfresh() throws {
+        // accept checks the budget on the pushes it planned (a start among them stands for a later token's);
+        // the answer must be the one planning everything again, the late start included, gives.
+        for status in VisitStatus.allCases {
+            for accepted in try TestVisit.accepted(TestVisit.path(to: status)) {
+                let state = accepted.state
+                let afresh = PushPlanner.largestPossiblePush(for: state, rules: .contractDefault)
+                let among = PushPlanner.largestPossiblePush(among: accepted.pushes, for: state, rules: .contractDefault)
+                var everything = PushPlanner.pushes(for: state, rules: .contractDefault)
+                if let late = PushPlanner.lateStart(for: state, rules: .contractDefault) { everything.append(late) }
+                let largest = everything.map(\.bodySize).max()
+                #expect(among?.bodySize == largest, "\(status) v\(state.version)")
+                #expect(afresh?.bodySize == largest, "\(status) v\(state.version)")
+            }
+        }
+        for type in [VisitEventType.progress, .reassigned] {
+            let accepted = try TestVisit.accepted(TestVisit.path(to: .enRoute) + [TestVisit.sample(type)])
+            let last = try #require(accepted.last)
+            let late = try #require(PushPlanner.lateStart(for: last.state, rules: .contractDefault))
+            let among = try #require(
+                PushPlanner.largestPossiblePush(among: last.pushes, for: last.state, rules: .contractDefault))
+            #expect(among.bodySize >= late.bodySize, "\(type): the start a later token would get is measured")
+        }
+    }
+
     @Test func oversizeSchedulingIsRefused() throws {
         var scheduled = TestVisit.scheduled()
         if case .scheduled(var payload) = scheduled {
