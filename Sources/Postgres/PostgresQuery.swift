@@ -277,8 +277,9 @@ enum PostgresArrayLiteral {
             out.append(UInt8(ascii: "\""))
             var text = element
             text.withUTF8 { bytes in
-                // Runs between the bytes to escape are copied whole (JSON text is mostly such runs).
-                out.reserveCapacity(out.count + bytes.count + 16)
+                // Runs between the bytes to escape are copied whole (JSON text is mostly such runs). No
+                // `reserveCapacity` here: it grows to exactly what it is asked, so one per element copied the
+                // whole literal again for each element; `append(contentsOf:)` grows geometrically.
                 var start = 0
                 for (i, byte) in bytes.enumerated() where byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
                     out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<i]))
