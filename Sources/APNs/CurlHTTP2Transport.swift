@@ -11,11 +11,14 @@ import Synchronization
 /// is not reused; the next request opens a new one. Every exchange has a deadline
 /// (`CURLOPT_TIMEOUT_MS`).
 final class CurlHTTP2Transport: @unchecked Sendable {
-    // Thread-safety: `inbox` is guarded by its Mutex. `multi` and `active` are touched only by the
+    // Thread-safety: `inbox` is guarded by its Mutex. `multi`, `active` and `idle` are touched only by the
     // loop thread, except `curl_multi_wakeup`, which libcurl documents as callable from any thread;
     // the multi handle is freed in deinit, when no thread can hold a reference any more.
     private let multi: UnsafeMutableRawPointer
     private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+    /// Easy handles of answered exchanges, kept for the next ones (at most `idleHandleLimit`).
+    private var idle: [UnsafeMutableRawPointer] = []
+    private static let idleHandleLimit = 512
     private let inbox = Mutex(Inbox())
     private let settings: Settings
 
@@ -51,7 +54,10 @@ final class CurlHTTP2Transport: @unchecked Sendable {
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, settings.maximumConcurrentStreams)
     }
 
-    deinit { curl_multi_cleanup(multi) }
+    deinit {
+        for easy in idle { curl_easy_cleanup(easy) }
+        curl_multi_cleanup(multi)
+    }
 
     /// Performs one exchange; returns when it is answered, fails or passes its deadline.
     func perform(_ exchange: HTTP2Exchange) async -> HTTP2Exchange.Outcome {
@@ -138,7 +144,7 @@ final class CurlHTTP2Transport: @unchecked Sendable {
     }
 
     private func start(_ transfer: CurlTransfer) {
-        guard let easy = transfer.makeEasyHandle(settings: settings) else {
+        guard let easy = transfer.makeEasyHandle(settings: settings, reusing: idle.popLast()) else {
             transfer.finish(.failed(code: -1, message: "curl_easy_init failed"))
             return
         }
@@ -157,7 +163,8 @@ final class CurlHTTP2Transport: @unchecked Sendable {
             let result = ccurl_msg_result(message)
             curl_multi_remove_handle(multi, easy)
             guard let transfer = active.removeValue(forKey: easy) else { continue }
-            transfer.complete(result: result)
+            guard let done = transfer.complete(result: result) else { continue }
+            if idle.count < Self.idleHandleLimit { idle.append(done) } else { curl_easy_cleanup(done) }
         }
     }
 }

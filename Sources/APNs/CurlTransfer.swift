@@ -3,7 +3,8 @@ import COpenSSL
 import Foundation
 
 /// One exchange's curl easy handle and buffers. Created by the submitting task, then owned by the
-/// transport's loop thread until `finish`, which frees the handle and resumes the waiting task.
+/// transport's loop thread until `finish`, which frees the handle and resumes the waiting task, or
+/// `complete`, which hands an answered exchange's handle back to the transport for the next one.
 final class CurlTransfer: @unchecked Sendable {
     // Thread-safety: handed over once through the transport's Mutex-guarded inbox; after that only
     // the loop thread touches it (curl callbacks run on that thread too).
@@ -26,9 +27,20 @@ final class CurlTransfer: @unchecked Sendable {
     /// `name:` as bytes for each header kept from an answer.
     private static let keptHeaderPrefixes: [[UInt8]] = HTTP2Exchange.keptHeaders.map { Array(($0 + ":").utf8) }
 
-    /// Builds the easy handle for this exchange; `nil` when curl is out of memory.
-    func makeEasyHandle(settings: CurlHTTP2Transport.Settings) -> UnsafeMutableRawPointer? {
-        guard let handle = curl_easy_init() else { return nil }
+    /// Sets up the easy handle for this exchange: `reusing` one an answered exchange left (reset to curl's
+    /// defaults first: a fresh handle costs curl a dozen allocations and its buffers), or a new one; `nil`
+    /// when curl is out of memory.
+    func makeEasyHandle(settings: CurlHTTP2Transport.Settings, reusing idle: UnsafeMutableRawPointer?)
+        -> UnsafeMutableRawPointer?
+    {
+        let handle: UnsafeMutableRawPointer
+        if let idle {
+            curl_easy_reset(idle)
+            handle = idle
+        } else {
+            guard let fresh = curl_easy_init() else { return nil }
+            handle = fresh
+        }
         easy = handle
         let me = Unmanaged.passUnretained(self).toOpaque()
         exchange.url.withCString { _ = ccurl_easy_setopt_ptr(handle, CURLOPT_URL, $0) }
@@ -115,20 +127,25 @@ final class CurlTransfer: @unchecked Sendable {
     }
 
     /// Called on the loop thread when curl reports the transfer done (already removed from the multi).
-    func complete(result: CURLcode) {
-        guard let easy else { return }
-        if result == CURLE_OK {
-            var status = 0
-            _ = ccurl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
-            finish(.response(status: status, headers: responseHeaders, body: responseBody))
-        } else {
+    /// Returns the easy handle of an answered exchange, for the transport to reuse or free; a failed
+    /// one's handle is freed here.
+    func complete(result: CURLcode) -> UnsafeMutableRawPointer? {
+        guard let easy else { return nil }
+        guard result == CURLE_OK else {
             var message = String(cString: errorBuffer)
             if message.isEmpty { message = String(cString: curl_easy_strerror(result)) }
             finish(.failed(code: Int(result.rawValue), message: message))
+            return nil
         }
+        var status = 0
+        _ = ccurl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+        self.easy = nil
+        finish(.response(status: status, headers: responseHeaders, body: responseBody))
+        return easy
     }
 
-    /// Frees curl resources and resumes the waiting task (once).
+    /// Frees curl resources (the easy handle unless `complete` took it back) and resumes the waiting
+    /// task (once).
     func finish(_ outcome: HTTP2Exchange.Outcome) {
         if let easy { curl_easy_cleanup(easy) }
         easy = nil
