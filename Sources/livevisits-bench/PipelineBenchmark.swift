@@ -44,7 +44,7 @@ struct PipelineBenchmark {
             .value("--pgbench", "PATH", "pgbench binary (default /usr/lib/postgresql/15/bin/pgbench)"),
         ],
         details:
-            "Needs LIVEVISITS_DATABASE_URL (the scripts/pg cluster), openssl, python3 with venv (for aioapns, from PyPI), a built livevisits next to this binary; run from the repository root."
+            "Needs LIVEVISITS_DATABASE_URL (the scripts/pg cluster), openssl, python3 with venv (for aioapns, from PyPI), a built livevisits next to this binary; run from the repository root. Each measurement starts from vacuumed tables (VACUUM (ANALYZE), as pgbench does)."
     )
 
     init(arguments: [String]) throws {
@@ -117,7 +117,7 @@ struct PipelineBenchmark {
                 serverURL: serverURL, migrations: root.appendingPathComponent("Migrations"))
             do {
                 let (r, d, peak) = try await measure(
-                    layout: layout, databaseURL: database.url, rig: rig, book: book, postmaster: postmaster)
+                    layout: layout, database: database, rig: rig, book: book, postmaster: postmaster)
                 runs += r
                 if let d { drain = d }
                 peaks[layout] = peak
@@ -192,11 +192,13 @@ struct PipelineBenchmark {
 
     // MARK: one layout
 
-    func measure(layout: String, databaseURL: String, rig: ScaleBenchmark.Rig, book: AckBook, postmaster: Int32) async throws
+    func measure(layout: String, database: ScratchDatabase, rig: ScaleBenchmark.Rig, book: AckBook, postmaster: Int32)
+        async throws
         -> ([Run], Drain?, Double)
     {
         var children: [RunningChild] = []
         defer { for child in children { child.signal(SIGTERM) } }
+        let databaseURL = database.url
         let dispatcher = try await rig.dispatcherKey(databaseURL: databaseURL)
         let arguments = layout == "serve" ? ["serve"] : ["serve", "--api-only"]
         let (server, port) = try await rig.startServer(databaseURL: databaseURL, arguments: arguments)
@@ -222,6 +224,7 @@ struct PipelineBenchmark {
         if layout == "split" && backlog > 0 {
             // The backlog: one event per visit posted while no worker runs, then one worker started.
             try await post(visits: visits, prefix: prefix, port: port, dispatcher: dispatcher, cursor: cursor)
+            try await database.vacuum()
             let before = Self.cpu(processes: [], postmaster: postmaster)
             book.markDrain(from: LoadConnection.now())
             let worker = try rig.startWorker(databaseURL: databaseURL)
@@ -245,6 +248,8 @@ struct PipelineBenchmark {
 
         var runs: [Run] = []
         for c in connections {
+            // Each measurement from vacuumed tables (as pgbench runs), not from what the one before left.
+            try await database.vacuum()
             try await Task.sleep(for: .seconds(1))
             runs.append(
                 try await load(

@@ -32,6 +32,15 @@ struct ScratchDatabase {
         }
     }
 
+    /// `VACUUM (ANALYZE)` of every table, as pgbench does before a run unless told not to: a measurement then
+    /// starts from the same state of its tables whatever ran before it (the dead rows and index entries an
+    /// earlier one left, which autovacuum would reclaim at its own time, and fresh statistics).
+    func vacuum() async throws {
+        try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 1)) { pool in
+            try await pool.withConnection { try $0.execute(script: "VACUUM (ANALYZE)") }
+        }
+    }
+
     /// Drops the database (best effort: a failure leaves a scratch database behind, named in the output).
     func drop() async {
         let name = self.name
