@@ -18,8 +18,9 @@ import Synchronization
 /// p50/p99, and CPU per event of ours (the livevisits processes), of PostgreSQL (this cluster's processes
 /// only) and of this process (load generator and sink); peak memory. The split layout first drains a
 /// backlog (the catch-up pushes of `--backlog` registrations, enqueued while no worker ran) with one
-/// worker. Then pgbench's single-row insert (16 clients) and aioapns (one connection, 100 in flight,
-/// installed from PyPI into a virtual environment under .build) against the same sink, and the ratios.
+/// worker, and right after it aioapns (one connection, 100 in flight, installed from PyPI into a virtual
+/// environment under .build) against the same sink; without a drain aioapns runs at the end. Then pgbench's
+/// single-row insert (16 clients), and the ratios.
 struct PipelineBenchmark {
     static let summary = "end to end POST → APNs ack (serve; serve --api-only + worker), backlog drain, vs pgbench and aioapns"
     var connections = [16, 64]
@@ -111,15 +112,19 @@ struct PipelineBenchmark {
 
         var runs: [Run] = []
         var drain: Drain?
+        var aioapnsRate: Double?
         var peaks: [String: Double] = [:]
         for layout in layouts {
             let database = try await ScratchDatabase.create(
                 serverURL: serverURL, migrations: root.appendingPathComponent("Migrations"))
             do {
                 let (r, d, peak) = try await measure(
-                    layout: layout, database: database, rig: rig, book: book, postmaster: postmaster)
+                    layout: layout, database: database, rig: rig, book: book, postmaster: postmaster, python: python)
                 runs += r
-                if let d { drain = d }
+                if let d {
+                    drain = d.drain
+                    aioapnsRate = d.aioapns
+                }
                 peaks[layout] = peak
                 await database.drop()
             } catch {
@@ -142,8 +147,7 @@ struct PipelineBenchmark {
                 throw error
             }
         }
-        var aioapnsRate: Double?
-        if let python {
+        if let python, aioapnsRate == nil {
             aioapnsRate = try await Self.aioapns(python: python, rig: rig, count: max(backlog, 20_000))
         }
 
@@ -192,10 +196,12 @@ struct PipelineBenchmark {
 
     // MARK: one layout
 
-    func measure(layout: String, database: ScratchDatabase, rig: ScaleBenchmark.Rig, book: AckBook, postmaster: Int32)
-        async throws
-        -> ([Run], Drain?, Double)
-    {
+    /// One layout's measurements; for `split` with a backlog also the drain and, right after it (the two sides of
+    /// one ratio, measured minutes apart on a shared machine, met different loads), aioapns against the same sink.
+    func measure(
+        layout: String, database: ScratchDatabase, rig: ScaleBenchmark.Rig, book: AckBook, postmaster: Int32,
+        python: String?
+    ) async throws -> ([Run], (drain: Drain, aioapns: Double?)?, Double) {
         var children: [RunningChild] = []
         defer { for child in children { child.signal(SIGTERM) } }
         let databaseURL = database.url
@@ -219,7 +225,7 @@ struct PipelineBenchmark {
         try await setUp(visits: visits, prefix: prefix, port: port, dispatcher: dispatcher, customer: customer)
 
         var processes = [server.pid]
-        var drain: Drain?
+        var drain: (drain: Drain, aioapns: Double?)?
         let cursor = VisitCursor(count: visits)
         if layout == "split" && backlog > 0 {
             // The backlog: one event per visit posted while no worker runs, then one worker started.
@@ -233,7 +239,10 @@ struct PipelineBenchmark {
             try await Self.waitFor(book, accepted: acceptedBefore + visits, within: 300)
             let used = Self.cpu(processes: [worker.pid], postmaster: postmaster) - before
             let (first, last) = book.drainSpan()
-            drain = Drain(pushes: visits, seconds: last - first, worker: used.ours, postgres: used.postgres)
+            let drained = Drain(pushes: visits, seconds: last - first, worker: used.ours, postgres: used.postgres)
+            var aioapns: Double?
+            if let python { aioapns = try await Self.aioapns(python: python, rig: rig, count: max(backlog, 20_000)) }
+            drain = (drained, aioapns)
         } else {
             if layout == "split" {
                 let worker = try rig.startWorker(databaseURL: databaseURL)
