@@ -16,7 +16,8 @@ final class CurlHTTP2Transport: @unchecked Sendable {
     // the multi handle is freed in deinit, when no thread can hold a reference any more.
     private let multi: UnsafeMutableRawPointer
     private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
-    /// Easy handles of answered exchanges, kept for the next ones (at most `idleHandleLimit`).
+    /// Easy handles of answered exchanges, kept for the next ones (at most `idleHandleLimit`), reset as they
+    /// come back: an idle handle points at nothing of the exchange it served (its buffers, headers, callbacks).
     private var idle: [UnsafeMutableRawPointer] = []
     private static let idleHandleLimit = 512
     private let inbox = Mutex(Inbox())
@@ -164,7 +165,12 @@ final class CurlHTTP2Transport: @unchecked Sendable {
             curl_multi_remove_handle(multi, easy)
             guard let transfer = active.removeValue(forKey: easy) else { continue }
             guard let done = transfer.complete(result: result) else { continue }
-            if idle.count < Self.idleHandleLimit { idle.append(done) } else { curl_easy_cleanup(done) }
+            if idle.count < Self.idleHandleLimit {
+                curl_easy_reset(done)
+                idle.append(done)
+            } else {
+                curl_easy_cleanup(done)
+            }
         }
     }
 }

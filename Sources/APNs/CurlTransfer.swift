@@ -27,20 +27,13 @@ final class CurlTransfer: @unchecked Sendable {
     /// `name:` as bytes for each header kept from an answer.
     private static let keptHeaderPrefixes: [[UInt8]] = HTTP2Exchange.keptHeaders.map { Array(($0 + ":").utf8) }
 
-    /// Sets up the easy handle for this exchange: `reusing` one an answered exchange left (reset to curl's
-    /// defaults first: a fresh handle costs curl a dozen allocations and its buffers), or a new one; `nil`
+    /// Sets up the easy handle for this exchange: `reusing` one an answered exchange left (already reset to
+    /// curl's defaults: a fresh handle costs curl a dozen allocations and its buffers), or a new one; `nil`
     /// when curl is out of memory.
     func makeEasyHandle(settings: CurlHTTP2Transport.Settings, reusing idle: UnsafeMutableRawPointer?)
         -> UnsafeMutableRawPointer?
     {
-        let handle: UnsafeMutableRawPointer
-        if let idle {
-            curl_easy_reset(idle)
-            handle = idle
-        } else {
-            guard let fresh = curl_easy_init() else { return nil }
-            handle = fresh
-        }
+        guard let handle = idle ?? curl_easy_init() else { return nil }
         easy = handle
         let me = Unmanaged.passUnretained(self).toOpaque()
         exchange.url.withCString { _ = ccurl_easy_setopt_ptr(handle, CURLOPT_URL, $0) }
