@@ -14,7 +14,6 @@ let package = Package(
         // C libraries (module map + shim each).
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
-        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CNGHTTP2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
 
@@ -31,7 +30,7 @@ let package = Package(
         .target(name: "Postgres", dependencies: ["CLibPQ", "Runtime"]),
         .target(name: "EventStore", dependencies: ["JSON", "Postgres", "Runtime"]),
         .target(name: "VisitProjections", dependencies: ["VisitDomain", "EventStore", "Postgres", "Runtime"]),
-        .target(name: "APNs", dependencies: ["COpenSSL", "CCurl", "JSON", "Runtime"]),
+        .target(name: "APNs", dependencies: ["CNGHTTP2", "COpenSSL", "JSON", "Runtime"]),
         .target(name: "Outbox", dependencies: ["Postgres", "Runtime"]),
         // Customers' personal data sealed (AES-256-GCM) under per-customer keys, opened on the way out (§10).
         .target(name: "PersonalData", dependencies: ["COpenSSL", "JSON", "Postgres", "Runtime", "Outbox"]),

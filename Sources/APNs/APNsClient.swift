@@ -5,7 +5,7 @@ import Runtime
 /// Sends Live Activity pushes to APNs over HTTP/2 with provider-token authentication.
 ///
 /// `send` never throws and never blocks Swift's cooperative pool: the wire work runs on a thread the
-/// client owns (see `CurlHTTP2Transport`). Each environment's host gets one multiplexed connection.
+/// client owns (see `HTTP2ClientTransport`). Each environment's host gets one multiplexed connection.
 /// As a `Service`, `run()` waits until cancelled and then shuts the connection down, failing whatever is
 /// still in flight: in a `ServiceGroup` it goes in a stage before the services that send through it (the
 /// outbox worker), so it closes only after they have finished their sends.
@@ -15,7 +15,7 @@ public final class APNsClient: Service {
     public let configuration: APNsConfiguration
     /// The provider tokens the client presents.
     public let tokens: ProviderTokenSource
-    private let transport: CurlHTTP2Transport
+    private let transport: HTTP2ClientTransport
     private let logger: Logger
     private let metrics: Metrics
     private let alerts: APNsConfigurationAlerts
@@ -31,7 +31,7 @@ public final class APNsClient: Service {
         self.configuration = configuration
         self.tokens = ProviderTokenSource(
             signer: configuration.signer, store: tokenStore, clock: clock, settings: tokenSettings)
-        self.transport = CurlHTTP2Transport(
+        self.transport = HTTP2ClientTransport(
             settings: .init(
                 connectTimeoutMilliseconds: Int(configuration.connectTimeout * 1000),
                 keepAliveSeconds: max(1, Int(configuration.keepAliveInterval.rounded())),
@@ -97,12 +97,12 @@ public final class APNsClient: Service {
             body: request.body, timeoutMilliseconds: Int((timeout * 1000).rounded(.up)))
 
         switch await transport.perform(exchange) {
-        case .failed(let code, let message):
-            let text =
-                request.deviceToken.isEmpty
-                ? message
-                : message.replacingOccurrences(of: request.deviceToken, with: Logger.fingerprint(request.deviceToken))
-            let (cause, classification) = Self.classifyTransportError(code: code, message: text)
+        case .failed(var transportFailure):
+            if !request.deviceToken.isEmpty {
+                transportFailure.message = transportFailure.message.replacingOccurrences(
+                    of: request.deviceToken, with: Logger.fingerprint(request.deviceToken))
+            }
+            let (cause, classification) = Self.classifyTransportError(transportFailure)
             return failure(cause, classification)
         case .response(let status, let headers, let body):
             let apnsId = headers["apns-id"] ?? request.apnsId
@@ -125,18 +125,14 @@ public final class APNsClient: Service {
         }
     }
 
-    /// Maps a curl error to a cause: deadlines and broken connections are retryable, an untrusted
+    /// Maps a transport failure to a cause: deadlines and broken connections are retryable, an untrusted
     /// server certificate is a configuration problem.
-    static func classifyTransportError(code: Int, message: String) -> (APNsFailure.Cause, APNsFailureClass) {
-        switch code {
-        case 28:  // CURLE_OPERATION_TIMEDOUT
-            return (.timedOut, .retryable)
-        case 60, 58, 77, 83, 90, 91:  // peer verification, client cert, CA cert, issuer, pinned key, status
-            return (.untrustedServer(message), .configuration)
-        case 6, 7, 35, 45:  // resolve, connect, TLS handshake, interface
-            return (.connectionFailed(message), .retryable)
-        default:  // 16 HTTP/2 framing (GOAWAY), 52 empty reply, 55/56 send/recv, 92 stream error, shutdown
-            return (.connectionLost("curl \(code): \(message)"), .retryable)
+    static func classifyTransportError(_ failure: HTTP2Exchange.Failure) -> (APNsFailure.Cause, APNsFailureClass) {
+        switch failure.kind {
+        case .timedOut: (.timedOut, .retryable)
+        case .untrustedServer: (.untrustedServer(failure.message), .configuration)
+        case .connectFailed: (.connectionFailed(failure.message), .retryable)
+        case .connectionLost: (.connectionLost(failure.message), .retryable)
         }
     }
 
@@ -164,8 +160,8 @@ public final class APNsClient: Service {
             method: method, url: url, headers: headers + ["authorization: bearer \(token.jwt)"], body: body,
             timeoutMilliseconds: Int(((timeout ?? configuration.requestTimeout) * 1000).rounded(.up)))
         switch await transport.perform(exchange) {
-        case .failed(let code, let message):
-            let (cause, classification) = Self.classifyTransportError(code: code, message: message)
+        case .failed(let transportFailure):
+            let (cause, classification) = Self.classifyTransportError(transportFailure)
             return .failure(failure(cause, classification))
         case .response(let status, let headers, let body):
             return .success((status, headers, body, token))

@@ -20,9 +20,9 @@ public struct APNsConfiguration: Sendable {
     public var requestTimeout: Double
     /// Seconds to wait for a connection (TCP and TLS).
     public var connectTimeout: Double
-    /// Idle connections send TCP keep-alive probes after this many idle seconds (and every half
-    /// of it after that), which keeps NAT mappings open and finds dead peers. (curl 7.88 sends its
-    /// HTTP/2 PING upkeep only for easy-interface handles, not on a multi handle: see Docs/apns-client.md.)
+    /// An idle connection sends an HTTP/2 PING every this many seconds, and its socket TCP keep-alive
+    /// probes after as many idle seconds (then every half of it), which keeps NAT mappings open and
+    /// finds dead peers.
     public var keepAliveInterval: Double
     /// A connection idle longer than this is not reused: the next push opens a fresh one.
     public var maximumIdleTime: Double

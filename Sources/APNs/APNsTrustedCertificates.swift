@@ -2,8 +2,8 @@ import COpenSSL
 import Foundation
 
 /// Extra CA certificates (`LIVEVISITS_APNS_CA_FILE`, the simulator's) trusted in addition to the
-/// system store. They are added to each TLS context curl builds, after curl has loaded the system
-/// bundle, because `CURLOPT_CAINFO` would replace the system store instead.
+/// system store: they are added to the transport's TLS context after the system's default paths, so
+/// that neither replaces the other.
 public final class APNsTrustedCertificates: Sendable {
     // X509 objects are immutable after load and only read (X509_STORE_add_cert takes its own
     // reference); freed in deinit.
@@ -41,9 +41,8 @@ public final class APNsTrustedCertificates: Sendable {
 
     deinit { for certificate in certificates { X509_free(certificate) } }
 
-    /// Adds the certificates to an OpenSSL `SSL_CTX`'s trust store (called from curl's TLS setup).
-    func install(into sslContext: UnsafeMutableRawPointer) {
-        let context = OpaquePointer(sslContext)
+    /// Adds the certificates to an OpenSSL `SSL_CTX`'s trust store.
+    func install(into context: OpaquePointer) {
         guard let store = SSL_CTX_get_cert_store(context) else { return }
         for certificate in certificates {
             _ = X509_STORE_add_cert(store, certificate)  // fails harmlessly when already present

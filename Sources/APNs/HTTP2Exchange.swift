@@ -8,22 +8,40 @@ struct HTTP2Exchange: Sendable {
     }
 
     var method: Method = .post
-    /// Full URL.
+    /// Full URL: `https://host[:port]/path`.
     var url: String
     /// Header lines, `name: value`.
     var headers: [String]
     var body: [UInt8]
-    /// Deadline for the whole exchange, in milliseconds.
+    /// Deadline for the whole exchange (connection included), in milliseconds.
     var timeoutMilliseconds: Int
 
     /// The answer headers the transport keeps (lower-case): all others are skipped unread.
     static let keptHeaders = ["apns-id", "apns-channel-id", "apns-request-id"]
 
+    /// Why an exchange got no answer.
+    struct Failure: Sendable, Equatable {
+        enum Kind: Sendable, Equatable {
+            /// The deadline passed: the request may have reached the server.
+            case timedOut
+            /// No connection could be made (resolve, connect, TLS handshake, ALPN), or the request was
+            /// never sent on one: the server cannot have seen it.
+            case connectFailed
+            /// The server's certificate is not trusted (or not for this host): a configuration problem.
+            case untrustedServer
+            /// The connection or the stream ended with the request sent and no complete answer.
+            case connectionLost
+        }
+
+        var kind: Kind
+        var message: String
+    }
+
     /// What came back.
     enum Outcome: Sendable {
         /// An HTTP answer. Header names are lower-case.
         case response(status: Int, headers: [String: String], body: [UInt8])
-        /// No answer: a curl error code and its text.
-        case failed(code: Int, message: String)
+        /// No answer.
+        case failed(Failure)
     }
 }

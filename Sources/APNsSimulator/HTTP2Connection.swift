@@ -2,6 +2,7 @@ import CNGHTTP2
 import COpenSSL
 import Dispatch
 import Foundation
+import Runtime
 import Synchronization
 
 #if canImport(Glibc)
@@ -71,8 +72,7 @@ final class HTTP2Connection: @unchecked Sendable {
     /// Asks the loop to end (from any thread).
     func stop() {
         stopping.store(true, ordering: .releasing)
-        var byte: UInt8 = 1
-        _ = write(wakeWrite, &byte, 1)
+        WakePipe.wake(wakeWrite)
     }
 
     /// The connection's thread body: returns when the connection is over, all resources released.
@@ -203,7 +203,7 @@ final class HTTP2Connection: @unchecked Sendable {
         var option: OpaquePointer?
         guard nghttp2_option_new(&option) == 0, let option else { return false }
         defer { nghttp2_option_del(option) }
-        // curl resets every finished stream; nghttp2's rapid-reset guard would GOAWAY after ~1000.
+        // Some clients (curl) reset every finished stream; nghttp2's rapid-reset guard would GOAWAY after ~1000.
         nghttp2_option_set_stream_reset_rate_limit(option, 1 << 40, 1 << 40)
 
         var created: OpaquePointer?
@@ -402,10 +402,7 @@ final class HTTP2Connection: @unchecked Sendable {
 
     // MARK: Plumbing
 
-    private func drainWakePipe() {
-        var buffer = [UInt8](repeating: 0, count: 64)
-        while read(wakeRead, &buffer, buffer.count) > 0 {}
-    }
+    private func drainWakePipe() { WakePipe.drain(wakeRead) }
 
     private func cleanUp() {
         let reason = closeNow || closeAfterFlush ? SimulatorReason.connectionDropped : SimulatorReason.streamClosed

@@ -1,4 +1,5 @@
 import Foundation
+import Runtime
 import Synchronization
 
 #if canImport(Glibc)
@@ -139,8 +140,7 @@ final class SimulatorServer: Sendable {
                 if !done { r.waiters.append(continuation) }
                 return (Array(r.connections.values), done)
             }
-            var byte: UInt8 = 1
-            _ = write(wakeWrite, &byte, 1)
+            WakePipe.wake(wakeWrite)
             for connection in connections { connection.stop() }
             if done { continuation.resume() }
         }

@@ -37,11 +37,11 @@ import Testing
     }
 
     @Test(arguments: [
-        (28, APNsFailureClass.retryable), (16, .retryable), (92, .retryable), (56, .retryable), (7, .retryable),
-        (35, .retryable), (60, .configuration), (-1, .retryable),
+        (HTTP2Exchange.Failure.Kind.timedOut, APNsFailureClass.retryable), (.connectFailed, .retryable),
+        (.connectionLost, .retryable), (.untrustedServer, .configuration),
     ])
-    func classifiesTransportErrors(code: Int, expected: APNsFailureClass) {
-        #expect(APNsClient.classifyTransportError(code: code, message: "m").1 == expected)
+    func classifiesTransportErrors(kind: HTTP2Exchange.Failure.Kind, expected: APNsFailureClass) {
+        #expect(APNsClient.classifyTransportError(.init(kind: kind, message: "m")).1 == expected)
     }
 
     @Test func requestsAreCheckedAndNeverPrintTheirToken() {
