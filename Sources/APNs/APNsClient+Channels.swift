@@ -129,7 +129,7 @@ extension APNsClient {
                 }
             }
             let (reason, _) = APNsClient.parseErrorBody(answer.body)
-            let classification = classifyManagement(status: answer.status, reason: reason, token: answer.token)
+            let classification = classifyRefusal(status: answer.status, reason: reason, token: answer.token)
             return finish(
                 operation, environment,
                 .failure(

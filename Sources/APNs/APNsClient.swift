@@ -63,28 +63,77 @@ public final class APNsClient: Service {
     /// ones at once.
     public func shutdown() async { await transport.shutdown() }
 
+    /// Sends several pushes as one hand-over to the HTTP/2 thread (one provider token, one wake-up) and
+    /// returns their results in the same order, each classified as `send` classifies it.
+    public func send(all requests: [APNsRequest]) async -> [APNsResult] {
+        guard requests.count > 1 else { return requests.isEmpty ? [] : [await send(requests[0])] }
+        let started = ContinuousClock.now
+        var results = [APNsResult?](repeating: nil, count: requests.count)
+        let token: ProviderToken?
+        do { token = try await tokens.token() } catch {
+            token = nil
+            let classification: APNsFailureClass = error.code == .signingFailed ? .configuration : .retryable
+            for (index, request) in requests.enumerated() {
+                results[index] = Self.failure(
+                    request, .providerTokenUnavailable(error.message), classification, started: started)
+            }
+        }
+        if let token {
+            var exchanges: [HTTP2Exchange] = []
+            var indices: [Int] = []
+            exchanges.reserveCapacity(requests.count)
+            indices.reserveCapacity(requests.count)
+            for (index, request) in requests.enumerated() {
+                if let problem = request.invalidity {
+                    results[index] = Self.failure(request, .invalidRequest(problem), .permanent, started: started)
+                } else {
+                    exchanges.append(exchange(for: request, token: token))
+                    indices.append(index)
+                }
+            }
+            for (index, (outcome, finished)) in zip(indices, await transport.perform(all: exchanges)) {
+                results[index] = interpret(
+                    outcome, request: requests[index], token: token, latency: Self.seconds(from: started, to: finished))
+            }
+        }
+        return zip(requests, results).map { request, result in
+            let result = result!
+            record(result, request: request)
+            return result
+        }
+    }
+
     // MARK: - One attempt
 
     private func attempt(_ request: APNsRequest, started: ContinuousClock.Instant) async -> APNsResult {
-        func failure(_ cause: APNsFailure.Cause, _ classification: APNsFailureClass) -> APNsResult {
-            .failure(
-                APNsFailure(
-                    cause: cause, apnsId: request.apnsId, latency: Self.seconds(since: started),
-                    classification: classification))
+        if let problem = request.invalidity {
+            return Self.failure(request, .invalidRequest(problem), .permanent, started: started)
         }
-        if let problem = request.invalidity { return failure(.invalidRequest(problem), .permanent) }
-
         let token: ProviderToken
         do { token = try await tokens.token() } catch {
             let classification: APNsFailureClass = error.code == .signingFailed ? .configuration : .retryable
-            return failure(.providerTokenUnavailable(error.message), classification)
+            return Self.failure(request, .providerTokenUnavailable(error.message), classification, started: started)
         }
+        let outcome = await transport.perform(exchange(for: request, token: token))
+        return interpret(outcome, request: request, token: token, latency: Self.seconds(since: started))
+    }
 
+    private static func failure(
+        _ request: APNsRequest, _ cause: APNsFailure.Cause, _ classification: APNsFailureClass,
+        started: ContinuousClock.Instant
+    ) -> APNsResult {
+        .failure(
+            APNsFailure(
+                cause: cause, apnsId: request.apnsId, latency: seconds(since: started), classification: classification))
+    }
+
+    /// The HTTP/2 exchange of a push: its URL, the contract's headers and the provider token.
+    private func exchange(for request: APNsRequest, token: ProviderToken) -> HTTP2Exchange {
         let timeout = request.timeout ?? configuration.requestTimeout
         // A broadcast names its channel, and its app in the path (no topic); a device push names its topic.
         let destination =
             request.channelId.map { "apns-channel-id: \($0)" } ?? "apns-topic: \(configuration.topic(for: request.pushType))"
-        let exchange = HTTP2Exchange(
+        return HTTP2Exchange(
             url: configuration.url(for: request),
             headers: [
                 "apns-push-type: \(request.pushType.rawValue)",
@@ -95,29 +144,26 @@ public final class APNsClient: Service {
                 "authorization: bearer \(token.jwt)",
             ],
             body: request.body, timeoutMilliseconds: Int((timeout * 1000).rounded(.up)))
+    }
 
-        switch await transport.perform(exchange) {
+    /// Classifies what the transport brought back for a push.
+    private func interpret(
+        _ outcome: HTTP2Exchange.Outcome, request: APNsRequest, token: ProviderToken, latency: Double
+    ) -> APNsResult {
+        switch outcome {
         case .failed(var transportFailure):
             if !request.deviceToken.isEmpty {
                 transportFailure.message = transportFailure.message.replacingOccurrences(
                     of: request.deviceToken, with: Logger.fingerprint(request.deviceToken))
             }
             let (cause, classification) = Self.classifyTransportError(transportFailure)
-            return failure(cause, classification)
+            return .failure(
+                APNsFailure(cause: cause, apnsId: request.apnsId, latency: latency, classification: classification))
         case .response(let status, let headers, let body):
             let apnsId = headers["apns-id"] ?? request.apnsId
-            let latency = Self.seconds(since: started)
             if status == 200 { return .success(apnsId: apnsId, latency: latency) }
             let (reason, timestamp) = Self.parseErrorBody(body)
-            var classification = APNsFailureClass.classify(status: status, reason: reason)
-            if reason == .expiredProviderToken {
-                switch tokens.rejectedAsExpired(token) {
-                case .refresh, .alreadyReplaced: classification = .retryable
-                case .clockProblem: classification = .configuration
-                }
-            } else if reason == .tooManyProviderTokenUpdates {
-                tokens.rejectedAsTooManyUpdates()
-            }
+            let classification = classifyRefusal(status: status, reason: reason, token: token)
             return .failure(
                 APNsFailure(
                     cause: .rejected, status: status, reason: reason, timestamp: timestamp, apnsId: apnsId,
@@ -168,8 +214,9 @@ public final class APNsClient: Service {
         }
     }
 
-    /// The class of a refused management answer; `ExpiredProviderToken` re-signs as for pushes.
-    func classifyManagement(status: Int, reason: APNsReason?, token: ProviderToken) -> APNsFailureClass {
+    /// The class of a refused answer (a push's or a channel request's); `ExpiredProviderToken` makes the
+    /// fleet re-sign once, `TooManyProviderTokenUpdates` cools the signing down.
+    func classifyRefusal(status: Int, reason: APNsReason?, token: ProviderToken) -> APNsFailureClass {
         var classification = APNsFailureClass.classify(status: status, reason: reason)
         if reason == .expiredProviderToken {
             switch tokens.rejectedAsExpired(token) {
@@ -218,7 +265,11 @@ public final class APNsClient: Service {
     }
 
     private static func seconds(since start: ContinuousClock.Instant) -> Double {
-        let elapsed = ContinuousClock.now - start
+        seconds(from: start, to: .now)
+    }
+
+    private static func seconds(from start: ContinuousClock.Instant, to end: ContinuousClock.Instant) -> Double {
+        let elapsed = end - start
         return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     }
 }

@@ -51,7 +51,13 @@ final class HTTP2ClientStream: @unchecked Sendable {
     let target: HTTP2Target
     /// Monotonic nanoseconds after which the exchange fails as timed out.
     let deadline: UInt64
-    private var continuation: CheckedContinuation<HTTP2Exchange.Outcome, Never>?
+    /// Who waits for the outcome: a task of its own, or a batch (nil once finished).
+    private var completion: Completion?
+
+    enum Completion {
+        case single(CheckedContinuation<HTTP2Exchange.Outcome, Never>)
+        case batch(HTTP2ExchangeBatch, index: Int)
+    }
 
     var status = 0
     /// The answer ended (END_STREAM seen on its HEADERS or DATA).
@@ -64,21 +70,22 @@ final class HTTP2ClientStream: @unchecked Sendable {
     /// The most of an answer's body kept (APNs's error bodies are a few dozen bytes).
     static let bodyLimit = 64 * 1024
 
-    init(
-        exchange: HTTP2Exchange, target: HTTP2Target, now: UInt64,
-        continuation: CheckedContinuation<HTTP2Exchange.Outcome, Never>
-    ) {
+    init(exchange: HTTP2Exchange, target: HTTP2Target, now: UInt64, completion: Completion) {
         self.exchange = exchange
         self.target = target
         self.deadline = now + UInt64(max(1, exchange.timeoutMilliseconds)) * 1_000_000
-        self.continuation = continuation
+        self.completion = completion
     }
 
-    var finished: Bool { continuation == nil }
+    var finished: Bool { completion == nil }
 
     func finish(_ outcome: HTTP2Exchange.Outcome) {
-        continuation?.resume(returning: outcome)
-        continuation = nil
+        switch completion {
+        case .single(let continuation)?: continuation.resume(returning: outcome)
+        case .batch(let batch, let index)?: batch.finish(index, outcome)
+        case nil: break
+        }
+        completion = nil
     }
 
     func fail(_ kind: HTTP2Exchange.Failure.Kind, _ message: String) {
@@ -130,4 +137,30 @@ final class HTTP2ClientStream: @unchecked Sendable {
     }
 
     static func monotonicNanoseconds() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+}
+
+/// Exchanges submitted together and awaited together: one continuation, resumed when the last one ends
+/// (so a batch of pushes costs one task wake-up, not one each).
+final class HTTP2ExchangeBatch: @unchecked Sendable {
+    // Thread-safety: filled in by the submitting task before the hand-over, then touched only by the loop
+    // thread (which finishes every stream), or only by the submitting task when the hand-over is refused.
+    typealias Results = [(outcome: HTTP2Exchange.Outcome, finishedAt: ContinuousClock.Instant)]
+    private var outcomes: [HTTP2Exchange.Outcome?]
+    private var finishedAt: [ContinuousClock.Instant]
+    private var remaining: Int
+    private let continuation: CheckedContinuation<Results, Never>
+
+    init(count: Int, continuation: CheckedContinuation<Results, Never>) {
+        outcomes = Array(repeating: nil, count: count)
+        finishedAt = Array(repeating: .now, count: count)
+        remaining = count
+        self.continuation = continuation
+    }
+
+    func finish(_ index: Int, _ outcome: HTTP2Exchange.Outcome) {
+        outcomes[index] = outcome
+        finishedAt[index] = .now
+        remaining -= 1
+        if remaining == 0 { continuation.resume(returning: zip(outcomes, finishedAt).map { ($0!, $1) }) }
+    }
 }

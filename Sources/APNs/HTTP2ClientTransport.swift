@@ -81,33 +81,63 @@ final class HTTP2ClientTransport: @unchecked Sendable {
 
     /// Performs one exchange; returns when it is answered, fails or passes its deadline.
     func perform(_ exchange: HTTP2Exchange) async -> HTTP2Exchange.Outcome {
-        guard let target = HTTP2Target(url: exchange.url) else {
-            return .failed(.init(kind: .connectFailed, message: "not an https:// URL with a host: \(exchange.url)"))
-        }
+        guard let target = HTTP2Target(url: exchange.url) else { return .failed(Self.badURL(exchange.url)) }
         return await withCheckedContinuation { (continuation: CheckedContinuation<HTTP2Exchange.Outcome, Never>) in
             let stream = HTTP2ClientStream(
                 exchange: exchange, target: target, now: HTTP2ClientStream.monotonicNanoseconds(),
-                continuation: continuation)
-            let (accepted, startThread, wake) = inbox.withLock { box -> (Bool, Bool, Bool) in
-                guard !box.stopping else { return (false, false, false) }
-                box.pending.append(stream)
-                let start = !box.threadStarted
-                box.threadStarted = true
-                let wake = box.polling && !box.wakeSent
-                if wake { box.wakeSent = true }
-                return (true, start, wake)
+                completion: .single(continuation))
+            hand([stream])
+        }
+    }
+
+    /// Performs several exchanges, handed to the loop together; returns when every one has ended, with
+    /// each outcome (in order) and when it came.
+    func perform(all exchanges: [HTTP2Exchange]) async -> HTTP2ExchangeBatch.Results {
+        guard !exchanges.isEmpty else { return [] }
+        return await withCheckedContinuation { (continuation: CheckedContinuation<HTTP2ExchangeBatch.Results, Never>) in
+            let batch = HTTP2ExchangeBatch(count: exchanges.count, continuation: continuation)
+            let now = HTTP2ClientStream.monotonicNanoseconds()
+            var streams: [HTTP2ClientStream] = []
+            streams.reserveCapacity(exchanges.count)
+            for (index, exchange) in exchanges.enumerated() {
+                guard let target = HTTP2Target(url: exchange.url) else {
+                    batch.finish(index, .failed(Self.badURL(exchange.url)))
+                    continue
+                }
+                streams.append(
+                    HTTP2ClientStream(
+                        exchange: exchange, target: target, now: now, completion: .batch(batch, index: index)))
             }
-            guard accepted else {
-                stream.fail(.connectFailed, "APNs client is shut down")
-                return
-            }
-            if startThread {
-                let thread = Thread { [self] in runLoop() }
-                thread.name = "apns-http2"
-                thread.start()
-            } else if wake {
-                WakePipe.wake(wakeWrite)
-            }
+            if !streams.isEmpty { hand(streams) }
+        }
+    }
+
+    private static func badURL(_ url: String) -> HTTP2Exchange.Failure {
+        .init(kind: .connectFailed, message: "not an https:// URL with a host: \(url)")
+    }
+
+    /// Gives streams to the loop thread (starting it on first use, waking it if it sleeps); fails them at
+    /// once after `shutdown`.
+    private func hand(_ streams: [HTTP2ClientStream]) {
+        let (accepted, startThread, wake) = inbox.withLock { box -> (Bool, Bool, Bool) in
+            guard !box.stopping else { return (false, false, false) }
+            box.pending.append(contentsOf: streams)
+            let start = !box.threadStarted
+            box.threadStarted = true
+            let wake = box.polling && !box.wakeSent
+            if wake { box.wakeSent = true }
+            return (true, start, wake)
+        }
+        guard accepted else {
+            for stream in streams { stream.fail(.connectFailed, "APNs client is shut down") }
+            return
+        }
+        if startThread {
+            let thread = Thread { [self] in runLoop() }
+            thread.name = "apns-http2"
+            thread.start()
+        } else if wake {
+            WakePipe.wake(wakeWrite)
         }
     }
 

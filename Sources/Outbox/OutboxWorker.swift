@@ -366,34 +366,27 @@ public final class OutboxWorker: Service {
         var topicLooksWrong = false
     }
 
-    /// Sends a batch with bounded concurrency while a heartbeat keeps the lease.
+    /// Sends a batch, at most `maximumConcurrentSends` at a time, while a heartbeat keeps the lease.
     private func sendAll(_ items: [(ClaimedDelivery, OutgoingPush)], lease: String) async -> [Sent] {
         guard !items.isEmpty else { return [] }
-        let sender = self.sender
-        let clock = self.clock
-        let maxInFlight = max(1, configuration.maximumConcurrentSends)
         let heartbeat = Task { await self.heartbeat(lease: lease) }
         defer { heartbeat.cancel() }
-        return await withTaskGroup(of: Sent.self) { group in
-            var results: [Sent] = []
-            results.reserveCapacity(items.count)
-            var inFlight = 0
-            for (delivery, push) in items {
-                if inFlight >= maxInFlight, let done = await group.next() {
-                    results.append(done)
-                    inFlight -= 1
-                }
-                group.addTask {
-                    let attemptedAt = clock.now()
-                    let outcome = await sender.send(push)
-                    return Sent(
-                        delivery: delivery, push: push, outcome: outcome, attemptedAt: attemptedAt, answeredAt: clock.now())
-                }
-                inFlight += 1
+        var results: [Sent] = []
+        results.reserveCapacity(items.count)
+        let chunk = max(1, configuration.maximumConcurrentSends)
+        var start = 0
+        while start < items.count {
+            let slice = items[start..<min(items.count, start + chunk)]
+            start += slice.count
+            let attemptedAt = clock.now()
+            let outcomes = await sender.sendAll(slice.map(\.1))
+            let answeredAt = clock.now()
+            for ((delivery, push), outcome) in zip(slice, outcomes) {
+                results.append(
+                    Sent(delivery: delivery, push: push, outcome: outcome, attemptedAt: attemptedAt, answeredAt: answeredAt))
             }
-            for await done in group { results.append(done) }
-            return results
         }
+        return results
     }
 
     private func heartbeat(lease: String) async {

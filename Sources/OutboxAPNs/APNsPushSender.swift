@@ -15,6 +15,11 @@ public struct APNsPushSender: PushSender {
         APNsPushSender.outcome(await client.send(APNsPushSender.request(push)))
     }
 
+    /// The batch goes to the client as one hand-over (`APNsClient.send(all:)`).
+    public func sendAll(_ pushes: [OutgoingPush]) async -> [PushOutcome] {
+        await client.send(all: pushes.map(APNsPushSender.request)).map(APNsPushSender.outcome)
+    }
+
     /// The request for a push: a Live Activity push, or an ordinary notification.
     static func request(_ push: OutgoingPush) -> APNsRequest {
         if let channel = push.channelId {

@@ -22,20 +22,54 @@ public struct SealedPushSender: PushSender {
     }
 
     public func send(_ push: OutgoingPush) async -> PushOutcome {
-        guard PersonalDataOpener.mayHoldSealed(push.body) else { return await inner.send(push) }
+        switch await opened(push) {
+        case .success(let plain): await inner.send(plain)
+        case .failure(let refused): refused.outcome
+        }
+    }
+
+    /// Opens what needs opening, then hands every push that opened to the inner sender in one batch.
+    public func sendAll(_ pushes: [OutgoingPush]) async -> [PushOutcome] {
+        var outcomes = [PushOutcome?](repeating: nil, count: pushes.count)
+        var plain: [OutgoingPush] = []
+        var plainIndices: [Int] = []
+        plain.reserveCapacity(pushes.count)
+        plainIndices.reserveCapacity(pushes.count)
+        for (index, push) in pushes.enumerated() {
+            switch await opened(push) {
+            case .success(let opened):
+                plain.append(opened)
+                plainIndices.append(index)
+            case .failure(let refused):
+                outcomes[index] = refused.outcome
+            }
+        }
+        for (index, outcome) in zip(plainIndices, await inner.sendAll(plain)) { outcomes[index] = outcome }
+        return outcomes.map { $0! }
+    }
+
+    /// Why a push was not handed on.
+    private struct Refused: Error {
+        let outcome: PushOutcome
+        init(_ classification: PushFailure.Class, _ reason: String) {
+            outcome = .failed(PushFailure(classification: classification, reason: reason, latency: 0))
+        }
+    }
+
+    /// The push with its body opened (unchanged when it holds nothing sealed), or the outcome that ends it.
+    private func opened(_ push: OutgoingPush) async -> Result<OutgoingPush, Refused> {
+        guard PersonalDataOpener.mayHoldSealed(push.body) else { return .success(push) }
         let opened: PersonalDataOpener.Opened
         do {
             opened = try await opener.open(push.body, pool: pool)
         } catch is PersonalDataError {
-            return .failed(PushFailure(classification: .permanent, reason: "personal_data_unreadable", latency: 0))
+            return .failure(Refused(.permanent, "personal_data_unreadable"))
         } catch {
-            return .failed(PushFailure(classification: .retryable, reason: "personal_data_lookup", latency: 0))
+            return .failure(Refused(.retryable, "personal_data_lookup"))
         }
-        if opened.erasedFields > 0 {
-            return .failed(PushFailure(classification: .permanent, reason: "customer_erased", latency: 0))
-        }
+        if opened.erasedFields > 0 { return .failure(Refused(.permanent, "customer_erased")) }
         var plain = push
         plain.body = opened.bytes
-        return await inner.send(plain)
+        return .success(plain)
     }
 }

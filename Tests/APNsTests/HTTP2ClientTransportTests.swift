@@ -75,4 +75,37 @@ import Testing
         await apns.stop()
         #expect(statistics.connectionsAccepted == 2)
     }
+
+    /// `send(all:)`: one hand-over for many pushes; each result comes back in its request's place with its
+    /// own class (accepted, refused by APNs, refused before sending), and the metrics count each one.
+    @Test func aBatchIsAnsweredInOrderEachWithItsOwnClass() async throws {
+        let apns = try await SimulatedAPNs.start()
+        let metrics = Metrics()
+        let client = APNsClient(configuration: try apns.configuration(), metrics: metrics)
+        let gone = SimulatedAPNs.token(7)
+        apns.simulator.markUnregistered(token: gone)
+        var invalid = SimulatedAPNs.request(token: SimulatedAPNs.token(8))
+        invalid.deviceToken = "not-hex"
+        let requests =
+            (0..<40).map { SimulatedAPNs.request(token: SimulatedAPNs.token($0 == 7 ? 100 : $0)) }
+            + [SimulatedAPNs.request(token: gone), invalid, SimulatedAPNs.request(token: SimulatedAPNs.token(9))]
+        let results = await client.send(all: requests)
+        await client.shutdown()
+        let delivered = apns.simulator.deliveries()
+        await apns.stop()
+
+        #expect(results.count == requests.count)
+        for (request, result) in zip(requests.prefix(40), results.prefix(40)) {
+            #expect(result == .success(apnsId: request.apnsId, latency: result.latency), "\(result)")
+        }
+        guard case .failure(let unregistered) = results[40], case .failure(let refused) = results[41] else {
+            Issue.record("expected two failures, got \(results[40]) and \(results[41])")
+            return
+        }
+        #expect(unregistered.classification == .tokenDead && unregistered.status == 410, "\(unregistered)")
+        #expect(refused.classification == .permanent && refused.status == nil, "\(refused)")
+        #expect(results[42].classification == nil, "\(results[42])")
+        #expect(delivered.count == 42, "every valid request reached APNs once, the invalid one never")
+        #expect(metrics.value("livevisits_apns_responses_total", labels: ["status": "200", "reason": ""]) == 41)
+    }
 }
