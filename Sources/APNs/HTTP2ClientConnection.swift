@@ -41,6 +41,8 @@ final class HTTP2ClientConnection {
     private var waiting: [HTTP2ClientStream] = []
     private var waitingHead = 0
     private var remoteSettingsSeen = false
+    /// The last stream id a GOAWAY named (`Int32.max` before any): the streams above it were not processed.
+    private var goawayLastStream = Int32.max
     private var lastActive: UInt64
     private var lastPing: UInt64 = 0
     /// The earliest deadline of any exchange here (a scan for expired ones runs only once it passes).
@@ -538,6 +540,7 @@ final class HTTP2ClientConnection {
             if frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 { me.remoteSettingsSeen = true }
         case UInt8(NGHTTP2_GOAWAY.rawValue):
             me.goingAway = true
+            me.goawayLastStream = min(me.goawayLastStream, frame.pointee.goaway.last_stream_id)
             me.moveWaitingToRefused()
         default:
             break
@@ -549,8 +552,11 @@ final class HTTP2ClientConnection {
         guard let me = connection(userData), let stream = me.open.removeValue(forKey: streamID) else { return 0 }
         if stream.ended && stream.status > 0 {
             stream.answer()
-        } else if errorCode == NGHTTP2_REFUSED_STREAM.rawValue && stream.status == 0 {
-            me.refused.append(stream)  // unprocessed by the server: safe to send again
+        } else if stream.status == 0 && (errorCode == NGHTTP2_REFUSED_STREAM.rawValue || streamID > me.goawayLastStream) {
+            // Unprocessed by the server (refused, or above the last stream its GOAWAY named: RFC 9113 §6.8),
+            // so safe to send again, from the start.
+            stream.rewind()
+            me.refused.append(stream)
         } else {
             let name = String(cString: nghttp2_http2_strerror(errorCode))
             stream.fail(.connectionLost, "\(me.target.authority) closed the stream before answering (\(name))")

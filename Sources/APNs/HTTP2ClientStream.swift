@@ -92,6 +92,15 @@ final class HTTP2ClientStream: @unchecked Sendable {
         finish(.failed(.init(kind: kind, message: message)))
     }
 
+    /// Forgets what one attempt on a connection sent and received, for the exchange to go again on another.
+    func rewind() {
+        sent = 0
+        status = 0
+        ended = false
+        headers = [:]
+        body = []
+    }
+
     /// Finishes with the answer received.
     func answer() { finish(.response(status: status, headers: headers, body: body)) }
 

@@ -6,6 +6,10 @@ import Testing
 
 @testable import APNs
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// The transport's own behaviour (`HTTP2ClientTransport`): URLs, host names, deadlines and idle
 /// connections, against the project's simulator over real sockets.
 @Suite(.timeLimit(.minutes(5))) struct HTTP2ClientTransportTests {
@@ -107,5 +111,88 @@ import Testing
         #expect(results[42].classification == nil, "\(results[42])")
         #expect(delivered.count == 42, "every valid request reached APNs once, the invalid one never")
         #expect(metrics.value("livevisits_apns_responses_total", labels: ["status": "200", "reason": ""]) == 41)
+    }
+
+    private func configuration(url: String, caFile: String, key: TestKey, connectTimeout: Double = 5) throws
+        -> APNsConfiguration
+    {
+        APNsConfiguration(
+            baseURLs: [.sandbox: url, .production: url], trustedCertificates: try APNsTrustedCertificates(contentsOfFile: caFile),
+            signingKey: try APNsSigningKey(pem: key.pem), keyId: "KEY1234567", teamId: "TEAM123456",
+            bundleId: SimulatedAPNs.bundleId, requestTimeout: 20, connectTimeout: connectTimeout)
+    }
+
+    /// A TLS server that does not offer HTTP/2 (`openssl s_server`: no ALPN) is a retryable connection
+    /// failure that says so, not a hang and not an HTTP/1.1 exchange.
+    @Test func aServerWithoutHTTP2IsAConnectionFailureNamingALPN() async throws {
+        let directory = try OpenSSLTool.scratchDirectory()
+        let key = try TestKey.make()
+        defer {
+            try? FileManager.default.removeItem(atPath: directory)
+            key.remove()
+        }
+        try OpenSSLTool.run([
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+            "-keyout", directory + "/key.pem", "-out", directory + "/cert.pem", "-days", "1",
+            "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+        ])
+        let port = try NGHTTPDPeer.freePort()
+        let server = try ChildProcess(
+            "/usr/bin/openssl",
+            [
+                "s_server", "-quiet", "-accept", "127.0.0.1:\(port)", "-cert", directory + "/cert.pem", "-key",
+                directory + "/key.pem",
+            ]
+        ).start(stderr: .file(directory + "/server.err"))
+        defer {
+            server.signal(SIGKILL)
+            _ = server.waitBlocking()
+        }
+        try NGHTTPDPeer.waitUntilListening(port)
+        let client = APNsClient(
+            configuration: try configuration(url: "https://127.0.0.1:\(port)", caFile: directory + "/cert.pem", key: key),
+            metrics: Metrics())
+        let result = await client.send(SimulatedAPNs.request())
+        await client.shutdown()
+        guard case .failure(let failure) = result, case .connectionFailed(let detail) = failure.cause else {
+            Issue.record("expected a connection failure, got \(result)")
+            return
+        }
+        #expect(failure.classification == .retryable)
+        #expect(detail.contains("ALPN h2"), "\(detail)")
+    }
+
+    /// A server that accepts the TCP connection and then says nothing (a listening socket nobody accepts
+    /// from) fails the push at `connectTimeout`, long before the request's own deadline.
+    @Test func aHandshakeThatNeverEndsFailsAtTheConnectTimeout() async throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        #expect(bound == 0 && listen(listener, 8) == 0)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
+        }
+        let port = UInt16(bigEndian: address.sin_port)
+        let apns = try await SimulatedAPNs.start()  // for its CA file and key only
+        let client = APNsClient(
+            configuration: try configuration(
+                url: "https://127.0.0.1:\(port)", caFile: apns.endpoint.caFile, key: apns.key, connectTimeout: 0.5),
+            metrics: Metrics())
+        let result = await client.send(SimulatedAPNs.request())
+        await client.shutdown()
+        await apns.stop()
+        guard case .failure(let failure) = result, case .connectionFailed(let detail) = failure.cause else {
+            Issue.record("expected a connection failure, got \(result)")
+            return
+        }
+        #expect(failure.classification == .retryable)
+        #expect(detail.contains("longer than 500 ms"), "\(detail)")
+        #expect(failure.latency < 10, "failed at the connect timeout, not the request's 20 s deadline")
     }
 }
