@@ -157,7 +157,8 @@ public struct OutboxStore: Sendable {
     static func claim(limit: Int, lease: String, leaseSeconds: Double, now: Double, on connection: PostgresConnection) throws
         -> [ClaimedDelivery]
     {
-        let claim: PostgresQuery = """
+        let rows = try connection.query(
+            """
             WITH candidates AS (
                 SELECT d.id FROM deliveries d
                 WHERE d.state = 'pending' AND d.next_attempt_at <= \(now)
@@ -251,11 +252,7 @@ public struct OutboxStore: Sendable {
                 WHERE p.customer_id = c.customer_id AND p.device_id = c.device_id
             ) pref ON true
             ORDER BY c.id
-            """
-        // Planned once per connection: every row restriction names its index's predicate as a literal
-        // ('pending') and every probe is a scalar subquery or a LATERAL with LIMIT, so the generic plan is the
-        // custom one, and planning it at each claim cost ~175 µs (pg_stat_statements, Docs/performance.md).
-        let rows = try connection.query(claim.plannedOnce())
+            """)
         return try rows.rows.map { row in
             ClaimedDelivery(
                 id: try row.int64("id"), apnsId: try row.string("apns_id"), target: try row.string("target"),
