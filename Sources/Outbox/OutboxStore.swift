@@ -157,6 +157,8 @@ public struct OutboxStore: Sendable {
     static func claim(limit: Int, lease: String, leaseSeconds: Double, now: Double, on connection: PostgresConnection) throws
         -> [ClaimedDelivery]
     {
+        // Planned at each claim (PostgreSQL's choice), not once per connection: a generic plan does not know the
+        // LIMIT, and with a backlog it read the whole queue at every claim (Docs/performance.md, third pass).
         let rows = try connection.query(
             """
             WITH candidates AS (
