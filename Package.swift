@@ -30,7 +30,9 @@ let package = Package(
         .target(name: "Postgres", dependencies: ["CLibPQ", "Runtime"]),
         .target(name: "EventStore", dependencies: ["JSON", "Postgres", "Runtime"]),
         .target(name: "VisitProjections", dependencies: ["VisitDomain", "EventStore", "Postgres", "Runtime"]),
-        .target(name: "APNs", dependencies: ["CNGHTTP2", "COpenSSL", "JSON", "Runtime"]),
+        // HTTP/2 frames over a non-blocking OpenSSL connection, shared by the APNs client and the simulator.
+        .target(name: "HTTP2TLS", dependencies: ["CNGHTTP2", "COpenSSL"]),
+        .target(name: "APNs", dependencies: ["CNGHTTP2", "COpenSSL", "HTTP2TLS", "JSON", "Runtime"]),
         .target(name: "Outbox", dependencies: ["Postgres", "Runtime"]),
         // Customers' personal data sealed (AES-256-GCM) under per-customer keys, opened on the way out (§10).
         .target(name: "PersonalData", dependencies: ["COpenSSL", "JSON", "Postgres", "Runtime", "Outbox"]),
@@ -38,7 +40,7 @@ let package = Package(
         .target(name: "Retention", dependencies: ["Postgres", "Runtime"]),
         // The APNs side of the outbox: the sender over the APNs client, the fleet's provider token in PostgreSQL.
         .target(name: "OutboxAPNs", dependencies: ["Outbox", "APNs", "Postgres"]),
-        .target(name: "APNsSimulator", dependencies: ["CNGHTTP2", "COpenSSL", "JSON", "Runtime"]),
+        .target(name: "APNsSimulator", dependencies: ["CNGHTTP2", "COpenSSL", "HTTP2TLS", "JSON", "Runtime"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "JSON", "Runtime"]),
         // The API's own tables: API keys and the first answers kept under Idempotency-Keys.
         .target(name: "APIStores", dependencies: ["Postgres"]),

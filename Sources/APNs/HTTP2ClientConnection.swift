@@ -1,6 +1,7 @@
 import CNGHTTP2
 import COpenSSL
 import Foundation
+import HTTP2TLS
 
 #if canImport(Glibc)
     import Glibc
@@ -48,8 +49,7 @@ final class HTTP2ClientConnection {
     /// The earliest deadline of any exchange here (a scan for expired ones runs only once it passes).
     private var earliestDeadline = UInt64.max
 
-    private var outbound: [UInt8] = []
-    private var outboundOffset = 0
+    private var outbound = HTTP2TLSOutbound()
     private var sslWantsWrite = false
     private let readBuffer: UnsafeMutableBufferPointer<UInt8>
 
@@ -184,7 +184,7 @@ final class HTTP2ClientConnection {
         case SSL_ERROR_WANT_WRITE: handshakeEvents = Int16(POLLOUT)
         default:
             let verdict = SSL_get_verify_result(ssl)
-            let detail = Self.openSSLError()
+            let detail = takeOpenSSLError()
             if verdict != X509_V_OK {
                 let reason = String(cString: X509_verify_cert_error_string(verdict))
                 failSetUp(.untrustedServer, "the certificate of \(target.authority) is not trusted: \(reason)")
@@ -221,7 +221,7 @@ final class HTTP2ClientConnection {
         case .connecting: return (fd, Int16(POLLOUT))
         case .handshaking: return (fd, handshakeEvents)
         case .open:
-            let writing = outboundOffset < outbound.count || sslWantsWrite
+            let writing = outbound.isPending || sslWantsWrite
             return (fd, Int16(POLLIN) | (writing ? Int16(POLLOUT) : 0))
         case .closed: return nil
         }
@@ -259,12 +259,12 @@ final class HTTP2ClientConnection {
         submitWaiting(now: now)
         flush()
         if !open.isEmpty { lastActive = now }
-        if goingAway && open.isEmpty && outboundOffset >= outbound.count {
+        if goingAway && open.isEmpty && !outbound.isPending {
             shutDown()
             return
         }
         if phase == .open, let session, nghttp2_session_want_read(session) == 0, nghttp2_session_want_write(session) == 0,
-            outboundOffset >= outbound.count
+            !outbound.isPending
         {
             lose("\(target.authority) ended the HTTP/2 session")
         }
@@ -410,7 +410,7 @@ final class HTTP2ClientConnection {
                 lose("\(target.authority) closed the connection")
                 return
             default:
-                lose("the connection to \(target.authority) broke: \(Self.openSSLError())")
+                lose("the connection to \(target.authority) broke: \(takeOpenSSLError())")
                 return
             }
         }
@@ -419,33 +419,9 @@ final class HTTP2ClientConnection {
     /// Moves nghttp2's output into the outbound buffer and writes what the socket takes.
     private func flush() {
         guard let ssl, let session else { return }
-        while outbound.count - outboundOffset < 256 * 1024 {
-            var data: UnsafePointer<UInt8>?
-            let n = nghttp2_session_mem_send(session, &data)
-            if n < 0 {
-                lose("HTTP/2 error towards \(target.authority): \(String(cString: nghttp2_strerror(Int32(n))))")
-                return
-            }
-            guard n > 0, let data else { break }
-            outbound.append(contentsOf: UnsafeBufferPointer(start: data, count: n))
+        if case .failure(let failure) = outbound.flush(session: session, ssl: ssl) {
+            lose("cannot write to \(target.authority): \(failure)")
         }
-        while outboundOffset < outbound.count {
-            let n = outbound.withUnsafeBytes { raw in
-                SSL_write(ssl, raw.baseAddress! + outboundOffset, Int32(min(raw.count - outboundOffset, 1 << 20)))
-            }
-            if n > 0 {
-                outboundOffset += Int(n)
-                continue
-            }
-            switch SSL_get_error(ssl, n) {
-            case SSL_ERROR_WANT_WRITE, SSL_ERROR_WANT_READ: return
-            default:
-                lose("cannot write to \(target.authority): \(Self.openSSLError())")
-                return
-            }
-        }
-        outbound.removeAll(keepingCapacity: outbound.capacity <= 1 << 20)
-        outboundOffset = 0
     }
 
     // MARK: Ending
@@ -481,15 +457,6 @@ final class HTTP2ClientConnection {
         if fd >= 0 { close(fd) }
         fd = -1
         ERR_clear_error()
-    }
-
-    private static func openSSLError() -> String {
-        let code = ERR_get_error()
-        ERR_clear_error()
-        guard code != 0 else { return errno == 0 ? "end of stream" : String(cString: strerror(errno)) }
-        var buffer = [CChar](repeating: 0, count: 256)
-        ERR_error_string_n(code, &buffer, buffer.count)
-        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     // MARK: nghttp2 callbacks

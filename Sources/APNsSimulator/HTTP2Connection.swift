@@ -2,6 +2,7 @@ import CNGHTTP2
 import COpenSSL
 import Dispatch
 import Foundation
+import HTTP2TLS
 import Runtime
 import Synchronization
 
@@ -34,8 +35,7 @@ final class HTTP2Connection: @unchecked Sendable {
     /// Response bodies being sent, by stream id.
     private var bodies: [Int32: (bytes: [UInt8], offset: Int)] = [:]
     private var openStreams = 0
-    private var outbound: [UInt8] = []
-    private var outboundOffset = 0
+    private var outbound = HTTP2TLSOutbound()
     private var sslWantsWrite = false
     private var lastAnswered: Int32 = 0
     private var closeAfterFlush = false
@@ -83,14 +83,14 @@ final class HTTP2Connection: @unchecked Sendable {
         while !stopping.load(ordering: .acquiring) {
             guard flush() else { return }
             if closeNow { return }
-            if closeAfterFlush && outboundOffset >= outbound.count { return }
+            if closeAfterFlush && !outbound.isPending { return }
             if let session, nghttp2_session_want_read(session) == 0, nghttp2_session_want_write(session) == 0,
-                outboundOffset >= outbound.count, delayed.isEmpty
+                !outbound.isPending, delayed.isEmpty
             {
                 return
             }
             var events = Int16(POLLIN)
-            if outboundOffset < outbound.count || sslWantsWrite { events |= Int16(POLLOUT) }
+            if outbound.isPending || sslWantsWrite { events |= Int16(POLLOUT) }
             var fds = [pollfd(fd: fd, events: events, revents: 0), pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
             let ready = poll(&fds, 2, pollTimeout())
             if ready < 0 && errno != EINTR { return }
@@ -159,33 +159,10 @@ final class HTTP2Connection: @unchecked Sendable {
     /// Moves nghttp2's output into the outbound buffer and writes what the socket takes.
     private func flush() -> Bool {
         guard let ssl, let session else { return false }
-        if !closeNow {
-            while outbound.count - outboundOffset < 256 * 1024 {
-                var data: UnsafePointer<UInt8>?
-                let n = nghttp2_session_mem_send(session, &data)
-                if n < 0 { return false }
-                guard n > 0, let data else { break }
-                outbound.append(contentsOf: UnsafeBufferPointer(start: data, count: n))
-            }
+        switch outbound.flush(session: session, ssl: ssl, gather: !closeNow) {
+        case .success: return true
+        case .failure: return false
         }
-        while outboundOffset < outbound.count {
-            let n = outbound.withUnsafeBytes { raw in
-                SSL_write(ssl, raw.baseAddress! + outboundOffset, Int32(min(raw.count - outboundOffset, 1 << 20)))
-            }
-            if n > 0 {
-                outboundOffset += Int(n)
-                continue
-            }
-            switch SSL_get_error(ssl, n) {
-            case SSL_ERROR_WANT_WRITE, SSL_ERROR_WANT_READ: return true
-            default:
-                ERR_clear_error()
-                return false
-            }
-        }
-        outbound.removeAll(keepingCapacity: outbound.capacity <= 1 << 20)
-        outboundOffset = 0
-        return true
     }
 
     // MARK: HTTP/2
