@@ -292,7 +292,9 @@ final class HTTP2ClientConnection {
             }
             for stream in waiting[waitingHead...] where !stream.finished {
                 if stream.deadline <= now {
-                    stream.fail(.timedOut, "not sent within \(stream.exchange.timeoutMilliseconds) ms")
+                    // Never handed to the server, so it cannot have arrived: not an unknown outcome.
+                    let reason = phase == .open ? "no free stream" : "no connection"
+                    stream.fail(.connectFailed, "not sent within \(stream.exchange.timeoutMilliseconds) ms (\(reason))")
                 } else {
                     next = min(next, stream.deadline)
                 }

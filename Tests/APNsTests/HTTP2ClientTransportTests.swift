@@ -65,6 +65,28 @@ import Testing
         #expect(statistics.connectionsAccepted == 1)
     }
 
+    /// A push still waiting for a free stream at its deadline was never sent: a retryable connection failure
+    /// (the outbox then knows it did not arrive), not a timeout with an unknown outcome.
+    @Test func aPushThatNeverGotAStreamFailsAsNotSent() async throws {
+        let apns = try await SimulatedAPNs.start { $0.maximumConcurrentStreams = 1 }
+        let client = APNsClient(configuration: try apns.configuration(), metrics: Metrics())
+        #expect(await client.send(SimulatedAPNs.request()).classification == nil)  // SETTINGS known
+        apns.simulator.addLatency(seconds: 2, count: 1)
+        let holding = Task { await client.send(SimulatedAPNs.request(token: SimulatedAPNs.token(2))) }
+        try await eventually("the first push at the simulator") { apns.simulator.statistics().requestsTotal >= 2 }
+        let waiting = await client.send(SimulatedAPNs.request(token: SimulatedAPNs.token(3), timeout: 0.3))
+        let held = await holding.value
+        await client.shutdown()
+        await apns.stop()
+        #expect(held.classification == nil, "\(held)")
+        guard case .failure(let failure) = waiting, case .connectionFailed(let detail) = failure.cause else {
+            Issue.record("expected a connection failure, got \(waiting)")
+            return
+        }
+        #expect(failure.classification == .retryable)
+        #expect(detail.contains("no free stream"), "\(detail)")
+    }
+
     /// A connection idle longer than `maximumIdleTime` is closed; the next push opens a new one.
     @Test func anIdleConnectionIsClosedAndTheNextPushOpensAnother() async throws {
         let apns = try await SimulatedAPNs.start()
