@@ -46,10 +46,7 @@ public final class APNsClient: Service {
     /// Sends one push and classifies the answer. Every request has a deadline: a request that
     /// gets no answer in time is a retryable `timedOut` failure.
     public func send(_ request: APNsRequest) async -> APNsResult {
-        let started = ContinuousClock.now
-        let result = await attempt(request, started: started)
-        record(result, request: request)
-        return result
+        await send(all: [request])[0]
     }
 
     /// Waits until the calling task is cancelled, then shuts down.
@@ -66,16 +63,15 @@ public final class APNsClient: Service {
     /// Sends several pushes as one hand-over to the HTTP/2 thread (one provider token, one wake-up) and
     /// returns their results in the same order, each classified as `send` classifies it.
     public func send(all requests: [APNsRequest]) async -> [APNsResult] {
-        guard requests.count > 1 else { return requests.isEmpty ? [] : [await send(requests[0])] }
+        guard !requests.isEmpty else { return [] }
         let started = ContinuousClock.now
         var results = [APNsResult?](repeating: nil, count: requests.count)
         let token: ProviderToken?
         do { token = try await tokens.token() } catch {
             token = nil
-            let classification: APNsFailureClass = error.code == .signingFailed ? .configuration : .retryable
+            let (cause, classification) = Self.tokenUnavailable(error)
             for (index, request) in requests.enumerated() {
-                results[index] = Self.failure(
-                    request, .providerTokenUnavailable(error.message), classification, started: started)
+                results[index] = Self.failure(request, cause, classification, started: started)
             }
         }
         if let token {
@@ -103,19 +99,12 @@ public final class APNsClient: Service {
         }
     }
 
-    // MARK: - One attempt
+    // MARK: - One push
 
-    private func attempt(_ request: APNsRequest, started: ContinuousClock.Instant) async -> APNsResult {
-        if let problem = request.invalidity {
-            return Self.failure(request, .invalidRequest(problem), .permanent, started: started)
-        }
-        let token: ProviderToken
-        do { token = try await tokens.token() } catch {
-            let classification: APNsFailureClass = error.code == .signingFailed ? .configuration : .retryable
-            return Self.failure(request, .providerTokenUnavailable(error.message), classification, started: started)
-        }
-        let outcome = await transport.perform(exchange(for: request, token: token))
-        return interpret(outcome, request: request, token: token, latency: Self.seconds(since: started))
+    /// Why no provider token could be presented, and its class: a key that cannot sign is a configuration
+    /// problem, a store that did not answer is retryable.
+    private static func tokenUnavailable(_ error: APNsError) -> (APNsFailure.Cause, APNsFailureClass) {
+        (.providerTokenUnavailable(error.message), error.code == .signingFailed ? .configuration : .retryable)
     }
 
     private static func failure(
@@ -198,9 +187,8 @@ public final class APNsClient: Service {
         }
         let token: ProviderToken
         do { token = try await tokens.token() } catch {
-            return .failure(
-                failure(
-                    .providerTokenUnavailable(error.message), error.code == .signingFailed ? .configuration : .retryable))
+            let (cause, classification) = Self.tokenUnavailable(error)
+            return .failure(failure(cause, classification))
         }
         let exchange = HTTP2Exchange(
             method: method, url: url, headers: headers + ["authorization: bearer \(token.jwt)"], body: body,

@@ -336,10 +336,7 @@ final class HTTP2ClientConnection {
     func abandon(_ message: String) {
         for stream in open.values { stream.fail(.connectionLost, message) }
         open = [:]
-        for stream in waiting[waitingHead...] { stream.fail(.connectFailed, message) }
-        waiting = []
-        waitingHead = 0
-        for stream in refused { stream.fail(.connectFailed, message) }
+        for stream in takeWaiting() + refused { stream.fail(.connectFailed, message) }
         refused = []
         shutDown()
     }
@@ -380,10 +377,15 @@ final class HTTP2ClientConnection {
         }
     }
 
-    private func moveWaitingToRefused() {
-        refused.append(contentsOf: waiting[waitingHead...].lazy.filter { !$0.finished })
-        waiting = []
-        waitingHead = 0
+    private func moveWaitingToRefused() { refused.append(contentsOf: takeWaiting()) }
+
+    /// Empties the waiting queue, returning the exchanges in it not yet finished (in order).
+    private func takeWaiting() -> [HTTP2ClientStream] {
+        defer {
+            waiting = []
+            waitingHead = 0
+        }
+        return waiting[waitingHead...].filter { !$0.finished }
     }
 
     // MARK: Reading and writing
@@ -430,9 +432,7 @@ final class HTTP2ClientConnection {
 
     /// The connection was never usable: every exchange here fails with `kind`.
     private func failSetUp(_ kind: HTTP2Exchange.Failure.Kind, _ message: String) {
-        for stream in waiting[waitingHead...] { stream.fail(kind, message) }
-        waiting = []
-        waitingHead = 0
+        for stream in takeWaiting() { stream.fail(kind, message) }
         shutDown()
     }
 

@@ -43,7 +43,7 @@ struct HTTP2Target: Sendable, Equatable {
 }
 
 /// One exchange in the transport: created by the submitting task, then owned by the loop thread until
-/// `finish` resumes the task (once).
+/// `finish` hands its outcome to its batch (once).
 final class HTTP2ClientStream: @unchecked Sendable {
     // Thread-safety: handed over once through the transport's Mutex-guarded inbox; after that only the
     // loop thread touches it (nghttp2's callbacks run on that thread too).
@@ -51,13 +51,9 @@ final class HTTP2ClientStream: @unchecked Sendable {
     let target: HTTP2Target
     /// Monotonic nanoseconds after which the exchange fails as timed out.
     let deadline: UInt64
-    /// Who waits for the outcome: a task of its own, or a batch (nil once finished).
-    private var completion: Completion?
-
-    enum Completion {
-        case single(CheckedContinuation<HTTP2Exchange.Outcome, Never>)
-        case batch(HTTP2ExchangeBatch, index: Int)
-    }
+    /// The batch waiting for the outcome (nil once finished), and this exchange's place in it.
+    private var batch: HTTP2ExchangeBatch?
+    private let index: Int
 
     var status = 0
     /// The answer ended (END_STREAM seen on its HEADERS or DATA).
@@ -70,22 +66,19 @@ final class HTTP2ClientStream: @unchecked Sendable {
     /// The most of an answer's body kept (APNs's error bodies are a few dozen bytes).
     static let bodyLimit = 64 * 1024
 
-    init(exchange: HTTP2Exchange, target: HTTP2Target, now: UInt64, completion: Completion) {
+    init(exchange: HTTP2Exchange, target: HTTP2Target, now: UInt64, batch: HTTP2ExchangeBatch, index: Int) {
         self.exchange = exchange
         self.target = target
         self.deadline = now + UInt64(max(1, exchange.timeoutMilliseconds)) * 1_000_000
-        self.completion = completion
+        self.batch = batch
+        self.index = index
     }
 
-    var finished: Bool { completion == nil }
+    var finished: Bool { batch == nil }
 
     func finish(_ outcome: HTTP2Exchange.Outcome) {
-        switch completion {
-        case .single(let continuation)?: continuation.resume(returning: outcome)
-        case .batch(let batch, let index)?: batch.finish(index, outcome)
-        case nil: break
-        }
-        completion = nil
+        batch?.finish(index, outcome)
+        batch = nil
     }
 
     func fail(_ kind: HTTP2Exchange.Failure.Kind, _ message: String) {

@@ -79,15 +79,9 @@ final class HTTP2ClientTransport: @unchecked Sendable {
         close(wakeWrite)
     }
 
-    /// Performs one exchange; returns when it is answered, fails or passes its deadline.
+    /// Performs one exchange (a batch of one); returns when it is answered, fails or passes its deadline.
     func perform(_ exchange: HTTP2Exchange) async -> HTTP2Exchange.Outcome {
-        guard let target = HTTP2Target(url: exchange.url) else { return .failed(Self.badURL(exchange.url)) }
-        return await withCheckedContinuation { (continuation: CheckedContinuation<HTTP2Exchange.Outcome, Never>) in
-            let stream = HTTP2ClientStream(
-                exchange: exchange, target: target, now: HTTP2ClientStream.monotonicNanoseconds(),
-                completion: .single(continuation))
-            hand([stream])
-        }
+        await perform(all: [exchange])[0].outcome
     }
 
     /// Performs several exchanges, handed to the loop together; returns when every one has ended, with
@@ -104,9 +98,7 @@ final class HTTP2ClientTransport: @unchecked Sendable {
                     batch.finish(index, .failed(Self.badURL(exchange.url)))
                     continue
                 }
-                streams.append(
-                    HTTP2ClientStream(
-                        exchange: exchange, target: target, now: now, completion: .batch(batch, index: index)))
+                streams.append(HTTP2ClientStream(exchange: exchange, target: target, now: now, batch: batch, index: index))
             }
             if !streams.isEmpty { hand(streams) }
         }
