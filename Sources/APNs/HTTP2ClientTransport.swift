@@ -224,7 +224,9 @@ final class HTTP2ClientTransport: @unchecked Sendable {
             connection.enqueue(stream)
             return
         }
-        if let old = connections[key], old.phase != .closed { retiring.append(old) }
+        // The old one is kept until reaped: it may still have streams on the wire, or, closed, streams it never
+        // sent that the next `reroute` must still find.
+        if let old = connections[key] { retiring.append(old) }
         let connection = HTTP2ClientConnection(target: stream.target, settings: settings, tls: tls, now: now)
         connections[key] = connection
         connection.enqueue(stream)
@@ -241,7 +243,7 @@ final class HTTP2ClientTransport: @unchecked Sendable {
     }
 
     private func reap() {
-        retiring.removeAll { $0.phase == .closed }
+        retiring.removeAll { $0.phase == .closed && $0.refused.isEmpty }
         for (key, connection) in connections where connection.phase == .closed && connection.refused.isEmpty {
             connections.removeValue(forKey: key)
         }
