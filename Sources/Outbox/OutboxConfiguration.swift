@@ -9,8 +9,9 @@ public struct OutboxConfiguration: Sendable {
     /// Claim loops per worker: while one batch is on the wire the next is claimed, so the claim's and the
     /// completion's round trips overlap the sends (figures for batch size × loops in `Docs/performance.md`).
     public var concurrentBatches: Int = 4
-    /// Under a stream of pushes, how long the first claim loop waits after a batch of more than one before it
-    /// claims again, so that the claim and the completion are shared by more pushes (0: never waits).
+    /// Under a stream of pushes (a batch of more than one), the first claim loop's claims start at least this
+    /// far apart, so that the claim and the completion are shared by more pushes; a cycle that took longer
+    /// claims again at once (0: never waits).
     public var claimGatherSeconds: Double = 0.008
     /// A wake-up that comes while a claim loop has a batch on the wire lets a second loop claim beside it only
     /// once that batch has run this long (real time): a quick batch's own loop claims what came meanwhile,

@@ -152,7 +152,8 @@ public final class OutboxWorker: Service {
                 continue
             }
             do {
-                let handled = try await runOnceCountedBusy()
+                let started = Date().timeIntervalSince1970
+                let (handled, nextDue) = try await cycleCountedBusy()
                 failures = 0
                 lastClaimWasFull = handled >= configuration.batchSize
                 if lastClaimWasFull {
@@ -162,8 +163,8 @@ public final class OutboxWorker: Service {
                 if loop == 0 && !lastClaimWasFull {
                     // A part batch took what was due: claim again only once more is (a wake-up, a due time),
                     // not at once (an empty claim costs PostgreSQL as much as a small one).
-                    try await idleWait(skipIfDue: handled > 0)
-                    if handled > 1 { await gather() }
+                    try await idleWait(skipIfDue: handled > 0, known: nextDue)
+                    if handled > 1 { await gather(since: started) }
                 }
                 wakeOthersIfStopping()
             } catch is CancellationError {
@@ -188,15 +189,15 @@ public final class OutboxWorker: Service {
         }
     }
 
-    /// `runOnce`, counted in `busyLoops` while it runs.
-    private func runOnceCountedBusy() async throws -> Int {
+    /// `cycle`, counted in `busyLoops` while it runs.
+    private func cycleCountedBusy() async throws -> (claimed: Int, nextDue: OutboxStore.NextDue?) {
         busyLoops.add(1, ordering: .relaxed)
         defer {
             busyLoops.subtract(1, ordering: .relaxed)
             finishedBatches.add(1, ordering: .relaxed)
             batchFinished.signal()
         }
-        return try await runOnce()
+        return try await cycle()
     }
 
     /// Whether a batch on the wire when this was called is still there `slowBatchSeconds` later (false as soon
@@ -214,8 +215,14 @@ public final class OutboxWorker: Service {
 
     /// Waits for a wake-up, the next due time or the poll. `skipIfDue`: returns at once while a delivery is
     /// due (one a claim left because its target had a push on the wire is due once that completes).
-    private func idleWait(skipIfDue: Bool = false) async throws {
-        let due = try await pool.withConnection { try OutboxStore.nextDue(on: $0) }
+    /// `known`: the next due time as the last completion left it (read here otherwise).
+    private func idleWait(skipIfDue: Bool = false, known: OutboxStore.NextDue? = nil) async throws {
+        let due: Double?
+        if let known {
+            due = known.at
+        } else {
+            due = try await pool.withConnection { try OutboxStore.nextDue(on: $0) }
+        }
         if skipIfDue, let due, due <= clock.now() { return }
         var wait = configuration.pollIntervalSeconds
         if let due { wait = min(wait, max(0.001, due - clock.now())) }
@@ -223,10 +230,12 @@ public final class OutboxWorker: Service {
     }
 
     /// Under a stream of pushes (the last claim took more than one), lets a few more commits land before
-    /// the next claim, so that one claim and one completion serve them together: real time, not the
-    /// worker's clock (it is a batching delay, not a due time).
-    private func gather() async {
-        let seconds = configuration.claimGatherSeconds
+    /// the next claim, so that one claim and one completion serve them together: the next claim starts no
+    /// sooner than `claimGatherSeconds` after the last one started (`since`), so a cycle that already took
+    /// that long (a loaded machine) claims again at once. Real time, not the worker's clock (it is a
+    /// batching delay, not a due time).
+    private func gather(since: Double) async {
+        let seconds = since + configuration.claimGatherSeconds - Date().timeIntervalSince1970
         guard seconds > 0, !isStopping else { return }
         try? await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
     }
@@ -235,6 +244,12 @@ public final class OutboxWorker: Service {
     /// deliveries it claimed (0: nothing was due).
     @discardableResult
     public func runOnce() async throws -> Int {
+        try await cycle().claimed
+    }
+
+    /// `runOnce`, with when a delivery is next due as the batch's completion left it (nil: no completion ran,
+    /// so not learned).
+    private func cycle() async throws -> (claimed: Int, nextDue: OutboxStore.NextDue?) {
         try await settleUnsettled()
         try await reapIfDue()
         await renewIfDue()
@@ -249,12 +264,12 @@ public final class OutboxWorker: Service {
                 try OutboxStore.claim(limit: limit, lease: lease, leaseSeconds: leaseSeconds, now: claimedAt, on: $0)
             }
         }
-        guard !claimed.isEmpty else { return 0 }
+        guard !claimed.isEmpty else { return (0, nil) }
         if isStopping || Task.isCancelled {
             try await uncancelled {
                 try await self.pool.withConnection { try OutboxStore.release(ids: claimed.map(\.id), lease: lease, on: $0) }
             }
-            return claimed.count
+            return (claimed.count, nil)
         }
 
         // At most one in flight per target: a duplicate (two states raced in) yields to the newest.
@@ -290,8 +305,10 @@ public final class OutboxWorker: Service {
         let sent = await sendAll(toSend, lease: lease)
         // The heartbeat stopped with the sends: the lease lapses at the latest one lease from now.
         let batch = UnsettledBatch(lease: lease, leaseEndsAt: clock.now() + leaseSeconds, finished: completions, sent: sent)
+        let nextDue: OutboxStore.NextDue?
         do {
-            try await settle(batch)
+            // A part batch's loop waits next, for the next due time: learned in the completion's round trip.
+            nextDue = try await settle(batch, findingNextDue: claimed.count < limit)
         } catch {
             unsettled.withLock { $0.append(batch) }
             logger.warning(
@@ -299,7 +316,7 @@ public final class OutboxWorker: Service {
                 ["outbox.count": String(claimed.count), "error": "\(error)"])
             throw error
         }
-        return claimed.count
+        return (claimed.count, nextDue)
     }
 
     /// A claimed batch after its sends: what preflight finished and what was sent, to be judged and
@@ -312,17 +329,21 @@ public final class OutboxWorker: Service {
         let sent: [Sent]
     }
 
-    /// Judges the sends (retiring tokens, pausing) and completes the batch in one fenced statement.
-    private func settle(_ batch: UnsettledBatch) async throws {
+    /// Judges the sends (retiring tokens, pausing) and completes the batch in one fenced statement; with
+    /// `findingNextDue`, the same round trip also learns when a delivery is next due (returned).
+    @discardableResult
+    private func settle(_ batch: UnsettledBatch, findingNextDue: Bool = false) async throws -> OutboxStore.NextDue? {
         let completions = batch.finished + (try await uncancelled { try await self.outcomes(batch.sent) })
         let lease = batch.lease
-        let done = try await uncancelled { [completions] in
+        let (done, nextDue) = try await uncancelled { [completions] in
             try await self.pool.withConnection {
-                try OutboxStore.complete(completions, lease: lease, now: self.clock.now(), on: $0)
+                try OutboxStore.complete(
+                    completions, lease: lease, now: self.clock.now(), findingNextDue: findingNextDue, on: $0)
             }
         }
         record(completions, sent: batch.sent, completedIds: done)
         try await channelsEnded(batch.sent, completedIds: done)
+        return nextDue
     }
 
     /// Settles the batches a lost connection left unrecorded, oldest first; the first that fails again

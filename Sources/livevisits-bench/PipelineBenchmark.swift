@@ -15,7 +15,7 @@ import Synchronization
 /// and round) to visits of its own, each event → one `update` to the visit's registered Live Activity, its
 /// `kilometresAway` numbering it so the sink's acknowledgement is matched to the POST that caused it.
 /// Per layout and connection count: events/s (answered 201), pushes acknowledged, POST → acknowledgement
-/// p50/p99, and CPU per event of ours (the livevisits processes), of PostgreSQL (this cluster's processes
+/// p50/p99, HTTP p99, the delivery leg alone (the POST's answer → acknowledgement) p50/p99, and CPU per event of ours (the livevisits processes), of PostgreSQL (this cluster's processes
 /// only) and of this process (load generator and sink); peak memory. The split layout first drains a
 /// backlog (the catch-up pushes of `--backlog` registrations, enqueued while no worker ran) with one
 /// worker, and right after it aioapns (one connection, 100 in flight, installed from PyPI into a virtual
@@ -77,6 +77,9 @@ struct PipelineBenchmark {
         var p50 = 0.0
         var p99 = 0.0
         var httpP99 = 0.0
+        /// The delivery leg: from the POST's answer to the push's acknowledgement.
+        var legP50 = 0.0
+        var legP99 = 0.0
         var ours = 0.0
         var postgres = 0.0
         var bench = 0.0
@@ -154,14 +157,15 @@ struct PipelineBenchmark {
         say("")
         say(String(format: "load average after: %@", Self.loadAverage()))
         say(
-            "layout  conns  events/s  events  refused  pushes acked  POST→ack p50 ms  p99 ms  HTTP p99 ms | CPU µs/event: ours  PostgreSQL  bench (load+sink)"
+            "layout  conns  events/s  events  refused  pushes acked  POST→ack p50 ms  p99 ms  HTTP p99 ms  answer→ack p50 ms  p99 ms | CPU µs/event: ours  PostgreSQL  bench (load+sink)"
         )
         for r in runs {
             say(
                 String(
-                    format: "%-6@  %5d  %8.0f  %6d  %7d  %12d  %15.1f  %6.1f  %11.1f | %18.0f  %10.0f  %17.0f", r.layout,
-                    r.connections,
+                    format: "%-6@  %5d  %8.0f  %6d  %7d  %12d  %15.1f  %6.1f  %11.1f  %17.1f  %6.1f | %18.0f  %10.0f  %17.0f",
+                    r.layout, r.connections,
                     r.eventsPerSecond, r.events, r.refused, r.pushes, r.p50 * 1000, r.p99 * 1000, r.httpP99 * 1000,
+                    r.legP50 * 1000, r.legP99 * 1000,
                     r.ours / Double(max(r.events, 1)) * 1e6, r.postgres / Double(max(r.events, 1)) * 1e6,
                     r.bench / Double(max(r.events, 1)) * 1e6))
         }
@@ -378,10 +382,14 @@ struct PipelineBenchmark {
         }
         let used = Self.cpu(processes: processes, postmaster: postmaster) - before
         var delays: [Double] = []
+        var legs: [Double] = []
         for p in accepted {
-            if let at = book.ack(Self.token(p.visit, prefix), p.km) { delays.append(at - p.sent) }
+            guard let at = book.ack(Self.token(p.visit, prefix), p.km) else { continue }
+            delays.append(at - p.sent)
+            legs.append(at - p.answered)
         }
         delays.sort()
+        legs.sort()
         let http = all.map { $0.answered - $0.sent }.sorted()
         func percentile(_ values: [Double], _ p: Double) -> Double {
             values.isEmpty ? .nan : values[min(values.count - 1, Int(Double(values.count) * p))]
@@ -390,7 +398,8 @@ struct PipelineBenchmark {
         return Run(
             layout: layout, connections: connections, events: accepted.count, refused: all.count - accepted.count,
             pushes: delays.count, seconds: ended - started, p50: percentile(delays, 0.5), p99: percentile(delays, 0.99),
-            httpP99: percentile(http, 0.99), ours: used.ours, postgres: used.postgres, bench: used.bench)
+            httpP99: percentile(http, 0.99), legP50: percentile(legs, 0.5), legP99: percentile(legs, 0.99), ours: used.ours,
+            postgres: used.postgres, bench: used.bench)
     }
 
     struct Posted {

@@ -111,4 +111,43 @@ import Testing
         try await running.value
         #expect(try await f.count(.sent) == 1)
     }
+
+    /// After a batch, the worker's wait for the next due delivery runs on the due time its completion read in
+    /// the same round trip: a delivery due later than the batch is sent at that time, not at the next poll.
+    @Test func afterABatchTheWorkerWaitsForTheDueTimeItsCompletionRead() async throws {
+        let clock = ManualClock(now: Self.t0)
+        var configuration = OutboxFixture.fastConfiguration
+        configuration.pollIntervalSeconds = 3600  // only the due time ends the idle wait
+        configuration.concurrentBatches = 1
+        configuration.reapIntervalSeconds = 3600
+        let f = try await OutboxFixture.make(clock: clock, configuration: configuration)
+        defer { Task { await f.close() } }
+        try await f.registerActivity(visit: "v-now", activity: "a", token: token("now"))
+        try await f.registerActivity(visit: "v-soon", activity: "a", token: token("soon"))
+        try await f.enqueue(update("v-now", timestamp: Int64(Self.t0)))
+        var soon = update("v-soon", timestamp: Int64(Self.t0))
+        soon.notBefore = Self.t0 + 20
+        try await f.enqueue(soon)
+
+        let sender = GatedSender()
+        sender.release()
+        let worker = f.worker(sender)
+        let running = Task { try await worker.run() }
+        defer { running.cancel() }
+
+        #expect(await sender.started.wait(upTo: 10), "the due delivery was not sent")
+        #expect(sender.sent.map(\.deviceToken) == [token("now")])
+        // The batch completed; the worker now sleeps until the later delivery's due time.
+        try await clock.waitForSleepers(1)
+        clock.advance(by: 19)
+        #expect(clock.sleeperCount == 1, "woke before the due time")
+        #expect(sender.sent.count == 1)
+        clock.advance(by: 1)
+        #expect(await sender.started.wait(upTo: 10), "the later delivery was not sent at its due time")
+        #expect(sender.sent.map(\.deviceToken) == [token("now"), token("soon")])
+
+        running.cancel()
+        try await running.value
+        #expect(try await f.count(.sent) == 2)
+    }
 }
