@@ -65,6 +65,8 @@ extension LiveVisitsAPI {
             unkeyed: { try answer(try await environment.batcher.execute(command)) },
             keyed: { claim in
                 var keyed = command
+                // The stored answer is composed by the statement itself, followers included.
+                keyed.withFollowers = false
                 keyed.alsoRun = [
                     IdempotencyStore.storeVisitAnswerStatement(claim.scope, requestBody: claim.body, visitId: command.visitId)
                 ]
@@ -89,12 +91,13 @@ extension LiveVisitsAPI {
         _ event: VisitEvent, visitId: String, context: VisitCommandContext, isCreation: Bool, environment: APIEnvironment
     ) -> VisitCommand {
         VisitCommand(
-            visitId: visitId, event: event, context: context, isCreation: isCreation,
-            alsoRun: [VisitFollowers.query(visitId: visitId)])
+            visitId: visitId, event: event, context: context, isCreation: isCreation, withFollowers: true)
     }
 
     private static func answer(_ result: VisitCommandResult) throws -> Answer {
-        let followers = try VisitFollowers(result.alsoRows[0])
+        guard let followers = result.followers else {
+            throw PostgresError(code: .protocolViolation, message: "the command's answer came without its visit's followers")
+        }
         return answer(
             result,
             body: VisitReadModel.body(
@@ -161,7 +164,7 @@ extension LiveVisitsAPI {
                 guard let row = try VisitReadModel.row(visitId: visitId, on: c),
                     LiveVisitsAPI.maySee(caller, customerId: row.customerId, technicianId: row.technicianId)
                 else { throw APIError.notFound("visit") }
-                let followers = try VisitFollowers(visitId: visitId, on: c)
+                let followers = try VisitFollowers.of([visitId], on: c)[0]
                 return Answer(
                     status: 200,
                     body: row.body(liveActivities: followers.liveActivities, channels: LiveVisitsAPI.channels(followers)),
@@ -240,8 +243,8 @@ extension LiveVisitsAPI {
             try await environment.pool.withConnection { c -> String in
                 let rows = nothingVisible ? [] : try VisitReadModel.list(page, on: c)
                 let shown = rows.prefix(page.limit)
-                // Every shown visit's followers in one round trip.
-                let followers = try c.pipeline(shown.map { VisitFollowers.query(visitId: $0.visitId) }).map(VisitFollowers.init)
+                // Every shown visit's followers in one statement.
+                let followers = try VisitFollowers.of(shown.map(\.visitId), on: c)
                 var items: [String] = []
                 for (row, followed) in zip(shown, followers) {
                     items.append(

@@ -1,38 +1,51 @@
 import Postgres
 
 /// Who follows a visit, as its answers show it: the count of its live (not retired) Live Activities and its
-/// broadcast channels that have an id, by environment. One statement, to run alone or in a command's or a
-/// page's pipeline (a visit answer used to read the two with two statements).
+/// broadcast channels that have an id, by environment. One statement for any number of visits, to run alone
+/// or in a command batch's or a page's pipeline.
 public struct VisitFollowers: Sendable {
     public let liveActivities: Int
     public let channels: [(channelId: String, environment: String)]
 
-    /// The statement: one row when the visit has no channel, else one per channel, each with the count.
-    /// Planned once per connection: two probes by visit id whatever the value (left to PostgreSQL's choice,
-    /// it was planned anew at up to 40 % of the calls, each plan costing more than the statement).
-    public static func query(visitId: String) -> PostgresQuery {
+    /// The statement: per visit (in order, `idx` from 1) one row when it has no channel, else one per channel,
+    /// each with the count. Planned once per connection: two probes by visit id per visit, whatever the
+    /// values (left to PostgreSQL's choice, it was planned anew at up to 40 % of the calls).
+    public static func query(visitIds: [String]) -> PostgresQuery {
         let query: PostgresQuery = """
-            SELECT (SELECT count(*) FROM live_activities WHERE visit_id = \(visitId) AND retired_at_ms IS NULL) AS live,
+            SELECT v.idx,
+                   (SELECT count(*) FROM live_activities WHERE visit_id = v.visit_id AND retired_at_ms IS NULL) AS live,
                    ch.channel_id, ch.environment
-            FROM (SELECT 1) AS visit
+            FROM unnest(\(visitIds)::text[]) WITH ORDINALITY AS v(visit_id, idx)
             LEFT JOIN LATERAL (SELECT channel_id, environment FROM channels
-                               WHERE visit_id = \(visitId) AND channel_id IS NOT NULL) ch ON true
-            ORDER BY ch.environment
+                               WHERE visit_id = v.visit_id AND channel_id IS NOT NULL) ch ON true
+            ORDER BY v.idx, ch.environment
             """
         return query.plannedOnce()
     }
 
-    /// Reads the rows of `query`.
-    public init(_ rows: PostgresRows) throws {
-        liveActivities = try rows.first?.int("live") ?? 0
-        channels = try rows.rows.compactMap { row in
-            guard let id = row["channel_id"] else { return nil }
-            return (id, try row.string("environment"))
+    /// The followers of each of `count` visits from the rows of `query(visitIds:)`, in its order.
+    public static func each(_ rows: PostgresRows, count: Int) throws -> [VisitFollowers] {
+        var live = [Int](repeating: 0, count: count)
+        var channels = [[(channelId: String, environment: String)]](repeating: [], count: count)
+        for row in rows.rows {
+            let n = try row.int("idx") - 1
+            guard live.indices.contains(n) else {
+                throw PostgresError(code: .protocolViolation, message: "followers of a visit not asked for (\(n + 1))")
+            }
+            live[n] = try row.int("live")
+            if let id = row["channel_id"] { channels[n].append((id, try row.string("environment"))) }
         }
+        return (0..<count).map { VisitFollowers(liveActivities: live[$0], channels: channels[$0]) }
     }
 
-    /// Reads a visit's followers on `connection`.
-    public init(visitId: String, on connection: PostgresConnection) throws {
-        try self.init(connection.query(VisitFollowers.query(visitId: visitId)))
+    init(liveActivities: Int, channels: [(channelId: String, environment: String)]) {
+        self.liveActivities = liveActivities
+        self.channels = channels
+    }
+
+    /// Reads the followers of `visitIds` on `connection`, in their order.
+    public static func of(_ visitIds: [String], on connection: PostgresConnection) throws -> [VisitFollowers] {
+        guard !visitIds.isEmpty else { return [] }
+        return try each(connection.query(query(visitIds: visitIds)), count: visitIds.count)
     }
 }

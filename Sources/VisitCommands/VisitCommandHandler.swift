@@ -57,6 +57,9 @@ public struct VisitCommand: Sendable {
     /// True for `scheduled` (the visit must not exist yet).
     public var isCreation: Bool
     public var alsoRun: [PostgresQuery]
+    /// Whether the answer needs who follows the visit after the command (`VisitCommandResult.followers`): read
+    /// in the same round trip after the writes, in one statement for every such command of a batch.
+    public var withFollowers: Bool
     /// A read run in the same round trip as the visit's state: when it returns a row, the command is
     /// refused (`CommandPreconditionFailed`) before anything is decided or written — so a command that
     /// `alsoRun` would make fail (the API: an Idempotency-Key already taken) does not fail a whole batch.
@@ -64,13 +67,14 @@ public struct VisitCommand: Sendable {
 
     public init(
         visitId: String, event: VisitEvent, context: VisitCommandContext, isCreation: Bool, alsoRun: [PostgresQuery] = [],
-        refuseIfAnyRow: PostgresQuery? = nil
+        withFollowers: Bool = false, refuseIfAnyRow: PostgresQuery? = nil
     ) {
         self.visitId = visitId
         self.event = event
         self.context = context
         self.isCreation = isCreation
         self.alsoRun = alsoRun
+        self.withFollowers = withFollowers
         self.refuseIfAnyRow = refuseIfAnyRow
     }
 
@@ -92,6 +96,8 @@ public struct VisitCommandResult: Sendable {
     public let view: String
     /// The rows of the `alsoRun` statements, in order.
     public let alsoRows: [PostgresRows]
+    /// Who follows the visit after the command, when it asked (`VisitCommand.withFollowers`).
+    public let followers: VisitFollowers?
 }
 
 /// A command's `refuseIfAnyRow` read found a row: nothing was decided or written.
@@ -168,6 +174,8 @@ public struct VisitCommandHandler: Sendable {
         let encoded = readModel.encode([prepared.accepted.state])
         var statements = [EventStore.appendStatement(prepared.request, guarded: false), readModel.upsertStatement(encoded)]
         statements += try pushes.statements(for: prepared.pushIntents)
+        let followersAt = statements.count
+        if command.withFollowers { statements.append(VisitFollowers.query(visitIds: [command.visitId])) }
         let firstExtra = statements.count
         statements += command.alsoRun
         let results: [PostgresRows]
@@ -178,7 +186,8 @@ public struct VisitCommandHandler: Sendable {
         }
         return VisitCommandResult(
             state: prepared.accepted.state, appended: try EventStore.appendResult(prepared.request, results[0], on: connection),
-            pushes: prepared.accepted.pushes.count, view: encoded.views[0], alsoRows: Array(results[firstExtra...]))
+            pushes: prepared.accepted.pushes.count, view: encoded.views[0], alsoRows: Array(results[firstExtra...]),
+            followers: command.withFollowers ? try VisitFollowers.each(results[followersAt], count: 1)[0] : nil)
     }
 
     /// Runs commands together (group commit, see `VisitCommandBatcher`): one statement reads their visits'
@@ -246,10 +255,17 @@ public struct VisitCommandHandler: Sendable {
             for (k, n) in rowsWritten.enumerated() { views[n] = encoded.views[k] }
             var statements = [EventStore.appendStatement(forEach: requests), readModel.upsertStatement(encoded)]
             var extras: [Range<Int>] = []
+            // The commands whose answers need the visit's followers: one statement for them all.
+            let followed = prepared.indices.filter { prepared[$0].prepared.command.withFollowers }
+            var followersAt = 0
             var results: [PostgresRows]?
             do {
                 // The batch's pushes together, in the commands' order (usually one statement).
                 statements += try pushes.statements(for: prepared.flatMap(\.prepared.pushIntents))
+                if !followed.isEmpty {
+                    followersAt = statements.count
+                    statements.append(VisitFollowers.query(visitIds: followed.map { prepared[$0].prepared.command.visitId }))
+                }
                 for (_, p) in prepared {
                     extras.append(statements.count..<(statements.count + p.command.alsoRun.count))
                     statements += p.command.alsoRun
@@ -267,12 +283,17 @@ public struct VisitCommandHandler: Sendable {
                 // Committed: whatever happens now, these commands are not run again.
                 do {
                     let appended = try EventStore.appendResults(requests, results[0])
+                    var followers = [VisitFollowers?](repeating: nil, count: prepared.count)
+                    if !followed.isEmpty {
+                        let read = try VisitFollowers.each(results[followersAt], count: followed.count)
+                        for (k, n) in followed.enumerated() { followers[n] = read[k] }
+                    }
                     for (n, (i, p)) in prepared.enumerated() {
                         outcomes[i] = .success(
                             VisitCommandResult(
                                 state: p.accepted.state, appended: appended[n], pushes: p.accepted.pushes.count,
                                 view: views[n] ?? readModel.viewText(for: p.accepted.state),
-                                alsoRows: Array(results[extras[n]])))
+                                alsoRows: Array(results[extras[n]]), followers: followers[n]))
                     }
                 } catch {
                     for (i, _) in prepared { outcomes[i] = .failure(error) }

@@ -313,8 +313,7 @@ struct APIBenchmark {
                         // then the wake-ups of followers and outbox workers after the commit.
                         let result = try await batcher.execute(
                             VisitCommand(
-                                visitId: visit, event: event, context: context, isCreation: false,
-                                alsoRun: [VisitFollowers.query(visitId: visit)]))
+                                visitId: visit, event: event, context: context, isCreation: false, withFollowers: true))
                         handler.store.eventsCommitted(count: 1)
                         if result.pushes > 0 { handler.pushes.committed() }
                         mine.append(Date().timeIntervalSince(t0))

@@ -70,6 +70,37 @@ import VisitTestSupport
         #expect((Metrics.shared.value("livevisits_command_batches_redone_total") ?? 0) == redone, "the batch was not redone")
     }
 
+    /// Each command that asks gets who follows its visit after the batch (live activities, channels with an
+    /// id), read in one statement for the whole batch; one that does not ask gets none.
+    @Test func theFollowersOfABatchsVisitsAreReadForTheCommandsThatAsk() async throws {
+        let f = try await VisitFixtures.make()
+        for v in ["v-f1", "v-f2", "v-f3"] { _ = try await f.schedule(v) }
+        try await f.pool.withConnection { c in
+            try c.execute(
+                script: """
+                    INSERT INTO live_activities (visit_id, activity_id, push_token, environment, registered_at_ms, retired_at_ms)
+                    VALUES ('v-f1', 'a', 'aa', 'sandbox', 1, NULL), ('v-f1', 'b', 'bb', 'sandbox', 1, NULL),
+                           ('v-f1', 'c', 'cc', 'sandbox', 1, 2), ('v-f3', 'a', 'dd', 'sandbox', 1, NULL);
+                    INSERT INTO channels (visit_id, environment, customer_id, target, channel_id, state, claimed_at)
+                    VALUES ('v-f2', 'sandbox', 'c-1', 't-sandbox', 'ch-s', 'active', 1),
+                           ('v-f2', 'production', 'c-1', 't-production', 'ch-p', 'active', 1),
+                           ('v-f3', 'sandbox', 'c-1', 't-creating', NULL, 'creating', 1);
+                    """)
+        }
+        var asking = [command("v-f1", try progress(4)), command("v-f2", try progress(5)), command("v-f3", try progress(6))]
+        for i in asking.indices { asking[i].withFollowers = true }
+        let batch = [asking[0], command("v-f2", try progress(3)), asking[1], asking[2]]
+        let outcomes = try await f.pool.withConnection { c in f.handler.executeBatch(batch, on: c) }
+        let followers = try outcomes.map { try $0.get().followers }
+        #expect(followers.map { $0?.liveActivities } == [2, nil, 0, 1])
+        #expect(followers[2]?.channels.map(\.channelId) == ["ch-p", "ch-s"], "by environment")
+        #expect(followers[3]?.channels.isEmpty == true, "a channel being created has no id yet")
+        // Alone, the same.
+        let first = asking[0]
+        let alone = try await f.pool.withConnection { c in try f.handler.execute(first, on: c) }
+        #expect(alone.followers?.liveActivities == 2)
+    }
+
     @Test func aRefusedCommandFailsAloneInItsBatch() async throws {
         let f = try await VisitFixtures.make()
         for v in ["v-ok1", "v-ok2", "v-bad"] { _ = try await f.schedule(v) }
