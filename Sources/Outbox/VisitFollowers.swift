@@ -38,11 +38,6 @@ public struct VisitFollowers: Sendable {
         return (0..<count).map { VisitFollowers(liveActivities: live[$0], channels: channels[$0]) }
     }
 
-    init(liveActivities: Int, channels: [(channelId: String, environment: String)]) {
-        self.liveActivities = liveActivities
-        self.channels = channels
-    }
-
     /// Reads the followers of `visitIds` on `connection`, in their order.
     public static func of(_ visitIds: [String], on connection: PostgresConnection) throws -> [VisitFollowers] {
         guard !visitIds.isEmpty else { return [] }
