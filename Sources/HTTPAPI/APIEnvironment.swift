@@ -41,7 +41,8 @@ public final class APIEnvironment: Sendable {
         pool: PostgresPool, readModel: VisitReadModel, outbox: Outbox, migrator: Migrator, clock: any WallClock = SystemClock(),
         keyCache: APIKeyCache = APIKeyCache(), metrics: Metrics = .shared,
         personalData: PersonalDataKeys = PersonalDataKeys(current: nil), channelService: (any ChannelService)? = nil,
-        maximumChannels: Int = ChannelStore.defaultMaximumChannels, dataKeyCache: PersonalDataKeyCache = PersonalDataKeyCache()
+        maximumChannels: Int = ChannelStore.defaultMaximumChannels, dataKeyCache: PersonalDataKeyCache = PersonalDataKeyCache(),
+        commandBatches: Int = VisitCommandBatcher.defaultConcurrentBatches
     ) {
         self.personalData = personalData
         self.dataKeyCache = dataKeyCache
@@ -56,7 +57,7 @@ public final class APIEnvironment: Sendable {
         self.pushes = OutboxPushes(outbox: outbox)
         self.commands = VisitCommandHandler(
             store: store, readModel: readModel, pushes: pushes, clock: clock, personalData: personalData)
-        self.batcher = VisitCommandBatcher(handler: commands)
+        self.batcher = VisitCommandBatcher(handler: commands, maxConcurrentBatches: commandBatches)
         self.tokens = TokenRegistry(clock: clock)
         self.outboxStore = OutboxStore(pool: pool, clock: clock)
         self.migrator = migrator

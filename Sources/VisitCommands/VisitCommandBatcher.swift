@@ -35,7 +35,13 @@ public final class VisitCommandBatcher: Sendable {
     public let maxConcurrentBatches: Int
     private let state = Mutex(State())
 
-    public init(handler: VisitCommandHandler, maxBatchSize: Int = 64, maxConcurrentBatches: Int = 2) {
+    /// Batches in flight at once unless told otherwise: a second batch forms while the first waits for its
+    /// commit. Where the API, the outbox worker and PostgreSQL share two cores and every command makes a push,
+    /// one is better (larger batches, less of PostgreSQL's CPU per command, a shorter tail; `serve` takes
+    /// `LIVEVISITS_COMMAND_BATCHES`, figures in Docs/performance.md).
+    public static let defaultConcurrentBatches = 2
+
+    public init(handler: VisitCommandHandler, maxBatchSize: Int = 64, maxConcurrentBatches: Int = defaultConcurrentBatches) {
         self.handler = handler
         self.maxBatchSize = max(1, maxBatchSize)
         self.maxConcurrentBatches = max(1, maxConcurrentBatches)

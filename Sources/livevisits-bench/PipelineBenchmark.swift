@@ -112,6 +112,10 @@ struct PipelineBenchmark {
         defer { Task { await rig.stop() } }
         let postmaster = try await Self.postmaster(url: serverURL)
         say(String(format: "load average before: %@", Self.loadAverage()))
+        // The servers inherit this environment: a tuning variable set for the run is said with its figures.
+        for name in ["LIVEVISITS_COMMAND_BATCHES", "LIVEVISITS_DB_POOL_SIZE", "LIVEVISITS_HTTP_THREADS"] {
+            if let value = ProcessInfo.processInfo.environment[name] { say("\(name)=\(value)") }
+        }
 
         var runs: [Run] = []
         var drain: Drain?

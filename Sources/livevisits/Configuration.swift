@@ -1,6 +1,7 @@
 import Foundation
 import PersonalData
 import Retention
+import VisitCommands
 
 /// A configuration problem (missing or malformed variable): exit code 2, the variable named.
 struct ConfigurationError: Error, CustomStringConvertible {
@@ -101,6 +102,12 @@ struct Configuration {
     /// Apple allows 10,000).
     func maximumChannels() throws -> Int {
         try wholeNumber("LIVEVISITS_MAX_CHANNELS", in: 0...10_000) ?? 9500
+    }
+
+    /// `LIVEVISITS_COMMAND_BATCHES`: group-commit batches of visit commands in flight at once in an API process,
+    /// else `VisitCommandBatcher.defaultConcurrentBatches`.
+    func commandBatches() throws -> Int {
+        try wholeNumber("LIVEVISITS_COMMAND_BATCHES", in: 1...16) ?? VisitCommandBatcher.defaultConcurrentBatches
     }
 
     /// `LIVEVISITS_HTTP_THREADS`: libmicrohttpd's polling threads, else one per two cores (at least one).

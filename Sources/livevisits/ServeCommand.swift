@@ -144,7 +144,8 @@ enum ServeCommand {
             let readModel = try VisitReadModel(projectionsDirectory: configuration.projectionsDirectory, rules: rules)
             let environment = APIEnvironment(
                 pool: pool, readModel: readModel, outbox: outbox, migrator: migrator, clock: clock, personalData: personalData,
-                channelService: channelService, maximumChannels: maximumChannels, dataKeyCache: dataKeyCache)
+                channelService: channelService, maximumChannels: maximumChannels, dataKeyCache: dataKeyCache,
+                commandBatches: try configuration.commandBatches())
             let api = LiveVisitsAPI(environment: environment)
             let threads = try configuration.httpThreads()
             let server: HTTPServer

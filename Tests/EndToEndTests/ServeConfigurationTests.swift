@@ -20,6 +20,22 @@ import Testing
         #expect(outcome.stderr.contains("LIVEVISITS_HTTP_THREADS must be a whole number from 1 to 64, not \(value)"))
     }
 
+    @Test(arguments: ["0", "17", "one"])
+    func aBadCommandBatchCountIsAConfigurationError(_ value: String) async throws {
+        let livevisits = try await BuiltProduct.livevisits()
+        let database = try await TestDatabase.create(poolSize: 1)
+        var environment = ProcessInfo.processInfo.environment
+        environment["LIVEVISITS_DATABASE_URL"] = database.url
+        environment["LIVEVISITS_HTTP_ADDR"] = "127.0.0.1:0"
+        environment["LIVEVISITS_COMMAND_BATCHES"] = value
+        environment["LIVEVISITS_MIGRATIONS_DIR"] = TestDatabase.migrationsDirectory.path
+        environment["LIVEVISITS_PROJECTIONS_DIR"] = TestDatabase.projectionsDirectory.path
+        let outcome = try await Subprocess.run(livevisits, ["serve", "--api-only"], environment: environment)
+        await database.pool.close()
+        #expect(outcome.status == 2)
+        #expect(outcome.stderr.contains("LIVEVISITS_COMMAND_BATCHES must be a whole number from 1 to 16, not \(value)"))
+    }
+
     /// `LIVEVISITS_PERSONAL_DATA_KEY_FILE` of the wrong size, or unreadable: refused at start, naming it.
     @Test(arguments: ["short", "missing"])
     func aBadPersonalDataKeyFileIsAConfigurationError(_ kind: String) async throws {
