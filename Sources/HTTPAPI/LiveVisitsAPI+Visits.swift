@@ -86,7 +86,7 @@ extension LiveVisitsAPI {
         return answer(result, body: body, etag: row["response_etag"])
     }
 
-    /// The command with the statement its answer needs.
+    /// The command, asking for what its answer needs besides the visit (who follows it).
     static func visitCommand(
         _ event: VisitEvent, visitId: String, context: VisitCommandContext, isCreation: Bool, environment: APIEnvironment
     ) -> VisitCommand {

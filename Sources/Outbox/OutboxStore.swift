@@ -450,10 +450,11 @@ public struct OutboxStore: Sendable {
         try connection.query(nextDueStatement).first?.optionalDouble("due")
     }
 
+    /// (`min` alone, so it is one probe at the start of `deliveries_due`, not a count of every pending row.)
     private static let nextDueStatement: PostgresQuery = """
-        SELECT GREATEST(min(next_attempt_at), (SELECT paused_until FROM outbox_pause)) AS due
-        FROM deliveries WHERE state = 'pending'
-        HAVING count(*) > 0
+        SELECT GREATEST(m.due, (SELECT paused_until FROM outbox_pause)) AS due
+        FROM (SELECT min(next_attempt_at) AS due FROM deliveries WHERE state = 'pending') m
+        WHERE m.due IS NOT NULL
         """
 
     /// Pauses sending for every worker on the database until `until` (a configuration error); a pause

@@ -152,8 +152,9 @@ public final class OutboxWorker: Service {
                 continue
             }
             do {
-                let started = Date().timeIntervalSince1970
-                let (handled, nextDue) = try await cycleCountedBusy()
+                let started = ContinuousClock.now
+                // The first loop waits next (for a due time, a wake-up): it learns the due time in the completion.
+                let (handled, nextDue) = try await cycleCountedBusy(learningNextDue: loop == 0)
                 failures = 0
                 lastClaimWasFull = handled >= configuration.batchSize
                 if lastClaimWasFull {
@@ -190,14 +191,14 @@ public final class OutboxWorker: Service {
     }
 
     /// `cycle`, counted in `busyLoops` while it runs.
-    private func cycleCountedBusy() async throws -> (claimed: Int, nextDue: OutboxStore.NextDue?) {
+    private func cycleCountedBusy(learningNextDue: Bool) async throws -> (claimed: Int, nextDue: OutboxStore.NextDue?) {
         busyLoops.add(1, ordering: .relaxed)
         defer {
             busyLoops.subtract(1, ordering: .relaxed)
             finishedBatches.add(1, ordering: .relaxed)
             batchFinished.signal()
         }
-        return try await cycle()
+        return try await cycle(learningNextDue: learningNextDue)
     }
 
     /// Whether a batch on the wire when this was called is still there `slowBatchSeconds` later (false as soon
@@ -231,25 +232,26 @@ public final class OutboxWorker: Service {
 
     /// Under a stream of pushes (the last claim took more than one), lets a few more commits land before
     /// the next claim, so that one claim and one completion serve them together: the next claim starts no
-    /// sooner than `claimGatherSeconds` after the last one started (`since`), so a cycle that already took
-    /// that long (a loaded machine) claims again at once. Real time, not the worker's clock (it is a
-    /// batching delay, not a due time).
-    private func gather(since: Double) async {
-        let seconds = since + configuration.claimGatherSeconds - Date().timeIntervalSince1970
-        guard seconds > 0, !isStopping else { return }
-        try? await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
+    /// sooner than `claimGatherSeconds` after the last cycle started (`since`), so a cycle that already took
+    /// that long (a loaded machine) claims again at once. Monotonic real time, not the worker's clock (it is a
+    /// batching delay, not a due time), and never more than `claimGatherSeconds`.
+    private func gather(since: ContinuousClock.Instant) async {
+        let gather = Duration.seconds(configuration.claimGatherSeconds)
+        let remaining = min(gather, since + gather - ContinuousClock.now)
+        guard remaining > .zero, !isStopping else { return }
+        try? await Task.sleep(for: remaining)
     }
 
     /// Reaps expired leases when due, then claims, sends and completes one batch. Returns how many
     /// deliveries it claimed (0: nothing was due).
     @discardableResult
     public func runOnce() async throws -> Int {
-        try await cycle().claimed
+        try await cycle(learningNextDue: false).claimed
     }
 
-    /// `runOnce`, with when a delivery is next due as the batch's completion left it (nil: no completion ran,
-    /// so not learned).
-    private func cycle() async throws -> (claimed: Int, nextDue: OutboxStore.NextDue?) {
+    /// `runOnce`; with `learningNextDue`, a part batch's completion also reads when a delivery is next due
+    /// (returned; nil when not read: nothing claimed, a full batch, or not asked).
+    private func cycle(learningNextDue: Bool) async throws -> (claimed: Int, nextDue: OutboxStore.NextDue?) {
         try await settleUnsettled()
         try await reapIfDue()
         await renewIfDue()
@@ -308,7 +310,7 @@ public final class OutboxWorker: Service {
         let nextDue: OutboxStore.NextDue?
         do {
             // A part batch's loop waits next, for the next due time: learned in the completion's round trip.
-            nextDue = try await settle(batch, findingNextDue: claimed.count < limit)
+            nextDue = try await settle(batch, findingNextDue: learningNextDue && claimed.count < limit)
         } catch {
             unsettled.withLock { $0.append(batch) }
             logger.warning(

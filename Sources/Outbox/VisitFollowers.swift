@@ -1,8 +1,8 @@
 import Postgres
 
 /// Who follows a visit, as its answers show it: the count of its live (not retired) Live Activities and its
-/// broadcast channels that have an id, by environment. One statement for any number of visits, to run alone
-/// or in a command batch's or a page's pipeline.
+/// broadcast channels that have an id, by environment. One statement for any number of visits: a command
+/// batch's (in its pipeline, after the writes), a page's, one visit's.
 public struct VisitFollowers: Sendable {
     public let liveActivities: Int
     public let channels: [(channelId: String, environment: String)]

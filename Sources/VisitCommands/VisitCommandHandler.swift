@@ -283,17 +283,19 @@ public struct VisitCommandHandler: Sendable {
                 // Committed: whatever happens now, these commands are not run again.
                 do {
                     let appended = try EventStore.appendResults(requests, results[0])
-                    var followers = [VisitFollowers?](repeating: nil, count: prepared.count)
+                    // Followers that cannot be read fail the commands that asked for them, not the others.
+                    var followers = [Result<VisitFollowers?, any Error>](repeating: .success(nil), count: prepared.count)
                     if !followed.isEmpty {
-                        let read = try VisitFollowers.each(results[followersAt], count: followed.count)
-                        for (k, n) in followed.enumerated() { followers[n] = read[k] }
+                        let read = Result { try VisitFollowers.each(results[followersAt], count: followed.count) }
+                        for (k, n) in followed.enumerated() { followers[n] = read.map { $0[k] } }
                     }
                     for (n, (i, p)) in prepared.enumerated() {
-                        outcomes[i] = .success(
+                        outcomes[i] = followers[n].map { followers in
                             VisitCommandResult(
                                 state: p.accepted.state, appended: appended[n], pushes: p.accepted.pushes.count,
                                 view: views[n] ?? readModel.viewText(for: p.accepted.state),
-                                alsoRows: Array(results[extras[n]]), followers: followers[n]))
+                                alsoRows: Array(results[extras[n]]), followers: followers)
+                        }
                     }
                 } catch {
                     for (i, _) in prepared { outcomes[i] = .failure(error) }
