@@ -38,7 +38,7 @@ public final class VisitCommandBatcher: Sendable {
     /// Batches in flight at once unless told otherwise: a second batch forms while the first waits for its
     /// commit. Where the API, the outbox worker and PostgreSQL share two cores and every command makes a push,
     /// one is better (larger batches, less of PostgreSQL's CPU per command, a shorter tail; `serve` takes
-    /// `LIVEVISITS_COMMAND_BATCHES`, figures in Docs/performance.md).
+    /// `LIVEVISITS_COMMAND_BATCHES`; figures in Docs/performance.md, "The fourth pass").
     public static let defaultConcurrentBatches = 2
 
     public init(handler: VisitCommandHandler, maxBatchSize: Int = 64, maxConcurrentBatches: Int = defaultConcurrentBatches) {
