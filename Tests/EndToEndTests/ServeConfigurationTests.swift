@@ -4,36 +4,25 @@ import Testing
 
 /// `livevisits serve`'s own tuning variables: a bad value is a configuration error that names it (exit 2).
 @Suite(.timeLimit(.minutes(10))) struct ServeConfigurationTests {
-    @Test(arguments: ["0", "65", "two"])
-    func aBadHTTPThreadCountIsAConfigurationError(_ value: String) async throws {
+    /// A tuning variable out of its range, or not a number: the variable, its range and the value are named.
+    @Test(arguments: [
+        ("LIVEVISITS_HTTP_THREADS", "0", "1 to 64"), ("LIVEVISITS_HTTP_THREADS", "65", "1 to 64"),
+        ("LIVEVISITS_HTTP_THREADS", "two", "1 to 64"), ("LIVEVISITS_COMMAND_BATCHES", "0", "1 to 16"),
+        ("LIVEVISITS_COMMAND_BATCHES", "17", "1 to 16"), ("LIVEVISITS_COMMAND_BATCHES", "one", "1 to 16"),
+    ])
+    func aBadTuningValueIsAConfigurationError(_ variable: String, _ value: String, _ range: String) async throws {
         let livevisits = try await BuiltProduct.livevisits()
         let database = try await TestDatabase.create(poolSize: 1)
         var environment = ProcessInfo.processInfo.environment
         environment["LIVEVISITS_DATABASE_URL"] = database.url
         environment["LIVEVISITS_HTTP_ADDR"] = "127.0.0.1:0"
-        environment["LIVEVISITS_HTTP_THREADS"] = value
+        environment[variable] = value
         environment["LIVEVISITS_MIGRATIONS_DIR"] = TestDatabase.migrationsDirectory.path
         environment["LIVEVISITS_PROJECTIONS_DIR"] = TestDatabase.projectionsDirectory.path
         let outcome = try await Subprocess.run(livevisits, ["serve", "--api-only"], environment: environment)
         await database.pool.close()
         #expect(outcome.status == 2)
-        #expect(outcome.stderr.contains("LIVEVISITS_HTTP_THREADS must be a whole number from 1 to 64, not \(value)"))
-    }
-
-    @Test(arguments: ["0", "17", "one"])
-    func aBadCommandBatchCountIsAConfigurationError(_ value: String) async throws {
-        let livevisits = try await BuiltProduct.livevisits()
-        let database = try await TestDatabase.create(poolSize: 1)
-        var environment = ProcessInfo.processInfo.environment
-        environment["LIVEVISITS_DATABASE_URL"] = database.url
-        environment["LIVEVISITS_HTTP_ADDR"] = "127.0.0.1:0"
-        environment["LIVEVISITS_COMMAND_BATCHES"] = value
-        environment["LIVEVISITS_MIGRATIONS_DIR"] = TestDatabase.migrationsDirectory.path
-        environment["LIVEVISITS_PROJECTIONS_DIR"] = TestDatabase.projectionsDirectory.path
-        let outcome = try await Subprocess.run(livevisits, ["serve", "--api-only"], environment: environment)
-        await database.pool.close()
-        #expect(outcome.status == 2)
-        #expect(outcome.stderr.contains("LIVEVISITS_COMMAND_BATCHES must be a whole number from 1 to 16, not \(value)"))
+        #expect(outcome.stderr.contains("\(variable) must be a whole number from \(range), not \(value)"))
     }
 
     /// `LIVEVISITS_PERSONAL_DATA_KEY_FILE` of the wrong size, or unreadable: refused at start, naming it.

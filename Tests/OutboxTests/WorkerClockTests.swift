@@ -78,23 +78,33 @@ import Testing
         #expect(clock.sleeperCount == 0, "the heartbeat outlived its batch")
     }
 
-    @Test func anIdleWorkerWakesForTheNextDueDeliveryOnItsClock() async throws {
+    /// A fixture on a manual clock whose worker (one loop) wakes only for due times: no poll, no reaping.
+    static func waitingForDueTimes() async throws -> (ManualClock, OutboxFixture) {
         let clock = ManualClock(now: Self.t0)
         var configuration = OutboxFixture.fastConfiguration
         configuration.pollIntervalSeconds = 3600  // only the due time ends the idle wait
         configuration.concurrentBatches = 1
         configuration.reapIntervalSeconds = 3600
-        let f = try await OutboxFixture.make(clock: clock, configuration: configuration)
+        return (clock, try await OutboxFixture.make(clock: clock, configuration: configuration))
+    }
+
+    /// The fixture's worker running, sending through an open `GatedSender`.
+    static func run(_ f: OutboxFixture) -> (GatedSender, Task<Void, any Error>) {
+        let sender = GatedSender()
+        sender.release()
+        let worker = f.worker(sender)
+        return (sender, Task { try await worker.run() })
+    }
+
+    @Test func anIdleWorkerWakesForTheNextDueDeliveryOnItsClock() async throws {
+        let (clock, f) = try await Self.waitingForDueTimes()
         defer { Task { await f.close() } }
         try await f.registerActivity(visit: "v-later", activity: "a", token: token("later"))
         var later = update("v-later", timestamp: Int64(Self.t0))
         later.notBefore = Self.t0 + 30
         try await f.enqueue(later)
 
-        let sender = GatedSender()
-        sender.release()
-        let worker = f.worker(sender)
-        let running = Task { try await worker.run() }
+        let (sender, running) = Self.run(f)
         defer { running.cancel() }
 
         // Idle until the delivery's due time: one sleeper, nothing sent.
@@ -115,12 +125,7 @@ import Testing
     /// After a batch, the worker's wait for the next due delivery runs on the due time its completion read in
     /// the same round trip: a delivery due later than the batch is sent at that time, not at the next poll.
     @Test func afterABatchTheWorkerWaitsForTheDueTimeItsCompletionRead() async throws {
-        let clock = ManualClock(now: Self.t0)
-        var configuration = OutboxFixture.fastConfiguration
-        configuration.pollIntervalSeconds = 3600  // only the due time ends the idle wait
-        configuration.concurrentBatches = 1
-        configuration.reapIntervalSeconds = 3600
-        let f = try await OutboxFixture.make(clock: clock, configuration: configuration)
+        let (clock, f) = try await Self.waitingForDueTimes()
         defer { Task { await f.close() } }
         try await f.registerActivity(visit: "v-now", activity: "a", token: token("now"))
         try await f.registerActivity(visit: "v-soon", activity: "a", token: token("soon"))
@@ -129,10 +134,7 @@ import Testing
         soon.notBefore = Self.t0 + 20
         try await f.enqueue(soon)
 
-        let sender = GatedSender()
-        sender.release()
-        let worker = f.worker(sender)
-        let running = Task { try await worker.run() }
+        let (sender, running) = Self.run(f)
         defer { running.cancel() }
 
         #expect(await sender.started.wait(upTo: 10), "the due delivery was not sent")
