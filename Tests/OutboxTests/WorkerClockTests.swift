@@ -3,6 +3,7 @@ import Outbox
 import Postgres
 import Runtime
 import Synchronization
+import TestSupport
 import Testing
 
 /// The worker waits on its injected clock: the heartbeat that keeps a batch's lease and the idle wait
@@ -139,7 +140,9 @@ import Testing
 
         #expect(await sender.started.wait(upTo: 10), "the due delivery was not sent")
         #expect(sender.sent.map(\.deviceToken) == [token("now")])
-        // The batch completed; the worker now sleeps until the later delivery's due time.
+        // Once the batch is recorded (its lease's heartbeat, a sleeper too, has ended with the send), the only
+        // sleeper is the worker's wait for the later delivery's due time.
+        try await eventually("the first batch recorded as sent") { try await f.count(.sent) == 1 }
         try await clock.waitForSleepers(1)
         clock.advance(by: 19)
         #expect(clock.sleeperCount == 1, "woke before the due time")
