@@ -218,6 +218,8 @@ public final class OutboxWorker: Service {
     /// due (one a claim left because its target had a push on the wire is due once that completes).
     /// `known`: the next due time as the last completion left it (read here otherwise).
     private func idleWait(skipIfDue: Bool = false, known: OutboxStore.NextDue? = nil) async throws {
+        // (Its stop's wake-up may have been taken with a stale one, see `cycle`.)
+        if isStopping { return }
         let due: Double?
         if let known {
             due = known.at
@@ -266,6 +268,9 @@ public final class OutboxWorker: Service {
                 try OutboxStore.claim(limit: limit, lease: lease, leaseSeconds: leaseSeconds, now: claimedAt, on: $0)
             }
         }
+        metrics.increment(
+            "livevisits_outbox_claims_total", help: "Claims of due deliveries, by whether they found any.",
+            labels: ["found": claimed.isEmpty ? "none" : "some"])
         guard !claimed.isEmpty else { return (0, nil) }
         if isStopping || Task.isCancelled {
             try await uncancelled {
@@ -309,8 +314,12 @@ public final class OutboxWorker: Service {
         let batch = UnsettledBatch(lease: lease, leaseEndsAt: clock.now() + leaseSeconds, finished: completions, sent: sent)
         let nextDue: OutboxStore.NextDue?
         do {
-            // A part batch's loop waits next, for the next due time: learned in the completion's round trip.
-            nextDue = try await settle(batch, findingNextDue: learningNextDue && claimed.count < limit)
+            // A part batch's loop waits next, for the next due time: learned in the completion's round trip. A
+            // wake-up that came before that read (its commit came before it, most often one this claim already
+            // took) is answered by the read: taken now, so it does not start one more, empty, claim.
+            let learning = learningNextDue && claimed.count < limit
+            if learning && !isStopping { wakeUp.consume() }
+            nextDue = try await settle(batch, findingNextDue: learning)
         } catch {
             unsettled.withLock { $0.append(batch) }
             logger.warning(

@@ -43,6 +43,16 @@ public final class WakeUp: Sendable {
         waiter?.resume(returning: true)
     }
 
+    /// Takes a pending signal without waiting (true when there was one): for a follower about to look for the
+    /// work itself, so that a signal for work it will see anyway does not wake it once more afterwards.
+    @discardableResult
+    public func consume() -> Bool {
+        state.withLock { s in
+            defer { s.pending = false }
+            return s.pending
+        }
+    }
+
     /// Waits for a signal for at most `seconds` of the clock's time; true when signalled, false on
     /// timeout or cancellation. The timeout is a sleep on the clock raced against the signal; a signal
     /// that lands as the timeout fires still counts.

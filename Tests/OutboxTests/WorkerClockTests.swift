@@ -123,6 +123,40 @@ import Testing
         #expect(try await f.count(.sent) == 1)
     }
 
+    /// A wake-up that arrives while the worker's batch is on the wire, for nothing new (the commit it signals was
+    /// the one the claim took), does not start another claim after the batch: the completion's read of the next
+    /// due time answered it. Counted by `livevisits_outbox_claims_total`.
+    @Test func aWakeUpForWorkTheBatchTookStartsNoEmptyClaim() async throws {
+        let (clock, f) = try await Self.waitingForDueTimes()
+        defer { Task { await f.close() } }
+        try await f.registerActivity(visit: "v-once", activity: "a", token: token("once"))
+        try await f.enqueue(update("v-once", timestamp: Int64(Self.t0)))
+        let sender = GatedSender()
+        let metrics = Metrics()
+        let worker = f.worker(sender, metrics: metrics)
+        let running = Task { try await worker.run() }
+        defer { running.cancel() }
+
+        #expect(await sender.started.wait(upTo: 10), "the due delivery was not sent")
+        worker.wake()  // late: its work is the batch on the wire
+        sender.release()
+        try await eventually("the batch recorded as sent") { try await f.count(.sent) == 1 }
+        try await clock.waitForSleepers(1)
+        #expect(metrics.value("livevisits_outbox_claims_total", labels: ["found": "some"]) == 1)
+        #expect(
+            metrics.value("livevisits_outbox_claims_total", labels: ["found": "none"]) == nil,
+            "an empty claim followed the batch")
+
+        // A wake-up for new work still claims it.
+        try await f.registerActivity(visit: "v-new", activity: "a", token: token("new"))
+        try await f.enqueue(update("v-new", timestamp: Int64(Self.t0)))
+        worker.wake()
+        #expect(await sender.started.wait(upTo: 10), "the new delivery was not sent")
+        try await eventually("the new one recorded as sent") { try await f.count(.sent) == 2 }
+        running.cancel()
+        try await running.value
+    }
+
     /// After a batch, the worker's wait for the next due delivery runs on the due time its completion read in
     /// the same round trip: a delivery due later than the batch is sent at that time, not at the next poll.
     @Test func afterABatchTheWorkerWaitsForTheDueTimeItsCompletionRead() async throws {

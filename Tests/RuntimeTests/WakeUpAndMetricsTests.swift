@@ -42,6 +42,18 @@ import Testing
         #expect(await wakeUp.wait(upTo: 30))
     }
 
+    @Test func aConsumedSignalWakesNobodyLater() async {
+        let wakeUp = WakeUp(clock: ManualClock(now: 0))
+        #expect(!wakeUp.consume(), "nothing was pending")
+        wakeUp.signal()
+        #expect(wakeUp.consume())
+        #expect(!wakeUp.consume(), "taken once")
+        // The next wait times out (the manual clock's 0 s) instead of returning at once for the taken signal.
+        #expect(!(await wakeUp.wait(upTo: 0)))
+        wakeUp.signal()
+        #expect(await wakeUp.wait(upTo: 0), "a signal after the take still wakes")
+    }
+
     @Test func countersAndHistogramsAddUpPerLabelSet() async {
         let metrics = Metrics()
         for _ in 0..<3 { metrics.increment("t_total", help: "h", labels: ["result": "sent"]) }
