@@ -238,8 +238,8 @@ public final class OutboxWorker: Service {
     /// that long (a loaded machine) claims again at once. Monotonic real time, not the worker's clock (it is a
     /// batching delay, not a due time), and never more than `claimGatherSeconds`.
     private func gather(since: ContinuousClock.Instant) async {
-        let gather = Duration.seconds(configuration.claimGatherSeconds)
-        let remaining = min(gather, since + gather - ContinuousClock.now)
+        let interval = Duration.seconds(configuration.claimGatherSeconds)
+        let remaining = min(interval, since + interval - ContinuousClock.now)
         guard remaining > .zero, !isStopping else { return }
         try? await Task.sleep(for: remaining)
     }

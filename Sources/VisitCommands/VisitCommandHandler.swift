@@ -290,11 +290,11 @@ public struct VisitCommandHandler: Sendable {
                         for (k, n) in followed.enumerated() { followers[n] = read.map { $0[k] } }
                     }
                     for (n, (i, p)) in prepared.enumerated() {
-                        outcomes[i] = followers[n].map { followers in
+                        outcomes[i] = followers[n].map { visitFollowers in
                             VisitCommandResult(
                                 state: p.accepted.state, appended: appended[n], pushes: p.accepted.pushes.count,
                                 view: views[n] ?? readModel.viewText(for: p.accepted.state),
-                                alsoRows: Array(results[extras[n]]), followers: followers)
+                                alsoRows: Array(results[extras[n]]), followers: visitFollowers)
                         }
                     }
                 } catch {

@@ -15,8 +15,9 @@ import Synchronization
 /// and round) to visits of its own, each event → one `update` to the visit's registered Live Activity, its
 /// `kilometresAway` numbering it so the sink's acknowledgement is matched to the POST that caused it.
 /// Per layout and connection count: events/s (answered 201), pushes acknowledged, POST → acknowledgement
-/// p50/p99, HTTP p99, the delivery leg alone (the POST's answer → acknowledgement) p50/p99, and CPU per event of ours (the livevisits processes), of PostgreSQL (this cluster's processes
-/// only) and of this process (load generator and sink); peak memory. The split layout first drains a
+/// p50/p99, HTTP p99, the delivery leg alone (the POST's answer → acknowledgement) p50/p99, and CPU per
+/// event of ours (the livevisits processes), of PostgreSQL (this cluster's processes only) and of this
+/// process (load generator and sink); peak memory. The split layout first drains a
 /// backlog (the catch-up pushes of `--backlog` registrations, enqueued while no worker ran) with one
 /// worker, and right after it aioapns (one connection, 100 in flight, installed from PyPI into a virtual
 /// environment under .build) against the same sink; without a drain aioapns runs at the end. Then pgbench's
