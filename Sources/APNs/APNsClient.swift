@@ -257,7 +257,6 @@ public final class APNsClient: Service {
     }
 
     private static func seconds(from start: ContinuousClock.Instant, to end: ContinuousClock.Instant) -> Double {
-        let elapsed = end - start
-        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        (end - start).inSeconds
     }
 }

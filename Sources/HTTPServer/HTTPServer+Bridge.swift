@@ -193,8 +193,7 @@ extension HTTPServer {
     /// MHD reported the request finished: the one log line and the metrics.
     func completed(_ request: RequestContext, termination: MHD_RequestTerminationCode) {
         registry.close()
-        let elapsed = ContinuousClock.now - request.startedAt
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = (ContinuousClock.now - request.startedAt).inSeconds
         let fields = HTTPServer.logFields(request, seconds: seconds, termination: termination)
         logger.info("request", fields)
         requestMetrics.record(

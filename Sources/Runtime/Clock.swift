@@ -23,3 +23,10 @@ public struct SystemClock: WallClock {
         try await Task.sleep(nanoseconds: UInt64(min(seconds, 86_400 * 365) * 1_000_000_000))
     }
 }
+
+extension Duration {
+    /// This duration in seconds, as a `Double` (rates, histograms, the tuners' arithmetic).
+    public var inSeconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}

@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import Runtime
 import Synchronization
 
 /// Throughput of the APNs client: many small Live Activity pushes over one connection with many
@@ -67,7 +68,7 @@ enum APNsBenchmark {
         }
         let elapsed = ContinuousClock.now - started
         let cpu = CPUSample.thisProcess() - cpuBefore
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = elapsed.inSeconds
         let latencies = perWorker.flatMap(\.0).sorted()
         var failures: [String: Int] = [:]
         for (_, counts) in perWorker { failures.merge(counts, uniquingKeysWith: +) }

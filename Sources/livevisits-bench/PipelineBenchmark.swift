@@ -84,6 +84,10 @@ struct PipelineBenchmark {
         var ours = 0.0
         var postgres = 0.0
         var bench = 0.0
+        /// Commands per group-commit batch (`livevisits_command_batched_total` / `…_batches_total`).
+        var commandsPerBatch = 0.0
+        /// The share of the outbox worker's claims that found nothing (`serve` only: a lone worker has no `/metrics`).
+        var emptyClaims = Double.nan
         var eventsPerSecond: Double { Double(events) / seconds }
     }
 
@@ -162,17 +166,18 @@ struct PipelineBenchmark {
         say("")
         say(String(format: "load average after: %@", Self.loadAverage()))
         say(
-            "layout  conns  events/s  events  refused  pushes acked  POST→ack p50 ms  p99 ms  HTTP p99 ms  answer→ack p50 ms  p99 ms | CPU µs/event: ours  PostgreSQL  bench (load+sink)"
+            "layout  conns  events/s  events  refused  pushes acked  POST→ack p50 ms  p99 ms  HTTP p99 ms  answer→ack p50 ms  p99 ms | CPU µs/event: ours  PostgreSQL  bench (load+sink) | commands/batch  empty claims"
         )
         for r in runs {
             say(
                 String(
-                    format: "%-6@  %5d  %8.0f  %6d  %7d  %12d  %15.1f  %6.1f  %11.1f  %17.1f  %6.1f | %18.0f  %10.0f  %17.0f",
+                    format:
+                        "%-6@  %5d  %8.0f  %6d  %7d  %12d  %15.1f  %6.1f  %11.1f  %17.1f  %6.1f | %18.0f  %10.0f  %17.0f | %14.1f  %11.0f%%",
                     r.layout, r.connections,
                     r.eventsPerSecond, r.events, r.refused, r.pushes, r.p50 * 1000, r.p99 * 1000, r.httpP99 * 1000,
                     r.legP50 * 1000, r.legP99 * 1000,
                     r.ours / Double(max(r.events, 1)) * 1e6, r.postgres / Double(max(r.events, 1)) * 1e6,
-                    r.bench / Double(max(r.events, 1)) * 1e6))
+                    r.bench / Double(max(r.events, 1)) * 1e6, r.commandsPerBatch, r.emptyClaims * 100))
         }
         for (layout, peak) in peaks.sorted(by: { $0.key < $1.key }) {
             say(String(format: "peak memory (VmHWM) of the livevisits processes, %@: %.0f MB", layout, peak))
@@ -347,6 +352,7 @@ struct PipelineBenchmark {
         book: AckBook, processes: [Int32], postmaster: Int32
     ) async throws -> Run {
         let owned = connections * visitsPerConnection
+        let metricsBefore = try await Self.metrics(port: port)
         let before = Self.cpu(processes: processes, postmaster: postmaster)
         let started = LoadConnection.now()
         let deadline = started + seconds
@@ -400,11 +406,18 @@ struct PipelineBenchmark {
             values.isEmpty ? .nan : values[min(values.count - 1, Int(Double(values.count) * p))]
         }
         let ended = all.map(\.answered).max() ?? deadline
+        let metricsAfter = try await Self.metrics(port: port)
+        func grown(_ name: String) -> Double { (metricsAfter[name] ?? 0) - (metricsBefore[name] ?? 0) }
         return Run(
             layout: layout, connections: connections, events: accepted.count, refused: all.count - accepted.count,
             pushes: delays.count, seconds: ended - started, p50: percentile(delays, 0.5), p99: percentile(delays, 0.99),
             httpP99: percentile(http, 0.99), legP50: percentile(legs, 0.5), legP99: percentile(legs, 0.99), ours: used.ours,
-            postgres: used.postgres, bench: used.bench)
+            postgres: used.postgres, bench: used.bench,
+            commandsPerBatch: grown("livevisits_command_batched_total") / max(grown("livevisits_command_batches_total"), 1),
+            emptyClaims: layout == "serve"
+                ? grown(#"livevisits_outbox_claims_total{found="none"}"#)
+                    / (grown(#"livevisits_outbox_claims_total{found="none"}"#)
+                        + grown(#"livevisits_outbox_claims_total{found="some"}"#)) : .nan)
     }
 
     struct Posted {
@@ -459,6 +472,19 @@ struct PipelineBenchmark {
             throw BenchmarkUsageError(message: "cannot find the PostgreSQL postmaster (is the cluster on this machine?)")
         }
         return parent
+    }
+
+    /// The API process's unlabelled metrics (`GET /metrics`), by name.
+    static func metrics(port: UInt16) async throws -> [String: Double] {
+        let answer = try await LoadConnection.drive(port: port, connections: 1) { c, _ in
+            try c.exchange(LoadConnection.request("GET", "/metrics", key: "", body: nil))
+        }[0]
+        var values: [String: Double] = [:]
+        for line in String(decoding: answer.body, as: UTF8.self).split(separator: "\n") {
+            let parts = line.split(separator: " ")
+            if parts.count == 2, let value = Double(parts[1]) { values[String(parts[0])] = value }
+        }
+        return values
     }
 
     static func loadAverage() -> String {

@@ -151,7 +151,7 @@ struct ScaleBenchmark {
         let elapsed = ContinuousClock.now - started
         let used = CPUSample.take(process: getpid()) - cpu
         let pushes = rig.simulator.deliveries().filter(\.accepted).count - acceptedBefore
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = elapsed.inSeconds
         return Figures(events: visits * 4, pushes: pushes, seconds: seconds, postgresCPU: used.postgres)
     }
 
@@ -204,8 +204,7 @@ struct ScaleBenchmark {
                             record.state.withLock {
                                 $0.answered.append(id)
                                 if let gap {
-                                    let s = Double(gap.components.seconds) + Double(gap.components.attoseconds) / 1e18
-                                    $0.window = max($0.window, s)
+                                    $0.window = max($0.window, gap.inSeconds)
                                 }
                             }
                         }
