@@ -120,9 +120,12 @@ struct PushValidator: Sendable {
 
     /// `8-4-4-4-12` hex digits, any case.
     static func isUUID(_ text: String) -> Bool {
-        let groups = text.split(separator: "-", omittingEmptySubsequences: false)
-        guard groups.map(\.utf8.count) == [8, 4, 4, 4, 12] else { return false }
-        return groups.allSatisfy { $0.utf8.allSatisfy { PushValidator.isHexDigit($0) } }
+        // 8-4-4-4-12 hex digits, on the bytes (every push's apns-id passes here).
+        let bytes = Array(text.utf8)
+        guard bytes.count == 36 else { return false }
+        return bytes.indices.allSatisfy { i in
+            [8, 13, 18, 23].contains(i) ? bytes[i] == UInt8(ascii: "-") : PushValidator.isHexDigit(bytes[i])
+        }
     }
 
     /// The Live Activity rules: `aps.timestamp` an integer, `aps.event` start|update|end,

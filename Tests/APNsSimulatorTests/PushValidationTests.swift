@@ -92,6 +92,13 @@ struct PushValidationTests {
             Case(name: "priority 7", headers: ["apns-priority": "7"], status: 400, reason: "BadPriority"),
             Case(name: "expiration text", headers: ["apns-expiration": "soon"], status: 400, reason: "BadExpirationDate"),
             Case(name: "bad apns-id", headers: ["apns-id": "not-a-uuid"], status: 400, reason: "BadMessageId"),
+            Case(
+                name: "apns-id with a dash out of place", headers: ["apns-id": "1234567-89abc-def0-1234-56789abcdef01"],
+                status: 400,
+                reason: "BadMessageId"),
+            Case(
+                name: "apns-id with a letter past f", headers: ["apns-id": "123e4567-e89b-12d3-a456-42661417400g"], status: 400,
+                reason: "BadMessageId"),
             Case(name: "empty body", body: nil, status: 400, reason: "PayloadEmpty"),
             Case(
                 name: "too large", body: "{\"aps\":{\"timestamp\":1,\"event\":\"update\",\"content-state\":{\"x\":\"\(big)\"}}}",
