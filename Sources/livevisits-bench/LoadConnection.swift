@@ -4,16 +4,15 @@ import Foundation
     import Glibc
 #endif
 
-/// One keep-alive HTTP/1.1 connection on a blocking loopback socket: the pipeline benchmark's load
-/// generator (one thread per connection, as wrk's connections are, at a few µs of CPU per request), which
-/// notes when each request went out so the delay to APNs's acknowledgement can be measured per event.
-/// An answer's body is its `Content-Length` (libmicrohttpd sends one with every body).
+/// One keep-alive HTTP/1.1 connection on a loopback socket: the pipeline benchmark's client. Blocking, one
+/// thread per connection, for set-up (`drive`); non-blocking under `LoadLoop` for the measured load. An
+/// answer's body is its `Content-Length` (libmicrohttpd sends one with every body).
 final class LoadConnection {
     struct Failure: Error, CustomStringConvertible {
         let description: String
     }
 
-    private let fd: Int32
+    fileprivate let fd: Int32
     private var pending: [UInt8] = []
     private var chunk = [UInt8](repeating: 0, count: 65_536)
 
@@ -53,30 +52,55 @@ final class LoadConnection {
 
     /// Sends one request and reads its answer: (status, body).
     func exchange(_ request: [UInt8]) throws -> (status: Int, body: [UInt8]) {
+        try send(request)
+        while true {
+            if let answer = try takeAnswer() { return answer }
+            _ = try readSome()
+        }
+    }
+
+    /// Writes all of `request` (waiting for room on a non-blocking socket: a request is a few hundred bytes
+    /// and the socket's buffer is empty between a closed loop's requests, so that wait is all but never).
+    func send(_ request: [UInt8]) throws {
         try request.withUnsafeBytes { raw in
             var sent = 0
             while sent < raw.count {
                 let n = write(fd, raw.baseAddress! + sent, raw.count - sent)
+                if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                    var room = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                    _ = poll(&room, 1, 1000)
+                    continue
+                }
                 guard n > 0 else { throw Failure(description: "write: \(String(cString: strerror(errno)))") }
                 sent += n
             }
         }
-        var headerEnd: Int?
-        while true {
-            if headerEnd == nil { headerEnd = Self.endOfHeaders(pending) }
-            if let end = headerEnd, let (status, length) = Self.statusAndLength(pending[..<end]) {
-                if pending.count >= end + length {
-                    let body = Array(pending[end..<(end + length)])
-                    pending.removeFirst(end + length)
-                    return (status, body)
-                }
-            } else if headerEnd != nil {
-                throw Failure(description: "an answer without a status line")
-            }
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
-            guard n > 0 else { throw Failure(description: n == 0 ? "connection closed" : String(cString: strerror(errno))) }
-            pending.append(contentsOf: chunk[0..<n])
+    }
+
+    /// The next whole answer already read, taken off the buffer; nil until one is complete.
+    func takeAnswer() throws -> (status: Int, body: [UInt8])? {
+        guard let end = Self.endOfHeaders(pending) else { return nil }
+        guard let (status, length) = Self.statusAndLength(pending[..<end]) else {
+            throw Failure(description: "an answer without a status line")
         }
+        guard pending.count >= end + length else { return nil }
+        let body = Array(pending[end..<(end + length)])
+        pending.removeFirst(end + length)
+        return (status, body)
+    }
+
+    /// One `read` into the buffer: false when a non-blocking socket has nothing now.
+    func readSome() throws -> Bool {
+        let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+        if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return false }
+        guard n > 0 else { throw Failure(description: n == 0 ? "connection closed" : String(cString: strerror(errno))) }
+        pending.append(contentsOf: chunk[0..<n])
+        return true
+    }
+
+    /// Makes reads and writes return at once (`LoadLoop`).
+    fileprivate func makeNonBlocking() {
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
     }
 
     /// The index just past `\r\n\r\n`.
@@ -173,5 +197,102 @@ private final class ResultSlots<T: Sendable>: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         return try slots.map { try $0!.get() }
+    }
+}
+
+/// One client of a `LoadLoop`: its connection's requests, one at a time. Touched only by its loop's thread.
+protocol LoadClient: AnyObject {
+    /// The next request, or nil when this client is done (the time it is asked is the time it goes out).
+    func next() -> [UInt8]?
+    /// The answer to the request `next` gave last.
+    func answered(status: Int, body: [UInt8])
+}
+
+/// Closed-loop load as wrk makes it: a few threads, each driving many keep-alive connections through
+/// epoll, each connection sending its next request as soon as its answer is in. (One thread per
+/// connection cost the benchmark a context switch per request and per answer on the machine it measures.)
+enum LoadLoop {
+    /// Connects one connection per client, spreads them over `threads` loops, and runs until every client is
+    /// done; the first failure stops all and is thrown.
+    static func run(port: UInt16, clients: [any LoadClient], threads: Int = 2) async throws {
+        let opened = try clients.map { _ in try LoadConnection(port: port) }
+        for c in opened { c.makeNonBlocking() }
+        let loops = max(1, min(threads, clients.count))
+        let shares = (0..<loops).map { k in Array(stride(from: k, to: clients.count, by: loops)) }
+        let failure = FirstFailure()
+        // Each client and its connection are touched by one loop's thread only.
+        nonisolated(unsafe) let clients = clients
+        nonisolated(unsafe) let connections = opened
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let group = DispatchGroup()
+            for share in shares {
+                group.enter()
+                let thread = Thread {
+                    defer { group.leave() }
+                    do {
+                        try loop(share.map { (connections[$0], clients[$0]) }, failure: failure)
+                    } catch {
+                        failure.set(error)
+                    }
+                }
+                thread.stackSize = 1 << 20
+                thread.start()
+            }
+            group.notify(queue: .global()) { continuation.resume() }
+        }
+        if let error = failure.error { throw error }
+    }
+
+    private static func loop(_ pairs: [(LoadConnection, any LoadClient)], failure: FirstFailure) throws {
+        // poll(2) over this loop's share (a few dozen sockets): Glibc's module does not bring epoll to Swift.
+        var watched: [pollfd] = []
+        var owners: [Int] = []
+        for (k, (connection, client)) in pairs.enumerated() {
+            guard let request = client.next() else { continue }
+            try connection.send(request)
+            watched.append(pollfd(fd: connection.fd, events: Int16(POLLIN), revents: 0))
+            owners.append(k)
+        }
+        while !watched.isEmpty && failure.error == nil {
+            let n = poll(&watched, nfds_t(watched.count), 1000)
+            if n < 0 && errno == EINTR { continue }
+            guard n >= 0 else { throw LoadConnection.Failure(description: "poll: \(String(cString: strerror(errno)))") }
+            var done: [Int] = []
+            for slot in watched.indices where watched[slot].revents != 0 {
+                watched[slot].revents = 0
+                let (connection, client) = pairs[owners[slot]]
+                while try connection.readSome() {}
+                while let answer = try connection.takeAnswer() {
+                    client.answered(status: answer.status, body: answer.body)
+                    if let request = client.next() {
+                        try connection.send(request)
+                    } else {
+                        done.append(slot)
+                    }
+                }
+            }
+            for slot in done.reversed() {
+                watched.remove(at: slot)
+                owners.remove(at: slot)
+            }
+        }
+    }
+}
+
+/// The first error of any loop (the others then stop).
+private final class FirstFailure: @unchecked Sendable {
+    private let lock = NSLock()
+    private var first: (any Error)?
+
+    var error: (any Error)? {
+        lock.lock()
+        defer { lock.unlock() }
+        return first
+    }
+
+    func set(_ error: any Error) {
+        lock.lock()
+        if first == nil { first = error }
+        lock.unlock()
     }
 }

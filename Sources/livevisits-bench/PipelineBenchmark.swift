@@ -356,25 +356,14 @@ struct PipelineBenchmark {
         let before = Self.cpu(processes: processes, postmaster: postmaster)
         let started = LoadConnection.now()
         let deadline = started + seconds
-        let posted = try await LoadConnection.drive(port: port, connections: connections) { c, i in
-            var out: [Posted] = []
-            out.reserveCapacity(200_000 / connections)
-            let mine = Array(stride(from: i, to: owned, by: connections))
-            var k = 0
-            while LoadConnection.now() < deadline {
-                let v = mine[k % mine.count]
-                k += 1
-                let km = cursor.count(v) + 1
-                let (path, body) = Self.event(visit: v, prefix: prefix, cursor: cursor)
-                let request = LoadConnection.request("POST", path, key: dispatcher, body: body)
-                let sent = LoadConnection.now()
-                let status = try c.exchange(request).status
-                let answered = LoadConnection.now()
-                if status == 201 { cursor.advance(v) }
-                out.append(Posted(visit: v, km: km, sent: sent, answered: answered, status: status))
-            }
-            return out
+        let posters = (0..<connections).map { i in
+            EventPoster(
+                visits: Array(stride(from: i, to: owned, by: connections)), prefix: prefix, dispatcher: dispatcher,
+                cursor: cursor,
+                until: deadline)
         }
+        try await LoadLoop.run(port: port, clients: posters)
+        let posted = posters.map(\.posted)
         let all = posted.flatMap { $0 }
         let accepted = all.filter { $0.status == 201 }
         // Wait for the pushes: until every event's is acknowledged, or none came for 3 s (superseded ones never will).
@@ -579,8 +568,47 @@ struct PipelineBenchmark {
         """
 }
 
+/// One connection of the measured load: posts the next event of its own visits, round and round, until the
+/// deadline, noting when each went out and when its answer came.
+final class EventPoster: LoadClient {
+    private let visits: [Int]
+    private let prefix: String
+    private let dispatcher: String
+    private let cursor: VisitCursor
+    private let deadline: Double
+    private var k = 0
+    private var current: (visit: Int, km: Int, sent: Double)?
+    private(set) var posted: [PipelineBenchmark.Posted] = []
+
+    init(visits: [Int], prefix: String, dispatcher: String, cursor: VisitCursor, until deadline: Double) {
+        self.visits = visits
+        self.prefix = prefix
+        self.dispatcher = dispatcher
+        self.cursor = cursor
+        self.deadline = deadline
+        posted.reserveCapacity(4_000)
+    }
+
+    func next() -> [UInt8]? {
+        guard !visits.isEmpty, LoadConnection.now() < deadline else { return nil }
+        let v = visits[k % visits.count]
+        k += 1
+        let (path, body) = PipelineBenchmark.event(visit: v, prefix: prefix, cursor: cursor)
+        let request = LoadConnection.request("POST", path, key: dispatcher, body: body)
+        current = (v, cursor.count(v) + 1, LoadConnection.now())
+        return request
+    }
+
+    func answered(status: Int, body: [UInt8]) {
+        let answered = LoadConnection.now()
+        guard let (v, km, sent) = current else { return }
+        if status == 201 { cursor.advance(v) }
+        posted.append(PipelineBenchmark.Posted(visit: v, km: km, sent: sent, answered: answered, status: status))
+    }
+}
+
 /// Each visit's events so far (the next one's type and number follow from it). A visit belongs to one
-/// client thread during a measurement, so its slot needs no lock.
+/// client during a measurement (one loop thread), so its slot needs no lock.
 final class VisitCursor: @unchecked Sendable {
     private let counts: UnsafeMutableBufferPointer<Int>
 
