@@ -4,9 +4,12 @@ import Runtime
 import Synchronization
 
 /// Group commit for visit commands: commands submitted at the same time run as one batch (`VisitCommandHandler.executeBatch`: one statement reads their states, one pipeline writes them
-/// in one transaction), each keeping its own outcome. While `maxConcurrentBatches` batches are in flight,
-/// new commands wait and leave together in the next one — that waiting is what forms batches; no timer
-/// is involved, so a lone command leaves at once. Commands on one visit that wait together leave together,
+/// in one transaction), each keeping its own outcome. One batch forms at a time: while a batch reads its
+/// states and decides, new commands wait, and they leave together in the next batch once its writes are
+/// sent (up to `maxConcurrentBatches` in flight) — that waiting is what forms batches; no timer is
+/// involved, so a lone command leaves at once. (A second batch forming beside the first only split the
+/// waiting commands in two and paid PostgreSQL's cost per batch twice; forming while the previous batch
+/// writes and commits is where the overlap pays.) Commands on one visit that wait together leave together,
 /// in order; a command on a visit that is in a batch in flight waits for the next batch, so batches never
 /// race each other on a visit.
 ///
@@ -25,6 +28,8 @@ public final class VisitCommandBatcher: Sendable {
     private struct State {
         var waiting: [Entry] = []
         var running = 0
+        /// Batches taken that are still reading and deciding (their writes not yet sent): at most one.
+        var forming = 0
         var inFlight: Set<String> = []
         var nextId: UInt64 = 0
         var batches = 0
@@ -35,8 +40,8 @@ public final class VisitCommandBatcher: Sendable {
     public let maxConcurrentBatches: Int
     private let state = Mutex(State())
 
-    /// Batches in flight at once unless told otherwise: a second batch forms while the first waits for its
-    /// commit. Where the API, the outbox worker and PostgreSQL share two cores and every command makes a push,
+    /// Batches in flight at once unless told otherwise: a second batch forms while the first writes and waits
+    /// for its commit. Where the API, the outbox worker and PostgreSQL share two cores and every command makes a push,
     /// one is better (larger batches, less of PostgreSQL's CPU per command, a shorter tail; `serve` takes
     /// `LIVEVISITS_COMMAND_BATCHES`; figures in Docs/performance.md, "The fourth pass").
     public static let defaultConcurrentBatches = 2
@@ -59,7 +64,7 @@ public final class VisitCommandBatcher: Sendable {
                 let start = state.withLock { s -> Bool? in
                     if Task.isCancelled { return nil }
                     s.waiting.append(Entry(id: id, command: command, continuation: continuation))
-                    guard s.running < maxConcurrentBatches else { return false }
+                    guard s.running < maxConcurrentBatches, s.forming == 0 else { return false }
                     s.running += 1
                     return true
                 }
@@ -99,6 +104,11 @@ public final class VisitCommandBatcher: Sendable {
     /// commands always run in the order they came.
     private func take() -> [Entry]? {
         state.withLock { s in
+            // One batch forms at a time: the next leaves once this one's writes are out (`wrote`).
+            if s.forming > 0 {
+                s.running -= 1
+                return nil
+            }
             var batch: [Entry] = []
             var rest: [Entry] = []
             // Visits in this batch, and whether a later command of theirs may still join it.
@@ -132,20 +142,43 @@ public final class VisitCommandBatcher: Sendable {
             s.waiting = rest
             s.inFlight.formUnion(visits)
             s.batches += 1
+            s.forming += 1
             return batch
         }
+    }
+
+    /// A batch's reads and decisions are done and its writes are going out (or it never got a connection): the
+    /// next batch may form, and if commands wait and another batch may be in flight, it starts now.
+    private func wrote() {
+        let start = state.withLock { s -> Bool in
+            s.forming -= 1
+            guard !s.waiting.isEmpty, s.running < maxConcurrentBatches else { return false }
+            s.running += 1
+            return true
+        }
+        if start { Task { await self.drain() } }
     }
 
     private func run(_ batch: [Entry]) async {
         let handler = self.handler
         let commands = batch.map(\.command)
+        let told = Mutex(false)
+        let tell: @Sendable () -> Void = {
+            let first = told.withLock { t -> Bool in
+                defer { t = true }
+                return !t
+            }
+            if first { self.wrote() }
+        }
         let outcomes: [Result<VisitCommandResult, any Error>]
         do {
-            outcomes = try await handler.store.pool.withConnection { handler.executeBatch(commands, on: $0) }
+            outcomes = try await handler.store.pool.withConnection { handler.executeBatch(commands, on: $0, writing: tell) }
         } catch {
+            tell()
             for entry in batch { entry.continuation.resume(throwing: error) }
             return
         }
+        tell()
         Metrics.shared.increment("livevisits_command_batches_total", help: "Visit-command group-commit batches run.")
         Metrics.shared.increment(
             "livevisits_command_batched_total", help: "Visit commands that went through group commit.", by: Double(batch.count))

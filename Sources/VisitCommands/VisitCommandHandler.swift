@@ -202,9 +202,17 @@ public struct VisitCommandHandler: Sendable {
     /// the same outcomes as one transaction each, in one. A command with a `refuseIfAnyRow` read (an
     /// idempotent request, whose stored answer is composed from the visit's row) shares its visit with no
     /// other: it and whatever follows it on that visit run alone after the batch.
-    public func executeBatch(_ commands: [VisitCommand], on connection: PostgresConnection) -> [Result<
-        VisitCommandResult, any Error
-    >] {
+    ///
+    /// `writing` is called once, when the batch's reading and deciding are done and its writes go out (or
+    /// when it has nothing left to share): the batcher lets the next batch form from then on.
+    public func executeBatch(
+        _ commands: [VisitCommand], on connection: PostgresConnection, writing: () -> Void = {}
+    ) -> [Result<VisitCommandResult, any Error>] {
+        var told = false
+        func tellWriting() {
+            if !told { writing() }
+            told = true
+        }
         var outcomes = [Result<VisitCommandResult, any Error>?](repeating: nil, count: commands.count)
         // The first command on each visit reads its state; later ones follow it in the batch when both may
         // (`sharesItsVisit`), else run alone afterwards (and so does everything after them on that visit).
@@ -270,6 +278,7 @@ public struct VisitCommandHandler: Sendable {
                     extras.append(statements.count..<(statements.count + p.command.alsoRun.count))
                     statements += p.command.alsoRun
                 }
+                tellWriting()
                 results = try connection.pipeline(statements)
             } catch let error as PostgresError where error.isUnavailable {
                 for (i, _) in prepared { outcomes[i] = .failure(error) }
@@ -302,6 +311,7 @@ public struct VisitCommandHandler: Sendable {
                 }
             }
         }
+        tellWriting()
         return commands.indices.map { i in
             if let outcome = outcomes[i] { return outcome }
             return Result { try execute(commands[i], on: connection) }

@@ -182,6 +182,30 @@ import VisitTestSupport
         #expect(try await f.rows()["v-zipf"]?.version == 61)
     }
 
+    /// One batch forms at a time: commands that come while a batch still reads and decides wait until its writes
+    /// go out, then leave together — not in a second batch formed beside it (two batches in flight are allowed).
+    @Test func aBatchStillFormingHoldsTheNextUntilItsWritesGoOut() async throws {
+        let f = try await VisitFixtures.make()
+        for v in ["v-slow", "v-next1", "v-next2"] { _ = try await f.schedule(v) }
+        let batcher = VisitCommandBatcher(handler: f.handler, maxConcurrentBatches: 2)
+        // Its state read takes 3 s: the batch is forming all that time.
+        var slow = command("v-slow", try progress(2))
+        slow.refuseIfAnyRow = "SELECT 1 FROM pg_sleep(3) AS s WHERE s::text = 'row'"
+        let first = Task { [slow] in try await batcher.execute(slow) }
+        try await eventually("the slow batch forming") { batcher.batchesRun == 1 && batcher.waitingCount == 0 }
+        let next = try ["v-next1", "v-next2"].map { v in
+            let event = try progress(3)
+            return Task { try await batcher.execute(command(v, event)) }
+        }
+        // (Not taken by a second batch: they wait while the first forms. Bounded well inside its 3 s.)
+        try await eventually("the next commands waiting", within: 2.5) { batcher.waitingCount == 2 }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(batcher.waitingCount == 2 && batcher.batchesRun == 1, "a second batch formed beside the first")
+        #expect(try await first.value.state.version == 2)
+        for task in next { #expect(try await task.value.state.version == 2) }
+        #expect(batcher.batchesRun == 2, "the commands that waited left in more than one batch")
+    }
+
     /// A writer outside the batch takes a position the batch counted on: the batch's shared write fails on
     /// the unique index, nothing of it stands, and each command is run again alone on the new state.
     @Test func aBatchThatLosesARaceIsRedoneCommandByCommand() async throws {
