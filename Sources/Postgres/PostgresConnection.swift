@@ -7,6 +7,9 @@ public final class PostgresConnection {
     let conn: OpaquePointer
     private var prepared: [StatementText: String] = [:]
     private let usePreparedStatements: Bool
+    /// The session's `plan_cache_mode` as this connection last set it (prepared statements only); nil when not
+    /// known: a new session, or after a failure or a script that may have undone a setting.
+    private(set) var sessionPlanning: PostgresQuery.Planning?
 
     /// Opens a connection; throws `.unavailable` when the server cannot be reached.
     public init(url: String, connectTimeoutSeconds: Int = 5, usePreparedStatements: Bool = true) throws {
@@ -49,7 +52,7 @@ public final class PostgresConnection {
     /// Runs one parameterized statement (extended protocol; prepared once per connection and SQL text).
     @discardableResult
     public func query(_ query: PostgresQuery) throws -> PostgresRows {
-        if query.planning != .chosenByServer { return try pipeline([query])[0] }
+        if query.planning != (usePreparedStatements ? sessionPlanning : .chosenByServer) { return try pipeline([query])[0] }
         let result: OpaquePointer?
         if usePreparedStatements {
             let name = try preparedName(for: query.sql, parameterCount: query.binds.count)
@@ -68,10 +71,26 @@ public final class PostgresConnection {
     /// results in order. Outside a transaction block the statements form one implicit transaction that
     /// commits at the pipeline's sync point: all of them or none. Inside `transaction { }` they are simply
     /// part of it. The first statement that fails stops the rest (PostgreSQL skips them) and its error is
-    /// thrown. A statement with its own `planning` runs between two that set `plan_cache_mode` for it
-    /// (transaction-local).
+    /// thrown. A statement runs under its own `planning`: with prepared statements (a session of our own) the
+    /// session's `plan_cache_mode` is set when it must change and kept (`sessionPlanning`), so a connection
+    /// that runs the same statements again sets nothing; without (behind a transaction pooler, where a session
+    /// setting would outlive the transaction on a server connection others share) a flagged statement runs
+    /// between two transaction-local settings.
     @discardableResult
     public func pipeline(_ queries: [PostgresQuery]) throws -> [PostgresRows] {
+        if usePreparedStatements {
+            guard queries.contains(where: { $0.planning != sessionPlanning }) else { return try send(queries) }
+            let (sent, positions, after) = PostgresQuery.withSessionPlanModes(queries, from: sessionPlanning)
+            do {
+                let results = try send(sent)
+                sessionPlanning = after
+                return positions.map { results[$0] }
+            } catch {
+                // A failed pipeline's transaction takes its settings with it.
+                sessionPlanning = nil
+                throw error
+            }
+        }
         guard queries.contains(where: { $0.planning != .chosenByServer }) else { return try send(queries) }
         let (sent, positions) = PostgresQuery.withPlanModes(queries)
         let results = try send(sent)
@@ -195,6 +214,8 @@ public final class PostgresConnection {
     /// Runs SQL text with no parameters over the simple protocol (several statements allowed). For
     /// migrations and fixed statements only: never build this text from input.
     public func execute(script: String) throws {
+        // A script may end a transaction (ROLLBACK undoes a setting made in it) or reset the session.
+        sessionPlanning = nil
         let result = PQexec(conn, script)
         _ = try consume(result)
     }

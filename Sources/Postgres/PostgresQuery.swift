@@ -59,6 +59,27 @@ public struct PostgresQuery: ExpressibleByStringInterpolation, Sendable, CustomS
         return query
     }
 
+    /// `queries` with the session's `plan_cache_mode` set before each statement whose planning differs from the
+    /// mode in force (`current`, nil when unknown), where each of `queries` went, and the mode in force after
+    /// them. Nothing is added when every statement runs under the mode already in force — the common case of a
+    /// connection that serves the same statements again and again.
+    static func withSessionPlanModes(_ queries: [PostgresQuery], from current: Planning?) -> (
+        queries: [PostgresQuery], positions: [Int], after: Planning?
+    ) {
+        var out: [PostgresQuery] = []
+        var positions: [Int] = []
+        var current = current
+        for query in queries {
+            if query.planning != current {
+                out.append(setting(query.planning, forTheSession: true))
+                current = query.planning
+            }
+            positions.append(out.count)
+            out.append(query)
+        }
+        return (out, positions, current)
+    }
+
     /// `queries` with a transaction-local `plan_cache_mode` set before each statement planned otherwise than
     /// by the server's choice, and given back after, and where each of `queries` went.
     static func withPlanModes(_ queries: [PostgresQuery]) -> (queries: [PostgresQuery], positions: [Int]) {
@@ -77,8 +98,8 @@ public struct PostgresQuery: ExpressibleByStringInterpolation, Sendable, CustomS
         return (out, positions)
     }
 
-    static func setting(_ planning: Planning) -> PostgresQuery {
-        "SELECT set_config('plan_cache_mode', \(planning.mode), true)"
+    static func setting(_ planning: Planning, forTheSession: Bool = false) -> PostgresQuery {
+        "SELECT set_config('plan_cache_mode', \(planning.mode), \(!forTheSession))"
     }
 
     public struct StringInterpolation: StringInterpolationProtocol {

@@ -42,6 +42,46 @@ import Testing
         #expect(modes == ["force_custom_plan", "force_generic_plan", "auto"])
     }
 
+    /// With prepared statements the session keeps the mode last set: a connection that runs the same flagged
+    /// statements again sends no setting, and one is sent only where the mode must change.
+    @Test func aSessionSetsItsModeOnlyWhereItChanges() {
+        let plain: PostgresQuery = "SELECT 1"
+        let flagged = plain.plannedOnce()
+        let again = PostgresQuery.withSessionPlanModes([flagged, flagged], from: .once)
+        #expect(again.queries.count == 2 && again.positions == [0, 1] && again.after == .once)
+        let mixed = PostgresQuery.withSessionPlanModes([flagged, plain, plain], from: nil)
+        #expect(mixed.queries.count == 5 && mixed.positions == [1, 3, 4] && mixed.after == .chosenByServer)
+        // Session-wide (`is_local` false), the mode's name as the value.
+        #expect(mixed.queries[0].binds == ["force_generic_plan", "f"] && mixed.queries[2].binds == ["auto", "f"])
+    }
+
+    /// A setting made in a transaction that fails or rolls back is undone by PostgreSQL: the connection must not
+    /// go on believing it.
+    @Test func aSettingUndoneByARollbackIsNotTrusted() async throws {
+        let (_, pool) = try await TestDatabase.create(poolSize: 1)
+        defer { Task { await pool.close() } }
+        let generic = GenericPlanTests.mode.plannedOnce()
+        let modes = try await pool.withConnection { c -> [String] in
+            var modes: [String] = []
+            // Fails after its setting: the implicit transaction and the setting go.
+            #expect(throws: PostgresError.self) { try c.pipeline([generic, "SELECT 1 / 0"]) }
+            modes.append(try c.query(generic).rows[0].string("mode"))
+            // Set to auto in a transaction that rolls back: the generic mode from before it is back, and a plain
+            // statement after it must set auto again.
+            struct Undo: Error {}
+            #expect(throws: Undo.self) {
+                try c.transaction { t in
+                    _ = try t.query(GenericPlanTests.mode)
+                    throw Undo()
+                }
+            }
+            modes.append(try c.query(GenericPlanTests.mode).rows[0].string("mode"))
+            modes.append(try c.query(generic).rows[0].string("mode"))
+            return modes
+        }
+        #expect(modes == ["force_generic_plan", "auto", "force_generic_plan"])
+    }
+
     @Test func theStatementsAroundItKeepTheirOwnResults() {
         let plain: PostgresQuery = "SELECT 1"
         let flagged = plain.plannedOnce()
