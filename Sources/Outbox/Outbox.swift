@@ -156,6 +156,73 @@ public final class Outbox: Sendable {
         }
     }
 
+    // The targets of each audience, for `enqueueQuery` (per intent `i`, under a LATERAL join).
+    private static let activityTargets = """
+        SELECT 'activity' || json_build_array(la.visit_id, la.activity_id)::text AS target,
+               la.activity_id, la.device_id
+        FROM live_activities la
+        LEFT JOIN device_preferences p ON p.customer_id = i.customer_id AND p.device_id = la.device_id
+        WHERE i.audience IN ('liveActivities', 'activity') AND la.visit_id = i.visit_id
+          AND la.retired_at_ms IS NULL AND COALESCE(p.live_activities_enabled, true)
+          AND (i.activity IS NULL OR la.activity_id = i.activity)
+        """
+    // Contract §7: every state change of the visit also goes once to each of its broadcast channels (a target
+    // like any other: superseding, "never after an end", budget per channel).
+    private static let channelTargets = """
+        SELECT ch.target, NULL::text, NULL::text
+        FROM channels ch
+        WHERE i.audience = 'liveActivities' AND ch.visit_id = i.visit_id AND ch.state = 'active'
+        """
+    // One target per visit and push-to-start token (contract §6), named by the token's md5
+    // (`delivery_start_target`, migration 0007): a token registered under two device ids is one target (the
+    // newest registration's device is used), a rotated token a new one.
+    private static let startTargets = """
+        SELECT * FROM (
+            SELECT DISTINCT ON (target) target, activity_id, device_id FROM (
+                SELECT delivery_start_target(i.starts_of, t.push_token) AS target,
+                       NULL::text AS activity_id, t.device_id, t.registered_at_ms
+                FROM push_to_start_tokens t
+                LEFT JOIN device_preferences p ON p.customer_id = t.customer_id AND p.device_id = t.device_id
+                WHERE i.audience IN ('pushToStartTokens', 'pushToStartDevice', 'renewalStart')
+                  AND t.customer_id = i.customer_id AND t.retired_at_ms IS NULL
+                  AND COALESCE(p.live_activities_enabled, true)
+                  AND (i.device IS NULL OR t.device_id = i.device)
+                  AND NOT EXISTS (SELECT 1 FROM live_activities la
+                                  WHERE la.visit_id = i.visit_id AND la.retired_at_ms IS NULL)
+            ) tokens
+            ORDER BY target, registered_at_ms DESC
+        ) starts
+        """
+    // Notification devices (contract §9): one target per visit and device; off wins (a device with Live
+    // Activities off gets the notification even with an activity of the visit).
+    private static let alertTargets = """
+        SELECT 'alert' || json_build_array(i.visit_id, n.customer_id, n.device_id)::text,
+               NULL::text, n.device_id
+        FROM notification_tokens n
+        LEFT JOIN device_preferences p ON p.customer_id = n.customer_id AND p.device_id = n.device_id
+        WHERE i.audience = 'fallbackDevices' AND n.customer_id = i.customer_id AND n.retired_at_ms IS NULL
+          -- (Scalar subqueries, probes per device: as NOT EXISTS the planner may hash every token.)
+          AND (NOT COALESCE(p.live_activities_enabled, true)
+               OR (NOT (SELECT EXISTS (SELECT 1 FROM push_to_start_tokens s
+                                       WHERE s.customer_id = n.customer_id AND s.device_id = n.device_id
+                                         AND s.retired_at_ms IS NULL))
+                   AND NOT (SELECT EXISTS (SELECT 1 FROM live_activities la
+                                           WHERE la.visit_id = i.visit_id AND la.device_id = n.device_id
+                                             AND la.retired_at_ms IS NULL))))
+        """
+    // The waiting starts' own targets (so a start enqueued for a token rotated since is not re-planned for
+    // the new one: it is cancelled at claim, and the new token has its own).
+    private static let waitingStartTargets = """
+        SELECT * FROM (
+            SELECT DISTINCT d.target, NULL::text, d.device_id
+            FROM deliveries d
+            WHERE i.audience = 'pendingStarts' AND d.visit_id = i.visit_id AND d.kind = 'start'
+              AND d.state = 'pending' AND d.outcome_unknown_since IS NULL
+              AND NOT EXISTS (SELECT 1 FROM live_activities la
+                              WHERE la.visit_id = i.visit_id AND la.retired_at_ms IS NULL)
+        ) waiting
+        """
+
     /// One statement for intents that do not depend on one another (`layers`): their arrays unnested, each
     /// intent's targets resolved by its audience, then the same steps for every target — nothing after an end,
     /// nothing older than what the target has pending or received, the insert, superseding the target's older
@@ -196,6 +263,34 @@ public final class Outbox: Sendable {
         let versions = intents.map(\.visitVersion)
         let recorded = intents.map(\.eventRecordedAt)
         let pacing = PostgresNullableArray(intents.map(\.pacingSeconds))
+        // Only the branches of the audiences present, and the cancelling of starts only with an end: PostgreSQL
+        // sets up every node of a plan at each execution, run or not, and this statement's full plan made that
+        // set-up a quarter of PostgreSQL's time for a lone command (each variant is its own prepared statement).
+        let present = Set(names)
+        var branches: [String] = []
+        if present.contains("liveActivities") || present.contains("activity") { branches.append(activityTargets) }
+        if present.contains("liveActivities") { branches.append(channelTargets) }
+        if !present.isDisjoint(with: ["pushToStartTokens", "pushToStartDevice", "renewalStart"]) {
+            branches.append(startTargets)
+        }
+        if present.contains("fallbackDevices") { branches.append(alertTargets) }
+        if present.contains("pendingStarts") { branches.append(waitingStartTargets) }
+        let targets = PostgresQuery(sql: branches.joined(separator: "\nUNION ALL\n"))
+        let ends = kinds.contains(PushIntent.Kind.end.rawValue)
+        let cancelled: PostgresQuery =
+            ends
+            ? """
+            ,
+            cancelled AS (
+                UPDATE deliveries d
+                SET state = 'cancelled', last_reason = 'visit ended before the start was sent',
+                    finished_at = \(now)::float8
+                WHERE d.visit_id = ANY (ARRAY(SELECT i.visit_id FROM intents i WHERE i.kind = 'end'))
+                  AND d.kind = 'start' AND d.state = 'pending'
+                RETURNING d.id
+            )
+            """ : ""
+        let cancelledCount: PostgresQuery = ends ? "(SELECT count(*) FROM cancelled)" : "0"
         let query: PostgresQuery = """
             WITH intents AS (
                 SELECT * FROM unnest(\(visits)::text[], \(customers)::text[], \(kinds)::text[], \(names)::text[],
@@ -211,66 +306,8 @@ public final class Outbox: Sendable {
                 SELECT i.*, t.target, t.activity_id, t.device_id
                 FROM intents i
                 CROSS JOIN LATERAL (
-                    SELECT 'activity' || json_build_array(la.visit_id, la.activity_id)::text AS target,
-                           la.activity_id, la.device_id
-                    FROM live_activities la
-                    LEFT JOIN device_preferences p ON p.customer_id = i.customer_id AND p.device_id = la.device_id
-                    WHERE i.audience IN ('liveActivities', 'activity') AND la.visit_id = i.visit_id
-                      AND la.retired_at_ms IS NULL AND COALESCE(p.live_activities_enabled, true)
-                      AND (i.activity IS NULL OR la.activity_id = i.activity)
-                    UNION ALL
-                    -- Contract §7: every state change of the visit also goes once to each of its broadcast
-                    -- channels (a target like any other: superseding, "never after an end", budget per channel).
-                    SELECT ch.target, NULL::text, NULL::text
-                    FROM channels ch
-                    WHERE i.audience = 'liveActivities' AND ch.visit_id = i.visit_id AND ch.state = 'active'
-                    UNION ALL
-                    -- One target per visit and push-to-start token (contract §6), named by the token's md5
-                    -- (`delivery_start_target`, migration 0007): a token registered under two device ids is one
-                    -- target (the newest registration's device is used), a rotated token a new one.
-                    SELECT * FROM (
-                        SELECT DISTINCT ON (target) target, activity_id, device_id FROM (
-                            SELECT delivery_start_target(i.starts_of, t.push_token) AS target,
-                                   NULL::text AS activity_id, t.device_id, t.registered_at_ms
-                            FROM push_to_start_tokens t
-                            LEFT JOIN device_preferences p ON p.customer_id = t.customer_id AND p.device_id = t.device_id
-                            WHERE i.audience IN ('pushToStartTokens', 'pushToStartDevice', 'renewalStart')
-                              AND t.customer_id = i.customer_id AND t.retired_at_ms IS NULL
-                              AND COALESCE(p.live_activities_enabled, true)
-                              AND (i.device IS NULL OR t.device_id = i.device)
-                              AND NOT EXISTS (SELECT 1 FROM live_activities la
-                                              WHERE la.visit_id = i.visit_id AND la.retired_at_ms IS NULL)
-                        ) tokens
-                        ORDER BY target, registered_at_ms DESC
-                    ) starts
-                    UNION ALL
-                    -- Notification devices (contract §9): one target per visit and device; off wins (a device with
-                    -- Live Activities off gets the notification even with an activity of the visit).
-                    SELECT 'alert' || json_build_array(i.visit_id, n.customer_id, n.device_id)::text,
-                           NULL::text, n.device_id
-                    FROM notification_tokens n
-                    LEFT JOIN device_preferences p ON p.customer_id = n.customer_id AND p.device_id = n.device_id
-                    WHERE i.audience = 'fallbackDevices' AND n.customer_id = i.customer_id AND n.retired_at_ms IS NULL
-                      -- (Scalar subqueries, probes per device: as NOT EXISTS the planner may hash every token.)
-                      AND (NOT COALESCE(p.live_activities_enabled, true)
-                           OR (NOT (SELECT EXISTS (SELECT 1 FROM push_to_start_tokens s
-                                                   WHERE s.customer_id = n.customer_id AND s.device_id = n.device_id
-                                                     AND s.retired_at_ms IS NULL))
-                               AND NOT (SELECT EXISTS (SELECT 1 FROM live_activities la
-                                                       WHERE la.visit_id = i.visit_id AND la.device_id = n.device_id
-                                                         AND la.retired_at_ms IS NULL))))
-                    UNION ALL
-                    -- The waiting starts' own targets (so a start enqueued for a token rotated since is not
-                    -- re-planned for the new one: it is cancelled at claim, and the new token has its own).
-                    SELECT * FROM (
-                        SELECT DISTINCT d.target, NULL::text, d.device_id
-                        FROM deliveries d
-                        WHERE i.audience = 'pendingStarts' AND d.visit_id = i.visit_id AND d.kind = 'start'
-                          AND d.state = 'pending' AND d.outcome_unknown_since IS NULL
-                          AND NOT EXISTS (SELECT 1 FROM live_activities la
-                                          WHERE la.visit_id = i.visit_id AND la.retired_at_ms IS NULL)
-                    ) waiting
-                ) t
+                    \(targets)
+                ) t(target, activity_id, device_id)
             ),
             fresh AS (
                 -- Scalar subqueries: each runs per target on its index whatever the statistics say.
@@ -329,17 +366,9 @@ public final class Outbox: Sendable {
                   AND d.state = 'pending'
                   AND (d.kind = 'update' OR (d.kind = 'start' AND d.outcome_unknown_since IS NULL))
                 RETURNING d.id
-            ),
-            cancelled AS (
-                UPDATE deliveries d
-                SET state = 'cancelled', last_reason = 'visit ended before the start was sent',
-                    finished_at = \(now)::float8
-                WHERE d.visit_id = ANY (ARRAY(SELECT i.visit_id FROM intents i WHERE i.kind = 'end'))
-                  AND d.kind = 'start' AND d.state = 'pending'
-                RETURNING d.id
-            )
+            )\(cancelled)
             SELECT (SELECT count(*) FROM inserted) AS created, (SELECT count(*) FROM superseded) AS superseded,
-                   (SELECT count(*) FROM cancelled) AS cancelled
+                   \(cancelledCount) AS cancelled
             """
         return query.plannedOnce()
     }
