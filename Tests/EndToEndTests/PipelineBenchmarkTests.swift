@@ -1,0 +1,36 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// `livevisits-bench pipeline`, the instrument of the end-to-end figures, run small: both layouts, a backlog
+/// drained by one worker, its load through `LoadLoop`. Every event posted must come back as an acknowledged
+/// push and the table must say so — a benchmark that loses events or miscounts them would measure nothing.
+@Suite(.serialized, .timeLimit(.minutes(10))) struct PipelineBenchmarkTests {
+    @Test func aSmallRunDeliversEveryEventsPushInBothLayouts() async throws {
+        let bench = try await BuiltProduct.path("livevisits-bench")
+        _ = try await BuiltProduct.livevisits()  // it starts the livevisits next to it
+        let root = TestDatabase.repositoryRoot.path
+        let arguments = [
+            "pipeline", "--connections", "3", "--seconds", "1", "--visits-per-connection", "4", "--backlog", "30",
+            "--no-pgbench", "--no-aioapns",
+        ]
+        let command = "cd '\(root)' && exec '\(bench)' " + arguments.joined(separator: " ")
+        var environment = ProcessInfo.processInfo.environment
+        environment["LIVEVISITS_LOG_LEVEL"] = "warning"
+        environment["LIVEVISITS_DATABASE_URL"] = TestDatabase.serverURL
+        let outcome = try await Subprocess.run("/bin/sh", ["-c", command], environment: environment)
+        #expect(outcome.status == 0, "pipeline failed: \(outcome.stderr.suffix(2000))")
+
+        // layout conns events/s events refused pushes-acked …
+        let rows = outcome.stdout.split(separator: "\n").map { $0.split(separator: " ") }
+            .filter { ["serve", "split"].contains($0.first) }
+        #expect(rows.map { String($0[0]) } == ["serve", "split"], "\(outcome.stdout)")
+        for row in rows {
+            let events = Int(row[3]) ?? -1
+            #expect(events > 0, "\(row.joined(separator: " "))")
+            #expect(row[4] == "0", "refused: \(row.joined(separator: " "))")
+            #expect(Int(row[5]) == events, "every event's push acknowledged: \(row.joined(separator: " "))")
+        }
+        #expect(outcome.stdout.contains("backlog: one worker drained 30 pushes"), "\(outcome.stdout)")
+    }
+}
