@@ -75,9 +75,23 @@ import Testing
         #expect(throws: JSONParseError.self) { try JSONValue.parse(String(repeating: "[", count: 100_000)) }
         var random = SystemRandomNumberGenerator()
         let alphabet = Array("{}[]\",:0123456789.eE+-truefalsn \\u".utf8) + [0x00, 0x80, 0xC3, 0xFF]
+        // A number beyond a double parses as infinity, so that the field reader that asks for it refuses it by
+        // name ("out of range"); JSON cannot hold it, so the writer writes null. Every other document reads back
+        // as it was written. (The random inputs once found `7E6636`: pinned here.)
+        func finite(_ value: JSONValue) -> Bool {
+            switch value {
+            case .number(let n): n.isFinite
+            case .array(let elements): elements.allSatisfy(finite)
+            case .object(let members): members.allSatisfy { finite($0.value) }
+            case .null, .bool, .string: true
+            }
+        }
+        let huge = try JSONValue.parse("7E6636 ")
+        #expect(huge == .number(.infinity) && huge.serializedString() == "null")
         for _ in 0..<2000 {
             let bytes = (0..<Int.random(in: 0...64, using: &random)).map { _ in alphabet.randomElement(using: &random)! }
-            if let value = try? JSONValue.parse(bytes) { #expect(try JSONValue.parse(value.serialized()) == value) }
+            guard let value = try? JSONValue.parse(bytes), finite(value) else { continue }
+            #expect(try JSONValue.parse(value.serialized()) == value, "\(bytes)")
         }
     }
 
