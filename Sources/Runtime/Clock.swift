@@ -25,7 +25,7 @@ public struct SystemClock: WallClock {
 }
 
 extension Duration {
-    /// This duration in seconds, as a `Double` (rates, histograms, the tuners' arithmetic).
+    /// This duration in seconds, as a `Double` (rates, latencies, intervals).
     public var inSeconds: Double {
         Double(components.seconds) + Double(components.attoseconds) / 1e18
     }

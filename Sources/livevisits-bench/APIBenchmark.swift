@@ -350,15 +350,8 @@ struct APIBenchmark {
 
     /// The server's group-commit counters (`livevisits_command_batches_total`, `…_batched_total`) from `/metrics`.
     func batchCounters(port: UInt16) -> (batches: Double, commands: Double) {
-        var batches = 0.0
-        var commands = 0.0
-        for line in get(port: port, path: "/metrics").split(separator: "\n") {
-            let parts = line.split(separator: " ")
-            guard parts.count == 2, let value = Double(parts[1]) else { continue }
-            if parts[0] == "livevisits_command_batches_total" { batches = value }
-            if parts[0] == "livevisits_command_batched_total" { commands = value }
-        }
-        return (batches, commands)
+        let values = MetricsText.values(get(port: port, path: "/metrics"))
+        return (values["livevisits_command_batches_total"] ?? 0, values["livevisits_command_batched_total"] ?? 0)
     }
 
     /// One `GET` over a fresh connection, the whole answer as text ("" when the server cannot be reached).

@@ -397,16 +397,15 @@ struct PipelineBenchmark {
         let ended = all.map(\.answered).max() ?? deadline
         let metricsAfter = try await Self.metrics(port: port)
         func grown(_ name: String) -> Double { (metricsAfter[name] ?? 0) - (metricsBefore[name] ?? 0) }
+        let emptyClaims = grown(#"livevisits_outbox_claims_total{found="none"}"#)
+        let claims = emptyClaims + grown(#"livevisits_outbox_claims_total{found="some"}"#)
         return Run(
             layout: layout, connections: connections, events: accepted.count, refused: all.count - accepted.count,
             pushes: delays.count, seconds: ended - started, p50: percentile(delays, 0.5), p99: percentile(delays, 0.99),
             httpP99: percentile(http, 0.99), legP50: percentile(legs, 0.5), legP99: percentile(legs, 0.99), ours: used.ours,
             postgres: used.postgres, bench: used.bench,
             commandsPerBatch: grown("livevisits_command_batched_total") / max(grown("livevisits_command_batches_total"), 1),
-            emptyClaims: layout == "serve"
-                ? grown(#"livevisits_outbox_claims_total{found="none"}"#)
-                    / (grown(#"livevisits_outbox_claims_total{found="none"}"#)
-                        + grown(#"livevisits_outbox_claims_total{found="some"}"#)) : .nan)
+            emptyClaims: layout == "serve" ? emptyClaims / claims : .nan)
     }
 
     struct Posted {
@@ -463,17 +462,12 @@ struct PipelineBenchmark {
         return parent
     }
 
-    /// The API process's unlabelled metrics (`GET /metrics`), by name.
+    /// The API process's metrics (`GET /metrics`), by series.
     static func metrics(port: UInt16) async throws -> [String: Double] {
         let answer = try await LoadConnection.drive(port: port, connections: 1) { c, _ in
             try c.exchange(LoadConnection.request("GET", "/metrics", key: "", body: nil))
         }[0]
-        var values: [String: Double] = [:]
-        for line in String(decoding: answer.body, as: UTF8.self).split(separator: "\n") {
-            let parts = line.split(separator: " ")
-            if parts.count == 2, let value = Double(parts[1]) { values[String(parts[0])] = value }
-        }
-        return values
+        return MetricsText.values(String(decoding: answer.body, as: UTF8.self))
     }
 
     static func loadAverage() -> String {
