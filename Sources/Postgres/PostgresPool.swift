@@ -59,6 +59,8 @@ public final class PostgresPool: Sendable {
     private struct Waiter {
         let id: UInt64
         let continuation: CheckedContinuation<Int, any Error>
+        /// Its acquire timeout in `timeouts`.
+        let timeout: UInt64
     }
 
     private struct State {
@@ -71,6 +73,8 @@ public final class PostgresPool: Sendable {
     private let slots: [Slot]
     private let state: Mutex<State>
     private let notifier = PostgresNotifier()
+    /// The work and acquire timeouts, looked for by one timer.
+    private let timeouts = PoolTimeouts()
 
     public init(configuration: PostgresConfiguration) {
         self.configuration = configuration
@@ -99,7 +103,9 @@ public final class PostgresPool: Sendable {
                             usePreparedStatements: configuration.usePreparedStatements)
                     }
                     let connection = slot.connection!
-                    let watchdog = configuration.workTimeoutSeconds.map { WorkWatchdog(connection: connection, seconds: $0) }
+                    let watchdog = configuration.workTimeoutSeconds.map {
+                        WorkWatchdog(connection: connection, seconds: $0, timeouts: self.timeouts)
+                    }
                     do {
                         let value = try body(connection)
                         if let watchdog, watchdog.finish() {
@@ -201,6 +207,7 @@ public final class PostgresPool: Sendable {
             return w
         }
         for w in waiters {
+            timeouts.remove(w.timeout)
             w.continuation.resume(throwing: PostgresError(code: .unavailable, message: "the connection pool is closed"))
         }
         for slot in slots {
@@ -234,6 +241,12 @@ public final class PostgresPool: Sendable {
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 enum Outcome { case waiting, closed, cancelled }
+                // Set before the waiter is queued, so that whoever takes it out can also take its deadline out.
+                let deadline = timeouts.add(after: timeout) { [self] in
+                    removeWaiter(id)?.continuation.resume(
+                        throwing: PostgresError(
+                            code: .poolTimeout, message: "no database connection became free within \(timeout) s"))
+                }
                 let outcome: Outcome = state.withLock { s in
                     if s.closed { return .closed }
                     if let index = s.free.popLast() {
@@ -242,22 +255,17 @@ public final class PostgresPool: Sendable {
                     }
                     // Checked under the lock: a cancellation after this finds the waiter in the queue.
                     if Task.isCancelled { return .cancelled }
-                    s.waiters.append(Waiter(id: id, continuation: continuation))
+                    s.waiters.append(Waiter(id: id, continuation: continuation, timeout: deadline))
                     return .waiting
                 }
                 switch outcome {
                 case .waiting: break
                 case .closed:
+                    timeouts.remove(deadline)
                     continuation.resume(throwing: PostgresError(code: .unavailable, message: "the connection pool is closed"))
-                    return
                 case .cancelled:
+                    timeouts.remove(deadline)
                     continuation.resume(throwing: CancellationError())
-                    return
-                }
-                DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [self] in
-                    removeWaiter(id)?.continuation.resume(
-                        throwing: PostgresError(
-                            code: .poolTimeout, message: "no database connection became free within \(timeout) s"))
                 }
             }
         } onCancel: {
@@ -271,12 +279,14 @@ public final class PostgresPool: Sendable {
     /// Slots free now (for tests).
     var freeCount: Int { state.withLock { $0.free.count } }
 
-    /// Takes a waiter out of the queue, if it is still there (whoever removes it resumes it).
+    /// Takes a waiter out of the queue, and its deadline, if it is still there (whoever removes it resumes it).
     private func removeWaiter(_ id: UInt64) -> Waiter? {
-        state.withLock { s -> Waiter? in
+        let waiter = state.withLock { s -> Waiter? in
             guard let i = s.waiters.firstIndex(where: { $0.id == id }) else { return nil }
             return s.waiters.remove(at: i)
         }
+        if let waiter { timeouts.remove(waiter.timeout) }
+        return waiter
     }
 
     private func release(_ index: Int) {
@@ -285,36 +295,29 @@ public final class PostgresPool: Sendable {
             s.free.append(index)
             return nil
         }
-        waiter?.continuation.resume(returning: index)
+        if let waiter {
+            timeouts.remove(waiter.timeout)
+            waiter.continuation.resume(returning: index)
+        }
     }
 }
 
 /// Cancels one lent connection's statement when its work runs past the pool's work timeout. `finish()`
-/// (on the connection's thread, after the work) stops it and says whether it fired; once finished it
-/// never cancels, so a cancel cannot reach the connection's next work.
-private final class WorkWatchdog: Sendable {
+/// (on the connection's thread, after the work) takes its deadline out and says whether it had fired; a
+/// deadline taken out never fires, and one that fired has its connection dropped, so a cancel cannot reach
+/// the connection's next work.
+private struct WorkWatchdog {
     let seconds: Double
-    /// (finished, fired), under the lock: the timer cancels only while unfinished.
-    private let state = Mutex((finished: false, fired: false))
+    private let timeouts: PoolTimeouts
+    private let deadline: UInt64
 
-    init(connection: PostgresConnection, seconds: Double) {
+    init(connection: PostgresConnection, seconds: Double, timeouts: PoolTimeouts) {
         self.seconds = seconds
+        self.timeouts = timeouts
         let key = connection.cancelKey
-        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [self] in
-            let fire = state.withLock { s -> Bool in
-                guard !s.finished else { return false }
-                s.fired = true
-                return true
-            }
-            if fire { key?.cancel() }
-        }
+        deadline = timeouts.add(after: seconds) { key?.cancel() }
     }
 
-    /// Marks the work done; true when the timer had fired (its statement was cancelled).
-    func finish() -> Bool {
-        state.withLock { s in
-            s.finished = true
-            return s.fired
-        }
-    }
+    /// Marks the work done; true when the deadline had fired (its statement was cancelled).
+    func finish() -> Bool { !timeouts.remove(deadline) }
 }
