@@ -114,7 +114,9 @@ public final class EventStore: Sendable {
     /// One statement appending each request's events right after its expected version — `.exactly` or
     /// `.noStream` only (a caller that read the versions, like the visit commands' group commit); requests on
     /// one stream follow each other (each expecting the version the one before it leaves). Unguarded like `appendStatement(_:guarded: false)`: a version that moved on fails the
-    /// whole statement on the unique index. `appendResults` reads its rows.
+    /// whole statement on the unique index. `appendResults` reads its rows. Planned once per connection (its
+    /// plan holds for any arrays), like the batch's other statements, so the session's `plan_cache_mode` does
+    /// not change back and forth within every batch.
     public static func appendStatement(forEach requests: [AppendRequest]) -> PostgresQuery {
         var streams: [String] = []
         var positions: [Int64] = []
@@ -138,7 +140,7 @@ public final class EventStore: Sendable {
                 recorded.append(request.recordedAt)
             }
         }
-        return """
+        let query: PostgresQuery = """
             INSERT INTO events (stream_name, position, type, data, metadata, recorded_at)
             SELECT x.s, x.p, x.t, x.d::jsonb, x.m::jsonb, COALESCE(to_timestamp(x.r), now())
             FROM unnest(\(streams)::text[], \(positions)::bigint[], \(types)::text[], \(datas)::text[], \(metadatas)::text[],
@@ -146,6 +148,7 @@ public final class EventStore: Sendable {
             ORDER BY x.s, x.p
             RETURNING stream_name, position, global_position, extract(epoch FROM recorded_at)::float8 AS recorded_at
             """
+        return query.plannedOnce()
     }
 
     /// The result of each request of an `appendStatement(forEach:)` (or of one `appendStatement`), in order.

@@ -60,8 +60,10 @@ public final class PostgresNotifier: Sendable {
 
     private var hasPending: Bool { state.withLock { !$0.pending.isEmpty } }
 
-    /// One statement notifying every channel (the names travel as one bind parameter).
+    /// One statement notifying every channel (the names travel as one bind parameter), planned once per
+    /// connection like the command batches' statements whose connections it borrows.
     static func statement(_ channels: [String]) -> PostgresQuery {
-        "SELECT pg_notify(channel, '') FROM unnest(\(channels)::text[]) AS channel"
+        let query: PostgresQuery = "SELECT pg_notify(channel, '') FROM unnest(\(channels)::text[]) AS channel"
+        return query.plannedOnce()
     }
 }

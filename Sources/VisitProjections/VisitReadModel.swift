@@ -169,11 +169,12 @@ public struct VisitReadModel: Sendable {
     }
 
     /// The upsert of an encoded batch as a statement, to run with others (`PostgresConnection.pipeline`).
+    /// Planned once per connection, as the command batch's other statements are (its plan holds for any arrays).
     public func upsertStatement(_ batch: EncodedBatch, into table: String = VisitReadModel.table) -> PostgresQuery {
         let sql =
             table == VisitReadModel.table
             ? liveUpsert : upsertTemplate.replacingOccurrences(of: "{table}", with: "\"\(table)\"")
-        return PostgresQuery(sql: sql, binds: batch.binds)
+        return PostgresQuery(sql: sql, binds: batch.binds).plannedOnce()
     }
 
     /// Writes the states (newest version wins; an older one never overwrites a newer one).
