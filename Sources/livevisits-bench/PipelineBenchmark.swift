@@ -74,6 +74,9 @@ struct PipelineBenchmark {
         var events = 0
         var refused = 0
         var pushes = 0
+        /// Events whose push was replaced, before it went, by the next event's on the same visit (contract §6,
+        /// "Superseding"): never acknowledged, and not lost. pushes + superseded = events when nothing is lost.
+        var superseded = 0
         var seconds = 0.0
         var p50 = 0.0
         var p99 = 0.0
@@ -166,23 +169,30 @@ struct PipelineBenchmark {
         say("")
         say(String(format: "load average after: %@", Self.loadAverage()))
         say(
-            "layout  conns  events/s  events  refused  pushes acked  POST→ack p50 ms  p99 ms  HTTP p99 ms  answer→ack p50 ms  p99 ms | CPU µs/event: ours  PostgreSQL  bench (load+sink) | commands/batch  empty claims"
+            "layout  conns  events/s  events  refused  pushes acked  superseded  POST→ack p50 ms  p99 ms  HTTP p99 ms  answer→ack p50 ms  p99 ms | CPU µs/event: ours  PostgreSQL  bench (load+sink) | commands/batch  empty claims"
         )
         for r in runs {
             say(
                 String(
                     format:
-                        "%-6@  %5d  %8.0f  %6d  %7d  %12d  %15.1f  %6.1f  %11.1f  %17.1f  %6.1f | %18.0f  %10.0f  %17.0f | %14.1f  %11.0f%%",
+                        "%-6@  %5d  %8.0f  %6d  %7d  %12d  %10d  %15.1f  %6.1f  %11.1f  %17.1f  %6.1f | %18.0f  %10.0f  %17.0f | %14.1f  %@",
                     r.layout, r.connections,
-                    r.eventsPerSecond, r.events, r.refused, r.pushes, r.p50 * 1000, r.p99 * 1000, r.httpP99 * 1000,
+                    r.eventsPerSecond, r.events, r.refused, r.pushes, r.superseded, r.p50 * 1000, r.p99 * 1000, r.httpP99 * 1000,
                     r.legP50 * 1000, r.legP99 * 1000,
                     r.ours / Double(max(r.events, 1)) * 1e6, r.postgres / Double(max(r.events, 1)) * 1e6,
-                    r.bench / Double(max(r.events, 1)) * 1e6, r.commandsPerBatch, r.emptyClaims * 100))
+                    r.bench / Double(max(r.events, 1)) * 1e6, r.commandsPerBatch,
+                    // The worker of the split layout serves no /metrics: no figure there.
+                    Self.rightAligned(r.emptyClaims.isNaN ? "-" : String(format: "%.0f%%", r.emptyClaims * 100), 12)))
         }
         for (layout, peak) in peaks.sorted(by: { $0.key < $1.key }) {
             say(String(format: "peak memory (VmHWM) of the livevisits processes, %@: %.0f MB", layout, peak))
         }
         if book.repeated > 0 { say("acknowledgements of a state already acknowledged: \(book.repeated)") }
+        for r in runs where r.pushes + r.superseded < r.events {
+            say(
+                "\(r.layout) at \(r.connections) connections: \(r.events - r.pushes - r.superseded) accepted events "
+                    + "neither acknowledged nor superseded 3 s after the load")
+        }
         if let drain {
             say(
                 String(
@@ -277,7 +287,7 @@ struct PipelineBenchmark {
             runs.append(
                 try await load(
                     layout: layout, connections: c, prefix: prefix, port: port, dispatcher: dispatcher, cursor: cursor,
-                    book: book, processes: processes, postmaster: postmaster))
+                    book: book, processes: processes, postmaster: postmaster, database: database))
         }
         let peak = processes.map(CPUSample.peakMegabytes(pid:)).reduce(0, +)
         return (runs, drain, peak)
@@ -346,12 +356,19 @@ struct PipelineBenchmark {
         return ("/v1/visits/\(prefix)\(v)/events", body)
     }
 
+    /// `text` padded on the left to `width` characters (`String(format:)` does not pad a `%@`).
+    static func rightAligned(_ text: String, _ width: Int) -> String {
+        String(repeating: " ", count: max(0, width - text.count)) + text
+    }
+
     /// One measurement: `connections` clients post for `seconds`, then the pushes are awaited.
     func load(
         layout: String, connections: Int, prefix: String, port: UInt16, dispatcher: String, cursor: VisitCursor,
-        book: AckBook, processes: [Int32], postmaster: Int32
+        book: AckBook, processes: [Int32], postmaster: Int32, database: ScratchDatabase
     ) async throws -> Run {
         let owned = connections * visitsPerConnection
+        let supersededCount: PostgresQuery = "SELECT count(*) AS n FROM deliveries WHERE state = 'superseded'"
+        let supersededBefore = try await database.integer(supersededCount)
         let metricsBefore = try await Self.metrics(port: port)
         let before = Self.cpu(processes: processes, postmaster: postmaster)
         let started = LoadConnection.now()
@@ -396,12 +413,13 @@ struct PipelineBenchmark {
         }
         let ended = all.map(\.answered).max() ?? deadline
         let metricsAfter = try await Self.metrics(port: port)
+        let superseded = try await database.integer(supersededCount) - supersededBefore
         func grown(_ name: String) -> Double { (metricsAfter[name] ?? 0) - (metricsBefore[name] ?? 0) }
         let emptyClaims = grown(#"livevisits_outbox_claims_total{found="none"}"#)
         let claims = emptyClaims + grown(#"livevisits_outbox_claims_total{found="some"}"#)
         return Run(
             layout: layout, connections: connections, events: accepted.count, refused: all.count - accepted.count,
-            pushes: delays.count, seconds: ended - started, p50: percentile(delays, 0.5), p99: percentile(delays, 0.99),
+            pushes: delays.count, superseded: superseded, seconds: ended - started, p50: percentile(delays, 0.5), p99: percentile(delays, 0.99),
             httpP99: percentile(http, 0.99), legP50: percentile(legs, 0.5), legP99: percentile(legs, 0.99), ours: used.ours,
             postgres: used.postgres, bench: used.bench,
             commandsPerBatch: grown("livevisits_command_batched_total") / max(grown("livevisits_command_batches_total"), 1),

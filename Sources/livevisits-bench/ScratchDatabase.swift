@@ -32,6 +32,13 @@ struct ScratchDatabase {
         }
     }
 
+    /// The integer `query` answers in its column `n` (0 for no row).
+    func integer(_ query: PostgresQuery) async throws -> Int {
+        try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 1)) { pool in
+            try await pool.query(query).first?.int("n") ?? 0
+        }
+    }
+
     /// `VACUUM (ANALYZE)` of every table, as pgbench does before a run unless told not to: a measurement then
     /// starts from the same state of its tables whatever ran before it (the dead rows and index entries an
     /// earlier one left, which autovacuum would reclaim at its own time, and fresh statistics).
