@@ -419,7 +419,8 @@ struct PipelineBenchmark {
         let claims = emptyClaims + grown(#"livevisits_outbox_claims_total{found="some"}"#)
         return Run(
             layout: layout, connections: connections, events: accepted.count, refused: all.count - accepted.count,
-            pushes: delays.count, superseded: superseded, seconds: ended - started, p50: percentile(delays, 0.5), p99: percentile(delays, 0.99),
+            pushes: delays.count, superseded: superseded, seconds: ended - started, p50: percentile(delays, 0.5),
+            p99: percentile(delays, 0.99),
             httpP99: percentile(http, 0.99), legP50: percentile(legs, 0.5), legP99: percentile(legs, 0.99), ours: used.ours,
             postgres: used.postgres, bench: used.bench,
             commandsPerBatch: grown("livevisits_command_batched_total") / max(grown("livevisits_command_batches_total"), 1),
