@@ -131,16 +131,19 @@ public struct VisitCommandHandler: Sendable {
     /// hold ciphertext (`PersonalDataOpener` opens them on the way out). Nil: stored as given (tests of
     /// other parts, and `livevisits-bench append --personal-data off`).
     public let personalData: PersonalDataKeys?
+    /// The states this handler's batches committed: the next command on such a visit reads no snapshot.
+    public let states: VisitStateCache
 
     public init(
         store: EventStore, readModel: VisitReadModel, pushes: any PushEnqueuer, clock: any WallClock = SystemClock(),
-        personalData: PersonalDataKeys? = nil
+        personalData: PersonalDataKeys? = nil, states: VisitStateCache = VisitStateCache()
     ) {
         self.store = store
         self.readModel = readModel
         self.pushes = pushes
         self.clock = clock
         self.personalData = personalData
+        self.states = states
     }
 
     public static func streamName(for visitId: String) -> String { VisitReadModel.streamPrefix + visitId }
@@ -289,7 +292,9 @@ public struct VisitCommandHandler: Sendable {
                     help: "Command batches whose shared write failed and was redone one by one.")
             }
             if let results {
-                // Committed: whatever happens now, these commands are not run again.
+                // Committed: whatever happens now, these commands are not run again. (Inside a caller's
+                // transaction nothing is committed yet: its states are not remembered.)
+                if !connection.inTransaction { states.remember(prepared.map(\.prepared.accepted.state)) }
                 do {
                     let appended = try EventStore.appendResults(requests, results[0])
                     // Followers that cannot be read fail the commands that asked for them, not the others.
@@ -320,18 +325,23 @@ public struct VisitCommandHandler: Sendable {
 
     /// The states of visits before their commands, in one statement: for each, the snapshot in the read
     /// model when it is at the stream's version (the statement reads both), else the stream folded. A
-    /// visit whose stream cannot be folded fails alone.
+    /// visit whose stream cannot be folded fails alone. Where the read model's row is at the version of the
+    /// state this process committed last (`states`), the statement answers `=` instead of the snapshot, and
+    /// that state is used: no jsonb written out as text, sent and parsed again.
     func currentStates(_ commands: [VisitCommand], on connection: PostgresConnection) throws -> [Result<VisitState?, any Error>] {
         guard !commands.isEmpty else { return [] }
         let ids = commands.map(\.visitId)
         let streams = commands.map(\.stream)
+        let known = PostgresNullableArray(states.versions(ids))
         // Planned once per connection: its plan (two index probes per visit) holds for any number of visits,
         // and PostgreSQL's own choice re-planned it at nearly every execution (a generic plan takes the arrays
         // for ten elements and so looks costlier than a custom one for the five of a usual batch).
         let statesRead: PostgresQuery = """
-            SELECT r.idx, (SELECT state::text FROM visits WHERE visit_id = r.visit_id) AS state,
+            SELECT r.idx,
+                   (SELECT CASE WHEN v.version = r.known THEN '=' ELSE v.state::text END
+                    FROM visits v WHERE v.visit_id = r.visit_id) AS state,
                    (SELECT COALESCE(max(position), 0) FROM events WHERE stream_name = r.stream) AS version
-            FROM unnest(\(ids)::text[], \(streams)::text[]) WITH ORDINALITY AS r(visit_id, stream, idx)
+            FROM unnest(\(ids)::text[], \(streams)::text[], \(known)::bigint[]) WITH ORDINALITY AS r(visit_id, stream, known, idx)
             ORDER BY r.idx
             """
         let statesQuery = statesRead.plannedOnce()
@@ -353,7 +363,12 @@ public struct VisitCommandHandler: Sendable {
         return zip(commands.indices, rows.rows).map { i, row in
             if refused.contains(i) { return .failure(CommandPreconditionFailed()) }
             return Result {
-                try state(fromSnapshot: row["state"], version: try row.int("version"), stream: commands[i].stream, on: connection)
+                let version = try row.int("version")
+                // The row is at the version of the state remembered here; so is the stream: that state.
+                if row["state"] == "=", let remembered = states.state(commands[i].visitId), remembered.version == version {
+                    return remembered
+                }
+                return try state(fromSnapshot: row["state"], version: version, stream: commands[i].stream, on: connection)
             }
         }
     }

@@ -1,0 +1,79 @@
+import Foundation
+import Postgres
+import TestSupport
+import Testing
+import VisitCommands
+import VisitDomain
+import VisitTestSupport
+
+/// The states a handler's batches committed (`VisitStateCache`): the next command on such a visit is decided
+/// on the remembered state, not on the snapshot read again — and only while the visit is still at that
+/// state's version.
+@Suite(.serialized, .timeLimit(.minutes(2))) struct VisitStateCacheTests {
+    func command(_ visit: String, _ json: String) throws -> VisitCommand {
+        VisitCommand(
+            visitId: visit, event: try VisitEventRequest.parse(Array(json.utf8)), context: VisitFixtures.dispatcher,
+            isCreation: false)
+    }
+
+    @Test func aCommittedStateDecidesTheNextCommandWithoutItsSnapshot() async throws {
+        let f = try await VisitFixtures.make()
+        _ = try await f.schedule("v-c1")
+        let first = try await f.pool.withConnection { c in
+            f.handler.executeBatch([try command("v-c1", #"{"type": "progress", "kilometresAway": 5}"#)], on: c)
+        }
+        #expect((try? first[0].get())?.state.version == 2)
+        #expect(f.handler.states.state("v-c1")?.version == 2, "the committed state is remembered")
+        // The snapshot at that version now says the visit ended: a command decided on it would be refused.
+        try await f.pool.withConnection { c in
+            try c.execute(
+                script: """
+                    UPDATE visits SET state = jsonb_set(state, '{status}', '"completed"') WHERE visit_id = 'v-c1'
+                    """)
+        }
+        let second = try await f.pool.withConnection { c in
+            f.handler.executeBatch([try command("v-c1", #"{"type": "enRoute"}"#)], on: c)
+        }
+        #expect((try? second[0].get())?.state.version == 3, "decided on the remembered state: \(second[0])")
+        #expect(f.handler.states.state("v-c1")?.status == .enRoute)
+    }
+
+    /// Another process (a handler with its own cache) moves the visit on: the first one's remembered state is
+    /// behind, so the read answers the snapshot and the command is decided on the visit as it is.
+    @Test func aVisitWrittenElsewhereIsReadAgain() async throws {
+        let f = try await VisitFixtures.make()
+        _ = try await f.schedule("v-c2")
+        let other = VisitCommandHandler(
+            store: f.handler.store, readModel: f.readModel, pushes: f.handler.pushes, clock: f.clock)
+        _ = try await f.pool.withConnection { c in
+            f.handler.executeBatch([try command("v-c2", #"{"type": "progress", "kilometresAway": 5}"#)], on: c)
+        }
+        #expect(f.handler.states.state("v-c2")?.version == 2)
+        let moved = try await f.pool.withConnection { c in
+            other.executeBatch([try command("v-c2", #"{"type": "onSite"}"#)], on: c)
+        }
+        #expect((try? moved[0].get())?.state.version == 3)
+        // Legal from onSite only: decided on the remembered state (scheduled) it would be refused.
+        let finishing = try await f.pool.withConnection { c in
+            f.handler.executeBatch([try command("v-c2", #"{"type": "finishing"}"#)], on: c)
+        }
+        let result = try finishing[0].get()
+        #expect(result.state.version == 4 && result.state.status == .finishing)
+        #expect(f.handler.states.state("v-c2")?.version == 4)
+    }
+
+    @Test func aFullCacheStartsOver() async throws {
+        let f = try await VisitFixtures.make()
+        let small = VisitCommandHandler(
+            store: f.handler.store, readModel: f.readModel, pushes: f.handler.pushes, clock: f.clock,
+            states: VisitStateCache(capacity: 2))
+        for v in ["v-s1", "v-s2", "v-s3"] {
+            _ = try await f.schedule(v)
+            _ = try await f.pool.withConnection { c in
+                small.executeBatch([try command(v, #"{"type": "progress", "kilometresAway": 5}"#)], on: c)
+            }
+        }
+        #expect(small.states.count == 1, "the third state found the cache full: it starts over with it")
+        #expect(small.states.state("v-s3")?.version == 2 && small.states.state("v-s1") == nil)
+    }
+}
