@@ -172,6 +172,9 @@ public struct VisitCommandHandler: Sendable {
     }
 
     public func execute(_ command: VisitCommand, on connection: PostgresConnection) throws -> VisitCommandResult {
+        // It may write the visit in a transaction of the caller's that this handler does not see commit: a state
+        // remembered for it would be assumed behind the visit.
+        if connection.inTransaction { states.forget([command.visitId], distrusting: false) }
         let prepared = try prepare(
             command, state: try currentStates([command], on: connection)[0].get(), on: connection)
         let encoded = readModel.encode([prepared.accepted.state])
@@ -236,14 +239,29 @@ public struct VisitCommandHandler: Sendable {
             }
         }
         var current: [String: Result<VisitState?, any Error>] = [:]
+        // Visits decided on the state this process committed last, without reading it (`states.assumed`): the
+        // write verifies it (a position taken meanwhile fails the batch, which is then redone on read states).
+        // A refusal decided on it stands only if the batch wrote that visit too (the write proved the state);
+        // otherwise it is decided again after the batch, on a read state.
+        var assumed = Set<String>()
+        var toRead: [Int] = []
+        for i in leads {
+            if commands[i].refuseIfAnyRow == nil, let state = states.assumed(commands[i].visitId) {
+                current[commands[i].visitId] = .success(state)
+                assumed.insert(commands[i].visitId)
+            } else {
+                toRead.append(i)
+            }
+        }
         do {
-            let states = try currentStates(leads.map { commands[$0] }, on: connection)
-            for (i, state) in zip(leads, states) { current[commands[i].visitId] = state }
+            let states = try currentStates(toRead.map { commands[$0] }, on: connection)
+            for (i, state) in zip(toRead, states) { current[commands[i].visitId] = state }
         } catch {
-            for i in inBatch { outcomes[i] = .failure(error) }
-            inBatch = []
+            for i in inBatch where !assumed.contains(commands[i].visitId) { outcomes[i] = .failure(error) }
+            inBatch = inBatch.filter { assumed.contains(commands[$0].visitId) }
         }
         var prepared: [(index: Int, prepared: Prepared)] = []
+        var refusedOnAssumed: [(index: Int, error: any Error)] = []
         for i in inBatch {
             let visit = commands[i].visitId
             do {
@@ -251,7 +269,11 @@ public struct VisitCommandHandler: Sendable {
                 prepared.append((i, p))
                 current[visit] = .success(p.accepted.state)
             } catch {
-                outcomes[i] = .failure(error)
+                if assumed.contains(visit) {
+                    refusedOnAssumed.append((i, error))
+                } else {
+                    outcomes[i] = .failure(error)
+                }
             }
         }
         if !prepared.isEmpty {
@@ -286,7 +308,10 @@ public struct VisitCommandHandler: Sendable {
             } catch let error as PostgresError where error.isUnavailable {
                 for (i, _) in prepared { outcomes[i] = .failure(error) }
             } catch {
-                // Nothing of the batch stands: left for the one-by-one pass below.
+                // Nothing of the batch stands: left for the one-by-one pass below. A state assumed here may have
+                // been behind (another process wrote the visit): none of the batch's visits is assumed again, and
+                // none at all for a while.
+                states.forget(prepared.map(\.prepared.command.visitId), distrusting: !assumed.isEmpty)
                 Metrics.shared.increment(
                     "livevisits_command_batches_redone_total",
                     help: "Command batches whose shared write failed and was redone one by one.")
@@ -295,6 +320,8 @@ public struct VisitCommandHandler: Sendable {
                 // Committed: whatever happens now, these commands are not run again. (Inside a caller's
                 // transaction nothing is committed yet: its states are not remembered.)
                 if !connection.inTransaction { states.remember(prepared.map(\.prepared.accepted.state)) }
+                let written = Set(prepared.map(\.prepared.command.visitId))
+                for (i, error) in refusedOnAssumed where written.contains(commands[i].visitId) { outcomes[i] = .failure(error) }
                 do {
                     let appended = try EventStore.appendResults(requests, results[0])
                     // Followers that cannot be read fail the commands that asked for them, not the others.
@@ -319,7 +346,10 @@ public struct VisitCommandHandler: Sendable {
         tellWriting()
         return commands.indices.map { i in
             if let outcome = outcomes[i] { return outcome }
-            return Result { try execute(commands[i], on: connection) }
+            let outcome = Result { try execute(commands[i], on: connection) }
+            // Committed by itself (outside a caller's transaction): its state is the visit's now.
+            if !connection.inTransaction, case .success(let result) = outcome { states.remember([result.state]) }
+            return outcome
         }
     }
 
@@ -451,6 +481,7 @@ public struct VisitCommandHandler: Sendable {
                     try execute(visitId: visitId, event: event, context: context, isCreation: isCreation, on: connection)
                 }
             }
+            states.remember([result.state])
             store.eventsCommitted(count: 1)
             if result.pushes > 0 { pushes.committed() }
             return result

@@ -10,12 +10,47 @@ import VisitDomain
 /// written once, so the state at a version is the same whoever reads it — another process writing the visit
 /// moves its version on, and a replay rewrites the row with the same state. At most `capacity` states (about
 /// a kilobyte each); when full it starts over.
+///
+/// A command batch may also decide on a remembered state without reading the visit at all (`assumed`): its
+/// write then checks it, since a visit another process wrote has its next position taken and the batch fails
+/// and is redone on read states. That is a bet that this process is the visit's only writer; one lost bet
+/// (`forget(_:distrusting:)`) stops it for `distrustSeconds`, so several processes writing the same visits
+/// read them as before instead of failing batch after batch.
 public final class VisitStateCache: Sendable {
     public let capacity: Int
+    /// How long no state is assumed after a batch decided on one failed.
+    public let distrustSeconds: Double
     private let states = Mutex<[String: VisitState]>([:])
+    private let distrustedUntil = Mutex<ContinuousClock.Instant?>(nil)
 
-    public init(capacity: Int = 16_384) {
+    public init(capacity: Int = 16_384, distrustSeconds: Double = 10) {
         self.capacity = max(0, capacity)
+        self.distrustSeconds = max(0, distrustSeconds)
+    }
+
+    /// The state remembered for `visitId`, to decide on without reading it, unless a bet on a remembered
+    /// state was lost in the last `distrustSeconds`.
+    func assumed(_ visitId: String) -> VisitState? {
+        if let until = distrustedUntil.withLock({ $0 }), ContinuousClock.now < until { return nil }
+        return state(visitId)
+    }
+
+    /// Forgets these visits' states (a batch that wrote them failed); `distrusting`: and assumes none for
+    /// `distrustSeconds`.
+    func forget(_ visitIds: some Sequence<String>, distrusting: Bool) {
+        states.withLock { known in
+            for id in visitIds { known[id] = nil }
+        }
+        if distrusting {
+            let until = ContinuousClock.now + .milliseconds(Int64(distrustSeconds * 1000))
+            distrustedUntil.withLock { $0 = until }
+        }
+    }
+
+    /// Whether states are assumed now (for tests).
+    public var assuming: Bool {
+        guard let until = distrustedUntil.withLock({ $0 }) else { return true }
+        return ContinuousClock.now >= until
     }
 
     /// The state known for `visitId`, if any.

@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import Runtime
 import TestSupport
 import Testing
 import VisitCommands
@@ -60,6 +61,63 @@ import VisitTestSupport
         let result = try finishing[0].get()
         #expect(result.state.version == 4 && result.state.status == .finishing)
         #expect(f.handler.states.state("v-c2")?.version == 4)
+    }
+
+    /// A remembered state that another process moved on is a lost bet: the batch decided on it fails on the
+    /// position taken, is redone on the visit as it is, and no state is assumed for a while.
+    @Test func aStateAssumedBehindTheVisitFailsItsBatchWhichIsRedone() async throws {
+        let f = try await VisitFixtures.make()
+        _ = try await f.schedule("v-c4")
+        _ = try await f.schedule("v-c5")
+        let other = VisitCommandHandler(
+            store: f.handler.store, readModel: f.readModel, pushes: f.handler.pushes, clock: f.clock)
+        _ = try await f.pool.withConnection { c in
+            f.handler.executeBatch(
+                [
+                    try command("v-c4", #"{"type": "progress", "kilometresAway": 5}"#),
+                    try command("v-c5", #"{"type": "progress", "kilometresAway": 5}"#),
+                ], on: c)
+        }
+        #expect(f.handler.states.assuming)
+        _ = try await f.pool.withConnection { c in
+            other.executeBatch([try command("v-c4", #"{"type": "progress", "kilometresAway": 4}"#)], on: c)
+        }
+        let redone = Metrics.shared.value("livevisits_command_batches_redone_total") ?? 0
+        let outcomes = try await f.pool.withConnection { c in
+            f.handler.executeBatch(
+                [
+                    try command("v-c4", #"{"type": "progress", "kilometresAway": 3}"#),
+                    try command("v-c5", #"{"type": "progress", "kilometresAway": 3}"#),
+                ], on: c)
+        }
+        #expect(try outcomes[0].get().state.version == 4 && outcomes[1].get().state.version == 3)
+        #expect((Metrics.shared.value("livevisits_command_batches_redone_total") ?? 0) == redone + 1)
+        #expect(!f.handler.states.assuming, "a lost bet: no state is assumed for a while")
+        let stream = try await f.handler.store.readStream("visit-v-c4")
+        #expect(stream.map(\.position) == [1, 2, 3, 4])
+    }
+
+    /// A command refused on an assumed state (here its If-Match names the version another process reached)
+    /// is decided again on the visit as read: no refusal stands on a state that was not read.
+    @Test func aRefusalOnAnAssumedStateIsDecidedAgainOnTheVisitAsItIs() async throws {
+        let f = try await VisitFixtures.make()
+        _ = try await f.schedule("v-c6")
+        let other = VisitCommandHandler(
+            store: f.handler.store, readModel: f.readModel, pushes: f.handler.pushes, clock: f.clock)
+        _ = try await f.pool.withConnection { c in
+            f.handler.executeBatch([try command("v-c6", #"{"type": "progress", "kilometresAway": 5}"#)], on: c)
+        }
+        _ = try await f.pool.withConnection { c in
+            other.executeBatch([try command("v-c6", #"{"type": "enRoute"}"#)], on: c)
+        }
+        var matching = try command("v-c6", #"{"type": "nearby", "kilometresAway": 1}"#)
+        matching.context.expectedVersion = 3
+        let batch = [matching]
+        let outcomes = try await f.pool.withConnection { c in f.handler.executeBatch(batch, on: c) }
+        let result = try outcomes[0].get()
+        #expect(result.state.version == 4 && result.state.status == .nearby)
+        #expect(f.handler.states.state("v-c6")?.version == 4)
+        #expect(f.handler.states.assuming, "a refusal decided again is no lost bet")
     }
 
     @Test func aFullCacheStartsOver() async throws {
