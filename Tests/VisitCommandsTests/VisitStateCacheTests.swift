@@ -17,6 +17,22 @@ import VisitTestSupport
             isCreation: false)
     }
 
+    /// A second handler on the same database, with a cache of its own: another process.
+    func otherProcess(_ f: VisitFixtures) -> VisitCommandHandler {
+        VisitCommandHandler(store: f.handler.store, readModel: f.readModel, pushes: f.handler.pushes, clock: f.clock)
+    }
+
+    /// A scheduled visit whose last command (a progress, version 2) went through `f.handler`'s batches.
+    func visitWrittenHere(_ visit: String) async throws -> VisitFixtures {
+        let f = try await VisitFixtures.make()
+        _ = try await f.schedule(visit)
+        _ = try await f.pool.withConnection { c in
+            f.handler.executeBatch([try command(visit, #"{"type": "progress", "kilometresAway": 5}"#)], on: c)
+        }
+        #expect(f.handler.states.state(visit)?.version == 2)
+        return f
+    }
+
     @Test func aCommittedStateDecidesTheNextCommandWithoutItsSnapshot() async throws {
         let f = try await VisitFixtures.make()
         _ = try await f.schedule("v-c1")
@@ -42,14 +58,8 @@ import VisitTestSupport
     /// Another process (a handler with its own cache) moves the visit on: the first one's remembered state is
     /// behind, so the read answers the snapshot and the command is decided on the visit as it is.
     @Test func aVisitWrittenElsewhereIsReadAgain() async throws {
-        let f = try await VisitFixtures.make()
-        _ = try await f.schedule("v-c2")
-        let other = VisitCommandHandler(
-            store: f.handler.store, readModel: f.readModel, pushes: f.handler.pushes, clock: f.clock)
-        _ = try await f.pool.withConnection { c in
-            f.handler.executeBatch([try command("v-c2", #"{"type": "progress", "kilometresAway": 5}"#)], on: c)
-        }
-        #expect(f.handler.states.state("v-c2")?.version == 2)
+        let f = try await visitWrittenHere("v-c2")
+        let other = otherProcess(f)
         let moved = try await f.pool.withConnection { c in
             other.executeBatch([try command("v-c2", #"{"type": "onSite"}"#)], on: c)
         }
@@ -69,8 +79,7 @@ import VisitTestSupport
         let f = try await VisitFixtures.make()
         _ = try await f.schedule("v-c4")
         _ = try await f.schedule("v-c5")
-        let other = VisitCommandHandler(
-            store: f.handler.store, readModel: f.readModel, pushes: f.handler.pushes, clock: f.clock)
+        let other = otherProcess(f)
         _ = try await f.pool.withConnection { c in
             f.handler.executeBatch(
                 [
@@ -100,13 +109,8 @@ import VisitTestSupport
     /// A command refused on an assumed state (here its If-Match names the version another process reached)
     /// is decided again on the visit as read: no refusal stands on a state that was not read.
     @Test func aRefusalOnAnAssumedStateIsDecidedAgainOnTheVisitAsItIs() async throws {
-        let f = try await VisitFixtures.make()
-        _ = try await f.schedule("v-c6")
-        let other = VisitCommandHandler(
-            store: f.handler.store, readModel: f.readModel, pushes: f.handler.pushes, clock: f.clock)
-        _ = try await f.pool.withConnection { c in
-            f.handler.executeBatch([try command("v-c6", #"{"type": "progress", "kilometresAway": 5}"#)], on: c)
-        }
+        let f = try await visitWrittenHere("v-c6")
+        let other = otherProcess(f)
         _ = try await f.pool.withConnection { c in
             other.executeBatch([try command("v-c6", #"{"type": "enRoute"}"#)], on: c)
         }
