@@ -66,36 +66,33 @@ public struct PostgresQuery: ExpressibleByStringInterpolation, Sendable, CustomS
     static func withSessionPlanModes(_ queries: [PostgresQuery], from current: Planning?) -> (
         queries: [PostgresQuery], positions: [Int], after: Planning?
     ) {
+        settingModes(queries, from: current, forTheSession: true)
+    }
+
+    /// `queries` with a transaction-local `plan_cache_mode` set before each statement planned otherwise than
+    /// by the server's choice, and given back after, and where each of `queries` went.
+    static func withPlanModes(_ queries: [PostgresQuery]) -> (queries: [PostgresQuery], positions: [Int]) {
+        var (out, positions, after) = settingModes(queries, from: .chosenByServer, forTheSession: false)
+        if after != .chosenByServer { out.append(setting(.chosenByServer)) }
+        return (out, positions)
+    }
+
+    /// The one walk of both: a setting before each statement whose planning differs from the mode in force.
+    private static func settingModes(_ queries: [PostgresQuery], from current: Planning?, forTheSession: Bool) -> (
+        queries: [PostgresQuery], positions: [Int], after: Planning?
+    ) {
         var out: [PostgresQuery] = []
         var positions: [Int] = []
         var current = current
         for query in queries {
             if query.planning != current {
-                out.append(setting(query.planning, forTheSession: true))
+                out.append(setting(query.planning, forTheSession: forTheSession))
                 current = query.planning
             }
             positions.append(out.count)
             out.append(query)
         }
         return (out, positions, current)
-    }
-
-    /// `queries` with a transaction-local `plan_cache_mode` set before each statement planned otherwise than
-    /// by the server's choice, and given back after, and where each of `queries` went.
-    static func withPlanModes(_ queries: [PostgresQuery]) -> (queries: [PostgresQuery], positions: [Int]) {
-        var out: [PostgresQuery] = []
-        var positions: [Int] = []
-        var current = Planning.chosenByServer
-        for query in queries {
-            if query.planning != current {
-                out.append(setting(query.planning))
-                current = query.planning
-            }
-            positions.append(out.count)
-            out.append(query)
-        }
-        if current != .chosenByServer { out.append(setting(.chosenByServer)) }
-        return (out, positions)
     }
 
     static func setting(_ planning: Planning, forTheSession: Bool = false) -> PostgresQuery {
