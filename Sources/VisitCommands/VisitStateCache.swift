@@ -31,8 +31,7 @@ public final class VisitStateCache: Sendable {
     /// The state remembered for `visitId`, to decide on without reading it, unless a bet on a remembered
     /// state was lost in the last `distrustSeconds`.
     func assumed(_ visitId: String) -> VisitState? {
-        if let until = distrustedUntil.withLock({ $0 }), ContinuousClock.now < until { return nil }
-        return state(visitId)
+        assuming ? state(visitId) : nil
     }
 
     /// Forgets these visits' states (a batch that wrote them failed); `distrusting`: and assumes none for
@@ -47,7 +46,7 @@ public final class VisitStateCache: Sendable {
         }
     }
 
-    /// Whether states are assumed now (for tests).
+    /// Whether states are assumed now: no bet lost in the last `distrustSeconds`.
     public var assuming: Bool {
         guard let until = distrustedUntil.withLock({ $0 }) else { return true }
         return ContinuousClock.now >= until
