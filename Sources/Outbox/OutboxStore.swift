@@ -158,7 +158,9 @@ public struct OutboxStore: Sendable {
         -> [ClaimedDelivery]
     {
         // Planned at each claim (PostgreSQL's choice), not once per connection: a generic plan does not know the
-        // LIMIT, and with a backlog it read the whole queue at every claim (Docs/performance.md, third pass).
+        // LIMIT, and with a backlog it read the whole queue at every claim (Docs/performance.md, third pass). The
+        // LIMIT written into the text does not save it: the generic plan then drained 20,000 pushes at 311 µs of
+        // PostgreSQL per push instead of 46–49 (finding 36).
         let rows = try connection.query(
             """
             WITH candidates AS (

@@ -52,7 +52,9 @@ public final class PostgresConnection {
     /// Runs one parameterized statement (extended protocol; prepared once per connection and SQL text).
     @discardableResult
     public func query(_ query: PostgresQuery) throws -> PostgresRows {
-        if query.planning != (usePreparedStatements ? sessionPlanning : .chosenByServer) { return try pipeline([query])[0] }
+        if query.plannedDifferently(from: usePreparedStatements ? sessionPlanning : .chosenByServer) {
+            return try pipeline([query])[0]
+        }
         let result: OpaquePointer?
         if usePreparedStatements {
             let name = try preparedName(for: query.sql, parameterCount: query.binds.count)
@@ -79,7 +81,7 @@ public final class PostgresConnection {
     @discardableResult
     public func pipeline(_ queries: [PostgresQuery]) throws -> [PostgresRows] {
         if usePreparedStatements {
-            guard queries.contains(where: { $0.planning != sessionPlanning }) else { return try send(queries) }
+            guard queries.contains(where: { $0.plannedDifferently(from: sessionPlanning) }) else { return try send(queries) }
             let (sent, positions, after) = PostgresQuery.withSessionPlanModes(queries, from: sessionPlanning)
             do {
                 let results = try send(sent)
@@ -91,7 +93,7 @@ public final class PostgresConnection {
                 throw error
             }
         }
-        guard queries.contains(where: { $0.planning != .chosenByServer }) else { return try send(queries) }
+        guard queries.contains(where: { $0.plannedDifferently(from: .chosenByServer) }) else { return try send(queries) }
         let (sent, positions) = PostgresQuery.withPlanModes(queries)
         let results = try send(sent)
         return positions.map { results[$0] }

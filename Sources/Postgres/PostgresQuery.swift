@@ -85,7 +85,7 @@ public struct PostgresQuery: ExpressibleByStringInterpolation, Sendable, CustomS
         var positions: [Int] = []
         var current = current
         for query in queries {
-            if query.planning != current {
+            if query.plannedDifferently(from: current) {
                 out.append(setting(query.planning, forTheSession: forTheSession))
                 current = query.planning
             }
@@ -93,6 +93,12 @@ public struct PostgresQuery: ExpressibleByStringInterpolation, Sendable, CustomS
             out.append(query)
         }
         return (out, positions, current)
+    }
+
+    /// Whether this statement must run under another `plan_cache_mode` than `mode`. A statement without
+    /// parameters never does: PostgreSQL has nothing to plan it for, and plans it once whatever the mode.
+    func plannedDifferently(from mode: Planning?) -> Bool {
+        !binds.isEmpty && planning != mode
     }
 
     static func setting(_ planning: Planning, forTheSession: Bool = false) -> PostgresQuery {

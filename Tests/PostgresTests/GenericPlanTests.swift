@@ -6,7 +6,8 @@ import Testing
 /// `PostgresQuery.plannedOnce()` and `plannedForItsValues()`: the statement runs under its `plan_cache_mode`, and only it
 /// does — the statements before and after it, in the same pipeline or transaction, run as they would without.
 @Suite(.timeLimit(.minutes(1))) struct GenericPlanTests {
-    static let mode: PostgresQuery = "SELECT current_setting('plan_cache_mode') AS mode"
+    // (With a parameter: a statement without one runs under whatever mode is in force, see below.)
+    static let mode: PostgresQuery = "SELECT current_setting(\("plan_cache_mode")) AS mode"
 
     @Test(arguments: [true, false]) func onlyTheFlaggedStatementRunsUnderAGenericPlan(prepared: Bool) async throws {
         let (url, setup) = try await TestDatabase.create(poolSize: 1)
@@ -45,7 +46,7 @@ import Testing
     /// With prepared statements the session keeps the mode last set: a connection that runs the same flagged
     /// statements again sends no setting, and one is sent only where the mode must change.
     @Test func aSessionSetsItsModeOnlyWhereItChanges() {
-        let plain: PostgresQuery = "SELECT 1"
+        let plain: PostgresQuery = "SELECT \(1)"
         let flagged = plain.plannedOnce()
         let again = PostgresQuery.withSessionPlanModes([flagged, flagged], from: .once)
         #expect(again.queries.count == 2 && again.positions == [0, 1] && again.after == .once)
@@ -83,11 +84,31 @@ import Testing
     }
 
     @Test func theStatementsAroundItKeepTheirOwnResults() {
-        let plain: PostgresQuery = "SELECT 1"
+        let plain: PostgresQuery = "SELECT \(1)"
         let flagged = plain.plannedOnce()
         let (sent, positions) = PostgresQuery.withPlanModes([plain, flagged, flagged, plain])
         #expect(sent.map(\.planning) == [.chosenByServer, .chosenByServer, .once, .once, .chosenByServer, .chosenByServer])
         #expect(positions == [0, 2, 3, 5])
         #expect(sent[1].binds.contains("force_generic_plan") && sent[4].binds.contains("auto"))
+    }
+
+    /// A statement without parameters is planned once whatever the mode (PostgreSQL has no values to plan it for):
+    /// it sends no setting, and the mode in force stays for the statements after it.
+    @Test func aStatementWithoutParametersSendsNoSetting() async throws {
+        let bare: PostgresQuery = "SELECT current_setting('plan_cache_mode') AS mode"
+        let flagged = GenericPlanTests.mode.plannedOnce()
+        for unflagged in [bare, bare.plannedOnce(), bare.plannedForItsValues()] {
+            let session = PostgresQuery.withSessionPlanModes([flagged, unflagged, flagged], from: .once)
+            #expect(session.queries.count == 3 && session.positions == [0, 1, 2] && session.after == .once)
+            let local = PostgresQuery.withPlanModes([unflagged, GenericPlanTests.mode])
+            #expect(local.queries.count == 2 && local.positions == [0, 1])
+        }
+        let (_, pool) = try await TestDatabase.create(poolSize: 1)
+        defer { Task { await pool.close() } }
+        let modes = try await pool.withConnection { c in
+            try c.pipeline([flagged, bare, flagged]).map { try $0.rows[0].string("mode") }
+                + [try c.query(bare).rows[0].string("mode"), try c.query(flagged).rows[0].string("mode")]
+        }
+        #expect(modes == Array(repeating: "force_generic_plan", count: 5))
     }
 }
