@@ -9,8 +9,21 @@ struct ScratchDatabase {
 
     static func create(serverURL: String, migrations: URL) async throws -> ScratchDatabase {
         let name = "lvbench_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased())"
-        try await PostgresPool.withPool(PostgresConfiguration(url: serverURL, size: 1)) { admin in
-            try await admin.withConnection { try $0.execute(script: "CREATE DATABASE \"\(name)\"") }
+        let leftovers = try await PostgresPool.withPool(PostgresConfiguration(url: serverURL, size: 1)) { admin in
+            try await admin.withConnection {
+                try $0.execute(script: "CREATE DATABASE \"\(name)\"")
+                return try $0.query(
+                    "SELECT count(*) AS n FROM pg_database WHERE datname LIKE 'lvtest\\_%' OR datname LIKE 'lvbench\\_%'"
+                ).first?.int("n") ?? 0
+            }
+        } - 1
+        // Autovacuum visits every database of the cluster each naptime: a thousand scratch databases that test runs
+        // left for inspection took ~6 % of PostgreSQL's CPU in `pipeline`, counted as this run's.
+        if leftovers >= 20 {
+            FileHandle.standardError.write(
+                Data(
+                    ("livevisits-bench: note: \(leftovers) scratch databases of earlier runs in this cluster; autovacuum visits "
+                        + "each one, at a cost counted here as PostgreSQL's CPU (scripts/pg clean drops them)\n").utf8))
         }
         let database = ScratchDatabase(name: name, url: ScratchDatabase.url(serverURL, database: name), serverURL: serverURL)
         _ = try await PostgresPool.withPool(PostgresConfiguration(url: database.url, size: 1)) { pool in
