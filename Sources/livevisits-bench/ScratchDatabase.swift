@@ -9,14 +9,15 @@ struct ScratchDatabase {
 
     static func create(serverURL: String, migrations: URL) async throws -> ScratchDatabase {
         let name = "lvbench_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased())"
-        let leftovers = try await PostgresPool.withPool(PostgresConfiguration(url: serverURL, size: 1)) { admin in
-            try await admin.withConnection {
-                try $0.execute(script: "CREATE DATABASE \"\(name)\"")
-                return try $0.query(
-                    "SELECT count(*) AS n FROM pg_database WHERE datname LIKE 'lvtest\\_%' OR datname LIKE 'lvbench\\_%'"
-                ).first?.int("n") ?? 0
-            }
-        } - 1
+        let leftovers =
+            try await PostgresPool.withPool(PostgresConfiguration(url: serverURL, size: 1)) { admin in
+                try await admin.withConnection {
+                    try $0.execute(script: "CREATE DATABASE \"\(name)\"")
+                    return try $0.query(
+                        "SELECT count(*) AS n FROM pg_database WHERE datname LIKE 'lvtest\\_%' OR datname LIKE 'lvbench\\_%'"
+                    ).first?.int("n") ?? 0
+                }
+            } - 1
         // Autovacuum visits every database of the cluster each naptime: a thousand scratch databases that test runs
         // left for inspection took ~6 % of PostgreSQL's CPU in `pipeline`, counted as this run's.
         if leftovers >= 20 {
