@@ -371,7 +371,8 @@ public final class EventStore: Sendable {
     public static func validate(_ request: AppendRequest, limits: EventStoreLimits) throws {
         let name = request.streamName
         if name.isEmpty || name.utf8.count > limits.maxStreamNameLength
-            || name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+            // (The control characters, Unicode's category Cc, are these two ranges: no property lookup per scalar.)
+            || name.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) })
         {
             throw EventStoreError(
                 code: .invalidStreamName,
@@ -383,8 +384,13 @@ public final class EventStore: Sendable {
         for event in request.events {
             let t = event.type
             if t.isEmpty || t.utf8.count > limits.maxEventTypeLength
-                || !t.unicodeScalars.allSatisfy({
-                    $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0))
+                || !t.utf8.allSatisfy({ byte in
+                    switch byte {
+                    case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                        UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
+                        true
+                    default: false
+                    }
                 })
             {
                 throw EventStoreError(

@@ -98,6 +98,12 @@ import Testing
             (AppendRequest(streamName: "", events: [event(1)]), .invalidStreamName),
             (AppendRequest(streamName: String(repeating: "x", count: 201), events: [event(1)]), .invalidStreamName),
             (AppendRequest(streamName: "a\u{0}b", events: [event(1)]), .invalidStreamName),
+            // The other control characters: DEL and the C1 range.
+            (AppendRequest(streamName: "a\u{7F}b", events: [event(1)]), .invalidStreamName),
+            (AppendRequest(streamName: "a\u{85}b", events: [event(1)]), .invalidStreamName),
+            (AppendRequest(streamName: "a\u{9F}b", events: [event(1)]), .invalidStreamName),
+            // ASCII letters only: a letter with an accent is not one.
+            (AppendRequest(streamName: "s", events: [NewEvent(type: "vis\u{EF}t", data: "{}")]), .invalidEventType),
             (AppendRequest(streamName: "s", events: [NewEvent(type: "", data: "{}")]), .invalidEventType),
             (AppendRequest(streamName: "s", events: [NewEvent(type: "drop table;", data: "{}")]), .invalidEventType),
             (
@@ -118,5 +124,9 @@ import Testing
             }
         }
         #expect(try await pool.query("SELECT count(*) AS n FROM events").first!.int("n") == 0)
+        // Around the control ranges, and beyond ASCII, a stream name is any text.
+        for name in ["a\u{A0}b", "visit-\u{E9}\u{2713}", "a\u{20}b~"] {
+            try await store.append(AppendRequest(streamName: name, events: [NewEvent(type: "a.B_9-x", data: "{}")]))
+        }
     }
 }
