@@ -42,7 +42,8 @@ public final class APIEnvironment: Sendable {
         keyCache: APIKeyCache = APIKeyCache(), metrics: Metrics = .shared,
         personalData: PersonalDataKeys = PersonalDataKeys(current: nil), channelService: (any ChannelService)? = nil,
         maximumChannels: Int = ChannelStore.defaultMaximumChannels, dataKeyCache: PersonalDataKeyCache = PersonalDataKeyCache(),
-        commandBatches: Int = VisitCommandBatcher.defaultConcurrentBatches
+        commandBatches: Int = VisitCommandBatcher.defaultConcurrentBatches,
+        commandWrites: Int = VisitCommandBatcher.defaultConcurrentWrites
     ) {
         self.personalData = personalData
         self.dataKeyCache = dataKeyCache
@@ -57,7 +58,8 @@ public final class APIEnvironment: Sendable {
         self.pushes = OutboxPushes(outbox: outbox)
         self.commands = VisitCommandHandler(
             store: store, readModel: readModel, pushes: pushes, clock: clock, personalData: personalData)
-        self.batcher = VisitCommandBatcher(handler: commands, maxConcurrentBatches: commandBatches)
+        self.batcher = VisitCommandBatcher(
+            handler: commands, maxConcurrentBatches: commandBatches, maxConcurrentWrites: commandWrites)
         self.tokens = TokenRegistry(clock: clock)
         self.outboxStore = OutboxStore(pool: pool, clock: clock)
         self.migrator = migrator

@@ -1,3 +1,4 @@
+import Dispatch
 import EventStore
 import Postgres
 import Runtime
@@ -6,7 +7,8 @@ import Synchronization
 /// Group commit for visit commands: commands submitted at the same time run as one batch (`VisitCommandHandler.executeBatch`: one statement reads their states, one pipeline writes them
 /// in one transaction), each keeping its own outcome. One batch forms at a time: while a batch reads its
 /// states and decides, new commands wait, and they leave together in the next batch once its writes are
-/// sent (up to `maxConcurrentBatches` in flight) — that waiting is what forms batches; no timer is
+/// sent (up to `maxConcurrentBatches` in flight, of which `maxConcurrentWrites` write at once, one by default:
+/// the next batch reads and decides while the previous one writes) — that waiting is what forms batches; no timer is
 /// involved, so a lone command leaves at once. (A second batch forming beside the first only split the
 /// waiting commands in two and paid PostgreSQL's cost per batch twice; forming while the previous batch
 /// writes and commits is where the overlap pays.) Commands on one visit that wait together leave together,
@@ -38,7 +40,12 @@ public final class VisitCommandBatcher: Sendable {
     public let handler: VisitCommandHandler
     public let maxBatchSize: Int
     public let maxConcurrentBatches: Int
+    /// Batches whose writes may be with PostgreSQL at once (at most `maxConcurrentBatches`).
+    public let maxConcurrentWrites: Int
     private let state = Mutex(State())
+    /// The turns to write: with one (the default), the next batch reads and decides while the previous one
+    /// writes and commits, and sends its writes once that commit is back.
+    private let writeTurns: DispatchSemaphore
 
     /// Batches in flight at once unless told otherwise: a second batch forms while the first writes and waits
     /// for its commit. Where the API, the outbox worker and PostgreSQL share two cores and every command makes a push,
@@ -46,10 +53,22 @@ public final class VisitCommandBatcher: Sendable {
     /// `LIVEVISITS_COMMAND_BATCHES`; figures in Docs/performance.md, "The fourth pass").
     public static let defaultConcurrentBatches = 2
 
-    public init(handler: VisitCommandHandler, maxBatchSize: Int = 64, maxConcurrentBatches: Int = defaultConcurrentBatches) {
+    /// Batches writing at once unless told otherwise: one. Two batches writing at once kept two PostgreSQL
+    /// backends busy with command writes, and on a machine whose cores PostgreSQL shares with the outbox worker
+    /// (or the worker's claims and completions share with them) the deliveries waited behind both: the POST →
+    /// APNs tail. Where PostgreSQL has cores to spare and nothing else waits on them, two write faster
+    /// (`LIVEVISITS_COMMAND_WRITES`; figures in Docs/performance.md, finding 38).
+    public static let defaultConcurrentWrites = 1
+
+    public init(
+        handler: VisitCommandHandler, maxBatchSize: Int = 64, maxConcurrentBatches: Int = defaultConcurrentBatches,
+        maxConcurrentWrites: Int = defaultConcurrentWrites
+    ) {
         self.handler = handler
         self.maxBatchSize = max(1, maxBatchSize)
         self.maxConcurrentBatches = max(1, maxConcurrentBatches)
+        self.maxConcurrentWrites = min(max(1, maxConcurrentWrites), self.maxConcurrentBatches)
+        self.writeTurns = DispatchSemaphore(value: self.maxConcurrentWrites)
     }
 
     /// Runs `command` in the next batch and returns its own result. The caller tells followers and workers
@@ -163,22 +182,32 @@ public final class VisitCommandBatcher: Sendable {
         let handler = self.handler
         let commands = batch.map(\.command)
         let told = Mutex(false)
-        let tell: @Sendable () -> Void = {
-            let first = told.withLock { t -> Bool in
+        let tellOnce: @Sendable () -> Bool = {
+            told.withLock { t in
                 defer { t = true }
                 return !t
             }
-            if first { self.wrote() }
+        }
+        let writeTurns = self.writeTurns
+        // Called on the connection's thread when the batch's writes are about to go out: the next batch may form,
+        // and this one waits for a turn to write (the previous batch's commit), which it holds until it ends.
+        let writing: @Sendable () -> Void = {
+            guard tellOnce() else { return }
+            self.wrote()
+            writeTurns.wait()
         }
         let outcomes: [Result<VisitCommandResult, any Error>]
         do {
-            outcomes = try await handler.store.pool.withConnection { handler.executeBatch(commands, on: $0, writing: tell) }
+            outcomes = try await handler.store.pool.withConnection { connection in
+                defer { if told.withLock({ $0 }) { writeTurns.signal() } }
+                return handler.executeBatch(commands, on: connection, writing: writing)
+            }
         } catch {
-            tell()
+            // No connection was had: nothing was written, and the next batch may form.
+            if tellOnce() { wrote() }
             for entry in batch { entry.continuation.resume(throwing: error) }
             return
         }
-        tell()
         Metrics.shared.increment("livevisits_command_batches_total", help: "Visit-command group-commit batches run.")
         Metrics.shared.increment(
             "livevisits_command_batched_total", help: "Visit commands that went through group commit.", by: Double(batch.count))

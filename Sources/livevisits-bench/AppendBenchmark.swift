@@ -37,6 +37,7 @@ struct AppendBenchmark {
                 "--mode", "LIST",
                 "batched (group commit, the API's path, the default) and/or direct (one transaction per command)"),
             .value("--batches", "N", "group commit: batches in flight at once (default 2, the API's)"),
+            .value("--writes", "N", "group commit: of those, batches writing at once (default 1, the API's)"),
             .flag(
                 "--no-sync",
                 "synchronous_commit=off for both sides (what a fast WAL device would show: commits cost CPU, not a flush wait)"),
@@ -57,7 +58,8 @@ struct AppendBenchmark {
     var streams = 10_000
     var distributions: [StreamPicker.Distribution] = [.uniform, .zipf]
     var modes: [Mode] = [.batched]
-    var concurrentBatches = 2
+    var concurrentBatches = VisitCommandBatcher.defaultConcurrentBatches
+    var concurrentWrites = VisitCommandBatcher.defaultConcurrentWrites
     var pgbenchPath = "/usr/lib/postgresql/15/bin/pgbench"
     var runPgbench = true
     var rounds = 1
@@ -87,6 +89,7 @@ struct AppendBenchmark {
             }
         }
         concurrentBatches = try parsed.integer("--batches", in: 1...Int.max) ?? concurrentBatches
+        concurrentWrites = try parsed.integer("--writes", in: 1...Int.max) ?? concurrentWrites
         pgbenchPath = parsed.value("--pgbench") ?? pgbenchPath
         runPgbench = !parsed.has("--no-pgbench")
         rounds = try parsed.integer("--rounds", in: 1...100) ?? rounds
@@ -147,7 +150,8 @@ struct AppendBenchmark {
             let postmaster = CPUSample.postmaster(ofBackend: Int32(backend)) ?? 0
             let handler = VisitCommandHandler(
                 store: EventStore(pool: pool), readModel: readModel, pushes: OutboxPushes(outbox: Outbox(pool: pool)))
-            let batcher = VisitCommandBatcher(handler: handler, maxConcurrentBatches: concurrentBatches)
+            let batcher = VisitCommandBatcher(
+                handler: handler, maxConcurrentBatches: concurrentBatches, maxConcurrentWrites: concurrentWrites)
             try await scheduleVisits(batcher: batcher)
             // Rounds alternate pgbench and the product, so a machine whose load changes affects both alike.
             for round in 1...rounds {

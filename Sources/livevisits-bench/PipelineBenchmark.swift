@@ -121,7 +121,9 @@ struct PipelineBenchmark {
         let postmaster = try await Self.postmaster(url: serverURL)
         say(String(format: "load average before: %@", Self.loadAverage()))
         // The servers inherit this environment: a tuning variable set for the run is said with its figures.
-        for name in ["LIVEVISITS_COMMAND_BATCHES", "LIVEVISITS_DB_POOL_SIZE", "LIVEVISITS_HTTP_THREADS"] {
+        for name in [
+            "LIVEVISITS_COMMAND_BATCHES", "LIVEVISITS_COMMAND_WRITES", "LIVEVISITS_DB_POOL_SIZE", "LIVEVISITS_HTTP_THREADS",
+        ] {
             if let value = ProcessInfo.processInfo.environment[name] { say("\(name)=\(value)") }
         }
 

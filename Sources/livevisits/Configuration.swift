@@ -110,6 +110,12 @@ struct Configuration {
         try wholeNumber("LIVEVISITS_COMMAND_BATCHES", in: 1...16) ?? VisitCommandBatcher.defaultConcurrentBatches
     }
 
+    /// `LIVEVISITS_COMMAND_WRITES`: of those batches, how many may be writing to PostgreSQL at once, else
+    /// `VisitCommandBatcher.defaultConcurrentWrites` (more than `LIVEVISITS_COMMAND_BATCHES` counts as that many).
+    func commandWrites() throws -> Int {
+        try wholeNumber("LIVEVISITS_COMMAND_WRITES", in: 1...16) ?? VisitCommandBatcher.defaultConcurrentWrites
+    }
+
     /// `LIVEVISITS_HTTP_THREADS`: libmicrohttpd's polling threads, else one per two cores (at least one).
     /// They only read, parse and write — handlers wait elsewhere — so a few go far: on 2 cores one thread
     /// costs less CPU per request than two (`livevisits-bench api`: fewer context switches), and the cores

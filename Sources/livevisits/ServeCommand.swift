@@ -145,7 +145,7 @@ enum ServeCommand {
             let environment = APIEnvironment(
                 pool: pool, readModel: readModel, outbox: outbox, migrator: migrator, clock: clock, personalData: personalData,
                 channelService: channelService, maximumChannels: maximumChannels, dataKeyCache: dataKeyCache,
-                commandBatches: try configuration.commandBatches())
+                commandBatches: try configuration.commandBatches(), commandWrites: try configuration.commandWrites())
             let api = LiveVisitsAPI(environment: environment)
             let threads = try configuration.httpThreads()
             let server: HTTPServer

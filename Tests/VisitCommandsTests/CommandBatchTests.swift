@@ -206,6 +206,40 @@ import VisitTestSupport
         #expect(batcher.batchesRun == 2, "the commands that waited left in more than one batch")
     }
 
+    /// One batch writes at a time (by default): a batch that forms while another writes reads and decides, then
+    /// waits for that write's commit before sending its own; with two writes allowed it does not wait.
+    @Test(arguments: [1, 2]) func aBatchWaitsForThePreviousOnesWriteToEnd(writes: Int) async throws {
+        let f = try await VisitFixtures.make()
+        for v in ["v-writing", "v-next"] { _ = try await f.schedule(v) }
+        let batcher = VisitCommandBatcher(handler: f.handler, maxConcurrentBatches: 2, maxConcurrentWrites: writes)
+        // Its write (the statement it runs along) takes 3 s.
+        var slow = command("v-writing", try progress(2))
+        slow.alsoRun = ["SELECT pg_sleep(3)"]
+        let first = Task { [slow] in try await batcher.execute(slow) }
+        try await eventually("the slow batch writing") {
+            try await f.pool.query("SELECT count(*) AS n FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(3)'")
+                .first?.int("n") == 1
+        }
+        let next = Task { try await batcher.execute(command("v-next", try progress(3))) }
+        try await eventually("the next batch formed beside the writing one", within: 2) { batcher.batchesRun == 2 }
+        if writes == 1 {
+            // (Bounded well inside the first write's 3 s.)
+            try await Task.sleep(for: .milliseconds(400))
+            let stillWriting =
+                try await f.pool.query("SELECT count(*) AS n FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(3)'")
+                .first?.int("n") == 1
+            #expect(stillWriting, "the first write ended too soon for the check")
+            #expect(try await f.rows()["v-next"]?.version == 1, "the next batch wrote while the first was writing")
+        } else {
+            try await eventually("the next batch written while the first writes", within: 2) {
+                try await f.rows()["v-next"]?.version == 2
+            }
+            #expect(try await f.rows()["v-writing"]?.version == 1)
+        }
+        #expect(try await first.value.state.version == 2)
+        #expect(try await next.value.state.version == 2)
+    }
+
     /// A writer outside the batch takes a position the batch counted on: the batch's shared write fails on
     /// the unique index, nothing of it stands, and each command is run again alone on the new state.
     @Test func aBatchThatLosesARaceIsRedoneCommandByCommand() async throws {
