@@ -47,10 +47,8 @@ public final class VisitCommandBatcher: Sendable {
     /// writes and commits, and sends its writes once that commit is back.
     private let writeTurns: DispatchSemaphore
 
-    /// Batches in flight at once unless told otherwise: a second batch forms while the first writes and waits
-    /// for its commit. Where the API, the outbox worker and PostgreSQL share two cores and every command makes a push,
-    /// one is better (larger batches, less of PostgreSQL's CPU per command, a shorter tail; `serve` takes
-    /// `LIVEVISITS_COMMAND_BATCHES`; figures in Docs/performance.md, "The fourth pass").
+    /// Batches in flight at once unless told otherwise: a second batch reads and decides while the first writes
+    /// and waits for its commit (`serve` takes `LIVEVISITS_COMMAND_BATCHES`; figures in Docs/performance.md).
     public static let defaultConcurrentBatches = 2
 
     /// Batches writing at once unless told otherwise: one. Two batches writing at once kept two PostgreSQL
