@@ -296,7 +296,15 @@ struct APIBenchmark {
     {
         let deadline = Date().addingTimeInterval(Double(duration))
         let visits = self.visits
-        let batcher = VisitCommandBatcher(handler: handler)
+        // Group commit tuned as the server's (which inherits this environment), so that the ratio compares like
+        // with like when a run sets LIVEVISITS_COMMAND_BATCHES or LIVEVISITS_COMMAND_WRITES.
+        let environment = ProcessInfo.processInfo.environment
+        let batcher = VisitCommandBatcher(
+            handler: handler,
+            maxConcurrentBatches: environment["LIVEVISITS_COMMAND_BATCHES"].flatMap { Int($0) }
+                ?? VisitCommandBatcher.defaultConcurrentBatches,
+            maxConcurrentWrites: environment["LIVEVISITS_COMMAND_WRITES"].flatMap { Int($0) }
+                ?? VisitCommandBatcher.defaultConcurrentWrites)
         let started = Date()
         let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
             for lane in 0..<concurrency {
