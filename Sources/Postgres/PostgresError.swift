@@ -44,6 +44,9 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable {
     /// True when the database (not the statement) is the problem.
     public var isUnavailable: Bool { code == .unavailable || code == .poolTimeout }
 
+    /// The statement was cancelled (57014 query_canceled): by the pool's work timeout, or a `statement_timeout`.
+    public var wasCancelled: Bool { sqlState == "57014" }
+
     static func classify(sqlState: String?, message: String, constraint: String?) -> PostgresError {
         let code: Code
         switch sqlState {

@@ -187,21 +187,33 @@ public final class VisitCommandBatcher: Sendable {
             }
         }
         let writeTurns = self.writeTurns
-        // Called on the connection's thread when the batch's writes are about to go out: the next batch may form,
-        // and this one waits for a turn to write (the previous batch's commit), which it holds until it ends.
-        let writing: @Sendable () -> Void = {
-            guard tellOnce() else { return }
-            self.wrote()
-            writeTurns.wait()
-        }
+        let workTimeout = handler.store.pool.configuration.workTimeoutSeconds
         let outcomes: [Result<VisitCommandResult, any Error>]
         do {
             outcomes = try await handler.store.pool.withConnection { connection in
-                defer { if told.withLock({ $0 }) { writeTurns.signal() } }
-                return handler.executeBatch(commands, on: connection, writing: writing)
+                // The pool's work timeout runs from here, and a cancel it sends while this batch waits for its
+                // turn reaches an idle connection and is lost: so the batch waits at most half of it, and gives
+                // up unwritten (its commands answer unavailable) rather than write with no timeout left.
+                let started = ContinuousClock.now
+                var holding = false
+                defer { if holding { writeTurns.signal() } }
+                return handler.executeBatch(commands, on: connection) {
+                    // Once, when the writes are about to go out: the next batch may form, and this one waits for a
+                    // turn to write (the previous batch's commit), which it holds until it ends.
+                    guard tellOnce() else { return holding }
+                    self.wrote()
+                    if let workTimeout {
+                        let left = workTimeout / 2 - (ContinuousClock.now - started).inSeconds
+                        holding = left > 0 && writeTurns.wait(timeout: .now() + left) == .success
+                    } else {
+                        writeTurns.wait()
+                        holding = true
+                    }
+                    return holding
+                }
             }
         } catch {
-            // No connection was had: nothing was written, and the next batch may form.
+            // No connection was had (or the work timed out after its writes were told): the next batch may form.
             if tellOnce() { wrote() }
             for entry in batch { entry.continuation.resume(throwing: error) }
             return

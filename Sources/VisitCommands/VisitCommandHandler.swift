@@ -210,15 +210,24 @@ public struct VisitCommandHandler: Sendable {
     /// other: it and whatever follows it on that visit run alone after the batch.
     ///
     /// `writing` is called once, when the batch's reading and deciding are done and its writes go out (or
-    /// when it has nothing left to share): the batcher lets the next batch form from then on.
+    /// when it has nothing left to share): the batcher lets the next batch form from then on, and answers
+    /// whether this batch may write. When it may not (its turn to write did not come in time), nothing of it
+    /// is written and its commands fail as `unavailable`.
     public func executeBatch(
-        _ commands: [VisitCommand], on connection: PostgresConnection, writing: () -> Void = {}
+        _ commands: [VisitCommand], on connection: PostgresConnection, writing: () -> Bool = { true }
     ) -> [Result<VisitCommandResult, any Error>] {
         var told = false
-        func tellWriting() {
-            if !told { writing() }
+        var mayWrite = true
+        var halted: PostgresError?
+        @discardableResult
+        func tellWriting() -> Bool {
+            if !told { mayWrite = writing() }
             told = true
+            return mayWrite
         }
+        let notWritten = PostgresError(
+            code: .unavailable,
+            message: "the previous command batch's write did not end in time; nothing of this one was written")
         var outcomes = [Result<VisitCommandResult, any Error>?](repeating: nil, count: commands.count)
         // The first command on each visit reads its state; later ones follow it in the batch when both may
         // (`sharesItsVisit`), else run alone afterwards (and so does everything after them on that visit).
@@ -303,10 +312,13 @@ public struct VisitCommandHandler: Sendable {
                     extras.append(statements.count..<(statements.count + p.command.alsoRun.count))
                     statements += p.command.alsoRun
                 }
-                tellWriting()
+                guard tellWriting() else { throw notWritten }
                 results = try connection.pipeline(statements)
-            } catch let error as PostgresError where error.isUnavailable {
+            } catch let error as PostgresError where error.isUnavailable || error.wasCancelled {
+                // The rest fail alike: run one by one after a cancel (the work ran past its timeout), they would
+                // run on with no timeout left.
                 for (i, _) in prepared { outcomes[i] = .failure(error) }
+                halted = error
             } catch {
                 // Nothing of the batch stands: left for the one-by-one pass below. A state assumed here may have
                 // been behind (another process wrote the visit): none of the batch's visits is assumed again, and
@@ -343,9 +355,11 @@ public struct VisitCommandHandler: Sendable {
                 }
             }
         }
-        tellWriting()
+        let mayRunAlone = tellWriting()
         return commands.indices.map { i in
             if let outcome = outcomes[i] { return outcome }
+            if let halted { return .failure(halted) }
+            if !mayRunAlone { return .failure(notWritten) }
             let outcome = Result { try execute(commands[i], on: connection) }
             // Committed by itself (outside a caller's transaction): its state is the visit's now.
             if !connection.inTransaction, case .success(let result) = outcome { states.remember([result.state]) }

@@ -217,8 +217,10 @@ import VisitTestSupport
         slow.alsoRun = ["SELECT pg_sleep(3)"]
         let first = Task { [slow] in try await batcher.execute(slow) }
         try await eventually("the slow batch writing") {
-            try await f.pool.query("SELECT count(*) AS n FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(3)'")
-                .first?.int("n") == 1
+            try await f.pool.query(
+                "SELECT count(*) AS n FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(3)' AND datname = current_database()"
+            )
+            .first?.int("n") == 1
         }
         let next = Task { try await batcher.execute(command("v-next", try progress(3))) }
         try await eventually("the next batch formed beside the writing one", within: 2) { batcher.batchesRun == 2 }
@@ -226,7 +228,9 @@ import VisitTestSupport
             // (Bounded well inside the first write's 3 s.)
             try await Task.sleep(for: .milliseconds(400))
             let stillWriting =
-                try await f.pool.query("SELECT count(*) AS n FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(3)'")
+                try await f.pool.query(
+                    "SELECT count(*) AS n FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(3)' AND datname = current_database()"
+                )
                 .first?.int("n") == 1
             #expect(stillWriting, "the first write ended too soon for the check")
             #expect(try await f.rows()["v-next"]?.version == 1, "the next batch wrote while the first was writing")
@@ -238,6 +242,48 @@ import VisitTestSupport
         }
         #expect(try await first.value.state.version == 2)
         #expect(try await next.value.state.version == 2)
+    }
+
+    /// A batch whose turn to write does not come within half the pool's work timeout gives up unwritten (a cancel
+    /// sent while it waits would reach an idle connection and be lost): its commands answer unavailable, and the
+    /// turn is not lost — the writer before it is cancelled at the timeout, and a later command writes.
+    @Test func aBatchWhoseTurnDoesNotComeGivesUpUnwritten() async throws {
+        let f = try await VisitFixtures.make()
+        for v in ["v-stuck", "v-waits"] { _ = try await f.schedule(v) }
+        var configuration = f.pool.configuration
+        configuration.workTimeoutSeconds = 4
+        let pool = PostgresPool(configuration: configuration)
+        defer { Task { await pool.close() } }
+        let handler = VisitCommandHandler(
+            store: EventStore(pool: pool), readModel: f.readModel, pushes: CountingEnqueuer(), clock: f.clock)
+        let batcher = VisitCommandBatcher(handler: handler, maxConcurrentBatches: 2)
+        // Its write would take 6 s: the pool cancels it at 4.
+        var stuck = command("v-stuck", try progress(2))
+        stuck.alsoRun = ["SELECT pg_sleep(6)"]
+        let first = Task { [stuck] in try await batcher.execute(stuck) }
+        try await eventually("the stuck batch writing") {
+            try await f.pool.query(
+                "SELECT count(*) AS n FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(6)' AND datname = current_database()"
+            ).first?.int("n") == 1
+        }
+        let waiting = Task { try await batcher.execute(command("v-waits", try progress(3))) }
+        for task in [first, waiting] {
+            do {
+                _ = try await task.value
+                Issue.record("a command of a batch that could not write succeeded")
+            } catch let error as PostgresError {
+                #expect(error.isUnavailable)
+            }
+        }
+        do {
+            _ = try await waiting.value
+        } catch let error as PostgresError {
+            #expect(error.message.contains("nothing of this one was written"), "\(error.message)")
+        }
+        #expect(try await f.rows()["v-stuck"]?.version == 1)
+        #expect(try await f.rows()["v-waits"]?.version == 1)
+        // The turns are all back: a later command writes.
+        #expect(try await batcher.execute(command("v-waits", try progress(4))).state.version == 2)
     }
 
     /// A writer outside the batch takes a position the batch counted on: the batch's shared write fails on
