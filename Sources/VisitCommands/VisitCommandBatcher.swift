@@ -197,11 +197,13 @@ public final class VisitCommandBatcher: Sendable {
                 let started = ContinuousClock.now
                 var holding = false
                 defer { if holding { writeTurns.signal() } }
-                return handler.executeBatch(commands, on: connection) {
+                return handler.executeBatch(commands, on: connection) { writes in
                     // Once, when the writes are about to go out: the next batch may form, and this one waits for a
                     // turn to write (the previous batch's commit), which it holds until it ends.
                     guard tellOnce() else { return holding }
                     self.wrote()
+                    // (Nothing left to write: answers go out at once.)
+                    guard writes else { return true }
                     if let workTimeout {
                         let left = workTimeout / 2 - (ContinuousClock.now - started).inSeconds
                         holding = left > 0 && writeTurns.wait(timeout: .now() + left) == .success

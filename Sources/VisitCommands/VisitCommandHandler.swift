@@ -210,20 +210,27 @@ public struct VisitCommandHandler: Sendable {
     /// other: it and whatever follows it on that visit run alone after the batch.
     ///
     /// `writing` is called once, when the batch's reading and deciding are done and its writes go out (or
-    /// when it has nothing left to share): the batcher lets the next batch form from then on, and answers
-    /// whether this batch may write. When it may not (its turn to write did not come in time), nothing of it
-    /// is written and its commands fail as `unavailable`.
+    /// when it has nothing left to share), told whether anything is left to write: the batcher lets the next
+    /// batch form from then on, and answers whether this batch may write. When it may not (its turn to write
+    /// did not come in time), nothing of it is written and its commands fail as `unavailable`.
+    ///
+    /// A write cancelled (the pool's work timeout, a `statement_timeout`) or one to an unreachable database
+    /// stops the batch: its commands and those left to run alone fail as `unavailable` (run on, they would
+    /// have no timeout left).
     public func executeBatch(
-        _ commands: [VisitCommand], on connection: PostgresConnection, writing: () -> Bool = { true }
+        _ commands: [VisitCommand], on connection: PostgresConnection, writing: (_ writes: Bool) -> Bool = { _ in true }
     ) -> [Result<VisitCommandResult, any Error>] {
         var told = false
         var mayWrite = true
         var halted: PostgresError?
         @discardableResult
-        func tellWriting() -> Bool {
-            if !told { mayWrite = writing() }
+        func tellWriting(_ writes: Bool = true) -> Bool {
+            if !told { mayWrite = writing(writes) }
             told = true
             return mayWrite
+        }
+        func halting(_ error: PostgresError) -> PostgresError {
+            error.isUnavailable ? error : PostgresError(code: .unavailable, message: error.message, sqlState: error.sqlState)
         }
         let notWritten = PostgresError(
             code: .unavailable,
@@ -315,10 +322,11 @@ public struct VisitCommandHandler: Sendable {
                 guard tellWriting() else { throw notWritten }
                 results = try connection.pipeline(statements)
             } catch let error as PostgresError where error.isUnavailable || error.wasCancelled {
-                // The rest fail alike: run one by one after a cancel (the work ran past its timeout), they would
-                // run on with no timeout left.
-                for (i, _) in prepared { outcomes[i] = .failure(error) }
-                halted = error
+                // The rest fail alike. (The write may have committed before the connection went: its visits are
+                // read again, not assumed.)
+                halted = halting(error)
+                for (i, _) in prepared { outcomes[i] = .failure(halted!) }
+                states.forget(prepared.map(\.prepared.command.visitId), distrusting: false)
             } catch {
                 // Nothing of the batch stands: left for the one-by-one pass below. A state assumed here may have
                 // been behind (another process wrote the visit): none of the batch's visits is assumed again, and
@@ -355,12 +363,16 @@ public struct VisitCommandHandler: Sendable {
                 }
             }
         }
-        let mayRunAlone = tellWriting()
+        let mayRunAlone = tellWriting(outcomes.contains { $0 == nil })
         return commands.indices.map { i in
             if let outcome = outcomes[i] { return outcome }
             if let halted { return .failure(halted) }
             if !mayRunAlone { return .failure(notWritten) }
             let outcome = Result { try execute(commands[i], on: connection) }
+            if case .failure(let error as PostgresError) = outcome, error.isUnavailable || error.wasCancelled {
+                halted = halting(error)
+                return .failure(halted!)
+            }
             // Committed by itself (outside a caller's transaction): its state is the visit's now.
             if !connection.inTransaction, case .success(let result) = outcome { states.remember([result.state]) }
             return outcome

@@ -251,19 +251,19 @@ import VisitTestSupport
         let f = try await VisitFixtures.make()
         for v in ["v-stuck", "v-waits"] { _ = try await f.schedule(v) }
         var configuration = f.pool.configuration
-        configuration.workTimeoutSeconds = 4
+        configuration.workTimeoutSeconds = 8
         let pool = PostgresPool(configuration: configuration)
         defer { Task { await pool.close() } }
         let handler = VisitCommandHandler(
             store: EventStore(pool: pool), readModel: f.readModel, pushes: CountingEnqueuer(), clock: f.clock)
         let batcher = VisitCommandBatcher(handler: handler, maxConcurrentBatches: 2)
-        // Its write would take 6 s: the pool cancels it at 4.
+        // Its write would take 12 s: the pool cancels it at 8 (the next batch gives up 4 s after it starts).
         var stuck = command("v-stuck", try progress(2))
-        stuck.alsoRun = ["SELECT pg_sleep(6)"]
+        stuck.alsoRun = ["SELECT pg_sleep(12)"]
         let first = Task { [stuck] in try await batcher.execute(stuck) }
         try await eventually("the stuck batch writing") {
             try await f.pool.query(
-                "SELECT count(*) AS n FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(6)' AND datname = current_database()"
+                "SELECT count(*) AS n FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(12)' AND datname = current_database()"
             ).first?.int("n") == 1
         }
         let waiting = Task { try await batcher.execute(command("v-waits", try progress(3))) }
@@ -284,6 +284,27 @@ import VisitTestSupport
         #expect(try await f.rows()["v-waits"]?.version == 1)
         // The turns are all back: a later command writes.
         #expect(try await batcher.execute(command("v-waits", try progress(4))).state.version == 2)
+    }
+
+    /// A write cancelled (here by a `statement_timeout`; in production by the pool's work timeout) stops the
+    /// batch: every command fails as unavailable (a 503, not a 500) and none is redone alone.
+    @Test func aCancelledWriteStopsTheBatchUnavailable() async throws {
+        let f = try await VisitFixtures.make()
+        for v in ["v-cancelled", "v-beside"] { _ = try await f.schedule(v) }
+        let redoneBefore = Metrics.shared.value("livevisits_command_batches_redone_total") ?? 0
+        var cancelled = command("v-cancelled", try progress(2))
+        cancelled.alsoRun = ["SELECT set_config('statement_timeout', '200', true)", "SELECT pg_sleep(3)"]
+        let handler = f.handler
+        let outcomes = try await f.pool.withConnection { [cancelled] c in
+            handler.executeBatch([cancelled, command("v-beside", try progress(3))], on: c)
+        }
+        for outcome in outcomes {
+            #expect(throws: PostgresError.self) { try outcome.get() }
+            if case .failure(let error as PostgresError) = outcome { #expect(error.isUnavailable, "\(error)") }
+        }
+        #expect(try await f.rows()["v-cancelled"]?.version == 1)
+        #expect(try await f.rows()["v-beside"]?.version == 1)
+        #expect((Metrics.shared.value("livevisits_command_batches_redone_total") ?? 0) == redoneBefore, "the batch was redone")
     }
 
     /// A writer outside the batch takes a position the batch counted on: the batch's shared write fails on
