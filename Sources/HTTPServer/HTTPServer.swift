@@ -126,6 +126,9 @@ public final class HTTPServer: Service, Sendable {
     }
 
     private func shutDown(_ handle: DaemonHandle) async {
+        // The grace runs from the moment shutdown begins, before new connections are refused: a caller that sees
+        // them refused (a test advancing its clock then) must not find the grace measured from later.
+        let graceEnds = clock.now() + configuration.shutdownGracePeriod
         registry.beginDraining()
         // MHD's threads may still touch the quiesced socket, so it is closed only after MHD_stop_daemon
         // (closing it earlier let its number be reused under them); shutdown() makes Linux refuse new
@@ -134,7 +137,6 @@ public final class HTTPServer: Service, Sendable {
         if listenFD >= 0 { _ = Glibc.shutdown(listenFD, Int32(SHUT_RDWR)) }
         logger.info("http server draining", ["http.active": String(registry.counts.active)])
 
-        let graceEnds = clock.now() + configuration.shutdownGracePeriod
         while registry.counts.active > 0, clock.now() < graceEnds {
             try? await Task.sleep(nanoseconds: 10_000_000)
             answerOverdue()
