@@ -19,6 +19,13 @@ import VisitTestSupport
         VisitCommand(visitId: visit, event: event, context: VisitFixtures.dispatcher, isCreation: false)
     }
 
+    /// Whether `statement` (a batch's slow write) is running now in the fixtures' database.
+    func sleeping(_ statement: String, in f: VisitFixtures) async throws -> Bool {
+        try await f.pool.query(
+            "SELECT count(*) AS n FROM pg_stat_activity WHERE query = \(statement) AND datname = current_database()"
+        ).first?.int("n") == 1
+    }
+
     @Test func concurrentCommandsShareBatchesAndEachLandsOnce() async throws {
         let pushes = CountingEnqueuer()
         let f = try await VisitFixtures.make(pushes: pushes)
@@ -216,23 +223,13 @@ import VisitTestSupport
         var slow = command("v-writing", try progress(2))
         slow.alsoRun = ["SELECT pg_sleep(3)"]
         let first = Task { [slow] in try await batcher.execute(slow) }
-        try await eventually("the slow batch writing") {
-            try await f.pool.query(
-                "SELECT count(*) AS n FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(3)' AND datname = current_database()"
-            )
-            .first?.int("n") == 1
-        }
+        try await eventually("the slow batch writing") { try await sleeping("SELECT pg_sleep(3)", in: f) }
         let next = Task { try await batcher.execute(command("v-next", try progress(3))) }
         try await eventually("the next batch formed beside the writing one", within: 2) { batcher.batchesRun == 2 }
         if writes == 1 {
             // (Bounded well inside the first write's 3 s.)
             try await Task.sleep(for: .milliseconds(400))
-            let stillWriting =
-                try await f.pool.query(
-                    "SELECT count(*) AS n FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(3)' AND datname = current_database()"
-                )
-                .first?.int("n") == 1
-            #expect(stillWriting, "the first write ended too soon for the check")
+            #expect(try await sleeping("SELECT pg_sleep(3)", in: f), "the first write ended too soon for the check")
             #expect(try await f.rows()["v-next"]?.version == 1, "the next batch wrote while the first was writing")
         } else {
             try await eventually("the next batch written while the first writes", within: 2) {
@@ -261,11 +258,7 @@ import VisitTestSupport
         var stuck = command("v-stuck", try progress(2))
         stuck.alsoRun = ["SELECT pg_sleep(12)"]
         let first = Task { [stuck] in try await batcher.execute(stuck) }
-        try await eventually("the stuck batch writing") {
-            try await f.pool.query(
-                "SELECT count(*) AS n FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(12)' AND datname = current_database()"
-            ).first?.int("n") == 1
-        }
+        try await eventually("the stuck batch writing") { try await sleeping("SELECT pg_sleep(12)", in: f) }
         let waiting = Task { try await batcher.execute(command("v-waits", try progress(3))) }
         for task in [first, waiting] {
             do {
