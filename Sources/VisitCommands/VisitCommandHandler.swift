@@ -172,8 +172,8 @@ public struct VisitCommandHandler: Sendable {
     }
 
     public func execute(_ command: VisitCommand, on connection: PostgresConnection) throws -> VisitCommandResult {
-        // It may write the visit in a transaction of the caller's that this handler does not see commit: a state
-        // remembered for it would be assumed behind the visit.
+        // In a transaction of the caller's, which this handler does not see commit, it forgets the visit's state (a
+        // state remembered for it would be assumed behind the visit); committed by itself, it remembers the new one.
         if connection.inTransaction { states.forget([command.visitId], distrusting: false) }
         let prepared = try prepare(
             command, state: try currentStates([command], on: connection)[0].get(), on: connection)
@@ -190,6 +190,7 @@ public struct VisitCommandHandler: Sendable {
         } catch let error as PostgresError {
             throw try EventStore.appendFailure(error, prepared.request, on: connection)
         }
+        if !connection.inTransaction { states.remember([prepared.accepted.state]) }
         return VisitCommandResult(
             state: prepared.accepted.state, appended: try EventStore.appendResult(prepared.request, results[0], on: connection),
             pushes: prepared.accepted.pushes.count, view: encoded.views[0], alsoRows: Array(results[firstExtra...]),
@@ -229,12 +230,6 @@ public struct VisitCommandHandler: Sendable {
             told = true
             return mayWrite
         }
-        func halting(_ error: PostgresError) -> PostgresError {
-            error.isUnavailable ? error : PostgresError(code: .unavailable, message: error.message, sqlState: error.sqlState)
-        }
-        let notWritten = PostgresError(
-            code: .unavailable,
-            message: "the previous command batch's write did not end in time; nothing of this one was written")
         var outcomes = [Result<VisitCommandResult, any Error>?](repeating: nil, count: commands.count)
         // The first command on each visit reads its state; later ones follow it in the batch when both may
         // (`sharesItsVisit`), else run alone afterwards (and so does everything after them on that visit).
@@ -319,22 +314,24 @@ public struct VisitCommandHandler: Sendable {
                     extras.append(statements.count..<(statements.count + p.command.alsoRun.count))
                     statements += p.command.alsoRun
                 }
-                guard tellWriting() else { throw notWritten }
+                guard tellWriting() else { throw Self.notWritten }
                 results = try connection.pipeline(statements)
-            } catch let error as PostgresError where error.isUnavailable || error.wasCancelled {
-                // The rest fail alike. (The write may have committed before the connection went: its visits are
-                // read again, not assumed.)
-                halted = halting(error)
-                for (i, _) in prepared { outcomes[i] = .failure(halted!) }
-                states.forget(prepared.map(\.prepared.command.visitId), distrusting: false)
             } catch {
-                // Nothing of the batch stands: left for the one-by-one pass below. A state assumed here may have
-                // been behind (another process wrote the visit): none of the batch's visits is assumed again, and
-                // none at all for a while.
-                states.forget(prepared.map(\.prepared.command.visitId), distrusting: !assumed.isEmpty)
-                Metrics.shared.increment(
-                    "livevisits_command_batches_redone_total",
-                    help: "Command batches whose shared write failed and was redone one by one.")
+                if let stop = Self.stopping(error) {
+                    // The rest fail alike. (The write may have committed before the connection went: its visits are
+                    // read again, not assumed.)
+                    halted = stop
+                    for (i, _) in prepared { outcomes[i] = .failure(stop) }
+                    states.forget(prepared.map(\.prepared.command.visitId), distrusting: false)
+                } else {
+                    // Nothing of the batch stands: left for the one-by-one pass below. A state assumed here may have
+                    // been behind (another process wrote the visit): none of the batch's visits is assumed again,
+                    // and none at all for a while.
+                    states.forget(prepared.map(\.prepared.command.visitId), distrusting: !assumed.isEmpty)
+                    Metrics.shared.increment(
+                        "livevisits_command_batches_redone_total",
+                        help: "Command batches whose shared write failed and was redone one by one.")
+                }
             }
             if let results {
                 // Committed: whatever happens now, these commands are not run again. (Inside a caller's
@@ -367,16 +364,25 @@ public struct VisitCommandHandler: Sendable {
         return commands.indices.map { i in
             if let outcome = outcomes[i] { return outcome }
             if let halted { return .failure(halted) }
-            if !mayRunAlone { return .failure(notWritten) }
+            if !mayRunAlone { return .failure(Self.notWritten) }
             let outcome = Result { try execute(commands[i], on: connection) }
-            if case .failure(let error as PostgresError) = outcome, error.isUnavailable || error.wasCancelled {
-                halted = halting(error)
-                return .failure(halted!)
+            if case .failure(let error) = outcome, let stop = Self.stopping(error) {
+                halted = stop
+                return .failure(stop)
             }
-            // Committed by itself (outside a caller's transaction): its state is the visit's now.
-            if !connection.inTransaction, case .success(let result) = outcome { states.remember([result.state]) }
             return outcome
         }
+    }
+
+    /// What a batch whose turn to write did not come answers.
+    static let notWritten = PostgresError(
+        code: .unavailable, message: "the previous command batch's write did not end in time; nothing of this one was written")
+
+    /// `error` as the batch stops on it — an unreachable database, or a cancelled statement, answered as
+    /// `unavailable` — or nil when it does not stop the batch.
+    static func stopping(_ error: any Error) -> PostgresError? {
+        guard let error = error as? PostgresError, error.isUnavailable || error.wasCancelled else { return nil }
+        return error.isUnavailable ? error : PostgresError(code: .unavailable, message: error.message, sqlState: error.sqlState)
     }
 
     /// The states of visits before their commands, in one statement: for each, the snapshot in the read
@@ -507,7 +513,6 @@ public struct VisitCommandHandler: Sendable {
                     try execute(visitId: visitId, event: event, context: context, isCreation: isCreation, on: connection)
                 }
             }
-            states.remember([result.state])
             store.eventsCommitted(count: 1)
             if result.pushes > 0 { pushes.committed() }
             return result
