@@ -15,6 +15,12 @@ import Synchronization
 /// in order; a command on a visit that is in a batch in flight waits for the next batch, so batches never
 /// race each other on a visit.
 ///
+/// A batch that gets its turn to write takes along what came while it waited, where that needs no read: the
+/// waiting commands on visits not in flight whose states this process committed last join it late, decided on
+/// those states (`executeBatch`'s `joining`; `livevisits_command_batch_joined_total`). Under load the commands
+/// come back from one commit while the next batch waits for it; without this they waited for the batch after
+/// that, and a closed loop of N clients ran in batches of N/2 and more than a commit's wait each.
+///
 /// Every visit command of the product goes this way, with or without an HTTP `Idempotency-Key` (a keyed
 /// command carries the statement that stores its answer in `alsoRun`). Like `execute(_:on:)`, a lost race
 /// comes back as `wrongExpectedVersion` for the caller to retry on the new state (`LostRace`). A caller
@@ -109,9 +115,42 @@ public final class VisitCommandBatcher: Sendable {
     /// One runner: takes batches until nothing it may take is waiting.
     private func drain() async {
         while let batch = take() {
-            await run(batch)
-            state.withLock { s in for entry in batch { s.inFlight.remove(entry.command.visitId) } }
+            let ran = await run(batch)
+            state.withLock { s in for entry in ran { s.inFlight.remove(entry.command.visitId) } }
         }
+    }
+
+    /// Of `waiting` (oldest first), the commands a batch takes — at most `room`, none on a visit in flight, a
+    /// visit's first only if `admits` it, its later ones after it while they may share it — and the rest.
+    private static func select(_ waiting: [Entry], room: Int, inFlight: Set<String>, admits: (VisitCommand) -> Bool)
+        -> (taken: [Entry], rest: [Entry], visits: Set<String>)
+    {
+        var taken: [Entry] = []
+        var rest: [Entry] = []
+        // Visits taken, and whether a later command of theirs may still follow.
+        var open: [String: Bool] = [:]
+        // Visits with a command left waiting: their later commands wait too.
+        var held = Set<String>()
+        for entry in waiting {
+            let visit = entry.command.visitId
+            let joins: Bool
+            if taken.count >= room || inFlight.contains(visit) {
+                joins = false
+            } else if let mayFollow = open[visit] {
+                joins = mayFollow && entry.command.sharesItsVisit
+            } else {
+                joins = !held.contains(visit) && admits(entry.command)
+            }
+            if joins {
+                taken.append(entry)
+                open[visit] = entry.command.sharesItsVisit
+            } else {
+                rest.append(entry)
+                held.insert(visit)
+                if open[visit] != nil { open[visit] = false }
+            }
+        }
+        return (taken, rest, Set(open.keys))
     }
 
     /// The next batch (oldest first, none on a visit in flight), or nil — in which case this runner has
@@ -126,32 +165,7 @@ public final class VisitCommandBatcher: Sendable {
                 s.running -= 1
                 return nil
             }
-            var batch: [Entry] = []
-            var rest: [Entry] = []
-            // Visits in this batch, and whether a later command of theirs may still join it.
-            var open: [String: Bool] = [:]
-            // Visits with a command left waiting: their later commands wait too.
-            var held = Set<String>()
-            for entry in s.waiting {
-                let visit = entry.command.visitId
-                let joins: Bool
-                if batch.count >= maxBatchSize || s.inFlight.contains(visit) {
-                    joins = false
-                } else if let mayFollow = open[visit] {
-                    joins = mayFollow && entry.command.sharesItsVisit
-                } else {
-                    joins = !held.contains(visit)
-                }
-                if joins {
-                    batch.append(entry)
-                    open[visit] = entry.command.sharesItsVisit
-                } else {
-                    rest.append(entry)
-                    held.insert(visit)
-                    if open[visit] != nil { open[visit] = false }
-                }
-            }
-            let visits = Set(open.keys)
+            let (batch, rest, visits) = Self.select(s.waiting, room: maxBatchSize, inFlight: s.inFlight) { _ in true }
             guard !batch.isEmpty else {
                 s.running -= 1
                 return nil
@@ -176,16 +190,39 @@ public final class VisitCommandBatcher: Sendable {
         if start { Task { await self.drain() } }
     }
 
-    private func run(_ batch: [Entry]) async {
+    /// Commands that wait now and may join a batch about to write (`executeBatch`'s `joining`): on visits not in
+    /// flight whose state this process committed last (decided without a read), in the order they came, at most
+    /// `room`. They are in flight from now.
+    private func lateJoiners(room: Int) -> [Entry] {
+        guard room > 0 else { return [] }
+        let states = handler.states
+        return state.withLock { s in
+            guard !s.waiting.isEmpty else { return [] }
+            let (joining, rest, visits) = Self.select(s.waiting, room: room, inFlight: s.inFlight) { command in
+                command.sharesItsVisit && states.isAssumed(command.visitId)
+            }
+            s.waiting = rest
+            s.inFlight.formUnion(visits)
+            return joining
+        }
+    }
+
+    /// Runs a batch; returns its commands and those that joined it late, all answered.
+    private func run(_ batch: [Entry]) async -> [Entry] {
         let handler = self.handler
         let commands = batch.map(\.command)
-        let told = Mutex(false)
-        let tellOnce: @Sendable () -> Bool = {
-            told.withLock { t in
-                defer { t = true }
-                return !t
+        // The next batch may form once this one's writes are going out (`wrote`), exactly once per batch.
+        let formed = Mutex(false)
+        let letTheNextForm: @Sendable () -> Void = {
+            if formed.withLock({ f in
+                defer { f = true }
+                return !f
+            }) {
+                self.wrote()
             }
         }
+        let joined = Mutex<[Entry]>([])
+        let room = maxBatchSize - batch.count
         let writeTurns = self.writeTurns
         let workTimeout = handler.store.pool.configuration.workTimeoutSeconds
         let outcomes: [Result<VisitCommandResult, any Error>]
@@ -196,35 +233,63 @@ public final class VisitCommandBatcher: Sendable {
                 // up unwritten (its commands answer unavailable) rather than write with no timeout left.
                 let started = ContinuousClock.now
                 var holding = false
-                defer { if holding { writeTurns.signal() } }
-                return handler.executeBatch(commands, on: connection) { writes in
-                    // Once, when the writes are about to go out: the next batch may form, and this one waits for a
-                    // turn to write (the previous batch's commit), which it holds until it ends.
-                    guard tellOnce() else { return holding }
-                    self.wrote()
-                    // (Nothing left to write: answers go out at once.)
-                    guard writes else { return true }
-                    if let workTimeout {
-                        let left = workTimeout / 2 - (ContinuousClock.now - started).inSeconds
-                        holding = left > 0 && writeTurns.wait(timeout: .now() + left) == .success
-                    } else {
-                        writeTurns.wait()
-                        holding = true
-                    }
-                    return holding
+                defer {
+                    if holding { writeTurns.signal() }
+                    letTheNextForm()
                 }
+                return handler.executeBatch(
+                    commands, on: connection,
+                    writing: { writes in
+                        // When the writes are about to go out, this batch waits for a turn to write (the previous
+                        // batch's commit), which it holds until it ends. The next batch forms while it waits; with a
+                        // turn free at once, only after what waits now has joined this one (`joining`), so the two do
+                        // not split the waiting commands between them. (Nothing left to write: answers go out at once.)
+                        guard writes else {
+                            letTheNextForm()
+                            return true
+                        }
+                        if writeTurns.wait(timeout: .now()) == .success {
+                            holding = true
+                            return true
+                        }
+                        letTheNextForm()
+                        if let workTimeout {
+                            let left = workTimeout / 2 - (ContinuousClock.now - started).inSeconds
+                            holding = left > 0 && writeTurns.wait(timeout: .now() + left) == .success
+                        } else {
+                            writeTurns.wait()
+                            holding = true
+                        }
+                        return holding
+                    },
+                    joining: {
+                        // What came while this batch waited for its turn leaves with it rather than a write later.
+                        let entries = self.lateJoiners(room: room)
+                        joined.withLock { $0 = entries }
+                        letTheNextForm()
+                        return entries.map(\.command)
+                    })
             }
         } catch {
             // No connection was had (or the work timed out after its writes were told): the next batch may form.
-            if tellOnce() { wrote() }
-            for entry in batch { entry.continuation.resume(throwing: error) }
-            return
+            letTheNextForm()
+            let all = batch + joined.withLock { $0 }
+            for entry in all { entry.continuation.resume(throwing: error) }
+            return all
         }
+        let all = batch + joined.withLock { $0 }
         Metrics.shared.increment("livevisits_command_batches_total", help: "Visit-command group-commit batches run.")
         Metrics.shared.increment(
-            "livevisits_command_batched_total", help: "Visit commands that went through group commit.", by: Double(batch.count))
-        for (entry, outcome) in zip(batch, outcomes) {
+            "livevisits_command_batched_total", help: "Visit commands that went through group commit.", by: Double(all.count))
+        if all.count > batch.count {
+            Metrics.shared.increment(
+                "livevisits_command_batch_joined_total",
+                help: "Visit commands that joined a group-commit batch while it waited for its turn to write.",
+                by: Double(all.count - batch.count))
+        }
+        for (entry, outcome) in zip(all, outcomes) {
             entry.continuation.resume(with: outcome)
         }
+        return all
     }
 }

@@ -215,12 +215,20 @@ public struct VisitCommandHandler: Sendable {
     /// batch form from then on, and answers whether this batch may write. When it may not (its turn to write
     /// did not come in time), nothing of it is written and its commands fail as `unavailable`.
     ///
+    /// `joining` is called once the batch may write and has something to: the commands it answers join the
+    /// batch late (those that came while it waited for its turn), after its own, and their outcomes follow
+    /// the others' in the result. A joining command on a visit this process committed last (`states.assumed`)
+    /// and not in the batch already is decided on that state, like an assumed one; any other, and its
+    /// visit's later ones, runs alone after the batch.
+    ///
     /// A write cancelled (the pool's work timeout, a `statement_timeout`) or one to an unreachable database
     /// stops the batch: its commands and those left to run alone fail as `unavailable` (run on, they would
     /// have no timeout left).
     public func executeBatch(
-        _ commands: [VisitCommand], on connection: PostgresConnection, writing: (_ writes: Bool) -> Bool = { _ in true }
+        _ commands: [VisitCommand], on connection: PostgresConnection, writing: (_ writes: Bool) -> Bool = { _ in true },
+        joining: () -> [VisitCommand] = { [] }
     ) -> [Result<VisitCommandResult, any Error>] {
+        var commands = commands
         var told = false
         var mayWrite = true
         var halted: PostgresError?
@@ -273,7 +281,7 @@ public struct VisitCommandHandler: Sendable {
         }
         var prepared: [(index: Int, prepared: Prepared)] = []
         var refusedOnAssumed: [(index: Int, error: any Error)] = []
-        for i in inBatch {
+        func decide(_ i: Int) {
             let visit = commands[i].visitId
             do {
                 let p = try prepare(commands[i], state: try current[visit]!.get(), on: connection)
@@ -287,23 +295,58 @@ public struct VisitCommandHandler: Sendable {
                 }
             }
         }
+        for i in inBatch { decide(i) }
         if !prepared.isEmpty {
-            let requests = prepared.map(\.prepared.request)
-            // One read-model row per visit, its last state (an upsert may not touch a row twice); the views of
-            // the states before it are rendered for their commands' answers only.
-            var last: [String: Int] = [:]
-            for (n, p) in prepared.enumerated() { last[p.prepared.command.visitId] = n }
-            let rowsWritten = prepared.indices.filter { last[prepared[$0].prepared.command.visitId] == $0 }
-            let encoded = readModel.encode(rowsWritten.map { prepared[$0].prepared.accepted.state })
-            var views = [String?](repeating: nil, count: prepared.count)
-            for (k, n) in rowsWritten.enumerated() { views[n] = encoded.views[k] }
-            var statements = [EventStore.appendStatement(forEach: requests), readModel.upsertStatement(encoded)]
+            var requests: [AppendRequest] = []
+            var views: [String?] = []
+            var statements: [PostgresQuery] = []
             var extras: [Range<Int>] = []
-            // The commands whose answers need the visit's followers: one statement for them all.
-            let followed = prepared.indices.filter { prepared[$0].prepared.command.withFollowers }
+            var followed: [Int] = []
             var followersAt = 0
             var results: [PostgresRows]?
+            // The read-model rows to write: the last state of each visit (an upsert may not touch a row twice),
+            // encoded before the turn to write; the views of the states before it are rendered for their
+            // commands' answers only. (Commands that join late are on other visits: their rows are added.)
+            func lastOfEachVisit(_ range: Range<Int>) -> [(n: Int, row: VisitReadModel.EncodedRow)] {
+                var last: [String: Int] = [:]
+                for n in range { last[prepared[n].prepared.command.visitId] = n }
+                return range.filter { last[prepared[$0].prepared.command.visitId] == $0 }.map {
+                    ($0, readModel.encodeRow(prepared[$0].prepared.accepted.state))
+                }
+            }
+            var rows = lastOfEachVisit(prepared.indices)
             do {
+                guard tellWriting() else { throw Self.notWritten }
+                // Commands that came while this batch waited for its turn and can be decided without a read join
+                // it (decided after it, on the states this process committed last, like `assumed`); one that
+                // cannot, and its visit's later ones, run alone after the batch, in order.
+                let firstJoined = commands.count
+                let decidedBeforeJoining = prepared.count
+                commands += joining()
+                outcomes += [Result<VisitCommandResult, any Error>?](repeating: nil, count: commands.count - firstJoined)
+                var joinedVisits = Set<String>()
+                var alone = Set<String>()
+                for i in firstJoined..<commands.count {
+                    let visit = commands[i].visitId
+                    if current[visit] == nil, commands[i].sharesItsVisit, let state = states.assumed(visit) {
+                        current[visit] = .success(state)
+                        assumed.insert(visit)
+                        joinedVisits.insert(visit)
+                    }
+                    if alone.contains(visit) || !joinedVisits.contains(visit) || !commands[i].sharesItsVisit {
+                        alone.insert(visit)
+                        continue
+                    }
+                    decide(i)
+                }
+                rows += lastOfEachVisit(decidedBeforeJoining..<prepared.count)
+                requests = prepared.map(\.prepared.request)
+                let encoded = readModel.encode(rows.map(\.row))
+                views = [String?](repeating: nil, count: prepared.count)
+                for (n, row) in rows { views[n] = row.view }
+                statements = [EventStore.appendStatement(forEach: requests), readModel.upsertStatement(encoded)]
+                // The commands whose answers need the visit's followers: one statement for them all.
+                followed = prepared.indices.filter { prepared[$0].prepared.command.withFollowers }
                 // The batch's pushes together, in the commands' order (usually one statement).
                 statements += try pushes.statements(for: prepared.flatMap(\.prepared.pushIntents))
                 if !followed.isEmpty {
@@ -314,7 +357,6 @@ public struct VisitCommandHandler: Sendable {
                     extras.append(statements.count..<(statements.count + p.command.alsoRun.count))
                     statements += p.command.alsoRun
                 }
-                guard tellWriting() else { throw Self.notWritten }
                 results = try connection.pipeline(statements)
             } catch {
                 if let stop = Self.stopping(error) {

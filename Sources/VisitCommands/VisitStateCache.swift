@@ -34,6 +34,11 @@ public final class VisitStateCache: Sendable {
         assuming ? state(visitId) : nil
     }
 
+    /// Whether `assumed(visitId)` would answer a state now (without copying it).
+    func isAssumed(_ visitId: String) -> Bool {
+        assuming && states.withLock { $0[visitId] != nil }
+    }
+
     /// Forgets these visits' states (a batch that wrote them failed); `distrusting`: and assumes none for
     /// `distrustSeconds`.
     func forget(_ visitIds: some Sequence<String>, distrusting: Bool) {

@@ -102,33 +102,42 @@ public struct VisitReadModel: Sendable {
         public let views: [String]
     }
 
+    /// One state encoded for the upsert: its columns, with its view text and snapshot.
+    public struct EncodedRow: Sendable {
+        let visitId: String
+        let customerId: String
+        let technicianId: String
+        let status: String
+        let ended: Bool
+        let version: Int64
+        let scheduledAt: Int64
+        /// The view text of the state (`viewText(for:)`).
+        public let view: String
+        let snapshot: String
+    }
+
+    /// Encodes one state (its view text and snapshot: the costly part of `encode`).
+    public func encodeRow(_ state: VisitState) -> EncodedRow {
+        EncodedRow(
+            visitId: state.visitId, customerId: state.customerId, technicianId: state.technician.id,
+            status: state.status.rawValue, ended: state.hasEnded, version: Int64(state.version),
+            scheduledAt: Int64(state.scheduledAt), view: viewText(for: state),
+            snapshot: state.snapshotJSON().serializedString())
+    }
+
     /// Encodes states for `write` (view text and snapshot per state).
     public func encode(_ states: [VisitState]) -> EncodedBatch {
-        var ids: [String] = []
-        var customers: [String] = []
-        var technicians: [String] = []
-        var statuses: [String] = []
-        var ended: [Bool] = []
-        var versions: [Int64] = []
-        var scheduled: [Int64] = []
-        var views: [String] = []
-        var snapshots: [String] = []
-        for state in states {
-            ids.append(state.visitId)
-            customers.append(state.customerId)
-            technicians.append(state.technician.id)
-            statuses.append(state.status.rawValue)
-            ended.append(state.hasEnded)
-            versions.append(Int64(state.version))
-            scheduled.append(Int64(state.scheduledAt))
-            views.append(viewText(for: state))
-            snapshots.append(state.snapshotJSON().serializedString())
-        }
-        return EncodedBatch(
+        encode(states.map(encodeRow))
+    }
+
+    /// A batch of encoded rows for `write` (at most one per visit).
+    public func encode(_ rows: [EncodedRow]) -> EncodedBatch {
+        EncodedBatch(
             binds: [
-                ids.postgresText, customers.postgresText, technicians.postgresText, statuses.postgresText,
-                ended.postgresText, versions.postgresText, scheduled.postgresText, views.postgresText, snapshots.postgresText,
-            ], count: states.count, views: views)
+                rows.map(\.visitId).postgresText, rows.map(\.customerId).postgresText, rows.map(\.technicianId).postgresText,
+                rows.map(\.status).postgresText, rows.map(\.ended).postgresText, rows.map(\.version).postgresText,
+                rows.map(\.scheduledAt).postgresText, rows.map(\.view).postgresText, rows.map(\.snapshot).postgresText,
+            ], count: rows.count, views: rows.map(\.view))
     }
 
     /// The columns of a row as `appendCopyRows` writes them (the upsert's, less `updated_at`, left to its
