@@ -143,8 +143,9 @@ public final class EventStore: Sendable {
         let query: PostgresQuery = """
             INSERT INTO events (stream_name, position, type, data, metadata, recorded_at)
             SELECT x.s, x.p, x.t, x.d::jsonb, x.m::jsonb, COALESCE(to_timestamp(x.r), now())
-            FROM unnest(\(streams)::text[], \(positions)::bigint[], \(types)::text[], \(datas)::text[], \(metadatas)::text[],
-                        \(PostgresNullableArray(recorded))::float8[]) AS x(s, p, t, d, m, r)
+            FROM unnest(\(PostgresBinaryArray(streams))::text[], \(PostgresBinaryArray(positions))::bigint[],
+                        \(PostgresBinaryArray(types))::text[], \(PostgresBinaryArray(datas))::text[],
+                        \(PostgresBinaryArray(metadatas))::text[], \(PostgresBinaryArray(recorded))::float8[]) AS x(s, p, t, d, m, r)
             ORDER BY x.s, x.p
             RETURNING stream_name, position, global_position, extract(epoch FROM recorded_at)::float8 AS recorded_at
             """

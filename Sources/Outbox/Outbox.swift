@@ -251,18 +251,18 @@ public final class Outbox: Sendable {
         let customers = intents.map(\.customerId)
         let kinds = intents.map(\.kind.rawValue)
         let names = audiences.map(\.name)
-        let activities = PostgresNullableArray(audiences.map(\.activity))
-        let devices = PostgresNullableArray(audiences.map(\.device))
-        let startsOf = PostgresNullableArray(audiences.map(\.startsOf))
+        let activities = PostgresBinaryArray(audiences.map(\.activity))
+        let devices = PostgresBinaryArray(audiences.map(\.device))
+        let startsOf = PostgresBinaryArray(audiences.map(\.startsOf))
         let priorities = intents.map(\.priority)
         let timestamps = intents.map(\.apsTimestamp)
         let bodies = intents.map { String(decoding: $0.body, as: UTF8.self) }
-        let staleDates = PostgresNullableArray(intents.map(\.staleDate))
-        let expires = PostgresNullableArray(
+        let staleDates = PostgresBinaryArray(intents.map(\.staleDate))
+        let expires = PostgresBinaryArray(
             intents.map { $0.expiresAfterSendingSeconds ?? ($0.kind == .update ? nil : startEndExpiry) })
         let versions = intents.map(\.visitVersion)
         let recorded = intents.map(\.eventRecordedAt)
-        let pacing = PostgresNullableArray(intents.map(\.pacingSeconds))
+        let pacing = PostgresBinaryArray(intents.map(\.pacingSeconds))
         // Only the branches of the audiences present, and the cancelling of starts only with an end: PostgreSQL
         // sets up every node of a plan at each execution, run or not, and this statement's full plan made that
         // set-up a quarter of PostgreSQL's time for a lone command (each variant is its own prepared statement).
@@ -293,10 +293,13 @@ public final class Outbox: Sendable {
         let cancelledCount: PostgresQuery = ends ? "(SELECT count(*) FROM cancelled)" : "0"
         let query: PostgresQuery = """
             WITH intents AS (
-                SELECT * FROM unnest(\(visits)::text[], \(customers)::text[], \(kinds)::text[], \(names)::text[],
-                                     \(activities)::text[], \(devices)::text[], \(startsOf)::text[], \(priorities)::integer[],
-                                     \(timestamps)::bigint[], \(bodies)::text[], \(staleDates)::bigint[], \(expires)::bigint[],
-                                     \(versions)::bigint[], \(recorded)::float8[], \(due)::float8[], \(pacing)::float8[])
+                SELECT * FROM unnest(\(PostgresBinaryArray(visits))::text[], \(PostgresBinaryArray(customers))::text[],
+                                     \(PostgresBinaryArray(kinds))::text[], \(PostgresBinaryArray(names))::text[],
+                                     \(activities)::text[], \(devices)::text[], \(startsOf)::text[],
+                                     \(PostgresBinaryArray(priorities))::integer[], \(PostgresBinaryArray(timestamps))::bigint[],
+                                     \(PostgresBinaryArray(bodies))::text[], \(staleDates)::bigint[], \(expires)::bigint[],
+                                     \(PostgresBinaryArray(versions))::bigint[], \(PostgresBinaryArray(recorded))::float8[],
+                                     \(PostgresBinaryArray(due))::float8[], \(pacing)::float8[])
                     WITH ORDINALITY AS i(visit_id, customer_id, kind, audience, activity, device, starts_of, priority,
                                          aps_timestamp, body, stale_date, expires_after_sending, visit_version,
                                          event_recorded_at, due, paced_seconds, n)

@@ -295,17 +295,17 @@ public struct OutboxStore: Sendable {
         guard !completions.isEmpty else {
             return ([], findingNextDue ? NextDue(at: try nextDue(on: connection)) : nil)
         }
-        let ids = completions.map(\.id)
-        let states = completions.map(\.state.rawValue)
-        let next = PostgresNullableArray(completions.map(\.nextAttemptAt))
-        let statuses = PostgresNullableArray(completions.map(\.status))
-        let reasons = PostgresNullableArray(completions.map(\.reason))
-        let unknown = PostgresNullableArray(completions.map(\.outcomeUnknownSince))
-        let attempts = PostgresNullableArray(completions.map(\.attempt))
-        let attemptedAt = PostgresNullableArray(completions.map(\.attemptedAt))
-        let latencies = PostgresNullableArray(completions.map(\.latency))
-        let retryAfters = PostgresNullableArray(completions.map(\.retryAfter))
-        let sentPriorities = PostgresNullableArray(completions.map(\.sentPriority))
+        let ids = PostgresBinaryArray(completions.map(\.id))
+        let states = PostgresBinaryArray(completions.map(\.state.rawValue))
+        let next = PostgresBinaryArray(completions.map(\.nextAttemptAt))
+        let statuses = PostgresBinaryArray(completions.map(\.status))
+        let reasons = PostgresBinaryArray(completions.map(\.reason))
+        let unknown = PostgresBinaryArray(completions.map(\.outcomeUnknownSince))
+        let attempts = PostgresBinaryArray(completions.map(\.attempt))
+        let attemptedAt = PostgresBinaryArray(completions.map(\.attemptedAt))
+        let latencies = PostgresBinaryArray(completions.map(\.latency))
+        let retryAfters = PostgresBinaryArray(completions.map(\.retryAfter))
+        let sentPriorities = PostgresBinaryArray(completions.map(\.sentPriority))
         // Each completed row by its primary key, one probe per input row. The lease and state the rows must
         // still have travel as columns of `input`, so they are join conditions, not restrictions: as
         // restrictions (`state = 'sending' AND lease_token = …`, a handful of rows by the statistics) the

@@ -57,13 +57,13 @@ public final class PostgresConnection {
         }
         let result: OpaquePointer?
         if usePreparedStatements {
-            let name = try preparedName(for: query.sql, parameterCount: query.binds.count)
-            result = PostgresConnection.withCStrings(query.binds) { values in
-                PQexecPrepared(conn, name, Int32(values.count), values, nil, nil, 0)
+            let name = try preparedName(for: query)
+            result = PostgresConnection.withParameters(query.binds) { p in
+                PQexecPrepared(conn, name, p.count, p.values, p.lengths, p.formats, 0)
             }
         } else {
-            result = PostgresConnection.withCStrings(query.binds) { values in
-                PQexecParams(conn, query.sql, Int32(values.count), nil, values, nil, nil, 0)
+            result = PostgresConnection.withParameters(query.binds) { p in
+                PQexecParams(conn, query.sql, p.count, p.types, p.values, p.lengths, p.formats, 0)
             }
         }
         return try consume(result)
@@ -112,7 +112,7 @@ public final class PostgresConnection {
         }
         // What was sent, in order: a Parse for a statement not yet prepared, or a statement to run.
         enum Sent {
-            case prepare(sql: String, name: String)
+            case prepare(StatementText, name: String)
             case run(index: Int)
         }
         var sent: [Sent] = []
@@ -122,22 +122,25 @@ public final class PostgresConnection {
             var ok: Int32 = 1
             if usePreparedStatements {
                 let name: String
-                if let known = names[StatementText(query.sql)] {
+                let statement = StatementText(query)
+                if let known = names[statement] {
                     name = known
                 } else {
                     name = "lv\(names.count)"
-                    names[StatementText(query.sql)] = name
-                    ok = PQsendPrepare(conn, name, query.sql, Int32(query.binds.count), nil)
-                    sent.append(.prepare(sql: query.sql, name: name))
+                    names[statement] = name
+                    ok = statement.withTypes { types in
+                        PQsendPrepare(conn, name, query.sql, Int32(query.binds.count), types)
+                    }
+                    sent.append(.prepare(statement, name: name))
                 }
                 if ok == 1 {
-                    ok = PostgresConnection.withCStrings(query.binds) { values in
-                        PQsendQueryPrepared(conn, name, Int32(values.count), values, nil, nil, 0)
+                    ok = PostgresConnection.withParameters(query.binds) { p in
+                        PQsendQueryPrepared(conn, name, p.count, p.values, p.lengths, p.formats, 0)
                     }
                 }
             } else {
-                ok = PostgresConnection.withCStrings(query.binds) { values in
-                    PQsendQueryParams(conn, query.sql, Int32(values.count), nil, values, nil, nil, 0)
+                ok = PostgresConnection.withParameters(query.binds) { p in
+                    PQsendQueryParams(conn, query.sql, p.count, p.types, p.values, p.lengths, p.formats, 0)
                 }
             }
             guard ok == 1 else {
@@ -165,10 +168,10 @@ public final class PostgresConnection {
                 continue
             }
             switch item {
-            case .prepare(let sql, let name):
+            case .prepare(let statement, let name):
                 do {
                     _ = try consume(result)
-                    prepared[StatementText(sql)] = name
+                    prepared[statement] = name
                 } catch {
                     if failure == nil { failure = error }
                 }
@@ -247,16 +250,17 @@ public final class PostgresConnection {
 
     // MARK: private
 
-    private func preparedName(for sql: String, parameterCount: Int) throws -> String {
-        if let name = prepared[StatementText(sql)] { return name }
+    private func preparedName(for query: PostgresQuery) throws -> String {
+        let statement = StatementText(query)
+        if let name = prepared[statement] { return name }
         if prepared.count >= 512 {
             try execute(script: "DEALLOCATE ALL")
             prepared.removeAll()
         }
         let name = "lv\(prepared.count)"
-        let result = PQprepare(conn, name, sql, Int32(parameterCount), nil)
+        let result = statement.withTypes { types in PQprepare(conn, name, query.sql, Int32(query.binds.count), types) }
         _ = try consume(result)
-        prepared[StatementText(sql)] = name
+        prepared[statement] = name
         return name
     }
 
@@ -335,11 +339,57 @@ public final class PostgresConnection {
         return url + " connect_timeout=\(seconds)"
     }
 
-    private static func withCStrings<R>(_ strings: [String?], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
-        var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { $0.map { strdup($0)! } }
+    /// Binds as libpq takes them: each value's bytes (NUL-terminated text, or binary with its length), and —
+    /// only when some are binary — the lengths, the formats (0 text, 1 binary) and the declared types (0 for
+    /// text: PostgreSQL infers it).
+    struct Parameters {
+        var count: Int32
+        var values: [UnsafePointer<CChar>?]
+        var lengths: UnsafePointer<Int32>?
+        var formats: UnsafePointer<Int32>?
+        var types: UnsafePointer<Oid>?
+    }
+
+    private static func withParameters<R>(_ binds: [PostgresBind], _ body: (Parameters) -> R) -> R {
+        var pointers: [UnsafeMutablePointer<CChar>?] = []
+        pointers.reserveCapacity(binds.count)
+        var binary = false
+        for bind in binds {
+            switch bind {
+            case .text(let text):
+                pointers.append(text.map { strdup($0)! })
+            case .binary(_, let bytes):
+                binary = true
+                let copy = malloc(max(bytes.count, 1))!.assumingMemoryBound(to: CChar.self)
+                bytes.withUnsafeBytes { if let base = $0.baseAddress { memcpy(copy, base, bytes.count) } }
+                pointers.append(copy)
+            }
+        }
         defer { for p in pointers { free(p) } }
-        return pointers.withUnsafeMutableBufferPointer { buffer in
-            body(buffer.map { $0.map { UnsafePointer($0) } })
+        let values = pointers.map { $0.map { UnsafePointer($0) } }
+        guard binary else { return body(Parameters(count: Int32(binds.count), values: values)) }
+        var lengths: [Int32] = []
+        var formats: [Int32] = []
+        for bind in binds {
+            switch bind {
+            case .text:
+                lengths.append(0)
+                formats.append(0)
+            case .binary(_, let bytes):
+                lengths.append(Int32(bytes.count))
+                formats.append(1)
+            }
+        }
+        let types = binds.map(\.declaredType)
+        return lengths.withUnsafeBufferPointer { l in
+            formats.withUnsafeBufferPointer { f in
+                types.withUnsafeBufferPointer { t in
+                    body(
+                        Parameters(
+                            count: Int32(binds.count), values: values, lengths: l.baseAddress, formats: f.baseAddress,
+                            types: t.baseAddress))
+                }
+            }
         }
     }
 }
@@ -350,9 +400,22 @@ public final class PostgresConnection {
 /// group-commit batch's dozens of kilobyte-long statements that was about a fifth of the batch's CPU.
 struct StatementText: Hashable {
     let sql: String
-    init(_ sql: String) { self.sql = sql }
+    /// The parameter types declared when it is prepared: none unless a bind is binary (`PostgresBind.binary`), so a
+    /// statement sent once with text and once with binary binds is prepared twice, each with its types.
+    let types: [UInt32]
+
+    init(_ query: PostgresQuery) {
+        sql = query.sql
+        types = query.binds.contains { $0.declaredType != 0 } ? query.binds.map(\.declaredType) : []
+    }
+
+    /// The declared types for libpq (nil when there are none: PostgreSQL infers every one).
+    func withTypes<R>(_ body: (UnsafePointer<Oid>?) -> R) -> R {
+        types.isEmpty ? body(nil) : types.withUnsafeBufferPointer { body($0.baseAddress) }
+    }
 
     static func == (a: StatementText, b: StatementText) -> Bool {
+        guard a.types == b.types else { return false }
         var x = a.sql
         var y = b.sql
         return x.withUTF8 { p in
@@ -363,5 +426,6 @@ struct StatementText: Hashable {
     func hash(into hasher: inout Hasher) {
         var text = sql
         text.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        hasher.combine(types)
     }
 }

@@ -5,7 +5,7 @@
 /// Identifiers chosen by code (never by input) go in with `\(identifier: "visits_shadow")`.
 public struct PostgresQuery: ExpressibleByStringInterpolation, Sendable, CustomStringConvertible {
     public var sql: String
-    public var binds: [String?]
+    public var binds: [PostgresBind]
     /// How PostgreSQL plans this statement (`plan_cache_mode`, set for this statement alone).
     public var planning = Planning.chosenByServer
 
@@ -30,7 +30,7 @@ public struct PostgresQuery: ExpressibleByStringInterpolation, Sendable, CustomS
         }
     }
 
-    public init(sql: String, binds: [String?] = []) {
+    public init(sql: String, binds: [PostgresBind] = []) {
         self.sql = sql
         self.binds = binds
     }
@@ -107,7 +107,7 @@ public struct PostgresQuery: ExpressibleByStringInterpolation, Sendable, CustomS
 
     public struct StringInterpolation: StringInterpolationProtocol {
         var sql = ""
-        var binds: [String?] = []
+        var binds: [PostgresBind] = []
 
         public init(literalCapacity: Int, interpolationCount: Int) {
             sql.reserveCapacity(literalCapacity + interpolationCount * 3)
@@ -116,12 +116,12 @@ public struct PostgresQuery: ExpressibleByStringInterpolation, Sendable, CustomS
         public mutating func appendLiteral(_ literal: String) { sql += literal }
 
         public mutating func appendInterpolation<T: PostgresEncodable>(_ value: T) {
-            binds.append(value.postgresText)
+            binds.append(value.postgresBind)
             sql += "$\(binds.count)"
         }
 
         public mutating func appendInterpolation<T: PostgresEncodable>(_ value: T?) {
-            binds.append(value?.postgresText)
+            binds.append(value?.postgresBind ?? nil)
             sql += "$\(binds.count)"
         }
 
@@ -256,9 +256,15 @@ extension PostgresQuery {
     }
 }
 
-/// A value that travels to PostgreSQL as a text-format bind parameter.
+/// A value that travels to PostgreSQL as a bind parameter: as text unless it says otherwise (`postgresBind`).
 public protocol PostgresEncodable: Sendable {
     var postgresText: String { get }
+    /// How it is sent: `.text(postgresText)` unless the type sends itself in binary (`PostgresBinaryArray`).
+    var postgresBind: PostgresBind { get }
+}
+
+extension PostgresEncodable {
+    public var postgresBind: PostgresBind { .text(postgresText) }
 }
 
 extension String: PostgresEncodable { public var postgresText: String { self } }

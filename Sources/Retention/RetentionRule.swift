@@ -66,7 +66,7 @@ public struct RetentionRule: Sendable {
                     RETURNING 1
                 )
                 SELECT (SELECT count(*) FROM gone) AS deliveries, (SELECT count(*) FROM gone_attempts) AS delivery_attempts
-                """, binds: [String(cutoff), String(settings.batchSize)])
+                """, binds: [.text(String(cutoff)), .text(String(settings.batchSize))])
     }
 
     /// Idempotency records older than 48 hours.
@@ -100,7 +100,7 @@ public struct RetentionRule: Sendable {
                         RETURNING 1
                     )
                     SELECT count(*) AS \(table) FROM gone
-                    """, binds: [String(cutoffMs), String(settings.batchSize)])
+                    """, binds: [.text(String(cutoffMs)), .text(String(settings.batchSize))])
         }
     }
 
@@ -122,7 +122,7 @@ public struct RetentionRule: Sendable {
                     RETURNING 1
                 )
                 SELECT count(*) AS live_activities FROM gone
-                """, binds: [String(cutoff), String(settings.batchSize)])
+                """, binds: [.text(String(cutoff)), .text(String(settings.batchSize))])
     }
 
     /// Every broadcast channel of a visit that ended more than 12 hours ago, but one whose creation is in
@@ -146,6 +146,6 @@ public struct RetentionRule: Sendable {
                     RETURNING 1
                 )
                 SELECT count(*) AS channels FROM gone
-                """, binds: [String(cutoff), String(settings.batchSize)])
+                """, binds: [.text(String(cutoff)), .text(String(settings.batchSize))])
     }
 }

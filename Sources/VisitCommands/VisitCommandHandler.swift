@@ -436,7 +436,7 @@ public struct VisitCommandHandler: Sendable {
         guard !commands.isEmpty else { return [] }
         let ids = commands.map(\.visitId)
         let streams = commands.map(\.stream)
-        let known = PostgresNullableArray(states.versions(ids))
+        let known = PostgresBinaryArray(states.versions(ids))
         // Planned once per connection: its plan (two index probes per visit) holds for any number of visits,
         // and PostgreSQL's own choice re-planned it at nearly every execution (a generic plan takes the arrays
         // for ten elements and so looks costlier than a custom one for the five of a usual batch).
@@ -445,7 +445,7 @@ public struct VisitCommandHandler: Sendable {
                    (SELECT CASE WHEN v.version = r.known THEN '=' ELSE v.state::text END
                     FROM visits v WHERE v.visit_id = r.visit_id) AS state,
                    (SELECT COALESCE(max(position), 0) FROM events WHERE stream_name = r.stream) AS version
-            FROM unnest(\(ids)::text[], \(streams)::text[], \(known)::bigint[]) WITH ORDINALITY AS r(visit_id, stream, known, idx)
+            FROM unnest(\(PostgresBinaryArray(ids))::text[], \(PostgresBinaryArray(streams))::text[], \(known)::bigint[]) WITH ORDINALITY AS r(visit_id, stream, known, idx)
             ORDER BY r.idx
             """
         let statesQuery = statesRead.plannedOnce()

@@ -96,7 +96,7 @@ public struct VisitReadModel: Sendable {
 
     /// The bind parameters of one upsert: the states encoded (the CPU half of a write).
     public struct EncodedBatch: Sendable {
-        let binds: [String?]
+        let binds: [PostgresBind]
         public let count: Int
         /// The view text of each state (`viewText(for:)`), in order.
         public let views: [String]
@@ -134,9 +134,11 @@ public struct VisitReadModel: Sendable {
     public func encode(_ rows: [EncodedRow]) -> EncodedBatch {
         EncodedBatch(
             binds: [
-                rows.map(\.visitId).postgresText, rows.map(\.customerId).postgresText, rows.map(\.technicianId).postgresText,
-                rows.map(\.status).postgresText, rows.map(\.ended).postgresText, rows.map(\.version).postgresText,
-                rows.map(\.scheduledAt).postgresText, rows.map(\.view).postgresText, rows.map(\.snapshot).postgresText,
+                PostgresBinaryArray(rows.map(\.visitId)).postgresBind, PostgresBinaryArray(rows.map(\.customerId)).postgresBind,
+                PostgresBinaryArray(rows.map(\.technicianId)).postgresBind, PostgresBinaryArray(rows.map(\.status)).postgresBind,
+                PostgresBinaryArray(rows.map(\.ended)).postgresBind, PostgresBinaryArray(rows.map(\.version)).postgresBind,
+                PostgresBinaryArray(rows.map(\.scheduledAt)).postgresBind, PostgresBinaryArray(rows.map(\.view)).postgresBind,
+                PostgresBinaryArray(rows.map(\.snapshot)).postgresBind,
             ], count: rows.count, views: rows.map(\.view))
     }
 

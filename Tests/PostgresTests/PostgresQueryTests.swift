@@ -10,7 +10,7 @@ import Testing
         let name = "x'; DROP TABLE t; --"
         let q: PostgresQuery = "SELECT \(name), \("literal"), \(Int64(7)), \(nil as String?)"
         #expect(q.sql == "SELECT $1, $2, $3, $4")
-        #expect(q.binds == [name, "literal", "7", nil])
+        #expect(q.binds == [.text(name), "literal", "7", nil])
     }
 
     @Test func aFragmentsPlaceholdersFollowTheOuterQuerys() {
