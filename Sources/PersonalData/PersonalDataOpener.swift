@@ -1,3 +1,4 @@
+import Foundation
 import JSON
 import Postgres
 
@@ -19,17 +20,26 @@ public struct PersonalDataOpener: Sendable {
         self.cache = cache
     }
 
-    /// Whether `bytes` may hold a sealed value (a cheap scan: answers without one pass untouched).
-    public static func mayHoldSealed(_ bytes: some Collection<UInt8>) -> Bool {
-        let marker = SealedText.prefixBytes
-        var matched = 0
-        for byte in bytes {
-            if byte == marker[matched] {
-                matched += 1
-                if matched == marker.count { return true }
-            } else {
-                matched = byte == marker[0] ? 1 : 0
-            }
+    /// Whether `bytes` may hold a sealed value (a cheap scan: answers without one pass untouched). Every API
+    /// answer passes here: the scan runs over the bytes in place (`memchr` for the marker's first byte), not
+    /// through a generic collection's iterator (3.4 % of `serve` under the API benchmark's load).
+    public static func mayHoldSealed(_ bytes: Data) -> Bool {
+        bytes.withUnsafeBytes { contains(SealedText.prefixBytes, in: $0) }
+    }
+
+    public static func mayHoldSealed(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { contains(SealedText.prefixBytes, in: $0) }
+    }
+
+    static func contains(_ marker: [UInt8], in buffer: UnsafeRawBufferPointer) -> Bool {
+        guard let base = buffer.baseAddress, !marker.isEmpty, buffer.count >= marker.count else { return false }
+        let last = buffer.count - marker.count
+        var at = 0
+        while at <= last {
+            guard let hit = memchr(base + at, Int32(marker[0]), last - at + 1) else { return false }
+            let i = base.distance(to: UnsafeRawPointer(hit))
+            if marker.withUnsafeBytes({ memcmp(base + i, $0.baseAddress!, marker.count) }) == 0 { return true }
+            at = i + 1
         }
         return false
     }

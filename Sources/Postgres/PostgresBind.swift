@@ -24,6 +24,8 @@ public protocol PostgresBinaryElement: Sendable {
     static var postgresArrayType: UInt32 { get }
     /// The OID of this element type.
     static var postgresElementType: UInt32 { get }
+    /// The length of its binary format.
+    var postgresBinaryCount: Int { get }
     /// Appends the value in PostgreSQL's binary format (without its length).
     func appendPostgresBinary(to bytes: inout [UInt8])
 }
@@ -31,24 +33,28 @@ public protocol PostgresBinaryElement: Sendable {
 extension String: PostgresBinaryElement {
     public static var postgresArrayType: UInt32 { 1009 }
     public static var postgresElementType: UInt32 { 25 }
+    public var postgresBinaryCount: Int { utf8.count }
     public func appendPostgresBinary(to bytes: inout [UInt8]) { bytes.append(contentsOf: utf8) }
 }
 
 extension Int64: PostgresBinaryElement {
     public static var postgresArrayType: UInt32 { 1016 }
     public static var postgresElementType: UInt32 { 20 }
+    public var postgresBinaryCount: Int { 8 }
     public func appendPostgresBinary(to bytes: inout [UInt8]) { PostgresBinaryArray.append(UInt64(bitPattern: self), to: &bytes) }
 }
 
 extension Int: PostgresBinaryElement {
     public static var postgresArrayType: UInt32 { Int64.postgresArrayType }
     public static var postgresElementType: UInt32 { Int64.postgresElementType }
+    public var postgresBinaryCount: Int { 8 }
     public func appendPostgresBinary(to bytes: inout [UInt8]) { Int64(self).appendPostgresBinary(to: &bytes) }
 }
 
 extension Int32: PostgresBinaryElement {
     public static var postgresArrayType: UInt32 { 1007 }
     public static var postgresElementType: UInt32 { 23 }
+    public var postgresBinaryCount: Int { 4 }
     public func appendPostgresBinary(to bytes: inout [UInt8]) {
         PostgresBinaryArray.append(UInt32(bitPattern: self), to: &bytes)
     }
@@ -57,12 +63,14 @@ extension Int32: PostgresBinaryElement {
 extension Double: PostgresBinaryElement {
     public static var postgresArrayType: UInt32 { 1022 }
     public static var postgresElementType: UInt32 { 701 }
+    public var postgresBinaryCount: Int { 8 }
     public func appendPostgresBinary(to bytes: inout [UInt8]) { PostgresBinaryArray.append(bitPattern, to: &bytes) }
 }
 
 extension Bool: PostgresBinaryElement {
     public static var postgresArrayType: UInt32 { 1000 }
     public static var postgresElementType: UInt32 { 16 }
+    public var postgresBinaryCount: Int { 1 }
     public func appendPostgresBinary(to bytes: inout [UInt8]) { bytes.append(self ? 1 : 0) }
 }
 
@@ -72,22 +80,19 @@ extension Bool: PostgresBinaryElement {
 /// the command batches' load). The statement may cast it (`\(PostgresBinaryArray(counts))::integer[]`).
 public struct PostgresBinaryArray: PostgresEncodable {
     public let postgresBind: PostgresBind
-    private let literal: @Sendable () -> String
+    @usableFromInline let literal: @Sendable () -> String
 
+    // (Inlinable, so each call site's element type is specialized: unspecialized, every element went through
+    // witness tables.)
+    @inlinable
     public init<Element: PostgresBinaryElement & PostgresEncodable>(_ elements: [Element]) {
-        postgresBind = Self.encode(elements.count, type: Element.self, hasNull: false) { i, bytes in
-            elements[i].appendPostgresBinary(to: &bytes)
-            return true
-        }
+        postgresBind = Self.encode(elements.count, hasNull: false) { elements[$0] }
         literal = { elements.postgresText }
     }
 
+    @inlinable
     public init<Element: PostgresBinaryElement & PostgresEncodable>(_ elements: [Element?]) {
-        postgresBind = Self.encode(elements.count, type: Element.self, hasNull: elements.contains { $0 == nil }) { i, bytes in
-            guard let element = elements[i] else { return false }
-            element.appendPostgresBinary(to: &bytes)
-            return true
-        }
+        postgresBind = Self.encode(elements.count, hasNull: elements.contains { $0 == nil }) { elements[$0] }
         literal = { PostgresNullableArray(elements).postgresText }
     }
 
@@ -95,12 +100,15 @@ public struct PostgresBinaryArray: PostgresEncodable {
     public var postgresText: String { literal() }
 
     /// The array's header (one dimension, from 1; none when empty), then each element as its length and bytes
-    /// (`write` answers false for NULL: length -1, no bytes).
-    private static func encode<Element: PostgresBinaryElement>(
-        _ count: Int, type: Element.Type, hasNull: Bool, write: (Int, inout [UInt8]) -> Bool
+    /// (NULL: length -1, no bytes), in one allocation of the exact size.
+    @inlinable
+    static func encode<Element: PostgresBinaryElement>(
+        _ count: Int, hasNull: Bool, element: (Int) -> Element?
     ) -> PostgresBind {
+        var size = 20
+        for i in 0..<count { size += 4 + (element(i)?.postgresBinaryCount ?? 0) }
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(20 + count * 16)
+        bytes.reserveCapacity(size)
         append(UInt32(count == 0 ? 0 : 1), to: &bytes)
         append(UInt32(hasNull ? 1 : 0), to: &bytes)
         append(Element.postgresElementType, to: &bytes)
@@ -109,22 +117,23 @@ public struct PostgresBinaryArray: PostgresEncodable {
             append(UInt32(1), to: &bytes)
         }
         for i in 0..<count {
-            let at = bytes.count
-            append(UInt32(0), to: &bytes)
-            guard write(i, &bytes) else {
-                bytes.replaceSubrange(at..<(at + 4), with: [0xFF, 0xFF, 0xFF, 0xFF])
+            guard let value = element(i) else {
+                append(UInt32.max, to: &bytes)
                 continue
             }
-            withUnsafeBytes(of: UInt32(bytes.count - at - 4).bigEndian) { bytes.replaceSubrange(at..<(at + 4), with: $0) }
+            append(UInt32(value.postgresBinaryCount), to: &bytes)
+            value.appendPostgresBinary(to: &bytes)
         }
         return .binary(type: Element.postgresArrayType, bytes: bytes)
     }
 
     /// Network byte order.
+    @inlinable
     static func append(_ value: UInt32, to bytes: inout [UInt8]) {
         withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }
     }
 
+    @inlinable
     static func append(_ value: UInt64, to bytes: inout [UInt8]) {
         withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }
     }

@@ -1,3 +1,4 @@
+import Foundation
 import JSON
 import Postgres
 import TestSupport
@@ -21,6 +22,24 @@ import Testing
             let otherKey = try store.dataKey(forCustomer: "c-2", on: c)
             let values = try [#"Zoë "Z" \ the 2nd"# + "\n", "12 Elm Row", "Boiler check 🔧"].map { try store.seal($0, with: key) }
             return ([key.id: key], values, try store.seal("Olga", with: otherKey))
+        }
+    }
+
+    /// The scan every answer passes: the marker anywhere (first byte, last bytes, after a partial match), in
+    /// `Data` and in an array alike; nothing for a partial marker, a body shorter than it, or an empty one.
+    @Test func theScanFindsTheMarkerWhereverItIs() {
+        let marker = SealedText.prefix
+        let found = [
+            marker + "k:x", #"{"a":""# + marker + #"k:x"}"#, "xx" + marker, "enc:enc:v" + marker, "e" + marker,
+        ]
+        let absent = ["", "enc", String(marker.dropLast()), "enc:v2:" + String(repeating: "x", count: 100), #"{"a":"enc:v1"}"#]
+        for text in found {
+            #expect(PersonalDataOpener.mayHoldSealed(Array(text.utf8)), "\(text)")
+            #expect(PersonalDataOpener.mayHoldSealed(Data(text.utf8)), "\(text)")
+        }
+        for text in absent {
+            #expect(!PersonalDataOpener.mayHoldSealed(Array(text.utf8)), "\(text)")
+            #expect(!PersonalDataOpener.mayHoldSealed(Data(text.utf8)), "\(text)")
         }
     }
 
