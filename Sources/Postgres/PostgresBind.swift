@@ -18,6 +18,13 @@ public enum PostgresBind: Sendable, Hashable, ExpressibleByStringLiteral, Expres
     }
 }
 
+extension PostgresQuery {
+    /// The parameter types it declares: none unless a bind is binary (then 0, inferred, for each text bind).
+    var declaredTypes: [UInt32] {
+        binds.contains { $0.declaredType != 0 } ? binds.map(\.declaredType) : []
+    }
+}
+
 /// A value that goes into an array sent in binary (`PostgresBinaryArray`): its element type and its bytes.
 public protocol PostgresBinaryElement: Sendable {
     /// The OID of the array type of this element type (`text[]` for `String`).

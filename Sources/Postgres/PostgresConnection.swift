@@ -57,12 +57,13 @@ public final class PostgresConnection {
         }
         let result: OpaquePointer?
         if usePreparedStatements {
-            let name = try preparedName(for: query)
-            result = PostgresConnection.withParameters(query.binds) { p in
+            let statement = StatementText(query)
+            let name = try preparedName(for: statement, of: query)
+            result = PostgresConnection.withParameters(query.binds, types: statement.types) { p in
                 PQexecPrepared(conn, name, p.count, p.values, p.lengths, p.formats, 0)
             }
         } else {
-            result = PostgresConnection.withParameters(query.binds) { p in
+            result = PostgresConnection.withParameters(query.binds, types: query.declaredTypes) { p in
                 PQexecParams(conn, query.sql, p.count, p.types, p.values, p.lengths, p.formats, 0)
             }
         }
@@ -134,12 +135,12 @@ public final class PostgresConnection {
                     sent.append(.prepare(statement, name: name))
                 }
                 if ok == 1 {
-                    ok = PostgresConnection.withParameters(query.binds) { p in
+                    ok = PostgresConnection.withParameters(query.binds, types: statement.types) { p in
                         PQsendQueryPrepared(conn, name, p.count, p.values, p.lengths, p.formats, 0)
                     }
                 }
             } else {
-                ok = PostgresConnection.withParameters(query.binds) { p in
+                ok = PostgresConnection.withParameters(query.binds, types: query.declaredTypes) { p in
                     PQsendQueryParams(conn, query.sql, p.count, p.types, p.values, p.lengths, p.formats, 0)
                 }
             }
@@ -250,8 +251,7 @@ public final class PostgresConnection {
 
     // MARK: private
 
-    private func preparedName(for query: PostgresQuery) throws -> String {
-        let statement = StatementText(query)
+    private func preparedName(for statement: StatementText, of query: PostgresQuery) throws -> String {
         if let name = prepared[statement] { return name }
         if prepared.count >= 512 {
             try execute(script: "DEALLOCATE ALL")
@@ -350,37 +350,33 @@ public final class PostgresConnection {
         var types: UnsafePointer<Oid>?
     }
 
-    private static func withParameters<R>(_ binds: [PostgresBind], _ body: (Parameters) -> R) -> R {
+    /// `types`: the binds' declared types (`PostgresQuery.declaredTypes`), empty when all are text.
+    private static func withParameters<R>(_ binds: [PostgresBind], types: [UInt32], _ body: (Parameters) -> R) -> R {
+        // Lengths and formats only when some bind is binary.
+        let binary = !types.isEmpty
         var pointers: [UnsafeMutablePointer<CChar>?] = []
+        var lengths: [Int32] = []
+        var formats: [Int32] = []
         pointers.reserveCapacity(binds.count)
-        var binary = false
         for bind in binds {
             switch bind {
             case .text(let text):
                 pointers.append(text.map { strdup($0)! })
+                if binary {
+                    lengths.append(0)
+                    formats.append(0)
+                }
             case .binary(_, let bytes):
-                binary = true
                 let copy = malloc(max(bytes.count, 1))!.assumingMemoryBound(to: CChar.self)
                 bytes.withUnsafeBytes { if let base = $0.baseAddress { memcpy(copy, base, bytes.count) } }
                 pointers.append(copy)
+                lengths.append(Int32(bytes.count))
+                formats.append(1)
             }
         }
         defer { for p in pointers { free(p) } }
         let values = pointers.map { $0.map { UnsafePointer($0) } }
         guard binary else { return body(Parameters(count: Int32(binds.count), values: values)) }
-        var lengths: [Int32] = []
-        var formats: [Int32] = []
-        for bind in binds {
-            switch bind {
-            case .text:
-                lengths.append(0)
-                formats.append(0)
-            case .binary(_, let bytes):
-                lengths.append(Int32(bytes.count))
-                formats.append(1)
-            }
-        }
-        let types = binds.map(\.declaredType)
         return lengths.withUnsafeBufferPointer { l in
             formats.withUnsafeBufferPointer { f in
                 types.withUnsafeBufferPointer { t in
@@ -406,7 +402,7 @@ struct StatementText: Hashable {
 
     init(_ query: PostgresQuery) {
         sql = query.sql
-        types = query.binds.contains { $0.declaredType != 0 } ? query.binds.map(\.declaredType) : []
+        types = query.declaredTypes
     }
 
     /// The declared types for libpq (nil when there are none: PostgreSQL infers every one).
