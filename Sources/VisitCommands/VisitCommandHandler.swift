@@ -328,14 +328,18 @@ public struct VisitCommandHandler: Sendable {
                 var alone = Set<String>()
                 for i in firstJoined..<commands.count {
                     let visit = commands[i].visitId
-                    if current[visit] == nil, commands[i].sharesItsVisit, let state = states.assumed(visit) {
+                    if alone.contains(visit) || !commands[i].sharesItsVisit {
+                        alone.insert(visit)
+                        continue
+                    }
+                    if !joinedVisits.contains(visit) {
+                        guard current[visit] == nil, let state = states.assumed(visit) else {
+                            alone.insert(visit)
+                            continue
+                        }
                         current[visit] = .success(state)
                         assumed.insert(visit)
                         joinedVisits.insert(visit)
-                    }
-                    if alone.contains(visit) || !joinedVisits.contains(visit) || !commands[i].sharesItsVisit {
-                        alone.insert(visit)
-                        continue
                     }
                     decide(i)
                 }

@@ -147,27 +147,28 @@ public struct VisitReadModel: Sendable {
     public static let copyColumns = "visit_id, customer_id, technician_id, status, ended, version, scheduled_at, view, state"
 
     /// Appends each state as one row of COPY text (`COPY table (copyColumns) FROM STDIN`): the same values
-    /// as `encode` binds for the upsert, so a table filled either way holds the same rows (the replay's bulk
+    /// as `encode` binds for the upsert (both from `encodeRow`), so a table filled either way holds the same rows (the replay's bulk
     /// write into a fresh table, where no row can conflict).
     public func appendCopyRows(_ states: some Sequence<VisitState>, to buffer: inout [UInt8]) {
         for state in states {
-            PostgresCopyText.append(state.visitId, to: &buffer)
+            let row = encodeRow(state)
+            PostgresCopyText.append(row.visitId, to: &buffer)
             buffer.append(0x09)
-            PostgresCopyText.append(state.customerId, to: &buffer)
+            PostgresCopyText.append(row.customerId, to: &buffer)
             buffer.append(0x09)
-            PostgresCopyText.append(state.technician.id, to: &buffer)
+            PostgresCopyText.append(row.technicianId, to: &buffer)
             buffer.append(0x09)
-            PostgresCopyText.append(state.status.rawValue, to: &buffer)
+            PostgresCopyText.append(row.status, to: &buffer)
             buffer.append(0x09)
-            buffer.append(state.hasEnded ? UInt8(ascii: "t") : UInt8(ascii: "f"))
+            buffer.append(row.ended ? UInt8(ascii: "t") : UInt8(ascii: "f"))
             buffer.append(0x09)
-            buffer.append(contentsOf: String(state.version).utf8)
+            buffer.append(contentsOf: String(row.version).utf8)
             buffer.append(0x09)
-            buffer.append(contentsOf: String(state.scheduledAt).utf8)
+            buffer.append(contentsOf: String(row.scheduledAt).utf8)
             buffer.append(0x09)
-            PostgresCopyText.append(viewText(for: state), to: &buffer)
+            PostgresCopyText.append(row.view, to: &buffer)
             buffer.append(0x09)
-            PostgresCopyText.append(state.snapshotJSON().serializedString(), to: &buffer)
+            PostgresCopyText.append(row.snapshot, to: &buffer)
             buffer.append(0x0A)
         }
     }
