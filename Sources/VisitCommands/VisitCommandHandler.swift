@@ -435,7 +435,7 @@ public struct VisitCommandHandler: Sendable {
     /// model when it is at the stream's version (the statement reads both), else the stream folded. A
     /// visit whose stream cannot be folded fails alone. Where the read model's row is at the version of the
     /// state this process committed last (`states`), the statement answers `=` instead of the snapshot, and
-    /// that state is used: no jsonb written out as text, sent and parsed again.
+    /// that state is used: no snapshot sent and parsed again.
     func currentStates(_ commands: [VisitCommand], on connection: PostgresConnection) throws -> [Result<VisitState?, any Error>] {
         guard !commands.isEmpty else { return [] }
         let ids = commands.map(\.visitId)
@@ -446,7 +446,7 @@ public struct VisitCommandHandler: Sendable {
         // for ten elements and so looks costlier than a custom one for the five of a usual batch).
         let statesRead: PostgresQuery = """
             SELECT r.idx,
-                   (SELECT CASE WHEN v.version = r.known THEN '=' ELSE v.state::text END
+                   (SELECT CASE WHEN v.version = r.known THEN '=' ELSE v.state END
                     FROM visits v WHERE v.visit_id = r.visit_id) AS state,
                    (SELECT COALESCE(max(position), 0) FROM events WHERE stream_name = r.stream) AS version
             FROM unnest(\(PostgresBinaryArray(ids))::text[], \(PostgresBinaryArray(streams))::text[], \(known)::bigint[]) WITH ORDINALITY AS r(visit_id, stream, known, idx)

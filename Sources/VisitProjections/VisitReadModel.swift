@@ -218,7 +218,7 @@ public struct VisitReadModel: Sendable {
     /// The folded state stored with a visit (nil when the visit does not exist).
     public static func state(visitId: String, on connection: PostgresConnection) throws -> VisitState? {
         guard
-            let text = try connection.query("SELECT state::text AS state FROM visits WHERE visit_id = \(visitId)").first?["state"]
+            let text = try connection.query("SELECT state FROM visits WHERE visit_id = \(visitId)").first?["state"]
         else { return nil }
         return try VisitState(snapshot: Array(text.utf8))
     }

@@ -45,7 +45,7 @@ import VisitTestSupport
         try await f.pool.withConnection { c in
             try c.execute(
                 script: """
-                    UPDATE visits SET state = jsonb_set(state, '{status}', '"completed"') WHERE visit_id = 'v-c1'
+                    UPDATE visits SET state = jsonb_set(state::jsonb, '{status}', '"completed"')::text WHERE visit_id = 'v-c1'
                     """)
         }
         let second = try await f.pool.withConnection { c in
