@@ -112,6 +112,50 @@ public final class Outbox: Sendable {
         return layers
     }
 
+    /// One statement that tells, per visit, whether an intent of it could have a target at all: a live (not
+    /// retired) Live Activity or a channel of the visit, a live push-to-start or notification token of its
+    /// customer, or a start of the visit still waiting. A visit with none gets nothing from `enqueue` — no
+    /// delivery, nothing superseded, no start cancelled — so a caller that knows it may leave its intents
+    /// out, and check in the same transaction that it still has none: for a visit marked `skipped` that has
+    /// a target now the statement fails (SQLSTATE `targetsAppearedSQLState`, migration 0022), and with it the
+    /// transaction. `targetsFound` reads the answers, in order.
+    public static func targetsProbe(_ visits: [(visitId: String, customerId: String, skipped: Bool)]) -> PostgresQuery {
+        let probe: PostgresQuery = """
+            SELECT t.n, t.has_targets,
+                   CASE WHEN t.skipped AND t.has_targets THEN livevisits_targets_appeared(t.visit_id) END AS appeared
+            FROM (
+                SELECT v.n, v.visit_id, v.skipped,
+                       (EXISTS (SELECT 1 FROM live_activities la WHERE la.visit_id = v.visit_id AND la.retired_at_ms IS NULL)
+                        OR EXISTS (SELECT 1 FROM channels ch WHERE ch.visit_id = v.visit_id)
+                        OR EXISTS (SELECT 1 FROM push_to_start_tokens s
+                                   WHERE s.customer_id = v.customer_id AND s.retired_at_ms IS NULL)
+                        OR EXISTS (SELECT 1 FROM notification_tokens nt
+                                   WHERE nt.customer_id = v.customer_id AND nt.retired_at_ms IS NULL)
+                        OR EXISTS (SELECT 1 FROM deliveries d
+                                   WHERE d.visit_id = v.visit_id AND d.kind = 'start' AND d.state = 'pending')) AS has_targets
+                FROM unnest(\(PostgresBinaryArray(visits.map(\.visitId)))::text[],
+                            \(PostgresBinaryArray(visits.map(\.customerId)))::text[],
+                            \(PostgresBinaryArray(visits.map(\.skipped)))::boolean[])
+                    WITH ORDINALITY AS v(visit_id, customer_id, skipped, n)
+            ) t
+            ORDER BY t.n
+            """
+        // Its plan (a few index probes per visit) holds for any number of visits.
+        return probe.plannedOnce()
+    }
+
+    /// The answers of `targetsProbe` for `count` visits, in order: whether each could have a target.
+    public static func targetsFound(_ rows: PostgresRows, count: Int) throws -> [Bool] {
+        guard rows.count == count else {
+            throw PostgresError(
+                code: .protocolViolation, message: "the targets probe answered \(rows.count) rows for \(count) visits")
+        }
+        return try rows.rows.map { try $0.bool("has_targets") }
+    }
+
+    /// The SQLSTATE with which `targetsProbe` fails a transaction in which a skipped visit has a target.
+    public static let targetsAppearedSQLState = "LV001"
+
     /// What one enqueue statement did.
     public static func enqueueResult(_ rows: PostgresRows) throws -> EnqueueResult {
         guard let row = rows.first else { return EnqueueResult() }

@@ -23,6 +23,18 @@ public struct OutboxPushes: PushEnqueuer {
 
     public func committed() { outbox.committed() }
 
+    public func targetsProbe(_ visits: [(visitId: String, customerId: String, skipped: Bool)]) -> PostgresQuery? {
+        Outbox.targetsProbe(visits)
+    }
+
+    public func targetsFound(_ rows: PostgresRows, count: Int) throws -> [Bool] {
+        try Outbox.targetsFound(rows, count: count)
+    }
+
+    public func targetsAppeared(_ error: any Error) -> Bool {
+        (error as? PostgresError)?.sqlState == Outbox.targetsAppearedSQLState
+    }
+
     /// A catch-up for one newly registered Live Activity (latest state, its own timestamp).
     public func enqueueCatchUp(_ plan: PushPlan, for state: VisitState, activityId: String, on connection: PostgresConnection)
         throws

@@ -18,10 +18,21 @@ public protocol PushEnqueuer: Sendable {
     func statements(for intents: [PushIntent]) throws -> [PostgresQuery]
     /// Called after the transaction that enqueued committed (wake the workers).
     func committed()
+    /// A statement for the same transaction that tells, per visit, whether its intents could have a target at
+    /// all, and fails the transaction where a visit marked `skipped` (its intents left out) has one now; nil:
+    /// this enqueuer cannot tell, and every intent is written.
+    func targetsProbe(_ visits: [(visitId: String, customerId: String, skipped: Bool)]) -> PostgresQuery?
+    /// The probe's answers for `count` visits, in order.
+    func targetsFound(_ rows: PostgresRows, count: Int) throws -> [Bool]
+    /// Whether `error` is the probe failing a transaction: a visit marked `skipped` has a target.
+    func targetsAppeared(_ error: any Error) -> Bool
 }
 
 extension PushEnqueuer {
     public func committed() {}
+    public func targetsProbe(_ visits: [(visitId: String, customerId: String, skipped: Bool)]) -> PostgresQuery? { nil }
+    public func targetsFound(_ rows: PostgresRows, count: Int) throws -> [Bool] { [] }
+    public func targetsAppeared(_ error: any Error) -> Bool { false }
 }
 
 /// Writes no pushes: for benchmarks and tests of the other parts of the command path.
@@ -299,10 +310,11 @@ public struct VisitCommandHandler: Sendable {
         if !prepared.isEmpty {
             var requests: [AppendRequest] = []
             var views: [String?] = []
-            var statements: [PostgresQuery] = []
             var extras: [Range<Int>] = []
             var followed: [Int] = []
             var followersAt = 0
+            var probed: [(visitId: String, customerId: String, skipped: Bool)] = []
+            var probeAt: Int?
             var results: [PostgresRows]?
             // The read-model rows to write: the last state of each visit (an upsert may not touch a row twice),
             // encoded before the turn to write; the views of the states before it are rendered for their
@@ -348,20 +360,57 @@ public struct VisitCommandHandler: Sendable {
                 let encoded = readModel.encode(rows.map(\.row))
                 views = [String?](repeating: nil, count: prepared.count)
                 for (n, row) in rows { views[n] = row.view }
-                statements = [EventStore.appendStatement(forEach: requests), readModel.upsertStatement(encoded)]
+                let head = [EventStore.appendStatement(forEach: requests), readModel.upsertStatement(encoded)]
                 // The commands whose answers need the visit's followers: one statement for them all.
                 followed = prepared.indices.filter { prepared[$0].prepared.command.withFollowers }
-                // The batch's pushes together, in the commands' order (usually one statement).
-                statements += try pushes.statements(for: prepared.flatMap(\.prepared.pushIntents))
-                if !followed.isEmpty {
-                    followersAt = statements.count
-                    statements.append(VisitFollowers.query(visitIds: followed.map { prepared[$0].prepared.command.visitId }))
+                // The batch's statements. Its pushes go together, in the commands' order (usually one statement) —
+                // but those of visits known to have no push target (`VisitStateCache.hasTargets`), which would
+                // write nothing: the probe after them checks in this transaction that those visits still have
+                // none, and learns it of the visits not known yet. (Not inside a caller's transaction, which a
+                // failed probe would end.)
+                func assemble(skipping: Bool) throws -> [PostgresQuery] {
+                    var statements = head
+                    probed = []
+                    probeAt = nil
+                    extras = []
+                    var seen = Set<String>()
+                    var skipped = Set<String>()
+                    for (_, p) in prepared where seen.insert(p.command.visitId).inserted {
+                        let visit = p.command.visitId
+                        let known = states.hasTargets(visit)
+                        if known == true { continue }
+                        let skip = skipping && known == false && !connection.inTransaction
+                        if skip { skipped.insert(visit) }
+                        probed.append((visit, p.accepted.state.customerId, skip))
+                    }
+                    statements += try pushes.statements(
+                        for: prepared.flatMap(\.prepared.pushIntents).filter { !skipped.contains($0.visitId) })
+                    if !probed.isEmpty, let probe = pushes.targetsProbe(probed) {
+                        probeAt = statements.count
+                        statements.append(probe)
+                    }
+                    if !followed.isEmpty {
+                        followersAt = statements.count
+                        statements.append(VisitFollowers.query(visitIds: followed.map { prepared[$0].prepared.command.visitId }))
+                    }
+                    for (_, p) in prepared {
+                        extras.append(statements.count..<(statements.count + p.command.alsoRun.count))
+                        statements += p.command.alsoRun
+                    }
+                    return statements
                 }
-                for (_, p) in prepared {
-                    extras.append(statements.count..<(statements.count + p.command.alsoRun.count))
-                    statements += p.command.alsoRun
+                do {
+                    results = try connection.pipeline(try assemble(skipping: true))
+                } catch let error where pushes.targetsAppeared(error) {
+                    // A visit written without its pushes has a target now (registered through another process):
+                    // nothing was written; the batch goes again with every push, and that visit is not known
+                    // to have none any more.
+                    states.targetsMayHaveChanged(visits: probed.filter(\.skipped).map(\.visitId))
+                    Metrics.shared.increment(
+                        "livevisits_command_batch_targets_appeared_total",
+                        help: "Command batches written again with their pushes: a visit known to have no push target had one.")
+                    results = try connection.pipeline(try assemble(skipping: false))
                 }
-                results = try connection.pipeline(statements)
             } catch {
                 if let stop = Self.stopping(error) {
                     // The rest fail alike. (The write may have committed before the connection went: its visits are
@@ -382,7 +431,19 @@ public struct VisitCommandHandler: Sendable {
             if let results {
                 // Committed: whatever happens now, these commands are not run again. (Inside a caller's
                 // transaction nothing is committed yet: its states are not remembered.)
-                if !connection.inTransaction { states.remember(prepared.map(\.prepared.accepted.state)) }
+                if !connection.inTransaction {
+                    // (Answers that cannot be read teach nothing; the commands stand.)
+                    let found = probeAt.flatMap { try? pushes.targetsFound(results[$0], count: probed.count) } ?? []
+                    let targets = Dictionary(zip(probed.map(\.visitId), found), uniquingKeysWith: { $1 })
+                    states.remember(prepared.map(\.prepared.accepted.state), targets: targets)
+                }
+                let skipped = Set(probed.filter(\.skipped).map(\.visitId))
+                if !skipped.isEmpty {
+                    Metrics.shared.increment(
+                        "livevisits_command_pushes_skipped_total",
+                        help: "Visit commands written without the outbox's statement: their visit had no push target.",
+                        by: Double(prepared.filter { skipped.contains($0.prepared.command.visitId) }.count))
+                }
                 let written = Set(prepared.map(\.prepared.command.visitId))
                 for (i, error) in refusedOnAssumed where written.contains(commands[i].visitId) { outcomes[i] = .failure(error) }
                 do {

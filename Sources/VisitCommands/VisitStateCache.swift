@@ -16,11 +16,21 @@ import VisitDomain
 /// and is redone on read states. That is a bet that this process is the visit's only writer; one lost bet
 /// (`forget(_:distrusting:)`) stops it for `distrustSeconds`, so several processes writing the same visits
 /// read them as before instead of failing batch after batch.
+///
+/// With a state goes what the batch's targets probe last said of the visit (`hasTargets`): whether a push of
+/// it could have a target at all. A visit known to have none is written without its pushes, and the same
+/// transaction checks that it still has none (`PushEnqueuer.targetsProbe`), so the knowledge is a hint, not
+/// a bet: wrong, it costs the batch a redo.
 public final class VisitStateCache: Sendable {
+    private struct Entry {
+        var state: VisitState
+        var hasTargets: Bool?
+    }
+
     public let capacity: Int
     /// How long no state is assumed after a batch decided on one failed.
     public let distrustSeconds: Double
-    private let states = Mutex<[String: VisitState]>([:])
+    private let states = Mutex<[String: Entry]>([:])
     private let distrustedUntil = Mutex<ContinuousClock.Instant?>(nil)
 
     public init(capacity: Int = 16_384, distrustSeconds: Double = 10) {
@@ -51,6 +61,24 @@ public final class VisitStateCache: Sendable {
         }
     }
 
+    /// What is known of these visits' push targets is dropped (one may have been registered).
+    public func targetsMayHaveChanged(visits visitIds: some Sequence<String>) {
+        states.withLock { known in
+            for id in visitIds { known[id]?.hasTargets = nil }
+        }
+    }
+
+    /// What is known of the push targets of this customer's visits is dropped (a push-to-start or notification
+    /// token of theirs may have been registered): of every visit known to have none, as the customer of a
+    /// visit is not kept apart here and such registrations are rare.
+    public func targetsMayHaveChanged(customer customerId: String) {
+        states.withLock { known in
+            for (id, entry) in known where entry.hasTargets == false && entry.state.customerId == customerId {
+                known[id]?.hasTargets = nil
+            }
+        }
+    }
+
     /// Whether states are assumed now: no bet lost in the last `distrustSeconds`.
     public var assuming: Bool {
         guard let until = distrustedUntil.withLock({ $0 }) else { return true }
@@ -59,21 +87,28 @@ public final class VisitStateCache: Sendable {
 
     /// The state known for `visitId`, if any.
     public func state(_ visitId: String) -> VisitState? {
-        states.withLock { $0[visitId] }
+        states.withLock { $0[visitId]?.state }
+    }
+
+    /// Whether a push of `visitId` could have a target, as the last probe said (nil: not known here).
+    public func hasTargets(_ visitId: String) -> Bool? {
+        states.withLock { $0[visitId]?.hasTargets }
     }
 
     /// The versions known for `visitIds`, in order (nil where none is known).
     func versions(_ visitIds: [String]) -> [Int?] {
-        states.withLock { known in visitIds.map { known[$0]?.version } }
+        states.withLock { known in visitIds.map { known[$0]?.state.version } }
     }
 
-    /// Remembers committed states (a later one of a visit replaces an earlier one).
-    func remember(_ committed: some Sequence<VisitState>) {
+    /// Remembers committed states (a later one of a visit replaces an earlier one), and what the same
+    /// transaction's targets probe said of their visits (`targets`; a visit not in it keeps what was known).
+    func remember(_ committed: some Sequence<VisitState>, targets: [String: Bool] = [:]) {
         guard capacity > 0 else { return }
         states.withLock { known in
             for state in committed {
-                if known.count >= capacity && known[state.attributes.visitId] == nil { known.removeAll(keepingCapacity: true) }
-                known[state.attributes.visitId] = state
+                let visit = state.attributes.visitId
+                if known.count >= capacity && known[visit] == nil { known.removeAll(keepingCapacity: true) }
+                known[visit] = Entry(state: state, hasTargets: targets[visit] ?? known[visit]?.hasTargets)
             }
         }
     }

@@ -58,6 +58,24 @@ import Testing
         #expect(try await api.call("GET", "/v1/visits/\(id)", key: customer).json?["liveActivities"] as? Int == 2)
     }
 
+    /// A Live Activity registered through this process after the visit's commands found it had no push target:
+    /// the next event goes with its push to it at once (what was known of the visit's targets is dropped), not
+    /// after its batch's targets probe found the activity and the batch went again.
+    @Test func anActivityRegisteredHereGetsTheNextEventWithoutTheBatchGoingAgain() async throws {
+        let api = try await APIServer.start()
+        defer { Task { await api.stop() } }
+        let id = uniqueID("v")
+        let customerId = uniqueID("c")
+        try await api.schedule(id, customer: customerId)
+        try await api.post(id, #"{"type":"enRoute"}"#)
+        let customer = try await api.key(.customer, customerId)
+        #expect(try await register(api, id, "a-1", key: customer, version: 2, token: pushToken("here")).status == 204)
+        let appeared = Metrics.shared.value("livevisits_command_batch_targets_appeared_total") ?? 0
+        try await api.post(id, #"{"type":"nearby"}"#)
+        #expect(try await deliveries(api, visit: id).filter { $0.activityId == "a-1" }.map(\.kind) == ["update"])
+        #expect((Metrics.shared.value("livevisits_command_batch_targets_appeared_total") ?? 0) == appeared)
+    }
+
     @Test func catchUpOnAnEndedVisitIsTheEnd() async throws {
         let api = try await APIServer.start()
         defer { Task { await api.stop() } }

@@ -11,12 +11,6 @@ import VisitTestSupport
 /// on the remembered state, not on the snapshot read again — and only while the visit is still at that
 /// state's version.
 @Suite(.serialized, .timeLimit(.minutes(2))) struct VisitStateCacheTests {
-    func command(_ visit: String, _ json: String) throws -> VisitCommand {
-        VisitCommand(
-            visitId: visit, event: try VisitEventRequest.parse(Array(json.utf8)), context: VisitFixtures.dispatcher,
-            isCreation: false)
-    }
-
     /// A second handler on the same database, with a cache of its own: another process.
     func otherProcess(_ f: VisitFixtures) -> VisitCommandHandler {
         VisitCommandHandler(store: f.handler.store, readModel: f.readModel, pushes: f.handler.pushes, clock: f.clock)
@@ -27,7 +21,7 @@ import VisitTestSupport
         let f = try await VisitFixtures.make()
         _ = try await f.schedule(visit)
         _ = try await f.pool.withConnection { c in
-            f.handler.executeBatch([try command(visit, #"{"type": "progress", "kilometresAway": 5}"#)], on: c)
+            f.handler.executeBatch([try VisitFixtures.command(visit, #"{"type": "progress", "kilometresAway": 5}"#)], on: c)
         }
         #expect(f.handler.states.state(visit)?.version == 2)
         return f
@@ -37,7 +31,7 @@ import VisitTestSupport
         let f = try await VisitFixtures.make()
         _ = try await f.schedule("v-c1")
         let first = try await f.pool.withConnection { c in
-            f.handler.executeBatch([try command("v-c1", #"{"type": "progress", "kilometresAway": 5}"#)], on: c)
+            f.handler.executeBatch([try VisitFixtures.command("v-c1", #"{"type": "progress", "kilometresAway": 5}"#)], on: c)
         }
         #expect((try? first[0].get())?.state.version == 2)
         #expect(f.handler.states.state("v-c1")?.version == 2, "the committed state is remembered")
@@ -49,7 +43,7 @@ import VisitTestSupport
                     """)
         }
         let second = try await f.pool.withConnection { c in
-            f.handler.executeBatch([try command("v-c1", #"{"type": "enRoute"}"#)], on: c)
+            f.handler.executeBatch([try VisitFixtures.command("v-c1", #"{"type": "enRoute"}"#)], on: c)
         }
         #expect((try? second[0].get())?.state.version == 3, "decided on the remembered state: \(second[0])")
         #expect(f.handler.states.state("v-c1")?.status == .enRoute)
@@ -61,12 +55,12 @@ import VisitTestSupport
         let f = try await visitWrittenHere("v-c2")
         let other = otherProcess(f)
         let moved = try await f.pool.withConnection { c in
-            other.executeBatch([try command("v-c2", #"{"type": "onSite"}"#)], on: c)
+            other.executeBatch([try VisitFixtures.command("v-c2", #"{"type": "onSite"}"#)], on: c)
         }
         #expect((try? moved[0].get())?.state.version == 3)
         // Legal from onSite only: decided on the remembered state (scheduled) it would be refused.
         let finishing = try await f.pool.withConnection { c in
-            f.handler.executeBatch([try command("v-c2", #"{"type": "finishing"}"#)], on: c)
+            f.handler.executeBatch([try VisitFixtures.command("v-c2", #"{"type": "finishing"}"#)], on: c)
         }
         let result = try finishing[0].get()
         #expect(result.state.version == 4 && result.state.status == .finishing)
@@ -83,20 +77,20 @@ import VisitTestSupport
         _ = try await f.pool.withConnection { c in
             f.handler.executeBatch(
                 [
-                    try command("v-c4", #"{"type": "progress", "kilometresAway": 5}"#),
-                    try command("v-c5", #"{"type": "progress", "kilometresAway": 5}"#),
+                    try VisitFixtures.command("v-c4", #"{"type": "progress", "kilometresAway": 5}"#),
+                    try VisitFixtures.command("v-c5", #"{"type": "progress", "kilometresAway": 5}"#),
                 ], on: c)
         }
         #expect(f.handler.states.assuming)
         _ = try await f.pool.withConnection { c in
-            other.executeBatch([try command("v-c4", #"{"type": "progress", "kilometresAway": 4}"#)], on: c)
+            other.executeBatch([try VisitFixtures.command("v-c4", #"{"type": "progress", "kilometresAway": 4}"#)], on: c)
         }
         let redone = Metrics.shared.value("livevisits_command_batches_redone_total") ?? 0
         let outcomes = try await f.pool.withConnection { c in
             f.handler.executeBatch(
                 [
-                    try command("v-c4", #"{"type": "progress", "kilometresAway": 3}"#),
-                    try command("v-c5", #"{"type": "progress", "kilometresAway": 3}"#),
+                    try VisitFixtures.command("v-c4", #"{"type": "progress", "kilometresAway": 3}"#),
+                    try VisitFixtures.command("v-c5", #"{"type": "progress", "kilometresAway": 3}"#),
                 ], on: c)
         }
         #expect(try outcomes[0].get().state.version == 4 && outcomes[1].get().state.version == 3)
@@ -112,9 +106,9 @@ import VisitTestSupport
         let f = try await visitWrittenHere("v-c6")
         let other = otherProcess(f)
         _ = try await f.pool.withConnection { c in
-            other.executeBatch([try command("v-c6", #"{"type": "enRoute"}"#)], on: c)
+            other.executeBatch([try VisitFixtures.command("v-c6", #"{"type": "enRoute"}"#)], on: c)
         }
-        var matching = try command("v-c6", #"{"type": "nearby", "kilometresAway": 1}"#)
+        var matching = try VisitFixtures.command("v-c6", #"{"type": "nearby", "kilometresAway": 1}"#)
         matching.context.expectedVersion = 3
         let batch = [matching]
         let outcomes = try await f.pool.withConnection { c in f.handler.executeBatch(batch, on: c) }
@@ -132,7 +126,7 @@ import VisitTestSupport
         for v in ["v-s1", "v-s2", "v-s3"] {
             _ = try await f.schedule(v)
             _ = try await f.pool.withConnection { c in
-                small.executeBatch([try command(v, #"{"type": "progress", "kilometresAway": 5}"#)], on: c)
+                small.executeBatch([try VisitFixtures.command(v, #"{"type": "progress", "kilometresAway": 5}"#)], on: c)
             }
         }
         #expect(small.states.count == 1, "the third state found the cache full: it starts over with it")

@@ -37,6 +37,12 @@ public struct VisitFixtures: Sendable {
 
     public static let dispatcher = VisitCommandContext(actor: EventMetadata(actorRole: "dispatcher", actorSubject: "d-1"))
 
+    /// The dispatcher's command on an existing visit, its event as the API would parse `json`.
+    public static func command(_ visit: String, _ json: String) throws -> VisitCommand {
+        VisitCommand(
+            visitId: visit, event: try VisitEventRequest.parse(Array(json.utf8)), context: dispatcher, isCreation: false)
+    }
+
     public func schedule(_ id: String, customer: String = "c-1", technician: String = "t-1") async throws -> VisitCommandResult {
         let start = Int(clock.now()) + 600
         let body = """
