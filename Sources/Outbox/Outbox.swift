@@ -119,7 +119,7 @@ public final class Outbox: Sendable {
     /// out, and check in the same transaction that it still has none: for a visit marked `skipped` that has
     /// a target now the statement fails (SQLSTATE `targetsAppearedSQLState`, migration 0022), and with it the
     /// transaction. `targetsFound` reads the answers, in order.
-    public static func targetsProbe(_ visits: [(visitId: String, customerId: String, skipped: Bool)]) -> PostgresQuery {
+    public static func targetsProbe(_ visits: [ProbedVisit]) -> PostgresQuery {
         let probe: PostgresQuery = """
             SELECT t.n, t.has_targets,
                    CASE WHEN t.skipped AND t.has_targets THEN livevisits_targets_appeared(t.visit_id) END AS appeared
@@ -152,6 +152,9 @@ public final class Outbox: Sendable {
         }
         return try rows.rows.map { try $0.bool("has_targets") }
     }
+
+    /// A visit `targetsProbe` asks about: `skipped`, its intents were left out of the transaction.
+    public typealias ProbedVisit = (visitId: String, customerId: String, skipped: Bool)
 
     /// The SQLSTATE with which `targetsProbe` fails a transaction in which a skipped visit has a target.
     public static let targetsAppearedSQLState = "LV001"

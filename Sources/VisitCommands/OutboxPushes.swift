@@ -23,7 +23,7 @@ public struct OutboxPushes: PushEnqueuer {
 
     public func committed() { outbox.committed() }
 
-    public func targetsProbe(_ visits: [(visitId: String, customerId: String, skipped: Bool)]) -> PostgresQuery? {
+    public func targetsProbe(_ visits: [Outbox.ProbedVisit]) -> PostgresQuery? {
         Outbox.targetsProbe(visits)
     }
 

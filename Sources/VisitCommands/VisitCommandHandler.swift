@@ -21,7 +21,7 @@ public protocol PushEnqueuer: Sendable {
     /// A statement for the same transaction that tells, per visit, whether its intents could have a target at
     /// all, and fails the transaction where a visit marked `skipped` (its intents left out) has one now; nil:
     /// this enqueuer cannot tell, and every intent is written.
-    func targetsProbe(_ visits: [(visitId: String, customerId: String, skipped: Bool)]) -> PostgresQuery?
+    func targetsProbe(_ visits: [Outbox.ProbedVisit]) -> PostgresQuery?
     /// The probe's answers for `count` visits, in order.
     func targetsFound(_ rows: PostgresRows, count: Int) throws -> [Bool]
     /// Whether `error` is the probe failing a transaction: a visit marked `skipped` has a target.
@@ -30,7 +30,7 @@ public protocol PushEnqueuer: Sendable {
 
 extension PushEnqueuer {
     public func committed() {}
-    public func targetsProbe(_ visits: [(visitId: String, customerId: String, skipped: Bool)]) -> PostgresQuery? { nil }
+    public func targetsProbe(_ visits: [Outbox.ProbedVisit]) -> PostgresQuery? { nil }
     public func targetsFound(_ rows: PostgresRows, count: Int) throws -> [Bool] { [] }
     public func targetsAppeared(_ error: any Error) -> Bool { false }
 }
@@ -313,7 +313,7 @@ public struct VisitCommandHandler: Sendable {
             var extras: [Range<Int>] = []
             var followed: [Int] = []
             var followersAt = 0
-            var probed: [(visitId: String, customerId: String, skipped: Bool)] = []
+            var probed: [Outbox.ProbedVisit] = []
             var probeAt: Int?
             var results: [PostgresRows]?
             // The read-model rows to write: the last state of each visit (an upsert may not touch a row twice),
@@ -366,8 +366,8 @@ public struct VisitCommandHandler: Sendable {
                 // The batch's statements. Its pushes go together, in the commands' order (usually one statement) —
                 // but those of visits known to have no push target (`VisitStateCache.hasTargets`), which would
                 // write nothing: the probe after them checks in this transaction that those visits still have
-                // none, and learns it of the visits not known yet. (Not inside a caller's transaction, which a
-                // failed probe would end.)
+                // none, and learns it of the visits not known yet. (Neither inside a caller's transaction: a failed
+                // probe would end it, and what it learns there is not kept.)
                 func assemble(skipping: Bool) throws -> [PostgresQuery] {
                     var statements = head
                     probed = []
@@ -375,11 +375,11 @@ public struct VisitCommandHandler: Sendable {
                     extras = []
                     var seen = Set<String>()
                     var skipped = Set<String>()
-                    for (_, p) in prepared where seen.insert(p.command.visitId).inserted {
+                    for (_, p) in prepared where !connection.inTransaction && seen.insert(p.command.visitId).inserted {
                         let visit = p.command.visitId
                         let known = states.hasTargets(visit)
                         if known == true { continue }
-                        let skip = skipping && known == false && !connection.inTransaction
+                        let skip = skipping && known == false
                         if skip { skipped.insert(visit) }
                         probed.append((visit, p.accepted.state.customerId, skip))
                     }
