@@ -39,7 +39,7 @@ extension LiveVisitsAPI {
             try await environment.channels.channel(
                 visitId: visitId, customerId: row.customerId, environment: pushEnvironment, service: service)
         }
-        environment.batcher.handler.states.targetsMayHaveChanged(visits: [visitId])
+        environment.batcher.handler.states.targetsRegistered(visits: [visitId])
         let answer = JSONValue.object([
             JSONMember("channelId", .string(channelId)), JSONMember("environment", .string(pushEnvironment.rawValue)),
         ])

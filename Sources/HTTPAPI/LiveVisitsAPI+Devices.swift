@@ -81,7 +81,7 @@ extension LiveVisitsAPI {
                 on: c)
             // The visit's next commands are written with their pushes (else the first batch's targets probe would
             // find this one, and the batch would go again).
-            environment.batcher.handler.states.targetsMayHaveChanged(visits: [visitId])
+            environment.batcher.handler.states.targetsRegistered(visits: [visitId])
             // Behind (or silent about) the visit's version: push the latest state at once.
             let behind = version.map { $0 < state.version } ?? true
             if behind {
@@ -133,7 +133,7 @@ extension LiveVisitsAPI {
         return Write { c in
             try environment.tokens.registerPushToStart(
                 customerId: customerId, deviceId: deviceId, pushToken: token, environment: pushEnvironment, on: c)
-            environment.batcher.handler.states.targetsMayHaveChanged(customer: customerId)
+            environment.batcher.handler.states.targetsRegistered(customer: customerId)
             // Active visits of this customer without a Live Activity yet get their start on this device.
             var started = false
             var after: (Int64, Int64)? = nil
@@ -169,7 +169,7 @@ extension LiveVisitsAPI {
             try environment.tokens.register(
                 .notificationDevice(customerId: customerId, deviceId: deviceId), pushToken: token,
                 environment: pushEnvironment, on: c)
-            environment.batcher.handler.states.targetsMayHaveChanged(customer: customerId)
+            environment.batcher.handler.states.targetsRegistered(customer: customerId)
             return Answer(status: 204, body: "")
         }
     }

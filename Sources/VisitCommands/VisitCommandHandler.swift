@@ -403,9 +403,8 @@ public struct VisitCommandHandler: Sendable {
                     results = try connection.pipeline(try assemble(skipping: true))
                 } catch let error where pushes.targetsAppeared(error) {
                     // A visit written without its pushes has a target now (registered through another process):
-                    // nothing was written; the batch goes again with every push, and that visit is not known
-                    // to have none any more.
-                    states.targetsMayHaveChanged(visits: probed.filter(\.skipped).map(\.visitId))
+                    // nothing was written; the batch goes again with every push.
+                    states.targetsRegistered(visits: probed.filter(\.skipped).map(\.visitId))
                     Metrics.shared.increment(
                         "livevisits_command_batch_targets_appeared_total",
                         help: "Command batches written again with their pushes: a visit known to have no push target had one.")

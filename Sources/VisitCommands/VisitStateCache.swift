@@ -61,20 +61,21 @@ public final class VisitStateCache: Sendable {
         }
     }
 
-    /// What is known of these visits' push targets is dropped (one may have been registered).
-    public func targetsMayHaveChanged(visits visitIds: some Sequence<String>) {
+    /// These visits have a push target now (one was registered through this process): their next commands are
+    /// written with their pushes, without a probe.
+    public func targetsRegistered(visits visitIds: some Sequence<String>) {
         states.withLock { known in
-            for id in visitIds { known[id]?.hasTargets = nil }
+            for id in visitIds { known[id]?.hasTargets = true }
         }
     }
 
-    /// What is known of the push targets of this customer's visits is dropped (a push-to-start or notification
-    /// token of theirs may have been registered): of every visit known to have none, as the customer of a
-    /// visit is not kept apart here and such registrations are rare.
-    public func targetsMayHaveChanged(customer customerId: String) {
+    /// This customer has a push target now (a push-to-start or notification token of theirs was registered
+    /// through this process), and so has every visit of theirs: the same for each one known here. (The customer
+    /// of a visit is not kept apart, so this looks at every state; such registrations are rare.)
+    public func targetsRegistered(customer customerId: String) {
         states.withLock { known in
-            for (id, entry) in known where entry.hasTargets == false && entry.state.customerId == customerId {
-                known[id]?.hasTargets = nil
+            for (id, entry) in known where entry.hasTargets != true && entry.state.customerId == customerId {
+                known[id]?.hasTargets = true
             }
         }
     }

@@ -87,27 +87,26 @@ import VisitTestSupport
         #expect(f.handler.states.hasTargets("v-p3") == true)
     }
 
-    /// What this process registers itself drops what was known: of the visit, or of every visit of the customer
-    /// known to have none (not of other customers', nor what is known to have targets).
-    @Test func aRegistrationHereDropsWhatWasKnown() async throws {
+    /// What this process registers itself marks the visit, or every visit of the customer known here, as having
+    /// a target (not other customers' visits), so their next commands go with their pushes without a probe.
+    @Test func aRegistrationHereMarksTheVisitsAsHavingATarget() async throws {
         let f = try await VisitFixtures.withOutbox()
         for (visit, customer) in [("v-p4", "c-4"), ("v-p5", "c-4"), ("v-p6", "c-6")] {
             _ = try await f.schedule(visit, customer: customer)
         }
-        try await f.pool.withConnection { c in
-            try TokenRegistry(clock: f.clock).registerLiveActivity(
-                visitId: "v-p5", activityId: "a-1", pushToken: String(repeating: "ef", count: 32), environment: .sandbox,
-                on: c)
-        }
         for visit in ["v-p4", "v-p5", "v-p6"] { _ = try await batch(f, visit, #"{"type": "progress", "kilometresAway": 3}"#) }
         let states = f.handler.states
-        #expect(states.hasTargets("v-p4") == false && states.hasTargets("v-p5") == true && states.hasTargets("v-p6") == false)
-        states.targetsMayHaveChanged(customer: "c-4")
-        #expect(states.hasTargets("v-p4") == nil)
+        #expect(states.hasTargets("v-p4") == false && states.hasTargets("v-p5") == false && states.hasTargets("v-p6") == false)
+        states.targetsRegistered(customer: "c-4")
+        #expect(states.hasTargets("v-p4") == true)
         #expect(states.hasTargets("v-p5") == true)
         #expect(states.hasTargets("v-p6") == false)
-        states.targetsMayHaveChanged(visits: ["v-p6"])
-        #expect(states.hasTargets("v-p6") == nil)
+        states.targetsRegistered(visits: ["v-p6", "v-elsewhere"])
+        #expect(states.hasTargets("v-p6") == true)
+        #expect(states.hasTargets("v-elsewhere") == nil, "a visit whose state is not known here stays unknown")
         #expect(states.state("v-p6")?.version == 2, "the state stays")
+        let skipped = Metrics.shared.value("livevisits_command_pushes_skipped_total") ?? 0
+        _ = try await batch(f, "v-p6", #"{"type": "enRoute"}"#)
+        #expect((Metrics.shared.value("livevisits_command_pushes_skipped_total") ?? 0) == skipped, "written with its pushes")
     }
 }
