@@ -39,9 +39,9 @@ public final class OutboxWorker: Service {
     /// wakes an extra loop, which claims beside it if that batch turns out slow (`slowBatchSeconds`), so a
     /// push that arrives during a slow batch does not wait for it to finish.
     private let busyLoops = Atomic<Int>(0)
-    /// Batches finished by any loop, and the signal of each, for an extra loop waiting to see whether the
-    /// batch on the wire is slow. Real time: it is a batching delay, not a due time.
-    private let finishedBatches = Atomic<Int>(0)
+    /// Batches finished by the first loop, and the signal of each batch any loop finishes, for an extra loop
+    /// waiting to see whether the batch on the wire is slow. Real time: it is a batching delay, not a due time.
+    private let firstLoopBatches = Atomic<Int>(0)
     private let batchFinished = WakeUp(clock: SystemClock())
     /// Claims that came back full (a backlog): an extra loop woken by one claims at once.
     private let fullClaims = Atomic<Int>(0)
@@ -154,7 +154,7 @@ public final class OutboxWorker: Service {
             do {
                 let started = ContinuousClock.now
                 // The first loop waits next (for a due time, a wake-up): it learns the due time in the completion.
-                let (handled, nextDue) = try await cycleCountedBusy(learningNextDue: loop == 0)
+                let (handled, nextDue) = try await cycleCountedBusy(firstLoop: loop == 0)
                 failures = 0
                 lastClaimWasFull = handled >= configuration.batchSize
                 if lastClaimWasFull {
@@ -190,23 +190,25 @@ public final class OutboxWorker: Service {
         }
     }
 
-    /// `cycle`, counted in `busyLoops` while it runs.
-    private func cycleCountedBusy(learningNextDue: Bool) async throws -> (claimed: Int, nextDue: OutboxStore.NextDue?) {
+    /// `cycle`, counted in `busyLoops` while it runs. The first loop learns the next due time from it.
+    private func cycleCountedBusy(firstLoop: Bool) async throws -> (claimed: Int, nextDue: OutboxStore.NextDue?) {
         busyLoops.add(1, ordering: .relaxed)
         defer {
             busyLoops.subtract(1, ordering: .relaxed)
-            finishedBatches.add(1, ordering: .relaxed)
+            if firstLoop { firstLoopBatches.add(1, ordering: .relaxed) }
             batchFinished.signal()
         }
-        return try await cycle(learningNextDue: learningNextDue)
+        return try await cycle(learningNextDue: firstLoop)
     }
 
-    /// Whether a batch on the wire when this was called is still there `slowBatchSeconds` later (false as soon
-    /// as one finishes, or when none is running).
+    /// Whether a batch on the wire when this was called is still there `slowBatchSeconds` later: false as soon
+    /// as none is, or as the first loop finishes a batch — it then claims what came meanwhile by itself (the
+    /// wake-up waits for it). Another extra loop finishing a batch does not count: it claims again only when
+    /// woken, so a push that came during its batch would wait for the poll.
     private func batchOnTheWireIsSlow() async -> Bool {
-        let finished = finishedBatches.load(ordering: .relaxed)
+        let finished = firstLoopBatches.load(ordering: .relaxed)
         let deadline = Date().timeIntervalSince1970 + configuration.slowBatchSeconds
-        while busyLoops.load(ordering: .relaxed) > 0 && finishedBatches.load(ordering: .relaxed) == finished {
+        while busyLoops.load(ordering: .relaxed) > 0 && firstLoopBatches.load(ordering: .relaxed) == finished {
             let remaining = deadline - Date().timeIntervalSince1970
             if remaining <= 0 || isStopping { return true }
             _ = await batchFinished.wait(upTo: remaining)

@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import Runtime
 import Synchronization
 import TestSupport
 import Testing
@@ -7,21 +8,25 @@ import Testing
 /// A push that arrives while the worker's first claim loop is stuck on a slow batch is claimed by another
 /// loop at once, instead of waiting for the slow batch to finish (or for the poll).
 @Suite(.serialized, .timeLimit(.minutes(3))) struct BusyWorkerWakeTests {
-    /// Holds pushes to one token at a gate until the test opens it; answers the others at once.
+    /// Holds pushes to some tokens, each at its own gate, until the test opens it; answers the others at once.
     final class SlowTokenSender: PushSender {
-        let slowToken: String
-        let gate = Gate()
+        let gates: [String: Gate]
         private let finished = Mutex<Set<String>>([])
 
-        init(slowToken: String) { self.slowToken = slowToken }
+        init(slowTokens: [String]) { gates = Dictionary(uniqueKeysWithValues: slowTokens.map { ($0, Gate()) }) }
+        convenience init(slowToken: String) { self.init(slowTokens: [slowToken]) }
+
+        /// The gate of the first slow token.
+        var gate: Gate { gates.values.first! }
 
         func send(_ request: OutgoingPush) async -> PushOutcome {
-            if request.deviceToken == slowToken { await gate.wait() }
+            if let gate = gates[request.deviceToken] { await gate.wait() }
             _ = finished.withLock { $0.insert(request.deviceToken) }
             return .accepted(latency: 0.001)
         }
 
         func hasFinished(_ token: String) -> Bool { finished.withLock { $0.contains(token) } }
+        func openAll() { for gate in gates.values { gate.open() } }
     }
 
     @Test func aPushArrivingDuringASlowBatchIsNotHeldBehindIt() async throws {
@@ -51,5 +56,52 @@ import Testing
         #expect(!sender.hasFinished(token("slow")))
         sender.gate.open()
         try await eventually("both pushes recorded as sent") { try await f.count(.sent) == 2 }
+    }
+
+    /// The first loop is stuck on a slow batch and an extra loop on another; a push arrives, and the extra loop
+    /// woken for it is still watching whether the first loop's batch is slow when the other extra loop's batch
+    /// ends. That loop claims again only when woken, so the woken one must not take that end for the first
+    /// loop's and stand down: it claims the push once the slow batch has been on the wire `slowBatchSeconds`.
+    @Test func anotherExtraLoopsBatchEndingDoesNotHoldThePushBack() async throws {
+        var configuration = OutboxFixture.fastConfiguration
+        configuration.pollIntervalSeconds = 3600  // only wake-ups move the worker in this test
+        configuration.slowBatchSeconds = 2  // long enough to end the middle batch while the check runs
+        let f = try await OutboxFixture.make(configuration: configuration)
+        defer { Task { await f.close() } }
+        for visit in ["v-slow", "v-middle", "v-fast"] {
+            try await f.registerActivity(visit: visit, activity: "a", token: token(visit))
+        }
+        let sender = SlowTokenSender(slowTokens: [token("v-slow"), token("v-middle")])
+        defer { sender.openAll() }
+        let metrics = Metrics()
+        let worker = f.worker(sender, metrics: metrics)
+        let running = Task { try await worker.run() }
+        defer { running.cancel() }
+        // The first loop's first claim (nothing due) over, so that the first push finds it idle and no extra loop
+        // is woken before the middle push.
+        try await eventually("the first loop's first claim") {
+            (metrics.value("livevisits_outbox_claims_total", labels: ["found": "none"]) ?? 0) >= 1
+        }
+        try await Task.sleep(for: .milliseconds(50))
+
+        let now = Int64(Date().timeIntervalSince1970)
+        _ = try await f.enqueue(update("v-slow", timestamp: now))
+        worker.wake()
+        try await eventually("the slow push held on the wire") { sender.gates[token("v-slow")]!.waiting == 1 }
+        _ = try await f.enqueue(update("v-middle", timestamp: now))
+        worker.wake()
+        try await eventually("an extra loop holds the middle push on the wire") {
+            sender.gates[token("v-middle")]!.waiting == 1
+        }
+        _ = try await f.enqueue(update("v-fast", timestamp: now))
+        worker.wake()
+        try await Task.sleep(for: .milliseconds(300))  // the woken loop is watching the slow batch now
+        sender.gates[token("v-middle")]!.open()
+        try await eventually("the push claimed while the first loop's batch is still on the wire", within: 20) {
+            sender.hasFinished(token("v-fast"))
+        }
+        #expect(!sender.hasFinished(token("v-slow")))
+        sender.openAll()
+        try await eventually("all three recorded as sent") { try await f.count(.sent) == 3 }
     }
 }
