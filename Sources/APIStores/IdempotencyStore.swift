@@ -82,20 +82,21 @@ public enum IdempotencyStore {
         "SELECT 1 FROM http_idempotency WHERE key_id = \(scope.keyId) AND route = \(scope.route) AND idempotency_key = \(scope.key)"
     }
 
-    /// Stores a visit command's 201 under the key, composed from the read-model row the same transaction just
-    /// wrote, and returns it (`response_body`, `response_etag`), so the answer stored and the answer given are
-    /// the same text. The body is `VisitReadModel.body(view:liveActivities:)` in SQL — the view less its
-    /// closing brace, then `"liveActivities"` (the visit's live, not retired, activities) and `"channels"` (its
-    /// broadcast channels with an id, by environment) — and the ETag the
-    /// quoted version; `IdempotencyStoreTests` pins both forms byte for byte. A key taken meanwhile (a
+    /// Stores a visit command's 201 under the key, composed from the visit's view after the command (`view`, its
+    /// text) and the read-model row the same transaction just wrote, and returns it (`response_body`,
+    /// `response_etag`), so the answer stored and the answer given are the same text. The body is
+    /// `VisitReadModel.body(view:liveActivities:)` in SQL — the view less its closing brace, then
+    /// `"liveActivities"` (the visit's live, not retired, activities) and `"channels"` (its broadcast channels
+    /// with an id, by environment) — and the ETag the quoted version of the row; `IdempotencyStoreTests` pins both forms byte for byte. A key taken meanwhile (a
     /// concurrent first try) fails the statement on the primary key, and with it the batch, which is then
     /// run again command by command.
-    public static func storeVisitAnswerStatement(_ scope: IdempotencyScope, requestBody: String, visitId: String) -> PostgresQuery
-    {
+    public static func storeVisitAnswerStatement(
+        _ scope: IdempotencyScope, requestBody: String, visitId: String, view: String
+    ) -> PostgresQuery {
         """
         INSERT INTO http_idempotency (key_id, route, idempotency_key, request_body, status, response_body, response_etag)
         SELECT \(scope.keyId), \(scope.route), \(scope.key), \(requestBody), 201,
-               left(v.view, -1) || ',"liveActivities":' ||
+               left(\(view)::text, -1) || ',"liveActivities":' ||
                (SELECT count(*) FROM live_activities la WHERE la.visit_id = v.visit_id AND la.retired_at_ms IS NULL) ||
                ',"channels":[' || COALESCE((
                    SELECT string_agg('{"channelId":' || to_json(ch.channel_id)::text || ',"environment":'

@@ -67,9 +67,12 @@ extension LiveVisitsAPI {
                 var keyed = command
                 // The stored answer is composed by the statement itself, followers included.
                 keyed.withFollowers = false
-                keyed.alsoRun = [
-                    IdempotencyStore.storeVisitAnswerStatement(claim.scope, requestBody: claim.body, visitId: command.visitId)
-                ]
+                keyed.alsoRun = { view in
+                    [
+                        IdempotencyStore.storeVisitAnswerStatement(
+                            claim.scope, requestBody: claim.body, visitId: command.visitId, view: view)
+                    ]
+                }
                 keyed.refuseIfAnyRow = IdempotencyStore.takenStatement(claim.scope)
                 return try keyedAnswer(try await environment.batcher.execute(keyed))
             }

@@ -60,14 +60,16 @@ public struct VisitCommandContext: Sendable {
 }
 
 /// One command on one visit: the event, who asks and under which conditions, and statements to run in the
-/// same round trip after its writes (`alsoRun`, such as reading what the answer needs).
+/// same round trip after its writes (`alsoRun`, such as storing the answer an idempotent request gives).
 public struct VisitCommand: Sendable {
     public var visitId: String
     public var event: VisitEvent
     public var context: VisitCommandContext
     /// True for `scheduled` (the visit must not exist yet).
     public var isCreation: Bool
-    public var alsoRun: [PostgresQuery]
+    /// Statements run after the command's writes, in their transaction and round trip, given the visit's view
+    /// text after the command (`VisitCommandResult.view`); their rows come back in `alsoRows`.
+    public var alsoRun: @Sendable (_ view: String) -> [PostgresQuery]
     /// Whether the answer needs who follows the visit after the command (`VisitCommandResult.followers`): read
     /// in the same round trip after the writes, in one statement for every such command of a batch.
     public var withFollowers: Bool
@@ -77,8 +79,9 @@ public struct VisitCommand: Sendable {
     public var refuseIfAnyRow: PostgresQuery?
 
     public init(
-        visitId: String, event: VisitEvent, context: VisitCommandContext, isCreation: Bool, alsoRun: [PostgresQuery] = [],
-        withFollowers: Bool = false, refuseIfAnyRow: PostgresQuery? = nil
+        visitId: String, event: VisitEvent, context: VisitCommandContext, isCreation: Bool,
+        alsoRun: @escaping @Sendable (_ view: String) -> [PostgresQuery] = { _ in [] }, withFollowers: Bool = false,
+        refuseIfAnyRow: PostgresQuery? = nil
     ) {
         self.visitId = visitId
         self.event = event
@@ -93,7 +96,7 @@ public struct VisitCommand: Sendable {
 
     /// Whether the command may share a batch with other commands on its visit (decided after them, in
     /// order): not when it carries a `refuseIfAnyRow` read, since what it guards (an idempotent answer,
-    /// composed from the visit's row as the batch leaves it) assumes it is its visit's only command.
+    /// composed from the visit as the batch leaves it) assumes it is its visit's only command.
     public var sharesItsVisit: Bool { refuseIfAnyRow == nil }
 }
 
@@ -175,7 +178,7 @@ public struct VisitCommandHandler: Sendable {
     /// The caller calls `store.eventsCommitted` and `pushes.committed()` after the commit.
     public func execute(
         visitId: String, event: VisitEvent, context: VisitCommandContext, isCreation: Bool,
-        alsoRun: [PostgresQuery] = [], on connection: PostgresConnection
+        alsoRun: @escaping @Sendable (_ view: String) -> [PostgresQuery] = { _ in [] }, on connection: PostgresConnection
     ) throws -> VisitCommandResult {
         try execute(
             VisitCommand(visitId: visitId, event: event, context: context, isCreation: isCreation, alsoRun: alsoRun),
@@ -194,7 +197,7 @@ public struct VisitCommandHandler: Sendable {
         let followersAt = statements.count
         if command.withFollowers { statements.append(VisitFollowers.query(visitIds: [command.visitId])) }
         let firstExtra = statements.count
-        statements += command.alsoRun
+        statements += command.alsoRun(encoded.views[0])
         let results: [PostgresRows]
         do {
             results = try connection.pipeline(statements)
@@ -393,9 +396,10 @@ public struct VisitCommandHandler: Sendable {
                         followersAt = statements.count
                         statements.append(VisitFollowers.query(visitIds: followed.map { prepared[$0].prepared.command.visitId }))
                     }
-                    for (_, p) in prepared {
-                        extras.append(statements.count..<(statements.count + p.command.alsoRun.count))
-                        statements += p.command.alsoRun
+                    for (n, (_, p)) in prepared.enumerated() {
+                        let also = p.command.alsoRun(views[n] ?? readModel.viewText(for: p.accepted.state))
+                        extras.append(statements.count..<(statements.count + also.count))
+                        statements += also
                     }
                     return statements
                 }

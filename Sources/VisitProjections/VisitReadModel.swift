@@ -4,9 +4,10 @@ import JSON
 import Postgres
 import VisitDomain
 
-/// The visit read model (`visits` table): one row per visit with the view served by `GET /v1/visits/{id}`
-/// and the folded state. Maintained by the statement in `Projections/visits.sql`, in the same transaction
-/// as the visit's events (see `VisitCommands`), and rebuilt from the log by `rebuild` (`livevisits replay`).
+/// The visit read model (`visits` table): one row per visit with the folded state and what the rules in force
+/// gave it (relevance, stale date, dismissal), from which the view served by `GET /v1/visits/{id}` is drawn.
+/// Maintained by the statement in `Projections/visits.sql`, in the same transaction as the visit's events (see
+/// `VisitCommands`), and rebuilt from the log by `rebuild` (`livevisits replay`).
 public struct VisitReadModel: Sendable {
     /// The projection's name for `livevisits replay` and checkpoints.
     public static let name = "visits"
@@ -51,7 +52,7 @@ public struct VisitReadModel: Sendable {
         /// The global position of the visit's `scheduled` event: the booking order, which breaks ties between
         /// visits scheduled in the same second.
         public let booked: Int64
-        /// The view JSON as served, without `liveActivities`.
+        /// The view JSON as served, without `liveActivities` (drawn from the stored state).
         public let view: String
 
         /// The response body of `GET /v1/visits/{id}`.
@@ -84,9 +85,15 @@ public struct VisitReadModel: Sendable {
         }
     }
 
-    /// The view text stored for a state: the contract's JSON with `liveActivities` left for read time.
+    /// The view text of a state through the rules in force: the contract's JSON with `liveActivities` left for
+    /// the answer (`body(view:liveActivities:channels:)`).
     public func viewText(for state: VisitState) -> String {
-        var body = VisitView(state: state, rules: rules).json(liveActivities: 0)
+        Self.viewText(VisitView(state: state, rules: rules))
+    }
+
+    /// The view text of a stored row: its state with what the rules gave it when it was written.
+    static func viewText(_ view: VisitView) -> String {
+        var body = view.json(liveActivities: 0)
         if case .object(var members) = body {
             members.removeAll { $0.key == "liveActivities" }
             body = .object(members)
@@ -102,7 +109,8 @@ public struct VisitReadModel: Sendable {
         public let views: [String]
     }
 
-    /// One state encoded for the upsert: its columns, with its view text and snapshot.
+    /// One state encoded for the upsert: its columns (its snapshot and what the rules gave it), with its view
+    /// text for the command's answer.
     public struct EncodedRow: Sendable {
         let visitId: String
         let customerId: String
@@ -111,18 +119,20 @@ public struct VisitReadModel: Sendable {
         let ended: Bool
         let version: Int64
         let scheduledAt: Int64
-        /// The view text of the state (`viewText(for:)`).
+        /// The view text of the state (`viewText(for:)`): not stored, the answer's.
         public let view: String
         let snapshot: String
+        let ruled: VisitView.Ruled
     }
 
     /// Encodes one state (its view text and snapshot: the costly part of `encode`).
     public func encodeRow(_ state: VisitState) -> EncodedRow {
-        EncodedRow(
+        let view = VisitView(state: state, rules: rules)
+        return EncodedRow(
             visitId: state.visitId, customerId: state.customerId, technicianId: state.technician.id,
             status: state.status.rawValue, ended: state.hasEnded, version: Int64(state.version),
-            scheduledAt: Int64(state.scheduledAt), view: viewText(for: state),
-            snapshot: state.snapshotJSON().serializedString())
+            scheduledAt: Int64(state.scheduledAt), view: Self.viewText(view), snapshot: state.snapshotJSON().serializedString(),
+            ruled: VisitView.Ruled(relevanceScore: view.relevanceScore, staleDate: view.staleDate, dismissal: view.dismissal))
     }
 
     /// Encodes states for `write` (view text and snapshot per state).
@@ -137,14 +147,18 @@ public struct VisitReadModel: Sendable {
                 PostgresBinaryArray(rows.map(\.visitId)).postgresBind, PostgresBinaryArray(rows.map(\.customerId)).postgresBind,
                 PostgresBinaryArray(rows.map(\.technicianId)).postgresBind, PostgresBinaryArray(rows.map(\.status)).postgresBind,
                 PostgresBinaryArray(rows.map(\.ended)).postgresBind, PostgresBinaryArray(rows.map(\.version)).postgresBind,
-                PostgresBinaryArray(rows.map(\.scheduledAt)).postgresBind, PostgresBinaryArray(rows.map(\.view)).postgresBind,
-                PostgresBinaryArray(rows.map(\.snapshot)).postgresBind,
+                PostgresBinaryArray(rows.map(\.scheduledAt)).postgresBind, PostgresBinaryArray(rows.map(\.snapshot)).postgresBind,
+                PostgresBinaryArray(rows.map(\.ruled.relevanceScore)).postgresBind,
+                PostgresBinaryArray(rows.map { $0.ruled.staleDate.map(Int64.init) }).postgresBind,
+                PostgresBinaryArray(rows.map { $0.ruled.dismissal?.policy }).postgresBind,
+                PostgresBinaryArray(rows.map { $0.ruled.dismissal?.date.map(Int64.init) }).postgresBind,
             ], count: rows.count, views: rows.map(\.view))
     }
 
     /// The columns of a row as `appendCopyRows` writes them (the upsert's, less `updated_at`, left to its
     /// default `now()` as the upsert sets it).
-    public static let copyColumns = "visit_id, customer_id, technician_id, status, ended, version, scheduled_at, view, state"
+    public static let copyColumns =
+        "visit_id, customer_id, technician_id, status, ended, version, scheduled_at, state, relevance_score, stale_date, dismissal_policy, dismissal_date"
 
     /// Appends each state as one row of COPY text (`COPY table (copyColumns) FROM STDIN`): the same values
     /// as `encode` binds for the upsert (both from `encodeRow`), so a table filled either way holds the same rows (the replay's bulk
@@ -166,9 +180,15 @@ public struct VisitReadModel: Sendable {
             buffer.append(0x09)
             buffer.append(contentsOf: String(row.scheduledAt).utf8)
             buffer.append(0x09)
-            PostgresCopyText.append(row.view, to: &buffer)
-            buffer.append(0x09)
             PostgresCopyText.append(row.snapshot, to: &buffer)
+            buffer.append(0x09)
+            buffer.append(contentsOf: "\(row.ruled.relevanceScore)".utf8)
+            for value in [
+                row.ruled.staleDate.map { "\($0)" }, row.ruled.dismissal?.policy, row.ruled.dismissal?.date.map { "\($0)" },
+            ] {
+                buffer.append(0x09)
+                if let value { PostgresCopyText.append(value, to: &buffer) } else { buffer.append(contentsOf: "\\N".utf8) }
+            }
             buffer.append(0x0A)
         }
     }
@@ -206,8 +226,8 @@ public struct VisitReadModel: Sendable {
     private static func selectRows(_ rest: PostgresQuery) -> PostgresQuery {
         PostgresQuery(
             sql: """
-                SELECT v.visit_id, v.customer_id, v.technician_id, v.status, v.ended, v.version, v.scheduled_at, v.view,
-                       COALESCE(b.booked, 0) AS booked
+                SELECT v.visit_id, v.customer_id, v.technician_id, v.status, v.ended, v.version, v.scheduled_at, v.state,
+                       v.relevance_score, v.stale_date, v.dismissal_policy, v.dismissal_date, COALESCE(b.booked, 0) AS booked
                 FROM visits v
                 LEFT JOIN LATERAL (SELECT e.global_position AS booked FROM events e
                                    WHERE e.stream_name = '\(streamPrefix)' || v.visit_id AND e.position = 1) b ON true
@@ -269,6 +289,22 @@ public struct VisitReadModel: Sendable {
             visitId: try row.string("visit_id"), customerId: try row.string("customer_id"),
             technicianId: try row.string("technician_id"), status: try row.string("status"),
             ended: try row.bool("ended"), version: try row.int64("version"), scheduledAt: try row.int64("scheduled_at"),
-            booked: try row.int64("booked"), view: try row.string("view"))
+            booked: try row.int64("booked"), view: viewText(try drawnView(row)))
+    }
+
+    /// The view of a stored row: its state, with the relevance, stale date and dismissal its writing gave it.
+    static func drawnView(_ row: PostgresRow) throws -> VisitView {
+        let state = try VisitState(snapshot: Array(try row.string("state").utf8))
+        var dismissal: VisitDismissal?
+        if let policy = row["dismissal_policy"] {
+            dismissal = VisitDismissal(policy: policy, date: row.optionalInt64("dismissal_date").map(Int.init))
+            guard dismissal != nil else {
+                throw PostgresError(code: .protocolViolation, message: "visits.dismissal_policy: unknown \(policy)")
+            }
+        }
+        let stale = row.optionalInt64("stale_date").map(Int.init)
+        return VisitView(
+            state: state,
+            ruled: VisitView.Ruled(relevanceScore: try row.double("relevance_score"), staleDate: stale, dismissal: dismissal))
     }
 }

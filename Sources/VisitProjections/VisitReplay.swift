@@ -92,7 +92,9 @@ public struct VisitReplay: Sendable {
                         INSERT INTO \(VisitReplay.shadow) AS s SELECT * FROM visits
                         ON CONFLICT (visit_id) DO UPDATE SET customer_id = excluded.customer_id, technician_id = excluded.technician_id,
                             status = excluded.status, ended = excluded.ended, version = excluded.version,
-                            scheduled_at = excluded.scheduled_at, view = excluded.view, state = excluded.state, updated_at = excluded.updated_at
+                            scheduled_at = excluded.scheduled_at, state = excluded.state, relevance_score = excluded.relevance_score,
+                            stale_date = excluded.stale_date, dismissal_policy = excluded.dismissal_policy,
+                            dismissal_date = excluded.dismissal_date, updated_at = excluded.updated_at
                         WHERE s.version < excluded.version
                         """)
             ).affectedRows

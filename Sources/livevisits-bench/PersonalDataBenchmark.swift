@@ -114,7 +114,8 @@ struct PersonalDataBenchmark {
 
                 // Answers: a sealed view opened on the way out, against the plain view passed as is.
                 let row = try await pool.withConnection { c in
-                    try c.query("SELECT view FROM visits WHERE view LIKE '%enc:v1:%' LIMIT 1").first!.string("view")
+                    let visit = try c.query("SELECT visit_id FROM visits WHERE state LIKE '%enc:v1:%' LIMIT 1").first!
+                    return try VisitReadModel.row(visitId: try visit.string("visit_id"), on: c)!.view
                 }
                 let opener = PersonalDataOpener(keys: keys)
                 let body = Array(row.utf8)

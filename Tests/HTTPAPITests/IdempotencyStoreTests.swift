@@ -6,7 +6,7 @@ import VisitProjections
 
 /// The visit answer exists twice: in Swift (`VisitReadModel.body(view:liveActivities:)`, what GET and an
 /// unkeyed command answer) and in SQL (`IdempotencyStore.storeVisitAnswerStatement`, what a keyed command
-/// stores and answers in its own transaction). The two must agree byte for byte.
+/// stores and answers in its own transaction, from the view it was given). The two must agree byte for byte.
 @Suite(.timeLimit(.minutes(2))) struct IdempotencyStoreTests {
     @Test func theStoredVisitAnswerIsTheSwiftBodyByteForByte() async throws {
         let api = try await APIServer.start()
@@ -32,9 +32,12 @@ import VisitProjections
             }
             let (row, stored) = try await api.pool.withConnection { c -> (VisitReadModel.Row?, PostgresRow?) in
                 let scope = IdempotencyScope(keyId: "pin", route: "POST /pin", key: "k-\(id)-\(count)")
+                let row = try VisitReadModel.row(visitId: id, on: c)
                 return (
-                    try VisitReadModel.row(visitId: id, on: c),
-                    try c.query(IdempotencyStore.storeVisitAnswerStatement(scope, requestBody: "{}", visitId: id)).first
+                    row,
+                    try c.query(
+                        IdempotencyStore.storeVisitAnswerStatement(scope, requestBody: "{}", visitId: id, view: row?.view ?? "")
+                    ).first
                 )
             }
             let visit = try #require(row)
@@ -63,9 +66,13 @@ import VisitProjections
         }
         let (row, stored) = try await api.pool.withConnection { c -> (VisitReadModel.Row?, PostgresRow?) in
             let scope = IdempotencyScope(keyId: "pin", route: "POST /pin", key: "k-\(id)-channels")
+            let row = try VisitReadModel.row(visitId: id, on: c)
             return (
-                try VisitReadModel.row(visitId: id, on: c),
-                try c.query(IdempotencyStore.storeVisitAnswerStatement(scope, requestBody: "{}", visitId: id)).first
+                row,
+                try c.query(
+                    IdempotencyStore.storeVisitAnswerStatement(scope, requestBody: "{}", visitId: id, view: row?.view ?? "")
+                )
+                .first
             )
         }
         let swift = try #require(row).body(

@@ -199,15 +199,15 @@ import VisitProjections
                     json: PersonalDataTests.visitJSON(visit, customer: customer, name: "Tess", address: "3 Flip St", job: "Gas")
                 ).status == 201)
         }
-        // Change one character of the sealed name in the read model's view (the bytes an attacker with the
-        // database, or a damaged disk, would change).
+        // Change one character of the sealed name in the read model's state, which the view is drawn from (the
+        // bytes an attacker with the database, or a damaged disk, would change).
         try await api.pool.withConnection { c in
-            let view = try c.query("SELECT view FROM visits WHERE visit_id = \(id)").first!.string("view")
-            let range = view.range(of: SealedText.prefix)!
-            let start = view.index(range.upperBound, offsetBy: 30)
-            let flipped = view[start] == "A" ? "B" : "A"
-            let changed = view.replacingCharacters(in: start...start, with: flipped)
-            try c.query("UPDATE visits SET view = \(changed) WHERE visit_id = \(id)")
+            let state = try c.query("SELECT state FROM visits WHERE visit_id = \(id)").first!.string("state")
+            let range = state.range(of: SealedText.prefix)!
+            let start = state.index(range.upperBound, offsetBy: 30)
+            let flipped = state[start] == "A" ? "B" : "A"
+            let changed = state.replacingCharacters(in: start...start, with: flipped)
+            try c.query("UPDATE visits SET state = \(changed) WHERE visit_id = \(id)")
         }
         let failed = try await api.call("GET", "/v1/visits/\(id)", key: api.dispatcher)
         #expect(failed.status == 500)

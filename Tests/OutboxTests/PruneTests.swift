@@ -85,8 +85,8 @@ import Testing
                         recordedAt: at), on: c)
                 try c.query(
                     """
-                    INSERT INTO visits (visit_id, customer_id, technician_id, status, ended, version, scheduled_at, view, state)
-                    VALUES (\(visit), 'c-1', 't-1', 'completed', \(ended), 1, \(Int64(at)), '{}', '{}')
+                    INSERT INTO visits (visit_id, customer_id, technician_id, status, ended, version, scheduled_at, relevance_score, state)
+                    VALUES (\(visit), 'c-1', 't-1', 'completed', \(ended), 1, \(Int64(at)), 0, '{}')
                     """)
             }
             // Channels: an ended visit's (13 h ago) goes, except one still being created; a visit that

@@ -64,7 +64,7 @@ import VisitTestSupport
         try await f.pool.withConnection { c in try c.execute(script: "CREATE TABLE taken (k text)") }
         var taken = command("v-taken", try progress(5))
         taken.refuseIfAnyRow = "SELECT 1 WHERE \(true)"
-        taken.alsoRun = ["INSERT INTO taken VALUES ('ran')"]
+        taken.alsoRun = { _ in ["INSERT INTO taken VALUES ('ran')"] }
         var free = command("v-p2", try progress(6))
         free.refuseIfAnyRow = "SELECT 1 WHERE \(false)"
         let redone = Metrics.shared.value("livevisits_command_batches_redone_total") ?? 0
@@ -223,7 +223,7 @@ import VisitTestSupport
         let batcher = VisitCommandBatcher(handler: f.handler, maxConcurrentBatches: 2, maxConcurrentWrites: writes)
         // Its write (the statement it runs along) takes 3 s.
         var slow = command("v-writing", try progress(2))
-        slow.alsoRun = ["SELECT pg_sleep(3)"]
+        slow.alsoRun = { _ in ["SELECT pg_sleep(3)"] }
         let first = Task { [slow] in try await batcher.execute(slow) }
         try await eventually("the slow batch writing") { try await sleeping("SELECT pg_sleep(3)", in: f) }
         let next = Task { try await batcher.execute(command("v-next", try progress(3))) }
@@ -339,7 +339,7 @@ import VisitTestSupport
         let batcher = VisitCommandBatcher(handler: handler, maxConcurrentBatches: 2)
         // Its write would take 12 s: the pool cancels it at 8 (the next batch gives up 4 s after it starts).
         var stuck = command("v-stuck", try progress(2))
-        stuck.alsoRun = ["SELECT pg_sleep(12)"]
+        stuck.alsoRun = { _ in ["SELECT pg_sleep(12)"] }
         let first = Task { [stuck] in try await batcher.execute(stuck) }
         try await eventually("the stuck batch writing") { try await sleeping("SELECT pg_sleep(12)", in: f) }
         let waiting = Task { try await batcher.execute(command("v-waits", try progress(3))) }
@@ -369,7 +369,7 @@ import VisitTestSupport
         for v in ["v-cancelled", "v-beside"] { _ = try await f.schedule(v) }
         let redoneBefore = Metrics.shared.value("livevisits_command_batches_redone_total") ?? 0
         var cancelled = command("v-cancelled", try progress(2))
-        cancelled.alsoRun = ["SELECT set_config('statement_timeout', '200', true)", "SELECT pg_sleep(3)"]
+        cancelled.alsoRun = { _ in ["SELECT set_config('statement_timeout', '200', true)", "SELECT pg_sleep(3)"] }
         let handler = f.handler
         let outcomes = try await f.pool.withConnection { [cancelled] c in
             handler.executeBatch([cancelled, command("v-beside", try progress(3))], on: c)

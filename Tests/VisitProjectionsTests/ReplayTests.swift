@@ -122,8 +122,8 @@ import VisitTestSupport
             try await group.waitForAll()
         }
         let table: PostgresQuery = """
-            SELECT visit_id, customer_id, technician_id, status, ended::text, version::text, scheduled_at::text, view,
-                   state::text AS state
+            SELECT visit_id, customer_id, technician_id, status, ended::text, version::text, scheduled_at::text, state,
+                   relevance_score::text, stale_date::text, dismissal_policy, dismissal_date::text
             FROM visits ORDER BY visit_id
             """
         let indexes: PostgresQuery =
@@ -132,7 +132,7 @@ import VisitTestSupport
         let liveIndexes = try await f.pool.query(indexes).rows.map(\.values)
         #expect(live.count == visits)
         #expect(Set(live.map { $0[3] }).count >= 6, "the histories end in many statuses")
-        #expect(live.contains { $0[7]!.contains("\\t") && $0[7]!.contains("\\\\") }, "the views carry escaped text")
+        #expect(live.contains { $0[7]!.contains("\\t") && $0[7]!.contains("\\\\") }, "the states carry escaped text")
 
         let report = try await VisitReplay(pool: f.pool, readModel: f.readModel).run()
         #expect(report.visits == visits)
@@ -172,6 +172,34 @@ import VisitTestSupport
         let after = try #require(try await f.pool.query(snapshot).first)
         #expect(try after.int("n") == before.int("n"), "the replay enqueued pushes")
         #expect(try after.string("digest") == before.string("digest"), "the replay changed deliveries")
+    }
+
+    /// A rule change applies to new events: a visit last written under the old rules reads as they made it (its
+    /// row keeps what they gave it, and its view is drawn from that, not through the rules in force), one written
+    /// after the change as the new ones make it — until a replay applies the new rules to both.
+    @Test func aRuleChangeAppliesToNewEventsUntilAReplay() async throws {
+        let f = try await VisitFixtures.make()
+        for id in ["v-old", "v-new"] {
+            _ = try await f.schedule(id)
+            try await f.post(id, #"{"type": "nearby", "kilometresAway": 1}"#)
+        }
+        var text = try String(contentsOf: TestDatabase.projectionsDirectory.appendingPathComponent("rules.json"), encoding: .utf8)
+        text = text.replacingOccurrences(of: "\"relevance\": 100", with: "\"relevance\": 55")
+        let changed = try VisitReadModel(
+            projectionsDirectory: TestDatabase.projectionsDirectory, rules: try ProjectionRules.parse(Array(text.utf8)))
+        let handler = VisitCommandHandler(
+            store: EventStore(pool: f.pool), readModel: changed, pushes: CountingEnqueuer(), clock: f.clock)
+        _ = try await handler.post(
+            visitId: "v-new", event: try VisitEventRequest.parse(Array(#"{"type": "progress", "kilometresAway": 0.5}"#.utf8)),
+            context: VisitFixtures.dispatcher)
+        func relevance() async throws -> [String: JSONValue?] {
+            try await f.rows().filter { $0.key.hasPrefix("v-") }.mapValues {
+                try JSONValue.parse(Array($0.body(liveActivities: 0).utf8))["relevanceScore"]
+            }
+        }
+        #expect(try await relevance() == ["v-old": .number(100), "v-new": .number(55)])
+        _ = try await VisitReplay(pool: f.pool, readModel: changed).run()
+        #expect(try await relevance() == ["v-old": .number(55), "v-new": .number(55)])
     }
 
     @Test func replayAppliesChangedRulesToHistory() async throws {

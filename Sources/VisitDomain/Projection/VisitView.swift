@@ -21,8 +21,34 @@ public struct VisitView: Sendable, Hashable {
     /// `nil` while active.
     public var dismissal: VisitDismissal?
 
+    /// What the rules in force gave a state (its relevance, stale date and dismissal): the read model keeps
+    /// them beside the folded state, so that a visit's view is drawn as the rules of its last event made it
+    /// (a rule change applies to new events; a replay applies it to history).
+    public struct Ruled: Sendable, Hashable {
+        public var relevanceScore: Double
+        public var staleDate: Int?
+        public var dismissal: VisitDismissal?
+
+        public init(relevanceScore: Double, staleDate: Int?, dismissal: VisitDismissal?) {
+            self.relevanceScore = relevanceScore
+            self.staleDate = staleDate
+            self.dismissal = dismissal
+        }
+
+        /// Through the rules in force.
+        public init(state: VisitState, rules: ProjectionRules) {
+            self.init(
+                relevanceScore: state.relevanceScore(rules), staleDate: state.staleDate(rules), dismissal: state.dismissal(rules))
+        }
+    }
+
     /// Projects a state through the rules in force.
     public init(state: VisitState, rules: ProjectionRules) {
+        self.init(state: state, ruled: Ruled(state: state, rules: rules))
+    }
+
+    /// Projects a state with what the rules gave it.
+    public init(state: VisitState, ruled: Ruled) {
         visitId = state.visitId
         customerId = state.customerId
         technicianId = state.technician.id
@@ -30,9 +56,9 @@ public struct VisitView: Sendable, Hashable {
         status = state.status
         attributes = state.attributes
         contentState = state.contentState
-        relevanceScore = state.relevanceScore(rules)
-        staleDate = state.staleDate(rules)
-        dismissal = state.dismissal(rules)
+        relevanceScore = ruled.relevanceScore
+        staleDate = ruled.staleDate
+        dismissal = ruled.dismissal
     }
 
     /// The contract's JSON, keys in its order; `liveActivities` (live tokens) is the caller's.
