@@ -9,7 +9,11 @@ import VisitDomain
 /// version. A visit's state is a pure fold of its events (no rule goes into it), and a stream position is
 /// written once, so the state at a version is the same whoever reads it — another process writing the visit
 /// moves its version on, and a replay rewrites the row with the same state. At most `capacity` states (about
-/// a kilobyte each); when full it starts over.
+/// a kilobyte each), in two generations of half as many: states go into the newer one, and when it is full the
+/// older one is dropped and the newer one becomes the older. So a state written again within the last
+/// `capacity / 2` states written is never lost, and the states of the visits in use are never all dropped at
+/// once (a cache that started over when full made every command read its state again for a while: a burst of
+/// reads and smaller batches in the middle of the load).
 ///
 /// A command batch may also decide on a remembered state without reading the visit at all (`assumed`): its
 /// write then checks it, since a visit another process wrote has its next position taken and the batch fails
@@ -30,7 +34,32 @@ public final class VisitStateCache: Sendable {
     public let capacity: Int
     /// How long no state is assumed after a batch decided on one failed.
     public let distrustSeconds: Double
-    private let states = Mutex<[String: Entry]>([:])
+    private struct Generations {
+        var newer: [String: Entry] = [:]
+        var older: [String: Entry] = [:]
+
+        subscript(visitId: String) -> Entry? {
+            newer[visitId] ?? older[visitId]
+        }
+
+        var count: Int { newer.count + older.count }
+
+        /// Changes the entry of `visitId` where it is.
+        mutating func update(_ visitId: String, _ change: (inout Entry) -> Void) {
+            if newer[visitId] != nil {
+                change(&newer[visitId]!)
+            } else if older[visitId] != nil {
+                change(&older[visitId]!)
+            }
+        }
+
+        mutating func remove(_ visitId: String) {
+            newer[visitId] = nil
+            older[visitId] = nil
+        }
+    }
+
+    private let states = Mutex(Generations())
     private let distrustedUntil = Mutex<ContinuousClock.Instant?>(nil)
 
     public init(capacity: Int = 16_384, distrustSeconds: Double = 10) {
@@ -53,7 +82,7 @@ public final class VisitStateCache: Sendable {
     /// `distrustSeconds`.
     func forget(_ visitIds: some Sequence<String>, distrusting: Bool) {
         states.withLock { known in
-            for id in visitIds { known[id] = nil }
+            for id in visitIds { known.remove(id) }
         }
         if distrusting {
             let until = ContinuousClock.now + .milliseconds(Int64(distrustSeconds * 1000))
@@ -65,7 +94,7 @@ public final class VisitStateCache: Sendable {
     /// written with their pushes, without a probe.
     public func targetsRegistered(visits visitIds: some Sequence<String>) {
         states.withLock { known in
-            for id in visitIds { known[id]?.hasTargets = true }
+            for id in visitIds { known.update(id) { $0.hasTargets = true } }
         }
     }
 
@@ -74,8 +103,11 @@ public final class VisitStateCache: Sendable {
     /// of a visit is not kept apart, so this looks at every state; such registrations are rare.)
     public func targetsRegistered(customer customerId: String) {
         states.withLock { known in
-            for (id, entry) in known where entry.hasTargets != true && entry.state.customerId == customerId {
-                known[id]?.hasTargets = true
+            for (id, entry) in known.newer where entry.hasTargets != true && entry.state.customerId == customerId {
+                known.newer[id]?.hasTargets = true
+            }
+            for (id, entry) in known.older where entry.hasTargets != true && entry.state.customerId == customerId {
+                known.older[id]?.hasTargets = true
             }
         }
     }
@@ -105,11 +137,18 @@ public final class VisitStateCache: Sendable {
     /// transaction's targets probe said of their visits (`targets`; a visit not in it keeps what was known).
     func remember(_ committed: some Sequence<VisitState>, targets: [String: Bool] = [:]) {
         guard capacity > 0 else { return }
+        let generation = max(1, capacity / 2)
         states.withLock { known in
             for state in committed {
                 let visit = state.attributes.visitId
-                if known.count >= capacity && known[visit] == nil { known.removeAll(keepingCapacity: true) }
-                known[visit] = Entry(state: state, hasTargets: targets[visit] ?? known[visit]?.hasTargets)
+                let entry = Entry(state: state, hasTargets: targets[visit] ?? known[visit]?.hasTargets)
+                known.older[visit] = nil
+                if known.newer.count >= generation && known.newer[visit] == nil {
+                    // The older generation's table is kept for the next newer one (no table grown again).
+                    swap(&known.older, &known.newer)
+                    known.newer.removeAll(keepingCapacity: true)
+                }
+                known.newer[visit] = entry
             }
         }
     }

@@ -118,18 +118,25 @@ import VisitTestSupport
         #expect(f.handler.states.assuming, "a refusal decided again is no lost bet")
     }
 
-    @Test func aFullCacheStartsOver() async throws {
+    /// Two generations of `capacity / 2`: when the newer is full, the older is dropped — so a state written again
+    /// lately (moved into the newer generation) stays, the state untouched longest goes, and the states in use
+    /// are never all dropped at once.
+    @Test func aFullCacheDropsItsOlderGeneration() async throws {
         let f = try await VisitFixtures.make()
         let small = VisitCommandHandler(
             store: f.handler.store, readModel: f.readModel, pushes: f.handler.pushes, clock: f.clock,
-            states: VisitStateCache(capacity: 2))
-        for v in ["v-s1", "v-s2", "v-s3"] {
-            _ = try await f.schedule(v)
-            _ = try await f.pool.withConnection { c in
-                small.executeBatch([try VisitFixtures.command(v, #"{"type": "progress", "kilometresAway": 5}"#)], on: c)
+            states: VisitStateCache(capacity: 4))
+        for v in ["v-s1", "v-s2", "v-s3", "v-s4"] { _ = try await f.schedule(v) }
+        var km = 5.0
+        for v in ["v-s1", "v-s2", "v-s3", "v-s1", "v-s4"] {
+            km += 1
+            _ = try await f.pool.withConnection { [km] c in
+                small.executeBatch([try VisitFixtures.command(v, #"{"type": "progress", "kilometresAway": \#(km)}"#)], on: c)
             }
         }
-        #expect(small.states.count == 1, "the third state found the cache full: it starts over with it")
-        #expect(small.states.state("v-s3")?.version == 2 && small.states.state("v-s1") == nil)
+        #expect(small.states.state("v-s2") == nil, "the state untouched longest went with the older generation")
+        #expect(small.states.state("v-s1")?.version == 3, "written again lately, it stayed")
+        #expect(small.states.state("v-s3")?.version == 2 && small.states.state("v-s4")?.version == 2)
+        #expect(small.states.count == 3)
     }
 }
