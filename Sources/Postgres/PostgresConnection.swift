@@ -81,27 +81,11 @@ public final class PostgresConnection {
     /// between two transaction-local settings.
     @discardableResult
     public func pipeline(_ queries: [PostgresQuery]) throws -> [PostgresRows] {
-        try run(queries, executed: nil)
-    }
-
-    /// The same, calling `executed` once every statement has run without error, before the implicit
-    /// transaction's commit is back (PostgreSQL is asked to send the statements' results before it commits):
-    /// the caller may let other work go to the database while this commit waits for its WAL flush. Nothing is
-    /// committed yet when it is called, and the pipeline still fails if the commit does. (A single statement
-    /// runs alone, without the call.)
-    @discardableResult
-    public func pipeline(_ queries: [PostgresQuery], executed: () -> Void) throws -> [PostgresRows] {
-        try withoutActuallyEscaping(executed) { try run(queries, executed: $0) }
-    }
-
-    private func run(_ queries: [PostgresQuery], executed: (() -> Void)?) throws -> [PostgresRows] {
         if usePreparedStatements {
-            guard queries.contains(where: { $0.plannedDifferently(from: sessionPlanning) }) else {
-                return try send(queries, executed: executed)
-            }
+            guard queries.contains(where: { $0.plannedDifferently(from: sessionPlanning) }) else { return try send(queries) }
             let (sent, positions, after) = PostgresQuery.withSessionPlanModes(queries, from: sessionPlanning)
             do {
-                let results = try send(sent, executed: executed)
+                let results = try send(sent)
                 sessionPlanning = after
                 return positions.map { results[$0] }
             } catch {
@@ -110,15 +94,13 @@ public final class PostgresConnection {
                 throw error
             }
         }
-        guard queries.contains(where: { $0.plannedDifferently(from: .chosenByServer) }) else {
-            return try send(queries, executed: executed)
-        }
+        guard queries.contains(where: { $0.plannedDifferently(from: .chosenByServer) }) else { return try send(queries) }
         let (sent, positions) = PostgresQuery.withPlanModes(queries)
-        let results = try send(sent, executed: executed)
+        let results = try send(sent)
         return positions.map { results[$0] }
     }
 
-    private func send(_ queries: [PostgresQuery], executed: (() -> Void)?) throws -> [PostgresRows] {
+    private func send(_ queries: [PostgresQuery]) throws -> [PostgresRows] {
         if queries.count == 1 { return [try query(queries[0])] }
         if queries.isEmpty { return [] }
         if usePreparedStatements && prepared.count + queries.count > 512 {
@@ -168,8 +150,6 @@ public final class PostgresConnection {
             }
             sent.append(.run(index: index))
         }
-        // Asked to, PostgreSQL sends the statements' results before it commits at the sync point.
-        if !sendFailed, executed != nil, PQsendFlushRequest(conn) != 1 { sendFailed = true }
         if sendFailed || PQpipelineSync(conn) != 1 {
             let message = PostgresConnection.firstLine(PQerrorMessage(conn))
             broken = true  // what was sent and what runs is unknown
@@ -204,7 +184,6 @@ public final class PostgresConnection {
                 }
             }
         }
-        if failure == nil { executed?() }
         // Then the sync point, where the implicit transaction commits. An error before it (the commit
         // failed, or the connection went away while committing) means the statements did not stand, or
         // that nobody knows: never report success without seeing the sync.

@@ -50,8 +50,7 @@ public final class VisitCommandBatcher: Sendable {
     public let maxConcurrentWrites: Int
     private let state = Mutex(State())
     /// The turns to write: with one (the default), the next batch reads and decides while the previous one
-    /// writes, and sends its writes once the previous batch's statements have run — while that batch's commit
-    /// waits for its WAL flush (`executeBatch`'s `executed`), not after it.
+    /// writes and commits, and sends its writes once that commit is back.
     private let writeTurns: DispatchSemaphore
 
     /// Batches in flight at once unless told otherwise: a second batch reads and decides while the first writes
@@ -242,10 +241,9 @@ public final class VisitCommandBatcher: Sendable {
                     commands, on: connection,
                     writing: { writes in
                         // When the writes are about to go out, this batch waits for a turn to write (the previous
-                        // batch's statements), which it holds until its own have run (`executed`) or it ends. The
-                        // next batch forms while it waits; with a turn free at once, only after what waits now has
-                        // joined this one (`joining`), so the two do not split the waiting commands between them.
-                        // (Nothing left to write: answers go out at once.)
+                        // batch's commit), which it holds until it ends. The next batch forms while it waits; with a
+                        // turn free at once, only after what waits now has joined this one (`joining`), so the two do
+                        // not split the waiting commands between them. (Nothing left to write: answers go out at once.)
                         guard writes else {
                             letTheNextForm()
                             return true
@@ -263,14 +261,6 @@ public final class VisitCommandBatcher: Sendable {
                             holding = true
                         }
                         return holding
-                    },
-                    executed: {
-                        // The statements ran; their commit waits for its WAL flush. The next batch's statements may
-                        // run meanwhile: their commit will wait for this one's flush, not for this batch's answers.
-                        if holding {
-                            holding = false
-                            writeTurns.signal()
-                        }
                     },
                     joining: {
                         // What came while this batch waited for its turn leaves with it rather than a write later.

@@ -229,9 +229,6 @@ public struct VisitCommandHandler: Sendable {
     /// batch form from then on, and answers whether this batch may write. When it may not (its turn to write
     /// did not come in time), nothing of it is written and its commands fail as `unavailable`.
     ///
-    /// `executed` is called once the batch's statements have run, while their commit waits for its WAL flush
-    /// (`PostgresConnection.pipeline`'s `executed`): the batcher gives the turn to write to the next batch then.
-    ///
     /// `joining` is called once the batch may write and has something to: the commands it answers join the
     /// batch late (those that came while it waited for its turn), after its own, and their outcomes follow
     /// the others' in the result. A joining command on a visit this process committed last (`states.assumed`)
@@ -243,7 +240,7 @@ public struct VisitCommandHandler: Sendable {
     /// have no timeout left).
     public func executeBatch(
         _ commands: [VisitCommand], on connection: PostgresConnection, writing: (_ writes: Bool) -> Bool = { _ in true },
-        executed: () -> Void = {}, joining: () -> [VisitCommand] = { [] }
+        joining: () -> [VisitCommand] = { [] }
     ) -> [Result<VisitCommandResult, any Error>] {
         var commands = commands
         var told = false
@@ -407,7 +404,7 @@ public struct VisitCommandHandler: Sendable {
                     return statements
                 }
                 do {
-                    results = try connection.pipeline(try assemble(skipping: true), executed: executed)
+                    results = try connection.pipeline(try assemble(skipping: true))
                 } catch let error where pushes.targetsAppeared(error) {
                     // A visit written without its pushes has a target now (registered through another process):
                     // nothing was written; the batch goes again with every push.
@@ -415,7 +412,7 @@ public struct VisitCommandHandler: Sendable {
                     Metrics.shared.increment(
                         "livevisits_command_batch_targets_appeared_total",
                         help: "Command batches written again with their pushes: a visit known to have no push target had one.")
-                    results = try connection.pipeline(try assemble(skipping: false), executed: executed)
+                    results = try connection.pipeline(try assemble(skipping: false))
                 }
             } catch {
                 if let stop = Self.stopping(error) {

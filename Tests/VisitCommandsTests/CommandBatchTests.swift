@@ -243,57 +243,6 @@ import VisitTestSupport
         #expect(try await next.value.state.version == 2)
     }
 
-    /// The turn to write covers a batch's statements, not its commit's wait: once the statements have run, the
-    /// next batch writes while the commit waits. Here the first batch's commit waits on a lock the test holds (a
-    /// deferred trigger of a table its command also writes takes it at commit time); the next batch, on another
-    /// visit, is written and answered meanwhile, and the first commits once the lock goes.
-    @Test func theNextBatchWritesWhileThePreviousCommitWaits() async throws {
-        let f = try await VisitFixtures.make()
-        for v in ["v-held", "v-next"] { _ = try await f.schedule(v) }
-        let lock = 7_219_002
-        try await f.pool.withConnection { c in
-            try c.execute(
-                script: """
-                    CREATE TABLE held (n int);
-                    CREATE FUNCTION held_commit() RETURNS trigger LANGUAGE plpgsql AS $$
-                    BEGIN PERFORM pg_advisory_xact_lock(\(lock)); RETURN NULL; END $$;
-                    CREATE CONSTRAINT TRIGGER held_commit AFTER INSERT ON held DEFERRABLE INITIALLY DEFERRED
-                        FOR EACH ROW EXECUTE FUNCTION held_commit();
-                    """)
-        }
-        let holding = Mutex(false)
-        let release = DispatchSemaphore(value: 0)
-        let holder = Task {
-            try await f.pool.withConnection { c in
-                _ = try c.query("SELECT pg_advisory_lock(\(lock))")
-                holding.withLock { $0 = true }
-                _ = release.wait(timeout: .now() + 30)
-                _ = try c.query("SELECT pg_advisory_unlock(\(lock))")
-            }
-        }
-        defer { release.signal() }
-        try await eventually("the test holding the lock", within: 10) { holding.withLock { $0 } }
-        let batcher = VisitCommandBatcher(handler: f.handler)
-        #expect(batcher.maxConcurrentWrites == 1)
-        var held = command("v-held", try progress(2))
-        held.alsoRun = { _ in ["INSERT INTO held VALUES (1)"] }
-        let first = Task { [held] in try await batcher.execute(held) }
-        try await eventually("the first batch's commit waiting for the lock", within: 10) {
-            try await f.pool.query("SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
-                .first?.int("n") == 1
-        }
-        let next = Task { try await batcher.execute(command("v-next", try progress(3))) }
-        try await eventually("the next batch answered while the first commit waits", within: 10) {
-            try await f.rows()["v-next"]?.version == 2
-        }
-        #expect(try await next.value.state.version == 2)
-        #expect(try await f.rows()["v-held"]?.version == 1, "the first batch has not committed")
-        release.signal()
-        #expect(try await first.value.state.version == 2)
-        try await holder.value
-        #expect(try await f.rows()["v-held"]?.version == 2)
-    }
-
     /// Commands that join a batch late (`joining`: they came while it waited for its turn) are decided on the
     /// states this process committed last and written in the batch's transaction, after its own; one on a
     /// visit this process has not written, one on a visit already in the batch, and one that may not share its
