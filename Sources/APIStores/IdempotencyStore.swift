@@ -87,9 +87,9 @@ public enum IdempotencyStore {
     /// `response_etag`), so the answer stored and the answer given are the same text. The body is
     /// `VisitReadModel.body(view:liveActivities:)` in SQL — the view less its closing brace, then
     /// `"liveActivities"` (the visit's live, not retired, activities) and `"channels"` (its broadcast channels
-    /// with an id, by environment) — and the ETag the quoted version of the row; `IdempotencyStoreTests` pins both forms byte for byte. A key taken meanwhile (a
-    /// concurrent first try) fails the statement on the primary key, and with it the batch, which is then
-    /// run again command by command.
+    /// with an id, by environment) — and the ETag the quoted version of the row; `IdempotencyStoreTests` pins
+    /// both forms byte for byte. A key taken meanwhile (a concurrent first try) fails the statement on the
+    /// primary key, and with it the batch, which is then run again command by command.
     public static func storeVisitAnswerStatement(
         _ scope: IdempotencyScope, requestBody: String, visitId: String, view: String
     ) -> PostgresQuery {

@@ -127,12 +127,12 @@ public struct VisitReadModel: Sendable {
 
     /// Encodes one state (its view text and snapshot: the costly part of `encode`).
     public func encodeRow(_ state: VisitState) -> EncodedRow {
-        let view = VisitView(state: state, rules: rules)
+        let ruled = VisitView.Ruled(state: state, rules: rules)
         return EncodedRow(
             visitId: state.visitId, customerId: state.customerId, technicianId: state.technician.id,
             status: state.status.rawValue, ended: state.hasEnded, version: Int64(state.version),
-            scheduledAt: Int64(state.scheduledAt), view: Self.viewText(view), snapshot: state.snapshotJSON().serializedString(),
-            ruled: VisitView.Ruled(relevanceScore: view.relevanceScore, staleDate: view.staleDate, dismissal: view.dismissal))
+            scheduledAt: Int64(state.scheduledAt), view: Self.viewText(VisitView(state: state, ruled: ruled)),
+            snapshot: state.snapshotJSON().serializedString(), ruled: ruled)
     }
 
     /// Encodes states for `write` (view text and snapshot per state).
