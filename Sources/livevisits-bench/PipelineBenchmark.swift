@@ -46,7 +46,7 @@ struct PipelineBenchmark {
             .value("--pgbench", "PATH", "pgbench binary (default /usr/lib/postgresql/15/bin/pgbench)"),
         ],
         details:
-            "Needs LIVEVISITS_DATABASE_URL (the scripts/pg cluster), openssl, python3 with venv (for aioapns, from PyPI), a built livevisits next to this binary; run from the repository root. Each measurement starts from vacuumed tables (VACUUM (ANALYZE), as pgbench does)."
+            "Needs LIVEVISITS_DATABASE_URL (the scripts/pg cluster), openssl, python3 with venv (for aioapns, from PyPI), a built livevisits next to this binary; run from the repository root. Each measurement starts from vacuumed tables (VACUUM (ANALYZE), as pgbench does) and a CHECKPOINT (the role needs pg_checkpoint or superuser)."
     )
 
     init(arguments: [String]) throws {
@@ -256,7 +256,7 @@ struct PipelineBenchmark {
         if layout == "split" && backlog > 0 {
             // The backlog: one event per visit posted while no worker runs, then one worker started.
             try await post(visits: visits, prefix: prefix, port: port, dispatcher: dispatcher, cursor: cursor)
-            try await database.vacuum()
+            try await database.settle()
             let before = Self.cpu(processes: [], postmaster: postmaster)
             book.markDrain(from: LoadConnection.now())
             let worker = try rig.startWorker(databaseURL: databaseURL)
@@ -283,8 +283,9 @@ struct PipelineBenchmark {
 
         var runs: [Run] = []
         for c in connections {
-            // Each measurement from vacuumed tables (as pgbench runs), not from what the one before left.
-            try await database.vacuum()
+            // Each measurement from vacuumed tables (as pgbench runs) and a checkpoint, not from what the one before
+            // left.
+            try await database.settle()
             try await Task.sleep(for: .seconds(1))
             runs.append(
                 try await load(

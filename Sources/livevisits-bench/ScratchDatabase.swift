@@ -53,12 +53,18 @@ struct ScratchDatabase {
         }
     }
 
-    /// `VACUUM (ANALYZE)` of every table, as pgbench does before a run unless told not to: a measurement then
-    /// starts from the same state of its tables whatever ran before it (the dead rows and index entries an
-    /// earlier one left, which autovacuum would reclaim at its own time, and fresh statistics).
-    func vacuum() async throws {
+    /// `VACUUM (ANALYZE)` of every table, as pgbench does before a run unless told not to, then `CHECKPOINT`: a
+    /// measurement then starts from the same state whatever ran before it — its tables without the dead rows and
+    /// index entries an earlier one left (which autovacuum would reclaim at its own time), fresh statistics, and
+    /// no checkpoint owed. (A checkpoint started by an earlier run's WAL, or by the cluster's other databases,
+    /// otherwise landed in the measurement: its sync phase, tens of thousands of files after a test run, held
+    /// every commit's WAL flush back for seconds.)
+    func settle() async throws {
         try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 1)) { pool in
-            try await pool.withConnection { try $0.execute(script: "VACUUM (ANALYZE)") }
+            try await pool.withConnection { c in
+                try c.execute(script: "VACUUM (ANALYZE)")
+                try c.execute(script: "CHECKPOINT")
+            }
         }
     }
 
