@@ -421,8 +421,13 @@ import VisitTestSupport
         let release = DispatchSemaphore(value: 0)
         let held = try await holdOpen(f, appendingTo: "v-stuck", until: release)
         let stuck = Task { try await batcher.execute(command("v-stuck", try progress(2))) }
-        // Wait until that batch runs, then queue a command behind it and withdraw it while it waits.
-        try await eventually("the first batch running") { batcher.batchesRun == 1 }
+        // Wait until that batch waits in PostgreSQL on the outsider's lock — past the point where commands that
+        // came meanwhile join it late (v-free's state is known here, so it could) — then queue a command behind it
+        // and withdraw it while it waits.
+        try await eventually("the first batch waiting on the outsider's lock") {
+            let waiting = try await f.pool.query("SELECT count(*) AS n FROM pg_locks WHERE NOT granted").first?.int("n")
+            return batcher.batchesRun == 1 && (waiting ?? 0) > 0
+        }
         let withdrawn = Task { try await batcher.execute(command("v-free", try progress(3))) }
         try await eventually("the second command waiting for a batch") { batcher.waitingCount == 1 }
         withdrawn.cancel()
