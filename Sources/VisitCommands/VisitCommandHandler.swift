@@ -397,7 +397,10 @@ public struct VisitCommandHandler: Sendable {
                         statements.append(VisitFollowers.query(visitIds: followed.map { prepared[$0].prepared.command.visitId }))
                     }
                     for (n, (_, p)) in prepared.enumerated() {
-                        let also = p.command.alsoRun(views[n] ?? readModel.viewText(for: p.accepted.state))
+                        // (A view drawn here is kept for the command's answer, not drawn again.)
+                        let view = views[n] ?? readModel.viewText(for: p.accepted.state)
+                        views[n] = view
+                        let also = p.command.alsoRun(view)
                         extras.append(statements.count..<(statements.count + also.count))
                         statements += also
                     }
