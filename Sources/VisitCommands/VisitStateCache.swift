@@ -53,6 +53,12 @@ public final class VisitStateCache: Sendable {
             }
         }
 
+        /// Changes every entry that `matches`, in either generation.
+        mutating func updateEach(where matches: (Entry) -> Bool, _ change: (inout Entry) -> Void) {
+            for (id, entry) in newer where matches(entry) { change(&newer[id]!) }
+            for (id, entry) in older where matches(entry) { change(&older[id]!) }
+        }
+
         mutating func remove(_ visitId: String) {
             newer[visitId] = nil
             older[visitId] = nil
@@ -103,12 +109,7 @@ public final class VisitStateCache: Sendable {
     /// of a visit is not kept apart, so this looks at every state; such registrations are rare.)
     public func targetsRegistered(customer customerId: String) {
         states.withLock { known in
-            for (id, entry) in known.newer where entry.hasTargets != true && entry.state.customerId == customerId {
-                known.newer[id]?.hasTargets = true
-            }
-            for (id, entry) in known.older where entry.hasTargets != true && entry.state.customerId == customerId {
-                known.older[id]?.hasTargets = true
-            }
+            known.updateEach(where: { $0.hasTargets != true && $0.state.customerId == customerId }) { $0.hasTargets = true }
         }
     }
 
