@@ -3,6 +3,7 @@ import Foundation
 import Outbox
 import Postgres
 import Runtime
+import Synchronization
 import VisitCommands
 import VisitDomain
 import VisitProjections
@@ -11,9 +12,11 @@ import VisitProjections
 /// decided on the visit's state, its event appended at the expected version, the read-model row and the
 /// outbox rows written in the same transaction) on many visits (uniform and Zipf-skewed) at several writer
 /// counts for a fixed time each, through group commit (`VisitCommandBatcher`, as the API runs them) or one
-/// transaction per command (`VisitCommandHandler` alone). It prints events/s and p50/p99 latency, and in the
-/// same run measures the machine's own limit with `pgbench` inserting one ~200-byte row into a copy of the
-/// events table (same unique (stream, position) index), then prints the ratios.
+/// transaction per command (`VisitCommandHandler` alone) — and, with `--mode store`, the event store's own
+/// append alone (`EventStore.append`: one event, at its stream's expected version, in one autocommitted
+/// statement; streams of their own). It prints events/s and p50/p99 latency, and in the same run measures the
+/// machine's own limit with `pgbench` inserting one ~200-byte row into a copy of the events table (same
+/// indexes, unique (stream, position) included), then prints the ratios.
 struct AppendBenchmark {
     static let summary = "visit commands (the product's appends) vs pgbench single-row inserts (see --help)"
 
@@ -23,6 +26,9 @@ struct AppendBenchmark {
         case batched
         /// One transaction per command: `VisitCommandHandler.post`.
         case direct
+        /// The event store alone: `EventStore.append`, one event per autocommitted statement at its stream's
+        /// expected version — pgbench's shape (one row, one transaction), with the store's version check.
+        case store
         var description: String { rawValue }
     }
 
@@ -35,7 +41,8 @@ struct AppendBenchmark {
             .value("--distribution", "LIST", "uniform,zipf (default both)"),
             .value(
                 "--mode", "LIST",
-                "batched (group commit, the API's path, the default) and/or direct (one transaction per command)"),
+                "batched (group commit, the API's path, the default), direct (one transaction per command), store (the event store's append alone)"
+            ),
             .value("--batches", "N", "group commit: batches in flight at once (default 2, the API's)"),
             .value("--writes", "N", "group commit: of those, batches writing at once (default 1, the API's)"),
             .flag(
@@ -84,6 +91,7 @@ struct AppendBenchmark {
                 switch $0 {
                 case "batched": return .batched
                 case "direct": return .direct
+                case "store": return .store
                 default: throw Self.syntax.mistake("unknown mode \($0)")
                 }
             }
@@ -135,7 +143,9 @@ struct AppendBenchmark {
             synchronousCommit ? database.url : ScratchDatabase.url(database.url, adding: "options=-csynchronous_commit%3Doff")
         let maxWriters = writerCounts.max() ?? 1
         print(
-            "append benchmark: \(streams) visits, progress commands, \(Int(duration)) s per run, \(rounds) round(s), "
+            "append benchmark: \(streams) visits, progress commands"
+                + (modes.contains(.store) ? " (store: \(streams) streams of its own, one event per append)" : "")
+                + ", \(Int(duration)) s per run, \(rounds) round(s), "
                 + "database \(database.name)" + (synchronousCommit ? "" : ", synchronous_commit=off"))
 
         let pgbench = PgBench(path: pgbenchPath, url: url, streams: streams)
@@ -153,6 +163,8 @@ struct AppendBenchmark {
             let batcher = VisitCommandBatcher(
                 handler: handler, maxConcurrentBatches: concurrentBatches, maxConcurrentWrites: concurrentWrites)
             try await scheduleVisits(batcher: batcher)
+            // Store mode: each stream's version as the writers last saw it (a conflict teaches the actual one).
+            let versions = StreamVersions(count: streams)
             // Rounds alternate pgbench and the product, so a machine whose load changes affects both alike.
             for round in 1...rounds {
                 if runPgbench {
@@ -177,7 +189,8 @@ struct AppendBenchmark {
                             let before = (
                                 postgres: CPUSample.clusterSeconds(postmaster: postmaster), ours: CPUSample.thisProcess()
                             )
-                            var figure = try await measure(mode: mode, batcher: batcher, picker: picker, writers: writers)
+                            var figure = try await measure(
+                                mode: mode, batcher: batcher, picker: picker, writers: writers, versions: versions)
                             let count = max(figure.eventsPerSecond * duration, 1)
                             figure.oursMicros = (CPUSample.thisProcess() - before.ours) / count * 1e6
                             figure.postgresMicros =
@@ -266,11 +279,16 @@ struct AppendBenchmark {
 
     /// Runs `writers` tasks posting progress events for `duration` seconds, as the API does after parsing
     /// a request: through the batcher (then the wake-ups after the commit), or alone.
-    private func measure(mode: Mode, batcher: VisitCommandBatcher, picker: StreamPicker, writers: Int) async throws -> Figure {
+    private func measure(
+        mode: Mode, batcher: VisitCommandBatcher, picker: StreamPicker, writers: Int, versions: StreamVersions
+    ) async throws -> Figure {
         let batchesBefore = BatchCounters.read()
         let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(duration * 1e9)
         let handler = batcher.handler
         let context = AppendBenchmark.context
+        let storeEvent = NewEvent(
+            type: "visitProgressed", data: AppendBenchmark.eventData,
+            metadata: EventMetadata(actorRole: "dispatcher", actorSubject: "d-1"))
         let outcomes = try await withThrowingTaskGroup(of: WriterOutcome.self) { group -> [WriterOutcome] in
             for w in 0..<writers {
                 group.addTask {
@@ -278,24 +296,34 @@ struct AppendBenchmark {
                     var outcome = WriterOutcome()
                     outcome.latencies.reserveCapacity(100_000)
                     while DispatchTime.now().uptimeNanoseconds < deadline {
-                        let visit = "bench-\(picker.pick(using: &random))"
+                        let n = picker.pick(using: &random)
                         let km = Double(Int.random(in: 1...400, using: &random)) / 10
-                        let event = try VisitEventRequest.parse(Array("{\"type\":\"progress\",\"kilometresAway\":\(km)}".utf8))
+                        let event =
+                            mode == .store
+                            ? nil : try VisitEventRequest.parse(Array("{\"type\":\"progress\",\"kilometresAway\":\(km)}".utf8))
                         let started = DispatchTime.now().uptimeNanoseconds
                         do {
                             switch mode {
                             case .batched:
                                 let result = try await batcher.execute(
-                                    VisitCommand(visitId: visit, event: event, context: context, isCreation: false))
+                                    VisitCommand(visitId: "bench-\(n)", event: event!, context: context, isCreation: false))
                                 handler.store.eventsCommitted(count: 1)
                                 if result.pushes > 0 { handler.pushes.committed() }
                             case .direct:
-                                _ = try await handler.post(visitId: visit, event: event, context: context)
+                                _ = try await handler.post(visitId: "bench-\(n)", event: event!, context: context)
+                            case .store:
+                                let version = versions[n]
+                                let result = try await handler.store.append(
+                                    AppendRequest(
+                                        streamName: "store-\(n)", events: [storeEvent],
+                                        expectedVersion: version == 0 ? .noStream : .exactly(version)))
+                                versions.raise(n, to: result.lastPosition)
                             }
                             outcome.latencies.append(Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9)
                             outcome.events += 1
                         } catch let error as EventStoreError where error.code == .wrongExpectedVersion {
                             outcome.conflicts += 1
+                            if let actual = error.actualVersion { versions.raise(n, to: actual) }
                         }
                     }
                     return outcome
@@ -333,6 +361,22 @@ struct AppendBenchmark {
         return text + #""}"#
     }()
 
+}
+
+/// The store mode's stream versions, shared by its writers.
+final class StreamVersions: Sendable {
+    private let versions: Mutex<[Int64]>
+
+    init(count: Int) {
+        versions = Mutex([Int64](repeating: 0, count: count))
+    }
+
+    subscript(stream: Int) -> Int64 { versions.withLock { $0[stream] } }
+
+    /// The stream is at `version` at least.
+    func raise(_ stream: Int, to version: Int64) {
+        versions.withLock { $0[stream] = max($0[stream], version) }
+    }
 }
 
 /// The visit commands' group-commit counters from the process's metrics.
