@@ -16,7 +16,8 @@ import VisitProjections
 /// append alone (`EventStore.append`: one event, at its stream's expected version, in one autocommitted
 /// statement; streams of their own). It prints events/s and p50/p99 latency, and in the same run measures the
 /// machine's own limit with `pgbench` inserting one ~200-byte row into a copy of the events table (same
-/// indexes, unique (stream, position) included), then prints the ratios.
+/// indexes, unique (stream, position) included) — at a position from one global sequence, and appended at its
+/// stream's next position as an event store must — then prints the ratios to both.
 struct AppendBenchmark {
     static let summary = "visit commands (the product's appends) vs pgbench single-row inserts (see --help)"
 
@@ -49,7 +50,7 @@ struct AppendBenchmark {
                 "--no-sync",
                 "synchronous_commit=off for both sides (what a fast WAL device would show: commits cost CPU, not a flush wait)"),
             .value("--pgbench", "PATH", "pgbench binary (default /usr/lib/postgresql/15/bin/pgbench)"),
-            .flag("--no-pgbench", "skip the pgbench baseline"),
+            .flag("--no-pgbench", "skip the pgbench baselines"),
             .value("--rounds", "N", "repeat pgbench and the product N times, alternating; prints median ratios (default 1)"),
             .value(
                 "--migrations", "DIR",
@@ -168,18 +169,23 @@ struct AppendBenchmark {
             // Rounds alternate pgbench and the product, so a machine whose load changes affects both alike.
             for round in 1...rounds {
                 if runPgbench {
-                    for writers in writerCounts {
-                        let before = (postgres: CPUSample.clusterSeconds(postmaster: postmaster), bench: CPUSample.children())
-                        let tps = try pgbench.run(clients: writers, seconds: duration)
-                        let count = max(tps * duration, 1)
-                        var figure = Figure(
-                            label: "pgbench insert", writers: writers, eventsPerSecond: tps, p50: 0, p99: 0,
-                            conflictsPerSecond: 0, meanBatch: 0)
-                        figure.round = round
-                        figure.oursMicros = (CPUSample.children() - before.bench) / count * 1e6
-                        figure.postgresMicros = (CPUSample.clusterSeconds(postmaster: postmaster) - before.postgres) / count * 1e6
-                        figures.append(figure)
-                        print(line(figure, baseline: nil))
+                    for (script, label) in [(PgBench.Script.insert, Self.insertLabel), (.streamAppend, Self.appendLabel)] {
+                        for writers in writerCounts {
+                            let before = (
+                                postgres: CPUSample.clusterSeconds(postmaster: postmaster), bench: CPUSample.children()
+                            )
+                            let tps = try pgbench.run(script, clients: writers, seconds: duration)
+                            let count = max(tps * duration, 1)
+                            var figure = Figure(
+                                label: label, writers: writers, eventsPerSecond: tps, p50: 0, p99: 0, conflictsPerSecond: 0,
+                                meanBatch: 0)
+                            figure.round = round
+                            figure.oursMicros = (CPUSample.children() - before.bench) / count * 1e6
+                            figure.postgresMicros =
+                                (CPUSample.clusterSeconds(postmaster: postmaster) - before.postgres) / count * 1e6
+                            figures.append(figure)
+                            print(line(figure, in: figures))
+                        }
                     }
                 }
                 for mode in modes {
@@ -198,52 +204,70 @@ struct AppendBenchmark {
                             figure.label = "\(mode) \(distribution.rawValue)"
                             figure.round = round
                             figures.append(figure)
-                            print(line(figure, baseline: baseline(figures, round: round, writers: writers)))
+                            print(line(figure, in: figures))
                         }
                     }
                 }
             }
         }
 
-        print("\nsummary (events/s; p50/p99 latency of one command; ratio to pgbench tps at the same client count")
-        print("         in the same round; group commit: mean commands per batch; CPU µs per event: ours (pgbench's")
-        print("         own for its rows), this cluster's PostgreSQL)")
-        print("mode     distribution  writers   events/s   p50 ms   p99 ms  conflicts/s  vs pgbench  batch  ours µs    pg µs")
-        for f in figures {
-            print(line(f, baseline: f.label == "pgbench insert" ? nil : baseline(figures, round: f.round, writers: f.writers)))
-        }
+        print("\nsummary (events/s; p50/p99 latency of one command; ratios to pgbench's tps at the same client count in")
+        print("         the same round: its single-row insert, and its append of one row at the stream's next position;")
+        print("         group commit: mean commands per batch; CPU µs per event: ours (pgbench's own for its rows), this")
+        print("         cluster's PostgreSQL)")
+        print(
+            "mode     distribution  writers   events/s   p50 ms   p99 ms  conflicts/s  vs insert vs append  batch  ours µs    pg µs"
+        )
+        for f in figures { print(line(f, in: figures)) }
         if rounds > 1 {
             print("\nmedian over \(rounds) rounds (ratios per round)")
             var seen = Set<String>()
-            for f in figures where f.label != "pgbench insert" && seen.insert("\(f.label) \(f.writers)").inserted {
+            for f in figures where !f.label.hasPrefix("pgbench") && seen.insert("\(f.label) \(f.writers)").inserted {
                 let same = figures.filter { $0.label == f.label && $0.writers == f.writers }
-                let ratios = same.compactMap { g in
-                    baseline(figures, round: g.round, writers: g.writers).map { g.eventsPerSecond / $0 }
-                }
                 func median(_ xs: [Double]) -> Double { xs.isEmpty ? 0 : xs.sorted()[xs.count / 2] }
+                func ratios(to label: String) -> String {
+                    let each = same.compactMap { g in
+                        baseline(label, in: figures, round: g.round, writers: g.writers).map { g.eventsPerSecond / $0 }
+                    }
+                    return String(format: "%.2fx (", median(each))
+                        + each.map { String(format: "%.2f", $0) }.joined(separator: ", ")
+                        + ")"
+                }
                 print(
                     f.label.padding(toLength: 22, withPad: " ", startingAt: 0)
+                        + String(format: " %7d %10.0f", f.writers, median(same.map(\.eventsPerSecond)))
+                        + "  vs insert \(ratios(to: Self.insertLabel)), vs append \(ratios(to: Self.appendLabel))"
                         + String(
-                            format: " %7d %10.0f  ratio %.2fx (%@)  ours %.0f µs, pg %.0f µs", f.writers,
-                            median(same.map(\.eventsPerSecond)), median(ratios),
-                            ratios.map { String(format: "%.2f", $0) }.joined(separator: ", "), median(same.map(\.oursMicros)),
+                            format: "  ours %.0f µs, pg %.0f µs", median(same.map(\.oursMicros)),
                             median(same.map(\.postgresMicros))))
             }
         }
     }
 
-    /// pgbench's tps in the same round at the same client count.
-    private func baseline(_ figures: [Figure], round: Int, writers: Int) -> Double? {
-        figures.first { $0.label == "pgbench insert" && $0.round == round && $0.writers == writers }?.eventsPerSecond
+    /// The pgbench baselines' labels: the single-row insert (target 5 of issue 19) and the append at a stream's
+    /// next position.
+    static let insertLabel = "pgbench insert"
+    static let appendLabel = "pgbench append"
+
+    /// The tps of the pgbench baseline `label` in the same round at the same client count.
+    private func baseline(_ label: String, in figures: [Figure], round: Int, writers: Int) -> Double? {
+        figures.first { $0.label == label && $0.round == round && $0.writers == writers }?.eventsPerSecond
     }
 
-    private func line(_ f: Figure, baseline: Double?) -> String {
-        let ratio = baseline.map { String(format: "%.2fx", f.eventsPerSecond / $0) } ?? "-"
+    /// A figure's line, with its ratios to the pgbench baselines of its round (none for pgbench's own).
+    private func line(_ f: Figure, in figures: [Figure]) -> String {
+        func ratio(to label: String) -> String {
+            guard !f.label.hasPrefix("pgbench"),
+                let base = baseline(label, in: figures, round: f.round, writers: f.writers)
+            else { return "-" }
+            return String(format: "%.2fx", f.eventsPerSecond / base)
+        }
         let label = f.label.padding(toLength: 22, withPad: " ", startingAt: 0)
         return label
             + String(
                 format: " %7d %10.0f %8.2f %8.2f %12.0f  ", f.writers, f.eventsPerSecond, f.p50 * 1000, f.p99 * 1000,
-                f.conflictsPerSecond) + ratio.padding(toLength: 10, withPad: " ", startingAt: 0)
+                f.conflictsPerSecond) + ratio(to: Self.insertLabel).padding(toLength: 10, withPad: " ", startingAt: 0)
+            + ratio(to: Self.appendLabel).padding(toLength: 10, withPad: " ", startingAt: 0)
             + (f.meanBatch > 0 ? String(format: "%6.1f", f.meanBatch) : "      ")
             + String(format: " %8.0f %8.0f", f.oursMicros, f.postgresMicros)
     }

@@ -6,6 +6,16 @@ import Runtime
 /// `pgbench_events`, a copy of `events` with the same indexes (unique (stream_name, position) included),
 /// defaults and identity.
 struct PgBench {
+    /// What each of pgbench's transactions does.
+    enum Script: String {
+        /// One row on a random stream at a position from one global sequence: no stream's order to keep.
+        case insert
+        /// One row appended to a random stream at its next position (the stream's last one + 1, read in the
+        /// insert; a race with another client on the stream inserts nothing): what an event store's append
+        /// has to do on top of the insert, written as PostgreSQL's own client would.
+        case streamAppend = "stream-append"
+    }
+
     let path: String
     let url: String
     let streams: Int
@@ -28,27 +38,35 @@ struct PgBench {
         // The payload is concatenated per row, so PostgreSQL parses a fresh jsonb each time as appends do.
         let head = String(eventData.prefix(14))  // {"visitId":"v-
         let tail = String(eventData.dropFirst(20))  // after the six digits
-        let sql = """
+        let data = "('\(head)' || lpad(:s::text, 6, '0') || '\(tail)')::jsonb"
+        let metadata = #"'{"actorRole": "dispatcher", "actorSubject": "d-1"}'"#
+        let insert = """
             \\set s random(1, \(streams))
-            INSERT INTO pgbench_events (stream_name, position, type, data, metadata) VALUES ('bench-' || :s, nextval('pgbench_events_position'), 'visitProgressed', ('\(head)' || lpad(:s::text, 6, '0') || '\(tail)')::jsonb, '{"actorRole": "dispatcher", "actorSubject": "d-1"}');
+            INSERT INTO pgbench_events (stream_name, position, type, data, metadata) VALUES ('bench-' || :s, nextval('pgbench_events_position'), 'visitProgressed', \(data), \(metadata));
 
             """
-        try sql.write(to: scriptURL, atomically: true, encoding: .utf8)
+        let streamAppend = """
+            \\set s random(1, \(streams))
+            INSERT INTO pgbench_events (stream_name, position, type, data, metadata) SELECT 'append-' || :s, COALESCE(max(position), 0) + 1, 'visitProgressed', \(data), \(metadata) FROM pgbench_events WHERE stream_name = 'append-' || :s ON CONFLICT (stream_name, position) DO NOTHING;
+
+            """
+        try insert.write(to: scriptURL(.insert), atomically: true, encoding: .utf8)
+        try streamAppend.write(to: scriptURL(.streamAppend), atomically: true, encoding: .utf8)
     }
 
-    private var scriptURL: URL {
-        FileManager.default.temporaryDirectory.appendingPathComponent("livevisits-pgbench-append.sql")
+    private func scriptURL(_ script: Script) -> URL {
+        FileManager.default.temporaryDirectory.appendingPathComponent("livevisits-pgbench-\(script.rawValue).sql")
     }
 
-    /// Runs pgbench for `seconds` with `clients` connections; returns its transactions per second.
-    func run(clients: Int, seconds: Double) throws -> Double {
+    /// Runs `script` for `seconds` with `clients` connections; returns its transactions per second.
+    func run(_ script: Script = .insert, clients: Int, seconds: Double) throws -> Double {
         // Runtime's ChildProcess starts pgbench with default signal handlers and an empty mask: its `-T`
         // relies on SIGALRM, which a child of Foundation's `Process` inherited blocked (pgbench never stopped).
         let outcome = try ChildProcess(
             path,
             [
                 "-n", "-M", "prepared", "-c", String(clients), "-j", String(min(clients, 2)),
-                "-T", String(max(1, Int(seconds.rounded()))), "-f", scriptURL.path, url,
+                "-T", String(max(1, Int(seconds.rounded()))), "-f", scriptURL(script).path, url,
             ]
         ).runBlocking()
         guard outcome.status == 0 else {
