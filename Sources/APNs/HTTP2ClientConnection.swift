@@ -8,17 +8,18 @@ import HTTP2TLS
 #endif
 
 /// One TLS connection to one `host:port` with an nghttp2 client session, driven by the transport's loop
-/// thread: a non-blocking connect (each resolved address in turn), the TLS handshake (ALPN `h2`, the
-/// certificate checked against the host), then many streams at once. Everything nghttp2 has to send is
+/// thread: the host's addresses (resolved off the loop thread, `resolved(_:)`), a non-blocking connect (each
+/// address in turn), the TLS handshake (ALPN `h2`, the certificate checked against the host), then many
+/// streams at once. Everything nghttp2 has to send is
 /// gathered into one buffer and written with as few `SSL_write`s as the socket takes, so a batch of
 /// requests costs one TLS record train, not a write each.
 final class HTTP2ClientConnection {
     // Thread-safety: only the transport's loop thread touches a connection (nghttp2's callbacks run on
     // it, inside `nghttp2_session_mem_recv`/`mem_send`).
-    enum Phase { case connecting, handshaking, open, closed }
+    enum Phase { case resolving, connecting, handshaking, open, closed }
 
     let target: HTTP2Target
-    private(set) var phase = Phase.connecting
+    private(set) var phase = Phase.resolving
     /// The server sent GOAWAY (or we closed for idleness): no new streams go on this connection.
     private(set) var goingAway = false
     /// Exchanges the server refused unprocessed (above a GOAWAY's last stream, REFUSED_STREAM) and those
@@ -27,7 +28,7 @@ final class HTTP2ClientConnection {
 
     private let settings: HTTP2ClientTransport.Settings
     private let tls: OpaquePointer
-    private var addresses: [(family: Int32, address: [UInt8])] = []
+    private var addresses: [HTTP2Resolver.Address] = []
     private var nextAddress = 0
     private var lastConnectError = ""
     private var fd: Int32 = -1
@@ -78,27 +79,18 @@ final class HTTP2ClientConnection {
 
     // MARK: Connecting
 
-    /// Resolves the host and starts connecting to its first address.
-    func start() {
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var list: UnsafeMutablePointer<addrinfo>?
-        let status = getaddrinfo(target.host, String(target.port), &hints, &list)
-        guard status == 0, let list else {
-            failSetUp(.connectFailed, "cannot resolve \(target.host): \(String(cString: gai_strerror(status)))")
-            return
+    /// The host's addresses came (or why there are none): connects to the first. Ignored once the connection
+    /// has given up (its connect timeout passed while the resolver worked).
+    func resolved(_ resolution: Result<[HTTP2Resolver.Address], HTTP2Exchange.Failure>) {
+        guard phase == .resolving else { return }
+        switch resolution {
+        case .success(let found):
+            addresses = found
+            phase = .connecting
+            connectNextAddress()
+        case .failure(let failure):
+            failSetUp(failure.kind, failure.message)
         }
-        defer { freeaddrinfo(list) }
-        var entry: UnsafeMutablePointer<addrinfo>? = list
-        while let current = entry {
-            if let address = current.pointee.ai_addr {
-                let bytes = UnsafeRawBufferPointer(start: address, count: Int(current.pointee.ai_addrlen))
-                addresses.append((current.pointee.ai_family, Array(bytes)))
-            }
-            entry = current.pointee.ai_next
-        }
-        connectNextAddress()
     }
 
     private func connectNextAddress() {
@@ -218,6 +210,7 @@ final class HTTP2ClientConnection {
     var pollEvents: (fd: Int32, events: Int16)? {
         guard fd >= 0, phase != .closed else { return nil }
         switch phase {
+        case .resolving: return nil
         case .connecting: return (fd, Int16(POLLOUT))
         case .handshaking: return (fd, handshakeEvents)
         case .open:
@@ -230,6 +223,8 @@ final class HTTP2ClientConnection {
     /// The socket is ready for what `pollEvents` asked (or failed).
     func handle(revents: Int16) {
         switch phase {
+        case .resolving:
+            break
         case .connecting:
             var error: Int32 = 0
             var size = socklen_t(MemoryLayout<Int32>.size)
@@ -273,6 +268,9 @@ final class HTTP2ClientConnection {
     /// Fails exchanges past their deadline (and a connection not up by the connect timeout); returns the
     /// next deadline to wake for.
     func expire(now: UInt64) -> UInt64 {
+        if phase == .resolving, now >= connectDeadline {
+            failSetUp(.connectFailed, "resolving \(target.host) took longer than \(settings.connectTimeoutMilliseconds) ms")
+        }
         if phase == .connecting || phase == .handshaking, now >= connectDeadline {
             failSetUp(
                 .connectFailed, "connecting to \(target.authority) took longer than \(settings.connectTimeoutMilliseconds) ms")
@@ -302,7 +300,7 @@ final class HTTP2ClientConnection {
             earliestDeadline = next
         }
         var wake = earliestDeadline
-        if phase == .connecting || phase == .handshaking { wake = min(wake, connectDeadline) }
+        if phase == .resolving || phase == .connecting || phase == .handshaking { wake = min(wake, connectDeadline) }
         if phase == .open && isIdle {
             let idleDeadline = lastActive + UInt64(settings.maximumIdleSeconds) * 1_000_000_000
             if now >= idleDeadline { retire() } else { wake = min(wake, idleDeadline) }

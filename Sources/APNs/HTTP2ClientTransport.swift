@@ -18,7 +18,8 @@ import Synchronization
 ///
 /// Each pass of the loop submits every exchange that arrived and writes all of nghttp2's frames at once,
 /// then reads every answer the socket holds: a busy worker's pushes cost a few TLS records per batch,
-/// not a write and a read each.
+/// not a write and a read each. A new connection's host is resolved on a thread of its own (`HTTP2Resolver`),
+/// so a slow DNS server holds back that connection only, never the loop.
 final class HTTP2ClientTransport: @unchecked Sendable {
     // Thread-safety: `inbox` is guarded by its Mutex; `connections` and `retiring` are touched only by
     // the loop thread. The TLS context is immutable after init (`SSL_new` may read it from any thread).
@@ -31,6 +32,9 @@ final class HTTP2ClientTransport: @unchecked Sendable {
     private var connections: [String: HTTP2ClientConnection] = [:]
     /// Connections that take no new streams and finish the ones they have.
     private var retiring: [HTTP2ClientConnection] = []
+    /// Connections whose host is being resolved, by the number their resolution comes back with.
+    private var resolving: [Int: HTTP2ClientConnection] = [:]
+    private var resolutions = 0
 
     struct Settings: Sendable {
         var connectTimeoutMilliseconds: Int
@@ -38,10 +42,14 @@ final class HTTP2ClientTransport: @unchecked Sendable {
         var maximumIdleSeconds: Int
         var maximumConcurrentStreams: Int
         var trustedCertificates: APNsTrustedCertificates?
+        /// How hosts become addresses (off the loop thread).
+        var resolver = HTTP2Resolver.system
     }
 
     private struct Inbox {
         var pending: [HTTP2ClientStream] = []
+        /// Resolutions finished, for the loop to hand to their connections.
+        var resolved: [(number: Int, resolution: Result<[HTTP2Resolver.Address], HTTP2Exchange.Failure>)] = []
         var threadStarted = false
         var stopping = false
         var stopped = false
@@ -153,12 +161,16 @@ final class HTTP2ClientTransport: @unchecked Sendable {
         var descriptors: [pollfd] = []
         var polled: [HTTP2ClientConnection] = []
         while true {
-            let (incoming, stopping) = inbox.withLock { box -> ([HTTP2ClientStream], Bool) in
-                defer { box.pending = [] }
-                return (box.pending, box.stopping)
+            let (incoming, resolved, stopping) = inbox.withLock { box in
+                defer {
+                    box.pending = []
+                    box.resolved = []
+                }
+                return (box.pending, box.resolved, box.stopping)
             }
             if stopping { break }
             let now = HTTP2ClientStream.monotonicNanoseconds()
+            for (number, resolution) in resolved { resolving.removeValue(forKey: number)?.resolved(resolution) }
             for stream in incoming { route(stream, now: now) }
             var wakeAt = UInt64.max
             for connection in everyConnection() {
@@ -168,9 +180,9 @@ final class HTTP2ClientTransport: @unchecked Sendable {
             reroute(now: now)
             reap()
 
-            // Sleep only if nothing was submitted meanwhile; from here on submitters wake us.
+            // Sleep only if nothing was submitted (or resolved) meanwhile; from here on submitters wake us.
             let mayPoll = inbox.withLock { box -> Bool in
-                guard box.pending.isEmpty, !box.stopping else { return false }
+                guard box.pending.isEmpty, box.resolved.isEmpty, !box.stopping else { return false }
                 box.polling = true
                 return true
             }
@@ -230,7 +242,27 @@ final class HTTP2ClientTransport: @unchecked Sendable {
         let connection = HTTP2ClientConnection(target: stream.target, settings: settings, tls: tls, now: now)
         connections[key] = connection
         connection.enqueue(stream)
-        connection.start()
+        resolve(connection)
+    }
+
+    /// Resolves a new connection's host on a thread of its own; the loop hands the addresses to it (unless it
+    /// gave up meanwhile).
+    private func resolve(_ connection: HTTP2ClientConnection) {
+        resolutions += 1
+        let number = resolutions
+        resolving[number] = connection
+        let (host, port, resolver) = (connection.target.host, connection.target.port, settings.resolver)
+        DispatchQueue.global(qos: .userInitiated).async { [self] in
+            let resolution = resolver.resolve(host, port)
+            let wake = inbox.withLock { box -> Bool in
+                guard !box.stopped else { return false }
+                box.resolved.append((number, resolution))
+                let wake = box.polling && !box.wakeSent
+                if wake { box.wakeSent = true }
+                return wake
+            }
+            if wake { WakePipe.wake(wakeWrite) }
+        }
     }
 
     /// Sends what went-away or broken connections had not sent on a connection that takes streams.
@@ -243,6 +275,7 @@ final class HTTP2ClientTransport: @unchecked Sendable {
     }
 
     private func reap() {
+        resolving = resolving.filter { $0.value.phase == .resolving }
         retiring.removeAll { $0.phase == .closed && $0.refused.isEmpty }
         for (key, connection) in connections where connection.phase == .closed && connection.refused.isEmpty {
             connections.removeValue(forKey: key)

@@ -20,7 +20,7 @@ struct HTTP2Exchange: Sendable {
     static let keptHeaders = ["apns-id", "apns-channel-id", "apns-request-id"]
 
     /// Why an exchange got no answer.
-    struct Failure: Sendable, Equatable {
+    struct Failure: Error, Equatable {
         enum Kind: Sendable, Equatable {
             /// The deadline passed: the request may have reached the server.
             case timedOut

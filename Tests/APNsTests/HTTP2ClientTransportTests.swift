@@ -1,6 +1,7 @@
 import APNsSimulator
 import Foundation
 import Runtime
+import Synchronization
 import TestSupport
 import Testing
 
@@ -134,6 +135,55 @@ import Testing
         #expect(results[42].classification == nil, "\(results[42])")
         #expect(delivered.count == 42, "every valid request reached APNs once, the invalid one never")
         #expect(metrics.value("livevisits_apns_responses_total", labels: ["status": "200", "reason": ""]) == 41)
+    }
+
+    /// A host whose name takes long to resolve (a slow DNS server) holds back its own connection only: another
+    /// host's exchanges are answered meanwhile, and the slow one ends as the resolver answers. (The resolver ran on
+    /// the transport's loop thread before: every connection waited for it, their deadlines unenforced.)
+    @Test func aHostStillResolvingDoesNotHoldBackAnotherHostsExchanges() async throws {
+        let apns = try await SimulatedAPNs.start()
+        final class Resolution: Sendable {
+            let entered = Mutex(false)
+            let left = Mutex(false)
+        }
+        let resolution = Resolution()
+        let gate = DispatchSemaphore(value: 0)
+        let resolver = HTTP2Resolver { host, port in
+            guard host == "slow.invalid" else { return HTTP2Resolver.system.resolve(host, port) }
+            resolution.entered.withLock { $0 = true }
+            _ = gate.wait(timeout: .now() + 15)
+            resolution.left.withLock { $0 = true }
+            return .failure(.init(kind: .connectFailed, message: "cannot resolve slow.invalid (the test's resolver)"))
+        }
+        let transport = HTTP2ClientTransport(
+            settings: .init(
+                connectTimeoutMilliseconds: 20_000, keepAliveSeconds: 60, maximumIdleSeconds: 60, maximumConcurrentStreams: 10,
+                trustedCertificates: try apns.configuration().trustedCertificates, resolver: resolver))
+        func exchange(_ base: String) -> HTTP2Exchange {
+            HTTP2Exchange(
+                url: base + "/3/device/" + SimulatedAPNs.token(1), headers: ["apns-push-type: liveactivity"],
+                body: SimulatedAPNs.updateBody(), timeoutMilliseconds: 10_000)
+        }
+        let port = apns.endpoint.url.split(separator: ":").last.map(String.init) ?? ""
+        let slow = Task { await transport.perform(exchange("https://slow.invalid:" + port)) }
+        try await eventually("the slow host's resolution started", within: 10) { resolution.entered.withLock { $0 } }
+        let fast = await transport.perform(exchange(apns.endpoint.url))
+        let slowWasStillResolving = !resolution.left.withLock { $0 }
+        gate.signal()
+        let slowOutcome = await slow.value
+        await transport.shutdown()
+        await apns.stop()
+        guard case .response(let status, _, _) = fast else {
+            Issue.record("the other host's exchange got no answer while a resolution was pending: \(fast)")
+            return
+        }
+        #expect(status == 403 || status == 200, "an answer from the simulator (no JWT: 403), got \(status)")
+        #expect(slowWasStillResolving)
+        guard case .failed(let failure) = slowOutcome else {
+            Issue.record("slow.invalid cannot have been answered: \(slowOutcome)")
+            return
+        }
+        #expect(failure.kind == .connectFailed && failure.message.contains("slow.invalid"), "\(failure)")
     }
 
     private func configuration(url: String, caFile: String, key: TestKey, connectTimeout: Double = 5) throws
