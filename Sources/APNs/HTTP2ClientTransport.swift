@@ -21,8 +21,8 @@ import Synchronization
 /// not a write and a read each. A new connection's host is resolved on a thread of its own (`HTTP2Resolver`),
 /// so a slow DNS server holds back that connection only, never the loop.
 final class HTTP2ClientTransport: @unchecked Sendable {
-    // Thread-safety: `inbox` is guarded by its Mutex; `connections` and `retiring` are touched only by
-    // the loop thread. The TLS context is immutable after init (`SSL_new` may read it from any thread).
+    // Thread-safety: `inbox` is guarded by its Mutex; `connections`, `retiring` and `resolving` are touched
+    // only by the loop thread. The TLS context is immutable after init (`SSL_new` may read it from any thread).
     private let settings: Settings
     private let tls: OpaquePointer
     private let wakeRead: Int32
@@ -245,14 +245,14 @@ final class HTTP2ClientTransport: @unchecked Sendable {
         resolve(connection)
     }
 
-    /// Resolves a new connection's host on a thread of its own; the loop hands the addresses to it (unless it
-    /// gave up meanwhile).
+    /// Resolves a new connection's host on a thread of its own (one per resolution: they are rare, and one slow
+    /// name must not hold back another's); the loop hands the addresses to it (unless it gave up meanwhile).
     private func resolve(_ connection: HTTP2ClientConnection) {
         resolutions += 1
         let number = resolutions
         resolving[number] = connection
         let (host, port, resolver) = (connection.target.host, connection.target.port, settings.resolver)
-        DispatchQueue.global(qos: .userInitiated).async { [self] in
+        let thread = Thread { [self] in
             let resolution = resolver.resolve(host, port)
             let wake = inbox.withLock { box -> Bool in
                 guard !box.stopped else { return false }
@@ -263,6 +263,8 @@ final class HTTP2ClientTransport: @unchecked Sendable {
             }
             if wake { WakePipe.wake(wakeWrite) }
         }
+        thread.name = "apns-resolve"
+        thread.start()
     }
 
     /// Sends what went-away or broken connections had not sent on a connection that takes streams.
@@ -275,7 +277,7 @@ final class HTTP2ClientTransport: @unchecked Sendable {
     }
 
     private func reap() {
-        resolving = resolving.filter { $0.value.phase == .resolving }
+        if !resolving.isEmpty { resolving = resolving.filter { $0.value.phase == .resolving } }
         retiring.removeAll { $0.phase == .closed && $0.refused.isEmpty }
         for (key, connection) in connections where connection.phase == .closed && connection.refused.isEmpty {
             connections.removeValue(forKey: key)
