@@ -9,17 +9,11 @@ import Testing
 /// conflicted forever would print a rate of nothing.
 @Suite(.serialized, .timeLimit(.minutes(5))) struct AppendBenchmarkTests {
     @Test func aSmallRunOfEveryModeAppends() async throws {
-        let bench = try await BuiltProduct.path("livevisits-bench")
-        let root = TestDatabase.repositoryRoot.path
         let arguments = [
             "append", "--mode", "batched,direct,store", "--distribution", "uniform,zipf", "--writers", "4",
             "--duration", "1", "--streams", "40",
         ]
-        let command = "cd '\(root)' && exec '\(bench)' " + arguments.joined(separator: " ")
-        var environment = ProcessInfo.processInfo.environment
-        environment["LIVEVISITS_LOG_LEVEL"] = "warning"
-        environment["LIVEVISITS_DATABASE_URL"] = TestDatabase.serverURL
-        let outcome = try await Subprocess.run("/bin/sh", ["-c", command], environment: environment)
+        let outcome = try await BuiltProduct.runBenchmark(arguments)
         #expect(outcome.status == 0, "append failed: \(outcome.stderr.suffix(2000))")
 
         // The summary: mode distribution writers events/s p50 p99 conflicts/s …

@@ -9,18 +9,11 @@ import Testing
 /// events or miscounts them would measure nothing.
 @Suite(.serialized, .timeLimit(.minutes(10))) struct PipelineBenchmarkTests {
     @Test func aSmallRunDeliversEveryEventsPushInBothLayouts() async throws {
-        let bench = try await BuiltProduct.path("livevisits-bench")
-        _ = try await BuiltProduct.livevisits()  // it starts the livevisits next to it
-        let root = TestDatabase.repositoryRoot.path
         let arguments = [
             "pipeline", "--connections", "3", "--seconds", "1", "--visits-per-connection", "4", "--backlog", "30",
             "--no-pgbench", "--no-aioapns",
         ]
-        let command = "cd '\(root)' && exec '\(bench)' " + arguments.joined(separator: " ")
-        var environment = ProcessInfo.processInfo.environment
-        environment["LIVEVISITS_LOG_LEVEL"] = "warning"
-        environment["LIVEVISITS_DATABASE_URL"] = TestDatabase.serverURL
-        let outcome = try await Subprocess.run("/bin/sh", ["-c", command], environment: environment)
+        let outcome = try await BuiltProduct.runBenchmark(arguments)
         #expect(outcome.status == 0, "pipeline failed: \(outcome.stderr.suffix(2000))")
 
         // layout conns events/s events refused pushes-acked superseded …

@@ -21,6 +21,19 @@ public enum BuiltProduct {
     /// `livevisits`, built.
     public static func livevisits() async throws -> String { try await path("livevisits") }
 
+    /// Runs `livevisits-bench` with `arguments` from the repository root (where it reads `Migrations/` and
+    /// `Projections/`), against the tests' cluster, logging warnings only; the `livevisits` some benchmarks
+    /// start next to it is built too.
+    public static func runBenchmark(_ arguments: [String]) async throws -> Subprocess.Outcome {
+        let bench = try await path("livevisits-bench")
+        _ = try await livevisits()
+        let command = "cd '\(TestDatabase.repositoryRoot.path)' && exec '\(bench)' " + arguments.joined(separator: " ")
+        var environment = ProcessInfo.processInfo.environment
+        environment["LIVEVISITS_LOG_LEVEL"] = "warning"
+        environment["LIVEVISITS_DATABASE_URL"] = TestDatabase.serverURL
+        return try await Subprocess.run("/bin/sh", ["-c", command], environment: environment)
+    }
+
     private static func buildNow(_ product: String) async throws -> String {
         let root = TestDatabase.repositoryRoot.path
         // `swift test` holds the lock on .build while the tests run; this build only adds the product's own
