@@ -10,9 +10,8 @@ import HTTP2TLS
 /// One TLS connection to one `host:port` with an nghttp2 client session, driven by the transport's loop
 /// thread: the host's addresses (resolved off the loop thread, `resolved(_:)`), a non-blocking connect (each
 /// address in turn), the TLS handshake (ALPN `h2`, the certificate checked against the host), then many
-/// streams at once. Everything nghttp2 has to send is
-/// gathered into one buffer and written with as few `SSL_write`s as the socket takes, so a batch of
-/// requests costs one TLS record train, not a write each.
+/// streams at once. Everything nghttp2 has to send is gathered into one buffer and written with as few
+/// `SSL_write`s as the socket takes, so a batch of requests costs one TLS record train, not a write each.
 final class HTTP2ClientConnection {
     // Thread-safety: only the transport's loop thread touches a connection (nghttp2's callbacks run on
     // it, inside `nghttp2_session_mem_recv`/`mem_send`).
