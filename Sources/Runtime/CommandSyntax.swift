@@ -186,6 +186,17 @@ public struct ParsedArguments: Sendable {
         try value(name, expected: "one of \(choices.joined(separator: ", "))") { choices.contains($0) ? $0 : nil }
     }
 
+    /// A comma-separated list of `T`'s cases by name (`uniform,zipf`), nil when not given.
+    public func choices<T: CaseIterable & RawRepresentable>(_ name: String, of _: T.Type) throws -> [T]?
+    where T.RawValue == String {
+        let names = T.allCases.map(\.rawValue).joined(separator: ", ")
+        return try value(name, expected: "a comma-separated list of \(names)") { text in
+            let items = text.split(separator: ",", omittingEmptySubsequences: false).map { T(rawValue: String($0)) }
+            guard !items.isEmpty, items.allSatisfy({ $0 != nil }) else { return nil }
+            return items.compactMap { $0 }
+        }
+    }
+
     private static func describe(_ range: ClosedRange<Int>) -> String {
         range.upperBound == Int.max
             ? "a whole number of at least \(range.lowerBound)"

@@ -22,7 +22,7 @@ struct AppendBenchmark {
     static let summary = "visit commands (the product's appends) vs pgbench single-row inserts (see --help)"
 
     /// How commands commit.
-    enum Mode: String, CustomStringConvertible {
+    enum Mode: String, CaseIterable, CustomStringConvertible {
         /// Group commit: `VisitCommandBatcher`, the path of the API.
         case batched
         /// One transaction per command: `VisitCommandHandler.post`.
@@ -79,24 +79,8 @@ struct AppendBenchmark {
         duration = try parsed.positiveNumber("--duration") ?? duration
         writerCounts = try parsed.integers("--writers", in: 1...Int.max) ?? writerCounts
         streams = try parsed.integer("--streams", in: 1...Int.max) ?? streams
-        if let list = parsed.value("--distribution") {
-            distributions = try list.split(separator: ",").map {
-                guard let d = StreamPicker.Distribution(rawValue: String($0)) else {
-                    throw Self.syntax.mistake("unknown distribution \($0)")
-                }
-                return d
-            }
-        }
-        if let list = parsed.value("--mode") {
-            modes = try list.split(separator: ",").map {
-                switch $0 {
-                case "batched": return .batched
-                case "direct": return .direct
-                case "store": return .store
-                default: throw Self.syntax.mistake("unknown mode \($0)")
-                }
-            }
-        }
+        distributions = try parsed.choices("--distribution", of: StreamPicker.Distribution.self) ?? distributions
+        modes = try parsed.choices("--mode", of: Mode.self) ?? modes
         concurrentBatches = try parsed.integer("--batches", in: 1...Int.max) ?? concurrentBatches
         concurrentWrites = try parsed.integer("--writes", in: 1...Int.max) ?? concurrentWrites
         pgbenchPath = parsed.value("--pgbench") ?? pgbenchPath

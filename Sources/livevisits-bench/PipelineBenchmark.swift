@@ -29,6 +29,8 @@ struct PipelineBenchmark {
     var visitsPerConnection = 100
     var backlog = 20_000
     var layouts = ["serve", "split"]
+    /// The process layouts `--layouts` may name.
+    enum Layout: String, CaseIterable { case serve, split }
     var runPgbench = true
     var runAioapns = true
     var pgbenchPath = "/usr/lib/postgresql/15/bin/pgbench"
@@ -55,12 +57,7 @@ struct PipelineBenchmark {
         seconds = try parsed.positiveNumber("--seconds") ?? seconds
         visitsPerConnection = try parsed.integer("--visits-per-connection", in: 1...100_000) ?? visitsPerConnection
         backlog = try parsed.integer("--backlog", in: 0...10_000_000) ?? backlog
-        if let list = parsed.value("--layouts") {
-            layouts = list.split(separator: ",").map(String.init)
-            guard !layouts.isEmpty, layouts.allSatisfy({ $0 == "serve" || $0 == "split" }) else {
-                throw Self.syntax.mistake("--layouts: serve, split or serve,split")
-            }
-        }
+        layouts = try parsed.choices("--layouts", of: Layout.self)?.map(\.rawValue) ?? layouts
         runPgbench = !parsed.has("--no-pgbench")
         runAioapns = !parsed.has("--no-aioapns")
         pgbenchPath = parsed.value("--pgbench") ?? pgbenchPath

@@ -1,6 +1,6 @@
 /// Picks stream indexes 0..<count, uniformly or Zipf-skewed (index k with weight 1/(k+1)^s).
 struct StreamPicker: Sendable {
-    enum Distribution: String, Sendable { case uniform, zipf }
+    enum Distribution: String, CaseIterable, Sendable { case uniform, zipf }
 
     let distribution: Distribution
     let count: Int

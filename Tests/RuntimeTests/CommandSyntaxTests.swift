@@ -71,6 +71,24 @@ import Testing
         #expect(try parsed.choice("--role", among: ["x"]) == "x")
     }
 
+    enum Shade: String, CaseIterable { case light, dark }
+
+    /// A list of an enumeration's cases by name; a name it lacks, or an empty item, is a usage error naming them.
+    @Test func aListOfChoicesTakesOnlyTheirNames() throws {
+        let list = try Self.syntax.parse(["--role", "x", "--list", "dark,light,dark"])
+        #expect(try list.choices("--list", of: Shade.self) == [.dark, .light, .dark])
+        #expect(try list.choices("--limit", of: Shade.self) == nil)
+        for bad in ["dark,grey", "dark,,light", ","] {
+            let parsed = try Self.syntax.parse(["--role", "x", "--list=\(bad)"])
+            #expect(throws: UsageError.self, "\(bad)") { try parsed.choices("--list", of: Shade.self) }
+        }
+        do {
+            _ = try Self.syntax.parse(["--role", "x", "--list", "grey"]).choices("--list", of: Shade.self)
+        } catch let error as UsageError {
+            #expect(error.message.contains("--list takes a comma-separated list of light, dark, not 'grey'"), "\(error.message)")
+        }
+    }
+
     @Test func aMissingPositionalIsAUsageError() throws {
         let one = CommandSyntax(command: "tool retry", summary: "", positionals: "ID", positionalCount: 1...1)
         #expect(throws: UsageError.self) { try one.parse([]) }
