@@ -425,7 +425,7 @@ import VisitTestSupport
         // came meanwhile join it late (v-free's state is known here, so it could) — then queue a command behind it
         // and withdraw it while it waits.
         try await eventually("the first batch waiting on the outsider's lock") {
-            let waiting = try await f.pool.query("SELECT count(*) AS n FROM pg_locks WHERE NOT granted").first?.int("n")
+            let waiting = try await f.pool.query(CommandBatchTests.lockWaiters).first?.int("n")
             return batcher.batchesRun == 1 && (waiting ?? 0) > 0
         }
         let withdrawn = Task { try await batcher.execute(command("v-free", try progress(3))) }
@@ -476,17 +476,18 @@ import VisitTestSupport
         return held
     }
 
+    /// How many other backends of this test's database wait on a lock (`n`). Only this database: tests running
+    /// beside this one, on databases of their own in the same cluster, have lock waits of their own.
+    static let lockWaiters: PostgresQuery = """
+        SELECT count(*) AS n FROM pg_stat_activity
+        WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()
+        """
+
     /// Blocks (on the holder's own connection) until another backend waits on a lock; throws after 60 s.
     static func waitForALockWaiter(on c: PostgresConnection) throws {
-        for _ in 0..<6000 {
-            let waiting =
-                try c.query(
-                    """
-                    SELECT count(*) AS n FROM pg_stat_activity
-                    WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()
-                    """
-                ).first?.int("n") ?? 0
-            if waiting > 0 { return }
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
+            if (try c.query(lockWaiters).first?.int("n") ?? 0) > 0 { return }
             Thread.sleep(forTimeInterval: 0.01)
         }
         throw WaitTimedOut(what: "a backend waiting on the outsider's lock", seconds: 60, location: #fileID)
