@@ -28,8 +28,8 @@ struct PipelineBenchmark {
     var seconds = 10.0
     var visitsPerConnection = 100
     var backlog = 20_000
-    var layouts = ["serve", "split"]
-    /// The process layouts `--layouts` may name.
+    var layouts: [Layout] = [.serve, .split]
+    /// The process layouts: API and worker in one `serve`, or `serve --api-only` beside a `worker`.
     enum Layout: String, CaseIterable { case serve, split }
     var runPgbench = true
     var runAioapns = true
@@ -57,7 +57,7 @@ struct PipelineBenchmark {
         seconds = try parsed.positiveNumber("--seconds") ?? seconds
         visitsPerConnection = try parsed.integer("--visits-per-connection", in: 1...100_000) ?? visitsPerConnection
         backlog = try parsed.integer("--backlog", in: 0...10_000_000) ?? backlog
-        layouts = try parsed.choices("--layouts", of: Layout.self)?.map(\.rawValue) ?? layouts
+        layouts = try parsed.choices("--layouts", of: Layout.self) ?? layouts
         runPgbench = !parsed.has("--no-pgbench")
         runAioapns = !parsed.has("--no-aioapns")
         pgbenchPath = parsed.value("--pgbench") ?? pgbenchPath
@@ -66,7 +66,7 @@ struct PipelineBenchmark {
     // MARK: figures
 
     struct Run {
-        var layout: String
+        var layout: Layout
         var connections: Int
         var events = 0
         var refused = 0
@@ -127,7 +127,7 @@ struct PipelineBenchmark {
         var runs: [Run] = []
         var drain: Drain?
         var aioapnsRate: Double?
-        var peaks: [String: Double] = [:]
+        var peaks: [Layout: Double] = [:]
         for layout in layouts {
             let database = try await ScratchDatabase.create(
                 serverURL: serverURL, migrations: root.appendingPathComponent("Migrations"))
@@ -175,7 +175,7 @@ struct PipelineBenchmark {
                 String(
                     format:
                         "%-6@  %5d  %8.0f  %6d  %7d  %12d  %10d  %15.1f  %6.1f  %11.1f  %17.1f  %6.1f | %18.0f  %10.0f  %17.0f | %14.1f  %@",
-                    r.layout, r.connections,
+                    r.layout.rawValue, r.connections,
                     r.eventsPerSecond, r.events, r.refused, r.pushes, r.superseded, r.p50 * 1000, r.p99 * 1000, r.httpP99 * 1000,
                     r.legP50 * 1000, r.legP99 * 1000,
                     r.ours / Double(max(r.events, 1)) * 1e6, r.postgres / Double(max(r.events, 1)) * 1e6,
@@ -183,8 +183,8 @@ struct PipelineBenchmark {
                     // The worker of the split layout serves no /metrics: no figure there.
                     Self.rightAligned(r.emptyClaims.isNaN ? "-" : String(format: "%.0f%%", r.emptyClaims * 100), 12)))
         }
-        for (layout, peak) in peaks.sorted(by: { $0.key < $1.key }) {
-            say(String(format: "peak memory (VmHWM) of the livevisits processes, %@: %.0f MB", layout, peak))
+        for (layout, peak) in peaks.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            say(String(format: "peak memory (VmHWM) of the livevisits processes, %@: %.0f MB", layout.rawValue, peak))
         }
         if book.repeated > 0 { say("acknowledgements of a state already acknowledged: \(book.repeated)") }
         for r in runs where r.pushes + r.superseded < r.events {
@@ -211,7 +211,7 @@ struct PipelineBenchmark {
             for r in runs {
                 say(
                     String(
-                        format: "ratio: %@ at %d connections, events/s / pgbench tps = %.2f", r.layout, r.connections,
+                        format: "ratio: %@ at %d connections, events/s / pgbench tps = %.2f", r.layout.rawValue, r.connections,
                         r.eventsPerSecond / pgbenchTPS))
             }
         }
@@ -222,14 +222,14 @@ struct PipelineBenchmark {
     /// One layout's measurements; for `split` with a backlog also the drain and, right after it (the two sides of
     /// one ratio, measured minutes apart on a shared machine, met different loads), aioapns against the same sink.
     func measure(
-        layout: String, database: ScratchDatabase, rig: ScaleBenchmark.Rig, book: AckBook, postmaster: Int32,
+        layout: Layout, database: ScratchDatabase, rig: ScaleBenchmark.Rig, book: AckBook, postmaster: Int32,
         python: String?
     ) async throws -> ([Run], (drain: Drain, aioapns: Double?)?, Double) {
         var children: [RunningChild] = []
         defer { for child in children { child.signal(SIGTERM) } }
         let databaseURL = database.url
         let dispatcher = try await rig.dispatcherKey(databaseURL: databaseURL)
-        let arguments = layout == "serve" ? ["serve"] : ["serve", "--api-only"]
+        let arguments = layout == .serve ? ["serve"] : ["serve", "--api-only"]
         let (server, port) = try await rig.startServer(databaseURL: databaseURL, arguments: arguments)
         children.append(server)
         let customerAnswer = try await LoadConnection.drive(port: port, connections: 1) { c, _ in
@@ -242,7 +242,7 @@ struct PipelineBenchmark {
         else { throw BenchmarkUsageError(message: "POST /v1/keys answered \(customerAnswer.status)") }
 
         let loadVisits = (connections.max() ?? 1) * visitsPerConnection
-        let visits = layout == "split" ? max(loadVisits, backlog) : loadVisits
+        let visits = layout == .split ? max(loadVisits, backlog) : loadVisits
         let prefix = "p\(layout)-"
         let acceptedBefore = book.accepted
         try await setUp(visits: visits, prefix: prefix, port: port, dispatcher: dispatcher, customer: customer)
@@ -250,7 +250,7 @@ struct PipelineBenchmark {
         var processes = [server.pid]
         var drain: (drain: Drain, aioapns: Double?)?
         let cursor = VisitCursor(count: visits)
-        if layout == "split" && backlog > 0 {
+        if layout == .split && backlog > 0 {
             // The backlog: one event per visit posted while no worker runs, then one worker started.
             try await post(visits: visits, prefix: prefix, port: port, dispatcher: dispatcher, cursor: cursor)
             try await database.settle()
@@ -267,7 +267,7 @@ struct PipelineBenchmark {
             if let python { aioapns = try await Self.aioapns(python: python, rig: rig, count: max(backlog, 20_000)) }
             drain = (drained, aioapns)
         } else {
-            if layout == "split" {
+            if layout == .split {
                 let worker = try rig.startWorker(databaseURL: databaseURL)
                 children.append(worker)
                 processes.append(worker.pid)
@@ -363,7 +363,7 @@ struct PipelineBenchmark {
 
     /// One measurement: `connections` clients post for `seconds`, then the pushes are awaited.
     func load(
-        layout: String, connections: Int, prefix: String, port: UInt16, dispatcher: String, cursor: VisitCursor,
+        layout: Layout, connections: Int, prefix: String, port: UInt16, dispatcher: String, cursor: VisitCursor,
         book: AckBook, processes: [Int32], postmaster: Int32, database: ScratchDatabase
     ) async throws -> Run {
         let owned = connections * visitsPerConnection
@@ -424,7 +424,7 @@ struct PipelineBenchmark {
             httpP99: percentile(http, 0.99), legP50: percentile(legs, 0.5), legP99: percentile(legs, 0.99), ours: used.ours,
             postgres: used.postgres, bench: used.bench,
             commandsPerBatch: grown("livevisits_command_batched_total") / max(grown("livevisits_command_batches_total"), 1),
-            emptyClaims: layout == "serve" ? emptyClaims / claims : .nan)
+            emptyClaims: layout == .serve ? emptyClaims / claims : .nan)
     }
 
     struct Posted {
