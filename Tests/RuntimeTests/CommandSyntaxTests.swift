@@ -82,11 +82,11 @@ import Testing
             let parsed = try Self.syntax.parse(["--role", "x", "--list=\(bad)"])
             #expect(throws: UsageError.self, "\(bad)") { try parsed.choices("--list", of: Shade.self) }
         }
-        do {
-            _ = try Self.syntax.parse(["--role", "x", "--list", "grey"]).choices("--list", of: Shade.self)
-        } catch let error as UsageError {
-            #expect(error.message.contains("--list takes a comma-separated list of light, dark, not 'grey'"), "\(error.message)")
-        }
+        let grey = try Self.syntax.parse(["--role", "x", "--list", "grey"])
+        let error = #expect(throws: UsageError.self) { try grey.choices("--list", of: Shade.self) }
+        #expect(
+            error?.message.contains("--list takes a comma-separated list of light, dark, not 'grey'") == true,
+            "\(error?.message ?? "no error")")
     }
 
     @Test func aMissingPositionalIsAUsageError() throws {
