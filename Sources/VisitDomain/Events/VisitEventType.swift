@@ -15,18 +15,14 @@ public enum VisitEventType: String, Sendable, Hashable, CaseIterable {
     /// The types a technician may post.
     public static let postableByTechnician: Set<VisitEventType> = Set(allCases.filter(\.technicianMayPost))
 
-    /// The status an event of this type moves the visit to (`nil` for `progress`, which keeps it).
+    /// The status an event of this type moves the visit to (`nil` for `progress`, which keeps it). A status
+    /// event's type and the status it leads to share their name; a reassignment starts the visit over.
     public var targetStatus: VisitStatus? {
         switch self {
-        case .scheduled, .reassigned: .scheduled
-        case .enRoute: .enRoute
-        case .nearby: .nearby
-        case .onSite: .onSite
-        case .finishing: .finishing
-        case .completed: .completed
-        case .cancelled: .cancelled
-        case .failed: .failed
+        case .reassigned: .scheduled
         case .progress: nil
+        case .scheduled, .enRoute, .nearby, .onSite, .finishing, .completed, .cancelled, .failed:
+            VisitStatus(rawValue: rawValue)
         }
     }
 

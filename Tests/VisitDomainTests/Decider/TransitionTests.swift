@@ -18,6 +18,16 @@ import Testing
 
     static let postable = VisitEventType.allCases.filter { $0 != .scheduled }
 
+    /// Where each event leads, written out apart from the code's `targetStatus`.
+    @Test func eachEventLeadsToItsStatus() {
+        let leadsTo: [VisitEventType: VisitStatus?] = [
+            .scheduled: .scheduled, .enRoute: .enRoute, .nearby: .nearby, .onSite: .onSite, .finishing: .finishing,
+            .completed: .completed, .cancelled: .cancelled, .failed: .failed, .progress: nil, .reassigned: .scheduled,
+        ]
+        for type in VisitEventType.allCases { #expect(type.targetStatus == leadsTo[type] ?? nil, "\(type)") }
+        #expect(leadsTo.count == VisitEventType.allCases.count)
+    }
+
     @Test(arguments: VisitStatus.allCases, postable)
     func everyEventFromEveryStatus(status: VisitStatus, type: VisitEventType) throws {
         let state = try #require(try TestVisit.accepted(TestVisit.path(to: status)).last).state
