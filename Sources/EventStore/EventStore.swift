@@ -89,7 +89,7 @@ public final class EventStore: Sendable {
         let checkVersion: Int64? = guarded ? expected : nil
         if request.events.count == 1, let event = request.events.first {
             // One event (nearly every append): the insert alone, without the arrays, their numbering and the sorts
-            // that order several (a tenth of PostgreSQL's time per append: Docs/performance.md, finding 54).
+            // that order several; the version check is the same as the general statement's.
             return """
                 INSERT INTO events (stream_name, position, type, data, metadata, recorded_at)
                 SELECT \(stream), b.version + 1, \(event.type), \(event.data)::jsonb, \(event.metadata.jsonText)::jsonb,

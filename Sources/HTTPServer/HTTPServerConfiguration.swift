@@ -31,7 +31,7 @@ public struct HTTPServerConfiguration: Sendable {
     /// Whether a well-formed `X-Request-Id` from the client (a proxy) is adopted instead of generating one.
     public var acceptsClientRequestID: Bool
     /// libmicrohttpd's `MHD_USE_TURBO`: opportunistic reads and writes, and no `shutdown()` before
-    /// close. Faster (`Docs/performance.md`), but without the `shutdown()` a response followed by a
+    /// close. Faster, but without the `shutdown()` a response followed by a
     /// close can be lost before the client reads it, so it stays off. Default false.
     public var turbo: Bool
 

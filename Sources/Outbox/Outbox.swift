@@ -275,7 +275,7 @@ public final class Outbox: Sendable {
     /// nothing older than what the target has pending or received, the insert, superseding the target's older
     /// pending updates and starts, and an end's cancelling of its visit's pending starts.
     ///
-    /// Its plan is made once per connection (`plannedOnce`): planning it costs about 2 ms, and for its arrays
+    /// Its plan is made once per connection (`plannedOnce`): planning it is costly, and for its arrays
     /// PostgreSQL would otherwise plan it anew at every call. The generic plan holds because every per-target
     /// step is a scalar subquery or an `OFFSET 0` probe on an index, whatever the statistics say.
     private static func enqueueQuery(_ intents: [PushIntent], now: Double, due: [Double], startEndExpiry: Int64)

@@ -7,7 +7,7 @@ public struct OutboxConfiguration: Sendable {
     /// Deliveries claimed per round trip.
     public var batchSize: Int = 500
     /// Claim loops per worker: while one batch is on the wire the next is claimed, so the claim's and the
-    /// completion's round trips overlap the sends (figures for batch size × loops in `Docs/performance.md`).
+    /// completion's round trips overlap the sends.
     public var concurrentBatches: Int = 4
     /// Under a stream of pushes (a batch of more than one), the first claim loop's claims start at least this
     /// far apart, so that the claim and the completion are shared by more pushes; a cycle that took longer

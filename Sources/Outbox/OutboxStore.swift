@@ -157,10 +157,9 @@ public struct OutboxStore: Sendable {
     static func claim(limit: Int, lease: String, leaseSeconds: Double, now: Double, on connection: PostgresConnection) throws
         -> [ClaimedDelivery]
     {
-        // Planned at each claim (PostgreSQL's choice), not once per connection: a generic plan does not know the
-        // LIMIT, and with a backlog it read the whole queue at every claim (Docs/performance.md, third pass). The
-        // LIMIT written into the text does not save it: the generic plan then drained 20,000 pushes at 311 µs of
-        // PostgreSQL per push instead of 46–49 (finding 36).
+        // Planned at each claim (PostgreSQL's choice), never once per connection: a generic plan does not know
+        // the LIMIT (not even one written into the text), and with a backlog it reads the whole queue at every
+        // claim.
         let rows = try connection.query(
             """
             WITH candidates AS (
@@ -309,10 +308,9 @@ public struct OutboxStore: Sendable {
         // Each completed row by its primary key, one probe per input row. The lease and state the rows must
         // still have travel as columns of `input`, so they are join conditions, not restrictions: as
         // restrictions (`state = 'sending' AND lease_token = …`, a handful of rows by the statistics) the
-        // planner scanned the rows on the wire and joined the batch to them by a nested loop over `input`
-        // (a 120-push batch: 14,000 comparisons, most of the statement's time). So formed, the plan is the same
-        // whatever the batch's size (input by primary key, a nested loop): it is planned once per connection,
-        // not for the values of each batch (that planning was ~0.4 ms of PostgreSQL's per completion).
+        // planner would scan the rows on the wire and join the batch to them by a nested loop over `input`,
+        // quadratic in the batch. So formed, the plan is the same whatever the batch's size (input by primary
+        // key, a nested loop): it is planned once per connection, not for the values of each batch.
         let statement: PostgresQuery = """
             WITH input AS (
                 SELECT x.*, \(lease)::uuid AS lease, 'sending'::text AS held

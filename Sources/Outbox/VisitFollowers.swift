@@ -8,8 +8,8 @@ public struct VisitFollowers: Sendable {
     public let channels: [(channelId: String, environment: String)]
 
     /// The statement: per visit (in order, `idx` from 1) one row when it has no channel, else one per channel,
-    /// each with the count. Planned once per connection: two probes by visit id per visit, whatever the
-    /// values (left to PostgreSQL's choice, it was planned anew at up to 40 % of the calls).
+    /// each with the count. Planned once per connection: the plan is two probes by visit id per visit,
+    /// whatever the values, so planning it again for each call's values would gain nothing.
     public static func query(visitIds: [String]) -> PostgresQuery {
         let query: PostgresQuery = """
             SELECT v.idx,

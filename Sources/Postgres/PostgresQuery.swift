@@ -283,8 +283,8 @@ extension Bool: PostgresEncodable { public var postgresText: String { self ? "t"
 /// A PostgreSQL array literal (`{"a","b"}`), for `unnest($1::text[])` batch statements.
 ///
 /// The elements' texts are gathered into a concrete array first: this conformance runs unspecialized (the
-/// statement builders reach it through `PostgresEncodable`), and a lazy map over a generic element asked
-/// the runtime for its iterator's type metadata at every element — 4 % of `serve`'s CPU under load.
+/// statement builders reach it through `PostgresEncodable`), and a lazy map over a generic element would
+/// ask the runtime for its iterator's type metadata at every element of every batch.
 extension Array: PostgresEncodable where Element: PostgresEncodable {
     public var postgresText: String {
         var texts: [String?] = []

@@ -22,8 +22,8 @@ public enum Base64URL {
 
     /// The bytes of unpadded base64url `text`; `nil` for any other character (padding included), an
     /// impossible length, or unused trailing bits that are not zero (so each byte string has one text).
-    /// Inlinable, so that it is specialized where it is called: unspecialized, a String's bytes came one
-    /// by one through the generic `StringProtocol` (2 % of `serve` under load, opening sealed fields).
+    /// Inlinable, so that it is specialized where it is called: unspecialized, a String's bytes would come
+    /// one by one through the generic `StringProtocol`, on the path that opens every sealed field.
     @inlinable
     public static func decode(_ text: some StringProtocol) -> [UInt8]? {
         let utf8 = text.utf8

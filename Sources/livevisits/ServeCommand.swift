@@ -61,7 +61,7 @@ enum ServeCommand {
     static func poolConfiguration(parts: Parts, configuration: Configuration) throws -> PostgresConfiguration {
         let url = try configuration.databaseURL()
         // Few connections serve many requests best on a small machine: requests wait their turn for a
-        // connection in order instead of crowding PostgreSQL (Docs/performance.md, `livevisits-bench api`).
+        // connection in order instead of crowding PostgreSQL.
         let size = try configuration.databasePoolSize() ?? (parts.contains(.api) ? (parts.contains(.worker) ? 8 : 6) : 8)
         return PostgresConfiguration(
             url: url, size: size, usePreparedStatements: try configuration.usePreparedStatements(),
