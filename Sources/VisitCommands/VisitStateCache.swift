@@ -12,8 +12,7 @@ import VisitDomain
 /// a kilobyte each), in two generations of half as many: states go into the newer one, and when it is full the
 /// older one is dropped and the newer one becomes the older. So a state written again within the last
 /// `capacity / 2` states written is never lost, and the states of the visits in use are never all dropped at
-/// once (a cache that started over when full made every command read its state again for a while: a burst of
-/// reads and smaller batches in the middle of the load).
+/// once (which would make every command read its state again for a while, in the middle of the load).
 ///
 /// A command batch may also decide on a remembered state without reading the visit at all (`assumed`): its
 /// write then checks it, since a visit another process wrote has its next position taken and the batch fails
