@@ -8,7 +8,16 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "livevisits", targets: ["livevisits"]),
-        .executable(name: "livevisits-bench", targets: ["livevisits-bench"]),
+        // For the benchmarks' package (Benchmarks/) only: the targets the benchmarks import, and TestSupport for
+        // their tests. Not an API for anyone outside this repository.
+        .library(
+            name: "LiveVisitsKit",
+            targets: [
+                "APNs", "APNsSimulator", "EventStore", "HTTPAPI", "HTTPServer", "JSON", "Outbox", "OutboxAPNs", "PersonalData",
+                "Postgres", "Retention", "Runtime", "VisitCommands", "VisitDomain", "VisitProjections",
+            ]
+        ),
+        .library(name: "LiveVisitsTestSupport", targets: ["TestSupport"]),
     ],
     targets: [
         // C libraries (module map + shim each).
@@ -61,7 +70,7 @@ let package = Package(
             ]
         ),
 
-        // Executables: the product and its benchmarks. They only wire things together.
+        // The product's executable. It only wires things together.
         .executableTarget(
             name: "livevisits",
             dependencies: [
@@ -70,16 +79,6 @@ let package = Package(
                 "APNsSimulator", "HTTPServer", "HTTPAPI", "JSON", "PersonalData", "Retention",
             ]
         ),
-        .executableTarget(
-            name: "livevisits-bench",
-            dependencies: [
-                "Runtime", "VisitDomain", "Postgres", "EventStore", "VisitProjections", "VisitCommands", "APNs", "Outbox",
-                "OutboxAPNs", "APNsSimulator", "HTTPAPI", "JSON", "PersonalData", "Retention",
-            ]
-        ),
-
-        // wrk against the HTTPServer target alone (a trivial JSON route): the HTTP layer's own cost.
-        .executableTarget(name: "http-server-bench", dependencies: ["HTTPServer", "Runtime"]),
 
         // Tests mirror the targets; TestSupport finds the project's PostgreSQL and makes scratch databases.
         .target(name: "TestSupport", dependencies: ["Postgres", "Runtime"], path: "Tests/TestSupport"),

@@ -38,9 +38,7 @@ enum ChannelsBenchmark {
         let tokens = try parsed.integer("--tokens", in: 1...1000) ?? 10
         let rounds = try parsed.integer("--rounds", in: 1...100) ?? 3
         let writers = try parsed.integer("--writers", in: 1...64) ?? 8
-        guard let serverURL = ProcessInfo.processInfo.environment["LIVEVISITS_DATABASE_URL"], !serverURL.isEmpty else {
-            throw OutboxBenchmark.BenchmarkError(message: "LIVEVISITS_DATABASE_URL is required")
-        }
+        let serverURL = try BenchmarkEnvironment.serverURL()
         var settings = SimulatorConfiguration()
         settings.bundleID = "com.example.visits"
         settings.maximumRecordedDeliveries = 1000
@@ -154,7 +152,6 @@ enum ChannelsBenchmark {
         }
         try await Task.sleep(nanoseconds: 300_000_000)  // LISTEN established
         let outbox = Outbox(pool: pool)
-        let limits = EventStoreLimits()
         let base = Int64(Date().timeIntervalSince1970) + 10
         var busy = 0.0
         let statuses = ["enRoute", "nearby", "onSite", "finishing"]
@@ -169,17 +166,9 @@ enum ChannelsBenchmark {
                             let visit = "\(prefix)-\(v)"
                             let recordedAt = Date().timeIntervalSince1970
                             log.expect(visit: visit, timestamp: ts, pushes: pushesPerEvent, recordedAt: recordedAt)
-                            let request = AppendRequest(
-                                streamName: "visit-\(visit)",
-                                events: [NewEvent(type: status, data: "{\"kilometresAway\":1.2}")], recordedAt: recordedAt)
-                            try EventStore.validate(request, limits: limits)
-                            let statements =
-                                [EventStore.appendStatement(request, guarded: false)]
-                                + (try outbox.enqueueStatements([
-                                    intent(visit: visit, status: status, timestamp: ts, recordedAt: recordedAt)
-                                ]))
-                            _ = try await pool.withConnection { try $0.pipeline(statements) }
-                            outbox.committed()
+                            try await outbox.appendVisitEvent(
+                                visit: visit, eventType: status, recordedAt: recordedAt,
+                                intent: intent(visit: visit, status: status, timestamp: ts, recordedAt: recordedAt), pool: pool)
                         }
                     }
                 }
@@ -280,24 +269,9 @@ private struct CountingSender: PushSender {
     func send(_ push: OutgoingPush) async -> PushOutcome {
         log.sent()
         let outcome = await inner.send(push)
-        if case .accepted = outcome, let ts = ChannelsBenchmark.timestamp(push.body) {
+        if case .accepted = outcome, let ts = push.bodyTimestamp {
             log.acknowledged(destination: push.channelId ?? push.deviceToken, timestamp: ts, at: Date().timeIntervalSince1970)
         }
         return outcome
-    }
-}
-
-extension ChannelsBenchmark {
-    /// The digits after `"timestamp":` (the bodies here are the benchmark's own).
-    static func timestamp(_ body: [UInt8]) -> Int64? {
-        let key = Array("\"timestamp\":".utf8)
-        guard let start = body.firstRange(of: key)?.upperBound else { return nil }
-        var value: Int64 = 0
-        var index = start
-        while index < body.count, body[index] >= 48, body[index] <= 57 {
-            value = value * 10 + Int64(body[index] - 48)
-            index += 1
-        }
-        return value
     }
 }

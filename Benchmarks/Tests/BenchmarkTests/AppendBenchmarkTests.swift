@@ -13,7 +13,7 @@ import Testing
             "append", "--mode", "batched,direct,store", "--distribution", "uniform,zipf", "--writers", "4",
             "--duration", "1", "--streams", "40",
         ]
-        let outcome = try await BuiltProduct.runBenchmark(arguments)
+        let outcome = try await BenchmarkRun.livevisitsBench(arguments)
         #expect(outcome.status == 0, "append failed: \(outcome.stderr.suffix(2000))")
 
         // The summary: mode distribution writers events/s p50 p99 conflicts/s …

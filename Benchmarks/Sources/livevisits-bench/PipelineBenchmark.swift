@@ -100,15 +100,9 @@ struct PipelineBenchmark {
     }
 
     func run() async throws {
-        guard let serverURL = ProcessInfo.processInfo.environment["LIVEVISITS_DATABASE_URL"] else {
-            throw BenchmarkUsageError(message: "set LIVEVISITS_DATABASE_URL (export LIVEVISITS_DATABASE_URL=$(scripts/pg url))")
-        }
+        let serverURL = try BenchmarkEnvironment.serverURL()
         let root = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
-        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-            .deletingLastPathComponent().appendingPathComponent("livevisits")
-        guard FileManager.default.isExecutableFile(atPath: executable.path) else {
-            throw BenchmarkUsageError(message: "build livevisits first (swift build -c release --product livevisits)")
-        }
+        let executable = try BenchmarkEnvironment.livevisits()
         let python = runAioapns ? try await Self.aioapnsPython(root: root) : nil
         let book = AckBook()
         let rig = try await ScaleBenchmark.Rig.start(root: root, livevisits: executable.path, recorded: 1) {

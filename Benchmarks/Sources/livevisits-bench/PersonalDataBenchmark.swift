@@ -60,9 +60,7 @@ struct PersonalDataBenchmark {
     }
 
     func run() async throws {
-        guard let server = ProcessInfo.processInfo.environment["LIVEVISITS_DATABASE_URL"], !server.isEmpty else {
-            throw BenchmarkUsageError(message: "set LIVEVISITS_DATABASE_URL (export LIVEVISITS_DATABASE_URL=$(scripts/pg url))")
-        }
+        let server = try BenchmarkEnvironment.serverURL()
         let root = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
         let migrations = root.appendingPathComponent("Migrations")
         let projections = root.appendingPathComponent("Projections")

@@ -13,7 +13,7 @@ import Testing
             "pipeline", "--connections", "3", "--seconds", "1", "--visits-per-connection", "4", "--backlog", "30",
             "--no-pgbench", "--no-aioapns",
         ]
-        let outcome = try await BuiltProduct.runBenchmark(arguments)
+        let outcome = try await BenchmarkRun.livevisitsBench(arguments)
         #expect(outcome.status == 0, "pipeline failed: \(outcome.stderr.suffix(2000))")
 
         // layout conns events/s events refused pushes-acked superseded …

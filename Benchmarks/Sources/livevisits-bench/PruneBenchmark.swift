@@ -31,9 +31,7 @@ struct PruneBenchmark {
     }
 
     func run() async throws {
-        guard let server = ProcessInfo.processInfo.environment["LIVEVISITS_DATABASE_URL"], !server.isEmpty else {
-            throw BenchmarkUsageError(message: "set LIVEVISITS_DATABASE_URL (export LIVEVISITS_DATABASE_URL=$(scripts/pg url))")
-        }
+        let server = try BenchmarkEnvironment.serverURL()
         let migrations = URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent("Migrations")
         try await ScratchDatabase.with(serverURL: server, migrations: migrations) { database in
             try await PostgresPool.withPool(PostgresConfiguration(url: database.url, size: writers + 2)) { pool in

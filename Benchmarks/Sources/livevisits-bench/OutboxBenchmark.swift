@@ -80,9 +80,7 @@ enum OutboxBenchmark {
         options.priority = try parsed.integer("--priority", in: 5...10) ?? options.priority
         guard options.priority == 5 || options.priority == 10 else { throw BenchmarkError(message: "--priority: 5 or 10") }
         options.pacingSeconds = try parsed.positiveNumber("--paced")
-        guard let serverURL = ProcessInfo.processInfo.environment["LIVEVISITS_DATABASE_URL"], !serverURL.isEmpty else {
-            throw BenchmarkError(message: "LIVEVISITS_DATABASE_URL is required")
-        }
+        let serverURL = try BenchmarkEnvironment.serverURL()
         let acks = AckLog()
         var simulator: APNsSimulator?
         var client: APNsClient?
@@ -170,7 +168,6 @@ enum OutboxBenchmark {
             try await Task.sleep(nanoseconds: 300_000_000)  // LISTEN established
 
             let started = Date().timeIntervalSince1970
-            let limits = EventStoreLimits()
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for writer in 0..<writers {
                     group.addTask {
@@ -184,19 +181,9 @@ enum OutboxBenchmark {
                             let recordedAt = Date().timeIntervalSince1970
                             let ts = Int64(recordedAt) + 1
                             acks.expect(token: token(prefix, v), timestamp: ts, recordedAt: recordedAt)
-                            // As the visit command writes: the event and its outbox rows in one pipelined transaction.
-                            let request = AppendRequest(
-                                streamName: "visit-\(visit)",
-                                events: [NewEvent(type: "nearby", data: "{\"kilometresAway\":1.2}")],
-                                recordedAt: recordedAt)
-                            try EventStore.validate(request, limits: limits)
-                            let statements =
-                                [EventStore.appendStatement(request, guarded: false)]
-                                + (try outbox.enqueueStatements([
-                                    intent(visit: visit, timestamp: ts, recordedAt: recordedAt, options: options)
-                                ]))
-                            _ = try await pool.withConnection { try $0.pipeline(statements) }
-                            outbox.committed()
+                            try await outbox.appendVisitEvent(
+                                visit: visit, eventType: "nearby", recordedAt: recordedAt,
+                                intent: intent(visit: visit, timestamp: ts, recordedAt: recordedAt, options: options), pool: pool)
                         }
                     }
                 }
@@ -364,23 +351,10 @@ private struct AckRecordingSender: PushSender {
 
     func send(_ push: OutgoingPush) async -> PushOutcome {
         let outcome = await inner.send(push)
-        if case .accepted = outcome, let ts = Self.timestamp(push.body) {
+        if case .accepted = outcome, let ts = push.bodyTimestamp {
             log.acknowledged(token: push.deviceToken, timestamp: ts, at: Date().timeIntervalSince1970)
         }
         return outcome
-    }
-
-    /// The digits after `"timestamp":` (the bodies here are the benchmark's own).
-    static func timestamp(_ body: [UInt8]) -> Int64? {
-        let key = Array("\"timestamp\":".utf8)
-        guard let start = body.firstRange(of: key)?.upperBound else { return nil }
-        var value: Int64 = 0
-        var index = start
-        while index < body.count, body[index] >= 48, body[index] <= 57 {
-            value = value * 10 + Int64(body[index] - 48)
-            index += 1
-        }
-        return value
     }
 }
 

@@ -107,11 +107,7 @@ struct AppendBenchmark {
     }
 
     func run() async throws {
-        guard let serverURL = ProcessInfo.processInfo.environment["LIVEVISITS_DATABASE_URL"], !serverURL.isEmpty else {
-            throw BenchmarkUsageError(
-                message: "set LIVEVISITS_DATABASE_URL (for the private cluster: export LIVEVISITS_DATABASE_URL=$(scripts/pg url))"
-            )
-        }
+        let serverURL = try BenchmarkEnvironment.serverURL()
         let database = try await ScratchDatabase.create(serverURL: serverURL, migrations: migrations)
         do {
             try await measureAll(database: database)

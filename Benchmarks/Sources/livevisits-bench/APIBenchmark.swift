@@ -69,18 +69,12 @@ struct APIBenchmark {
     }
 
     func run() async throws {
-        guard let serverURL = ProcessInfo.processInfo.environment["LIVEVISITS_DATABASE_URL"] else {
-            throw BenchmarkUsageError(message: "set LIVEVISITS_DATABASE_URL (export LIVEVISITS_DATABASE_URL=$(scripts/pg url))")
-        }
+        let serverURL = try BenchmarkEnvironment.serverURL()
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/wrk") else {
             throw BenchmarkUsageError(message: "wrk is not installed (apt-get install wrk)")
         }
         let root = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
-        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-            .deletingLastPathComponent().appendingPathComponent("livevisits")
-        guard FileManager.default.isExecutableFile(atPath: executable.path) else {
-            throw BenchmarkUsageError(message: "build livevisits first (swift build -c release --product livevisits)")
-        }
+        let executable = try BenchmarkEnvironment.livevisits()
         let database = try await ScratchDatabase.create(
             serverURL: serverURL, migrations: root.appendingPathComponent("Migrations"))
         let projections = root.appendingPathComponent("Projections")
@@ -336,15 +330,9 @@ struct APIBenchmark {
             }
             return try await group.reduce(into: [Double]()) { $0 += $1 }
         }
-        let elapsed = Date().timeIntervalSince(started)
-        let sorted = latencies.sorted()
-        func percentile(_ p: Double) -> Double {
-            sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] * 1000
-        }
         return Figures(
-            requestsPerSecond: Double(sorted.count) / elapsed, p50Milliseconds: percentile(0.5),
-            p99Milliseconds: percentile(0.99), errors: 0,
-            meanBatch: Double(sorted.count) / Double(max(batcher.batchesRun, 1)))
+            latencies: latencies, elapsed: Date().timeIntervalSince(started), errors: 0,
+            meanBatch: Double(latencies.count) / Double(max(batcher.batchesRun, 1)))
     }
 
     func waitForHealth(port: UInt16, server: RunningChild) async throws {
@@ -402,5 +390,18 @@ struct APIBenchmark {
             let kb = line.split(separator: " ").compactMap({ Double($0) }).first
         else { return 0 }
         return kb / 1024
+    }
+}
+
+extension APIBenchmark.Figures {
+    /// The figures of in-process requests: `latencies` (seconds, one per request answered) over `elapsed` seconds.
+    init(latencies: [Double], elapsed: Double, errors: Int, meanBatch: Double) {
+        let sorted = latencies.sorted()
+        func percentile(_ p: Double) -> Double {
+            sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] * 1000
+        }
+        self.init(
+            requestsPerSecond: Double(sorted.count) / elapsed, p50Milliseconds: percentile(0.5),
+            p99Milliseconds: percentile(0.99), errors: errors, meanBatch: meanBatch)
     }
 }

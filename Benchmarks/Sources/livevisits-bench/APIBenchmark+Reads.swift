@@ -65,14 +65,7 @@ extension APIBenchmark {
                     $0.1 += $1.1
                 }
             }
-            let elapsed = Date().timeIntervalSince(started)
-            let sorted = latencies.sorted()
-            func percentile(_ p: Double) -> Double {
-                sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] * 1000
-            }
-            return Figures(
-                requestsPerSecond: Double(sorted.count) / elapsed, p50Milliseconds: percentile(0.5),
-                p99Milliseconds: percentile(0.99), errors: errors, meanBatch: 0)
+            return Figures(latencies: latencies, elapsed: Date().timeIntervalSince(started), errors: errors, meanBatch: 0)
         }
     }
 }

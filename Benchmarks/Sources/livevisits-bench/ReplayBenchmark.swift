@@ -46,9 +46,7 @@ struct ReplayBenchmark {
     }
 
     func run() async throws {
-        guard let server = ProcessInfo.processInfo.environment["LIVEVISITS_DATABASE_URL"] else {
-            throw BenchmarkUsageError(message: "set LIVEVISITS_DATABASE_URL (export LIVEVISITS_DATABASE_URL=$(scripts/pg url))")
-        }
+        let server = try BenchmarkEnvironment.serverURL()
         let root = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
         let database = try await ScratchDatabase.create(serverURL: server, migrations: root.appendingPathComponent("Migrations"))
         try await PostgresPool.withPool(PostgresConfiguration(url: database.url, size: 4)) { pool in
