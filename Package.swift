@@ -120,6 +120,9 @@ let package = Package(
                 "APIStores", "VisitCommands", "TestSupport", "PersonalData", "Retention", "JSON", "EventStore",
             ]
         ),
+        .testTarget(name: "PersonalDataTests", dependencies: ["PersonalData", "JSON", "Postgres", "TestSupport"]),
+        .testTarget(
+            name: "OutboxAPNsTests", dependencies: ["OutboxAPNs", "Outbox", "APNs", "Postgres", "Runtime", "TestSupport"]),
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "Runtime"]),
         .testTarget(name: "ScaleTests", dependencies: ["APNsSimulator", "JSON", "Postgres", "Runtime", "TestSupport"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime"]),
