@@ -127,6 +127,14 @@ let package = Package(
             ]
         ),
         .testTarget(name: "PersonalDataTests", dependencies: ["PersonalData", "JSON", "Postgres", "TestSupport"]),
+        .testTarget(name: "APIStoresTests", dependencies: ["APIStores", "Postgres", "TestSupport"]),
+        .testTarget(
+            name: "CustomerErasureTests",
+            dependencies: [
+                "CustomerErasure", "APIStores", "EventStore", "Outbox", "PersonalData", "Postgres", "Runtime", "TestSupport",
+                "VisitTestSupport",
+            ]
+        ),
         .testTarget(
             name: "OutboxAPNsTests", dependencies: ["OutboxAPNs", "Outbox", "APNs", "Postgres", "Runtime", "TestSupport"]),
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "Runtime"]),
