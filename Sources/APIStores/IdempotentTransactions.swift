@@ -3,6 +3,15 @@ import Postgres
 /// A write's work inside a transaction that someone else opens and commits.
 public typealias TransactionWork<Outcome> = @Sendable (PostgresConnection) throws -> Outcome
 
+extension IdempotentTransactions {
+    /// `work`, then `transform` of its outcome, as one piece of work in the same transaction.
+    public static func work<Outcome, Next>(
+        _ work: @escaping TransactionWork<Outcome>, then transform: @escaping @Sendable (Outcome) throws -> Next
+    ) -> TransactionWork<Next> {
+        { try transform(work($0)) }
+    }
+}
+
 /// The API's write transactions (contract §6, "Idempotency"): a write runs in one transaction, and with an
 /// `Idempotency-Key` its first answer is stored under the key in that same transaction, so a key never
 /// holds an answer to a write that did not commit, nor a committed write without its answer.

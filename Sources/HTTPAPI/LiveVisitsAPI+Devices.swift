@@ -55,14 +55,11 @@ extension LiveVisitsAPI {
 
     /// A device write's answer: 204, the outbox woken when it enqueued pushes.
     static func deviceWrite(_ step: @escaping TransactionWork<Bool>) -> Write {
-        Write { c in Answer(status: 204, body: "", enqueuedPushes: try step(c)) }
+        Write(IdempotentTransactions.work(step) { Answer(status: 204, body: "", enqueuedPushes: $0) })
     }
 
     static func deviceWrite(_ step: @escaping TransactionWork<Void>) -> Write {
-        Write { c in
-            try step(c)
-            return Answer(status: 204, body: "")
-        }
+        Write(IdempotentTransactions.work(step) { Answer(status: 204, body: "") })
     }
 
     func registerLiveActivity(_ request: HTTPRequest, visit: String?, activity: String?, caller: Caller) throws -> Write {

@@ -73,10 +73,9 @@ extension LiveVisitsAPI {
                 }
                 keyed.refuseIfAnyRow = IdempotencyStore.takenStatement(claim.scope)
                 return try keyedAnswer(try await environment.batcher.execute(keyed))
-            }
-        ) { c in
-            try answer(environment.commands.execute(command, on: c))
-        }
+            },
+            IdempotentTransactions.work(environment.commands.step(command)) { try answer($0) }
+        )
     }
 
     /// A command's result without what its answer is made of: the server's fault, answered as the contract's

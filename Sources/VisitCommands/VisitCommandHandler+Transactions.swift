@@ -15,6 +15,11 @@ extension VisitCommandHandler {
             personalData: personalData)
     }
 
+    /// `command` as a step of a transaction the caller opens (`execute(_:on:)`).
+    public func step(_ command: VisitCommand) -> @Sendable (PostgresConnection) throws -> VisitCommandResult {
+        { try execute(command, on: $0) }
+    }
+
     /// Counts and announces `count` events the caller's transaction appended and committed (`EventStore`).
     public func eventsCommitted(count: Int) { store.eventsCommitted(count: count) }
 }
