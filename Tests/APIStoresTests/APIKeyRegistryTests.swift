@@ -6,20 +6,8 @@ import Testing
 /// The API keys' use cases against a real database: a minted key authenticates as its role and subject,
 /// only its hash is stored, a wrong secret or a revoked key is no caller, and subjects are checked.
 @Suite(.timeLimit(.minutes(2))) struct APIKeyRegistryTests {
-    /// A migrated scratch database's pool, lent to `body` and closed after it, also when it throws.
-    func withPool(_ body: (PostgresPool) async throws -> Void) async throws {
-        let (_, pool) = try await TestDatabase.create(poolSize: 1)
-        do {
-            try await body(pool)
-        } catch {
-            await pool.close()
-            throw error
-        }
-        await pool.close()
-    }
-
     @Test func aMintedKeyIsItsCallerUntilRevoked() async throws {
-        try await withPool { pool in
+        try await withTestPool { pool in
             let registry = APIKeyRegistry(pool: pool)
             let minted = try await registry.mint(role: .technician, subject: "t-1", createdBy: "test")
             let caller = try await registry.caller(presenting: minted.key)
@@ -45,7 +33,7 @@ import Testing
     }
 
     @Test func technicianAndCustomerKeysNeedAUsableSubject() async throws {
-        try await withPool { pool in
+        try await withTestPool { pool in
             let registry = APIKeyRegistry(pool: pool)
             let missing = await #expect(throws: APIKeys.KeyError.self) {
                 try await registry.mint(role: .customer, subject: nil, createdBy: nil)

@@ -7,17 +7,6 @@ import Testing
 /// write, a retry finds the key taken, a refusal is kept without what the write did, and an error that is
 /// no refusal leaves neither the write nor the key.
 @Suite(.timeLimit(.minutes(2))) struct IdempotentTransactionsTests {
-    func withPool(_ body: (PostgresPool) async throws -> Void) async throws {
-        let (_, pool) = try await TestDatabase.create(poolSize: 1)
-        do {
-            try await body(pool)
-        } catch {
-            await pool.close()
-            throw error
-        }
-        await pool.close()
-    }
-
     struct Refused: Error {}
     struct Broken: Error {}
 
@@ -46,7 +35,7 @@ import Testing
     }
 
     @Test func theFirstOutcomeIsKeptWithTheWriteAndARetryFindsTheKeyTaken() async throws {
-        try await withPool { pool in
+        try await withTestPool { pool in
             let transactions = IdempotentTransactions(pool: pool)
             let claim = IdempotentTransactionsTests.claim("first")
             let outcome = try await transactions.run(
@@ -67,7 +56,7 @@ import Testing
     }
 
     @Test func aRefusalIsKeptWithoutTheWriteAndAnotherErrorKeepsNothing() async throws {
-        try await withPool { pool in
+        try await withTestPool { pool in
             let transactions = IdempotentTransactions(pool: pool)
             let refusedClaim = IdempotentTransactionsTests.claim("refused")
             let outcome = try await transactions.run(

@@ -14,18 +14,6 @@ import VisitTestSupport
 /// or when nothing is known of them; otherwise every row of theirs goes in one transaction, with an audit
 /// event and nothing of any other customer touched.
 @Suite(.timeLimit(.minutes(3))) struct CustomerErasureTests {
-    /// Visits through the real command path, lent to `body`; the pool is closed after it, also when it throws.
-    func withFixtures(_ body: (VisitFixtures) async throws -> Void) async throws {
-        let fixtures = try await VisitFixtures.withOutbox()
-        do {
-            try await body(fixtures)
-        } catch {
-            await fixtures.pool.close()
-            throw error
-        }
-        await fixtures.pool.close()
-    }
-
     static let ops = Caller(keyId: "0123456789abcdef", role: .ops, subject: nil)
 
     func erasure(_ fixtures: VisitFixtures, keys: APIKeyCache = APIKeyCache(), dataKeys: PersonalDataKeyCache = .init())
@@ -41,7 +29,7 @@ import VisitTestSupport
     }
 
     @Test func aCustomerWithAnActiveVisitIsRefusedThenErasedOnceItEnded() async throws {
-        try await withFixtures { fixtures in
+        try await VisitFixtures.lendingOutbox { fixtures in
             _ = try await fixtures.schedule("v-1", customer: "c-1")
             _ = try await fixtures.schedule("v-2", customer: "c-2")
             let tokens = TokenRegistry(clock: fixtures.clock)
@@ -96,7 +84,7 @@ import VisitTestSupport
     }
 
     @Test func aCustomerNothingIsKnownOfIsNotFoundAndNothingIsRecorded() async throws {
-        try await withFixtures { fixtures in
+        try await VisitFixtures.lendingOutbox { fixtures in
             _ = try await fixtures.schedule("v-1", customer: "c-1")
             let refused = await #expect(throws: CustomerErasure.Refusal.self) {
                 try await erasure(fixtures).erase(customerId: "c-9", by: CustomerErasureTests.ops)

@@ -9,17 +9,6 @@ import VisitTestSupport
 /// The device writes as steps of a caller's transaction: a Live Activity only on the customer's own visit,
 /// the latest state pushed at once to an app that is behind, nothing pushed to one that is current.
 @Suite(.timeLimit(.minutes(2))) struct DeviceRegistrationsTests {
-    func withFixtures(_ body: (VisitFixtures) async throws -> Void) async throws {
-        let fixtures = try await VisitFixtures.withOutbox()
-        do {
-            try await body(fixtures)
-        } catch {
-            await fixtures.pool.close()
-            throw error
-        }
-        await fixtures.pool.close()
-    }
-
     func registrations(_ fixtures: VisitFixtures) -> DeviceRegistrations {
         DeviceRegistrations(
             tokens: TokenRegistry(clock: fixtures.clock),
@@ -34,7 +23,7 @@ import VisitTestSupport
     }
 
     @Test func aLiveActivityIsTheCustomersOwnAndCatchesUpWhenBehind() async throws {
-        try await withFixtures { fixtures in
+        try await VisitFixtures.lendingOutbox { fixtures in
             let scheduled = try await fixtures.schedule("v-1", customer: "c-1")
             let devices = registrations(fixtures)
             let token = String(repeating: "ab", count: 32)
