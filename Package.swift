@@ -13,7 +13,7 @@ let package = Package(
         .library(
             name: "LiveVisitsKit",
             targets: [
-                "APNs", "APNsSimulator", "EventStore", "HTTPAPI", "HTTPServer", "JSON", "Outbox", "OutboxAPNs", "PersonalData",
+                "APIStores", "APNs", "APNsSimulator", "EventStore", "HTTPAPI", "HTTPServer", "JSON", "Outbox", "OutboxAPNs", "PersonalData",
                 "Postgres", "Retention", "Runtime", "VisitCommands", "VisitDomain", "VisitProjections",
             ]
         ),
@@ -51,22 +51,28 @@ let package = Package(
         .target(name: "OutboxAPNs", dependencies: ["Outbox", "APNs", "Postgres"]),
         .target(name: "APNsSimulator", dependencies: ["CNGHTTP2", "COpenSSL", "HTTP2TLS", "JSON", "Runtime"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "JSON", "Runtime"]),
-        // The API's own tables: API keys and the first answers kept under Idempotency-Keys.
-        .target(name: "APIStores", dependencies: ["Postgres"]),
+        // The API's own tables and their use cases: API keys (minting, hashing, the caller behind a key,
+        // revocation) and the first answers kept under Idempotency-Keys with their writes' transactions.
+        .target(name: "APIStores", dependencies: ["COpenSSL", "JSON", "Postgres", "Runtime"]),
+        // The right to be forgotten (§10): one customer's data gone from every table that holds it.
+        .target(
+            name: "CustomerErasure",
+            dependencies: ["APIStores", "EventStore", "JSON", "PersonalData", "Postgres", "Runtime"]
+        ),
         // The web console (§11): HTML, CSS and JavaScript modules embedded in the binary, served at /console/.
         .target(name: "WebConsole", dependencies: ["HTTPServer"], resources: [.embedInCode("Assets")]),
         // The write side of a visit: decide, append, read model and push intents in one transaction.
         .target(
             name: "VisitCommands",
             dependencies: [
-                "VisitDomain", "EventStore", "VisitProjections", "Outbox", "Postgres", "Runtime", "PersonalData",
+                "VisitDomain", "EventStore", "VisitProjections", "Outbox", "Postgres", "Runtime", "PersonalData", "JSON",
             ]
         ),
         .target(
             name: "HTTPAPI",
             dependencies: [
-                "HTTPServer", "VisitDomain", "VisitProjections", "VisitCommands", "EventStore", "Postgres", "Outbox", "Runtime",
-                "APIStores", "COpenSSL", "WebConsole", "PersonalData",
+                "HTTPServer", "VisitDomain", "VisitProjections", "VisitCommands", "Outbox", "Runtime", "APIStores",
+                "CustomerErasure", "WebConsole", "PersonalData",
             ]
         ),
 
@@ -76,7 +82,7 @@ let package = Package(
             dependencies: [
                 "Runtime", "VisitDomain", "Postgres", "EventStore", "VisitProjections", "VisitCommands", "APNs", "Outbox",
                 "OutboxAPNs",
-                "APNsSimulator", "HTTPServer", "HTTPAPI", "JSON", "PersonalData", "Retention",
+                "APNsSimulator", "HTTPServer", "HTTPAPI", "APIStores", "JSON", "PersonalData", "Retention",
             ]
         ),
 
@@ -119,6 +125,17 @@ let package = Package(
                 "APIStores", "VisitCommands", "TestSupport", "PersonalData", "Retention", "JSON", "EventStore",
             ]
         ),
+        .testTarget(name: "PersonalDataTests", dependencies: ["PersonalData", "JSON", "Postgres", "TestSupport"]),
+        .testTarget(name: "APIStoresTests", dependencies: ["APIStores", "Postgres", "TestSupport"]),
+        .testTarget(
+            name: "CustomerErasureTests",
+            dependencies: [
+                "CustomerErasure", "APIStores", "EventStore", "Outbox", "PersonalData", "Postgres", "Runtime", "TestSupport",
+                "VisitTestSupport",
+            ]
+        ),
+        .testTarget(
+            name: "OutboxAPNsTests", dependencies: ["OutboxAPNs", "Outbox", "APNs", "Postgres", "Runtime", "TestSupport"]),
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "Runtime"]),
         .testTarget(name: "ScaleTests", dependencies: ["APNsSimulator", "JSON", "Postgres", "Runtime", "TestSupport"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime"]),

@@ -1,7 +1,7 @@
 import Postgres
 
 /// The `api_keys` table: minted keys (only the SHA-256 of each secret is kept), the live key behind a
-/// caller, revocation announced to every process. The key format, hashing and roles are `APIKeys`' (HTTPAPI).
+/// caller, revocation announced to every process. The key format, hashing and roles are `APIKeys`'.
 public enum KeyStore {
     /// A live (not revoked) key as stored.
     public struct Row: Sendable, Equatable {

@@ -2,7 +2,18 @@ import Postgres
 
 /// The fleet's sending pause as operators see it (`GET /v1/ops/outbox/pause`): the outbox's `outbox_pause`
 /// row, read only. The outbox writes it when APNs answers with a configuration error.
-public enum SendingPauseView {
+public struct SendingPauseView: Sendable {
+    public let pool: PostgresPool
+
+    public init(pool: PostgresPool) {
+        self.pool = pool
+    }
+
+    /// The pause in force at `now`, or nil when sending may go on.
+    public func current(now: Double) async throws -> Pause? {
+        try await pool.withConnection { try SendingPauseView.current(now: now, on: $0) }
+    }
+
     public struct Pause: Sendable, Equatable {
         /// Epoch seconds (the workers' clock).
         public let since: Double

@@ -3,7 +3,21 @@ import Postgres
 /// A visit's deliveries as the console shows them (`GET /v1/visits/{id}/deliveries`, contract §11): the
 /// outbox's `deliveries` rows of one visit, newest first, never a token (none is stored in them: a
 /// delivery names its target, the token is looked up at send time).
-public enum VisitDeliveries {
+public struct VisitDeliveries: Sendable {
+    public let pool: PostgresPool
+
+    public init(pool: PostgresPool) {
+        self.pool = pool
+    }
+
+    /// The visit's newest `limit` deliveries, by id descending; nil when there is no such visit.
+    public func list(visitId: String, limit: Int = 100) async throws -> [Row]? {
+        try await pool.withConnection { c in
+            guard try !c.query("SELECT 1 FROM visits WHERE visit_id = \(visitId)").isEmpty else { return nil }
+            return try VisitDeliveries.list(visitId: visitId, limit: limit, on: c)
+        }
+    }
+
     /// One delivery of the visit.
     public struct Row: Sendable, Equatable {
         public let id: Int64

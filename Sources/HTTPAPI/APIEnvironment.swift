@@ -1,8 +1,8 @@
-import EventStore
+import APIStores
+import CustomerErasure
 import Foundation
 import Outbox
 import PersonalData
-import Postgres
 import Runtime
 import VisitCommands
 import VisitDomain
@@ -11,8 +11,8 @@ import VisitProjections
 /// Everything the API's handlers use, built once by the executable. A class: every handler closure captures
 /// it, and a reference is one retain where a struct of a dozen references was a dozen per capture.
 public final class APIEnvironment: Sendable {
-    public let pool: PostgresPool
-    public let store: EventStore
+    /// The database the use cases run on: handed to them, never used here for a connection.
+    public let pool: DatabasePool
     public let readModel: VisitReadModel
     public let commands: VisitCommandHandler
     /// Group commit for commands without an idempotency key.
@@ -20,10 +20,12 @@ public final class APIEnvironment: Sendable {
     public let pushes: OutboxPushes
     public let tokens: TokenRegistry
     public let outboxStore: OutboxStore
-    public let migrator: Migrator
+    public let migrator: SchemaMigrations
     public let clock: any WallClock
+    /// The API keys' use cases: minting, the caller behind a key, revocation.
+    public let keys: APIKeyRegistry
     /// Live keys recently read; used once its `listener(url:)` runs (see `APIKeyCache`).
-    public let keyCache: APIKeyCache
+    public var keyCache: APIKeyCache { keys.cache }
     /// What `GET /metrics` renders; the event store counts appended events in it.
     public let metrics: Metrics
     /// The fleet's broadcast channels (contract §7).
@@ -33,12 +35,27 @@ public final class APIEnvironment: Sendable {
     /// The customers' data keys: the command path seals the personal fields under them and every answer
     /// is opened with them on its way out (`LiveVisitsAPI.handler()`).
     public let personalData: PersonalDataKeys
+    /// The device writes (contract §9).
+    public let devices: DeviceRegistrations
+    /// Reads of visits: one, a page, a history.
+    public let visits: VisitQueries
+    /// Write transactions, with the answer kept under an Idempotency-Key.
+    public let transactions: IdempotentTransactions
+    /// A visit's deliveries, for the console.
+    public let deliveries: VisitDeliveries
+    /// The fleet's sending pause, for operators.
+    public let sendingPause: SendingPauseView
+    /// What `/readyz` asks of the database.
+    public let readiness: DatabaseReadiness
+    /// The right to be forgotten (`DELETE /v1/customers/{id}`).
+    public let erasure: CustomerErasure
     /// Data keys recently read for opening answers; used once its `listener(url:)` runs (see
     /// `PersonalDataKeyCache`).
     public let dataKeyCache: PersonalDataKeyCache
 
     public init(
-        pool: PostgresPool, readModel: VisitReadModel, outbox: Outbox, migrator: Migrator, clock: any WallClock = SystemClock(),
+        pool: DatabasePool, readModel: VisitReadModel, outbox: Outbox, migrator: SchemaMigrations,
+        clock: any WallClock = SystemClock(),
         keyCache: APIKeyCache = APIKeyCache(), metrics: Metrics = .shared,
         personalData: PersonalDataKeys = PersonalDataKeys(current: nil), channelService: (any ChannelService)? = nil,
         maximumChannels: Int = ChannelStore.defaultMaximumChannels, dataKeyCache: PersonalDataKeyCache = PersonalDataKeyCache(),
@@ -50,20 +67,28 @@ public final class APIEnvironment: Sendable {
         self.channelService = channelService
         self.channels = ChannelStore(
             pool: pool, configuration: outbox.configuration, maximumChannels: maximumChannels, clock: clock, metrics: metrics)
-        self.keyCache = keyCache
+        self.keys = APIKeyRegistry(pool: pool, cache: keyCache)
         self.metrics = metrics
         self.pool = pool
-        self.store = EventStore(pool: pool, metrics: metrics)
         self.readModel = readModel
         self.pushes = OutboxPushes(outbox: outbox)
         self.commands = VisitCommandHandler(
-            store: store, readModel: readModel, pushes: pushes, clock: clock, personalData: personalData)
+            pool: pool, metrics: metrics, readModel: readModel, pushes: pushes, clock: clock, personalData: personalData)
         self.batcher = VisitCommandBatcher(
             handler: commands, maxConcurrentBatches: commandBatches, maxConcurrentWrites: commandWrites)
         self.tokens = TokenRegistry(clock: clock)
         self.outboxStore = OutboxStore(pool: pool, clock: clock)
         self.migrator = migrator
         self.clock = clock
+        self.devices = DeviceRegistrations(
+            tokens: tokens, pushes: pushes, states: commands.states, rules: readModel.rules)
+        self.visits = VisitQueries(pool: pool)
+        self.transactions = IdempotentTransactions(pool: pool)
+        self.deliveries = VisitDeliveries(pool: pool)
+        self.sendingPause = SendingPauseView(pool: pool)
+        self.readiness = DatabaseReadiness(pool: pool, migrator: migrator)
+        self.erasure = CustomerErasure(
+            pool: pool, store: commands.store, keyCache: keyCache, dataKeyCache: dataKeyCache, clock: clock)
     }
 
     public var rules: ProjectionRules { readModel.rules }

@@ -1,7 +1,7 @@
-import EventStore
+import APIStores
+import CustomerErasure
 import HTTPServer
 import Outbox
-import Postgres
 import VisitCommands
 import VisitDomain
 
@@ -129,22 +129,25 @@ public struct APIError: Error, HTTPErrorConvertible, Sendable, CustomStringConve
         case let e as VisitInputError: return APIError(.input(e.code), e.message, underlying: e)
         case let e as VisitDecisionError: return APIError(.decision(e.code), e.message, underlying: e)
         case let e as VersionMismatch: return APIError(.versionConflict, e.description, underlying: e)
-        case let e as EventStoreError:
-            switch e.code {
-            case .unavailable: return .unavailable
-            case .wrongExpectedVersion: return APIError(.versionConflict, e.message, underlying: e)
-            case .eventTooLarge, .invalidStreamName, .invalidEventType, .invalidEventData:
-                return APIError(.invalidValue, e.message, underlying: e)
-            default: return nil
-            }
-        case let e as PostgresError where e.isUnavailable: return .unavailable
+        case is DeviceRegistrations.VisitNotFound: return .notFound("visit")
         case let e as OutboxError: return APIError.fromOutbox(e)
+        case let e as CustomerErasure.Refusal:
+            switch e.code {
+            case .activeVisits: return APIError(.customerHasActiveVisits, e.message, underlying: e)
+            default: return APIError(.notFound, e.message, underlying: e)
+            }
         case let e as ChannelStore.Refusal:
             switch e.code {
             case .exhausted: return APIError(.channelsExhausted, e.message, underlying: e)
             case .unavailable: return APIError(.apnsUnavailable, e.message, underlying: e)
             }
-        default: return nil
+        default:
+            guard let failure = StorageFailure(error) else { return nil }
+            switch failure.kind {
+            case .unavailable: return .unavailable
+            case .versionConflict: return APIError(.versionConflict, failure.message, underlying: error)
+            case .invalidEvent: return APIError(.invalidValue, failure.message, underlying: error)
+            }
         }
     }
 

@@ -1,3 +1,4 @@
+import APIStores
 import Foundation
 import HTTPServer
 import JSON
@@ -25,9 +26,8 @@ extension LiveVisitsAPI {
         try body.allowOnly(["environment"])
         let pushEnvironment = try LiveVisitsAPI.environment(body)
         let environment = self.environment
-        let row = try await mapped {
-            try await environment.pool.withConnection { c in try VisitReadModel.row(visitId: visitId, on: c) }
-        }
+        let visits = environment.visits
+        let row = try await mapped { try await visits.row(visitId) }
         guard let row, LiveVisitsAPI.maySee(caller, customerId: row.customerId, technicianId: row.technicianId) else {
             throw APIError.notFound("visit")
         }

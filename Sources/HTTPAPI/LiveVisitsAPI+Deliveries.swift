@@ -17,13 +17,10 @@ extension LiveVisitsAPI {
             guard let n = Int(text), (1...1000).contains(n) else { throw APIError(.invalidValue, "limit: expected 1 to 1000") }
             limit = n
         }
-        let environment = self.environment
+        let deliveries = environment.deliveries
         let pageLimit = limit
-        let rows = try await mapped {
-            try await environment.pool.withConnection { c -> [VisitDeliveries.Row] in
-                guard try VisitReadModel.row(visitId: visitId, on: c) != nil else { throw APIError.notFound("visit") }
-                return try VisitDeliveries.list(visitId: visitId, limit: pageLimit, on: c)
-            }
+        guard let rows = try await mapped({ try await deliveries.list(visitId: visitId, limit: pageLimit) }) else {
+            throw APIError.notFound("visit")
         }
         let items: [JSONValue] = rows.map { d in
             .object([

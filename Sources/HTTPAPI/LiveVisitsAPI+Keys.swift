@@ -1,6 +1,6 @@
+import APIStores
 import Foundation
 import HTTPServer
-import Postgres
 import VisitDomain
 
 extension LiveVisitsAPI {
@@ -26,12 +26,8 @@ extension LiveVisitsAPI {
             throw APIError(.invalidValue, "role: a dispatcher mints technician or customer keys")
         }
         let subject = try body.requiredString("subject", maxBytes: 128)
-        let environment = self.environment
-        let minted = try await mapped {
-            try await environment.pool.withConnection { c in
-                try APIKeys.mint(role: role, subject: subject, createdBy: caller.keyId, on: c)
-            }
-        }
+        let keys = environment.keys
+        let minted = try await mapped { try await keys.mint(role: role, subject: subject, createdBy: caller.keyId) }
         let json =
             "{\"keyId\":\"\(minted.keyId)\",\"key\":\"\(minted.key)\",\"role\":\"\(minted.role.rawValue)\",\"subject\":"
             + "\(minted.subject.map { jsonString($0) } ?? "null")}"
@@ -46,12 +42,11 @@ extension LiveVisitsAPI {
         default: throw APIError.forbidden("only a dispatcher or an operator revokes keys")
         }
         guard let keyId, keyId.count <= 64 else { throw APIError.notFound("key") }
-        let environment = self.environment
-        let revoked = try await mapped {
-            try await environment.pool.withConnection { c in try APIKeys.revoke(keyId: keyId, allowedRoles: allowed, on: c) }
+        let keys = environment.keys
+        // The registry forgets the key in this process's cache at once; the others when the NOTIFY arrives.
+        guard try await mapped({ try await keys.revoke(keyId: keyId, allowedRoles: allowed) }) else {
+            throw APIError.notFound("key")
         }
-        guard revoked else { throw APIError.notFound("key") }
-        environment.keyCache.forget(keyId)  // this process at once; the others when the NOTIFY arrives
         return HTTPResponse(status: 204)
     }
 }

@@ -2,7 +2,6 @@ import APIStores
 import Foundation
 import HTTPServer
 import JSON
-import Postgres
 import VisitDomain
 
 extension Caller {
@@ -16,21 +15,9 @@ extension Caller {
     }
 }
 
-/// An `Idempotency-Key` about to be used: its scope (the calling key and the route) and the request body it
-/// is kept with. Bound by the `idempotency` middleware for the write the route performs.
-struct IdempotencyClaim: Sendable {
-    let scope: IdempotencyScope
-    /// The body's digest as stored (`LiveVisitsAPI.storedBody`).
-    let body: String
-    /// The digest of the raw bytes, which rows stored before migration 0014 hold.
-    var rawDigest: String? = nil
-
+extension IdempotencyClaim {
+    /// The claim the `idempotency` middleware bound for the current request's write.
     @TaskLocal static var current: IdempotencyClaim?
-
-    /// The key is taken (a retry, or a concurrent first request that committed first): what it holds.
-    struct Taken: Error {
-        let record: IdempotencyRecord?
-    }
 }
 
 extension LiveVisitsAPI {
@@ -55,7 +42,7 @@ extension LiveVisitsAPI {
             let caller = try Caller.authenticated()
             let claim = IdempotencyClaim(
                 scope: IdempotencyScope(keyId: caller.keyId, route: "\(request.method) \(request.rawPath)", key: key),
-                body: LiveVisitsAPI.storedBody(request.body), rawDigest: LiveVisitsAPI.rawDigest(request.body))
+                requestBody: request.body)
             do {
                 return try await IdempotencyClaim.$current.withValue(claim) { try await next(request, parameters) }
             } catch let taken as IdempotencyClaim.Taken {
@@ -73,15 +60,11 @@ extension LiveVisitsAPI {
         // Per request: trim spaces and tabs by hand (Foundation's trimming costs more than the rest of this).
         let blank: (UInt8) -> Bool = { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
         let trimmed = parts[1].drop(while: blank).reversed().drop(while: blank).reversed()
-        guard let (keyId, secret) = APIKeys.parse(String(decoding: trimmed, as: UTF8.self)) else { throw APIError.unauthorized }
-        let cache = environment.keyCache
-        var stored = cache.key(keyId)
-        if stored == nil {
-            let generation = cache.generation()
-            stored = try await mapped { try await environment.pool.withConnection { try APIKeys.lookup(keyId: keyId, on: $0) } }
-            if let stored { cache.remember(stored, readAt: generation) }
+        let presented = String(decoding: trimmed, as: UTF8.self)
+        let keys = environment.keys
+        guard let caller = try await mapped({ try await keys.caller(presenting: presented) }) else {
+            throw APIError.unauthorized
         }
-        guard let caller = stored?.caller(presenting: secret) else { throw APIError.unauthorized }
         LiveVisitsAPI.currentCaller?.set(role: caller.role.rawValue)
         return caller
     }
@@ -91,35 +74,9 @@ extension LiveVisitsAPI {
         guard let record, let answer = record.answer else {
             throw APIError(.idempotencyKeyInUse, "a request with this Idempotency-Key is still being processed")
         }
-        let same = record.requestBody == claim.body || record.requestBody == claim.rawDigest
-        guard same else {
+        guard claim.matches(record) else {
             throw APIError(.idempotencyKeyReused, "this Idempotency-Key was used with another request body")
         }
         return Answer(answer)
-    }
-
-    /// The request body as kept under an idempotency key: `sha256:` and the hex SHA-256 of its JSON written
-    /// canonically (members sorted by key, one writer), so a retry of equal JSON matches whatever its spacing
-    /// or member order, and the table never holds the body itself (a `POST /v1/visits` body carries the
-    /// customer's name and address). A body that is not JSON is digested as its bytes.
-    static func storedBody(_ bytes: Data) -> String {
-        guard let json = try? JSONValue.parse(Array(bytes)) else { return digest(Array(bytes)) }
-        return digest(canonical(json).serialized())
-    }
-
-    /// The digest of the body's bytes as sent (how migration 0014 digested the bodies stored before it).
-    static func rawDigest(_ bytes: Data) -> String { digest(Array(bytes)) }
-
-    static func digest(_ bytes: [UInt8]) -> String {
-        "sha256:" + APIKeys.sha256Hex(bytes)
-    }
-
-    static func canonical(_ value: JSONValue) -> JSONValue {
-        switch value {
-        case .object(let members):
-            return .object(members.sorted { $0.key < $1.key }.map { JSONMember($0.key, canonical($0.value)) })
-        case .array(let items): return .array(items.map(canonical))
-        default: return value
-        }
     }
 }

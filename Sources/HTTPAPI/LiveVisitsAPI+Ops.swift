@@ -3,7 +3,6 @@ import Foundation
 import HTTPServer
 import JSON
 import Outbox
-import Postgres
 import VisitProjections
 
 extension LiveVisitsAPI {
@@ -57,11 +56,9 @@ extension LiveVisitsAPI {
     /// `GET /v1/ops/outbox/pause`: whether a configuration error from APNs paused sending, until when and why.
     func sendingPause(caller: Caller) async throws -> HTTPResponse {
         try LiveVisitsAPI.requireOps(caller)
-        let environment = self.environment
+        let view = environment.sendingPause
         let now = environment.clock.now()
-        let pause = try await mapped {
-            try await environment.pool.withConnection { try SendingPauseView.current(now: now, on: $0) }
-        }
+        let pause = try await mapped { try await view.current(now: now) }
         let body: JSONValue =
             if let pause {
                 .object([
@@ -91,9 +88,7 @@ extension LiveVisitsAPI {
         // A rebuild outlasts the request pool's work timeout: it gets connections of its own, unbounded.
         let readModel = environment.readModel
         let report = try await mapped {
-            try await PostgresPool.withPool(environment.pool.configuration.withoutWorkTimeout) { pool in
-                try await VisitReplay(pool: pool, readModel: readModel).run()
-            }
+            try await VisitReplay.rebuild(readModel, likePool: environment.pool)
         }
         let body =
             "{\"projection\":\"visits\",\"events\":\(report.events),\"visits\":\(report.visits),"

@@ -1,9 +1,7 @@
 import APIStores
-import EventStore
 import Foundation
 import HTTPServer
 import Outbox
-import Postgres
 import Runtime
 import VisitCommands
 import VisitDomain
@@ -75,16 +73,22 @@ extension LiveVisitsAPI {
                 }
                 keyed.refuseIfAnyRow = IdempotencyStore.takenStatement(claim.scope)
                 return try keyedAnswer(try await environment.batcher.execute(keyed))
-            }
-        ) { c in
-            try answer(environment.commands.execute(command, on: c))
-        }
+            },
+            IdempotentTransactions.work(environment.commands.step(command)) { try answer($0) }
+        )
+    }
+
+    /// A command's result without what its answer is made of: the server's fault, answered as the contract's
+    /// generic error.
+    struct MissingAnswer: Error, CustomStringConvertible {
+        let detail: String
+        var description: String { detail }
     }
 
     /// The answer a batched keyed command stored (and so gives): the row its claim statement returned.
     private static func keyedAnswer(_ result: VisitCommandResult) throws -> Answer {
         guard let row = result.alsoRows.first?.first, let body = row["response_body"] else {
-            throw PostgresError(code: .protocolViolation, message: "the idempotency claim returned no answer")
+            throw MissingAnswer(detail: "the idempotency claim returned no answer")
         }
         return answer(result, body: body, etag: row["response_etag"])
     }
@@ -99,7 +103,7 @@ extension LiveVisitsAPI {
 
     private static func answer(_ result: VisitCommandResult) throws -> Answer {
         guard let followers = result.followers else {
-            throw PostgresError(code: .protocolViolation, message: "the command's answer came without its visit's followers")
+            throw MissingAnswer(detail: "the command's answer came without its visit's followers")
         }
         return answer(
             result,
@@ -126,8 +130,7 @@ extension LiveVisitsAPI {
         guard caller.role == .dispatcher else { throw APIError.forbidden("only a dispatcher schedules visits") }
         let scheduled = try ScheduleVisitRequest.parse(Array(request.body)) { "v-" + UUID().uuidString.lowercased() }
         let context = VisitCommandContext(
-            actor: EventMetadata(
-                actorRole: caller.role.rawValue, actorSubject: caller.subject ?? caller.keyId, correlationId: request.id))
+            actorRole: caller.role.rawValue, actorSubject: caller.subject ?? caller.keyId, correlationId: request.id)
         let command = LiveVisitsAPI.visitCommand(
             .scheduled(scheduled), visitId: scheduled.attributes.visitId, context: context, isCreation: true,
             environment: environment)
@@ -146,8 +149,7 @@ extension LiveVisitsAPI {
             throw APIError.forbidden("\(event.type.rawValue) is the dispatcher's to post")
         }
         let context = VisitCommandContext(
-            actor: EventMetadata(
-                actorRole: caller.role.rawValue, actorSubject: caller.subject ?? caller.keyId, correlationId: request.id),
+            actorRole: caller.role.rawValue, actorSubject: caller.subject ?? caller.keyId, correlationId: request.id,
             expectedVersion: expected,
             authorize: { state in
                 guard LiveVisitsAPI.maySee(caller, customerId: state.customerId, technicianId: state.technician.id) else {
@@ -161,51 +163,29 @@ extension LiveVisitsAPI {
 
     func getVisit(id: String?, caller: Caller) async throws -> HTTPResponse {
         let visitId = try RequestChecks.id(id, name: "visit")
-        let environment = self.environment
-        let answer = try await mapped {
-            try await environment.pool.withConnection { c -> Answer in
-                guard let row = try VisitReadModel.row(visitId: visitId, on: c),
-                    LiveVisitsAPI.maySee(caller, customerId: row.customerId, technicianId: row.technicianId)
-                else { throw APIError.notFound("visit") }
-                let followers = try VisitFollowers.of([visitId], on: c)[0]
-                return Answer(
-                    status: 200,
-                    body: row.body(liveActivities: followers.liveActivities, channels: LiveVisitsAPI.channels(followers)),
-                    etag: "\"\(row.version)\"")
+        let visits = environment.visits
+        let found = try await mapped {
+            try await visits.visit(visitId) {
+                LiveVisitsAPI.maySee(caller, customerId: $0.customerId, technicianId: $0.technicianId)
             }
         }
-        return answer.response
+        guard let (row, followers) = found else { throw APIError.notFound("visit") }
+        return Answer(
+            status: 200, body: row.body(liveActivities: followers.liveActivities, channels: LiveVisitsAPI.channels(followers)),
+            etag: "\"\(row.version)\""
+        ).response
     }
 
     func visitHistory(id: String?, caller: Caller) async throws -> HTTPResponse {
         let visitId = try RequestChecks.id(id, name: "visit")
-        let environment = self.environment
-        let body = try await mapped {
-            try await environment.pool.withConnection { c -> String in
-                guard let row = try VisitReadModel.row(visitId: visitId, on: c),
-                    LiveVisitsAPI.maySee(caller, customerId: row.customerId, technicianId: row.technicianId)
-                else { throw APIError.notFound("visit") }
-                let events = try EventStore.readStream(VisitCommandHandler.streamName(for: visitId), on: c)
-                let items: [JSONValue] = events.map { event in
-                    let data = (try? JSONValue.parse(Array(event.data.utf8))) ?? .null
-                    return .object([
-                        JSONMember("position", .number(Double(event.globalPosition))),
-                        JSONMember("version", .number(Double(event.position))),
-                        JSONMember("type", .string(event.type)),
-                        JSONMember("data", data),
-                        JSONMember("recordedAt", .number(event.recordedAt.rounded(.down))),
-                        JSONMember(
-                            "actor",
-                            .object([
-                                JSONMember("role", event.metadata.actorRole.map { .string($0) } ?? .null),
-                                JSONMember("subject", event.metadata.actorSubject.map { .string($0) } ?? .null),
-                            ])),
-                    ])
-                }
-                return JSONValue.object([JSONMember("events", .array(items))]).serializedString()
+        let visits = environment.visits
+        let history = try await mapped {
+            try await visits.history(visitId) {
+                LiveVisitsAPI.maySee(caller, customerId: $0.customerId, technicianId: $0.technicianId)
             }
         }
-        return .json(body: Data(body.utf8))
+        guard let history else { throw APIError.notFound("visit") }
+        return .json(body: Data(history.serializedString().utf8))
     }
 
     func listVisits(_ request: HTTPRequest, caller: Caller) async throws -> HTTPResponse {
@@ -239,27 +219,18 @@ extension LiveVisitsAPI {
             if let asked = filter.customerId, asked != caller.subject { empty = true }
             filter.customerId = caller.subject
         }
-        let environment = self.environment
+        let visits = environment.visits
         let page = filter
-        let nothingVisible = empty
-        let body = try await mapped {
-            try await environment.pool.withConnection { c -> String in
-                let rows = nothingVisible ? [] : try VisitReadModel.list(page, on: c)
-                let shown = rows.prefix(page.limit)
-                // Every shown visit's followers in one statement.
-                let followers = try VisitFollowers.of(shown.map(\.visitId), on: c)
-                var items: [String] = []
-                for (row, followed) in zip(shown, followers) {
-                    items.append(
-                        row.body(liveActivities: followed.liveActivities, channels: LiveVisitsAPI.channels(followed)))
-                }
-                let next =
-                    rows.count > page.limit ? shown.last.map { LiveVisitsAPI.encodeCursor($0.scheduledAt, $0.booked) } : nil
-                let nextJSON = next.map { JSONValue.string($0).serializedString() } ?? "null"
-                return "{\"visits\":[\(items.joined(separator: ","))],\"nextCursor\":\(nextJSON)}"
-            }
+        let visible = !empty
+        let (rows, followers) = try await mapped { try await visits.page(page, visible: visible) }
+        let shown = rows.prefix(page.limit)
+        var items: [String] = []
+        for (row, followed) in zip(shown, followers) {
+            items.append(row.body(liveActivities: followed.liveActivities, channels: LiveVisitsAPI.channels(followed)))
         }
-        return .json(body: Data(body.utf8))
+        let next = rows.count > page.limit ? shown.last.map { LiveVisitsAPI.encodeCursor($0.scheduledAt, $0.booked) } : nil
+        let nextJSON = next.map { JSONValue.string($0).serializedString() } ?? "null"
+        return .json(body: Data("{\"visits\":[\(items.joined(separator: ","))],\"nextCursor\":\(nextJSON)}".utf8))
     }
 
     /// The cursor after a row: its scheduled time and booking order (`VisitReadModel.Row.booked`).

@@ -1,9 +1,7 @@
 import APIStores
-import EventStore
 import Foundation
 import HTTPServer
 import PersonalData
-import Postgres
 import Runtime
 import Synchronization
 import VisitCommands
@@ -59,9 +57,8 @@ public struct LiveVisitsAPI: Sendable {
             return .error(
                 status: 500, code: APIError.Code.personalDataUnreadable.rawValue,
                 message: "the personal data of \(visit) cannot be read (it fails authentication); other visits are unaffected")
-        } catch let error as PostgresError where error.isUnavailable {
-            return .error(status: 503, code: "unavailable", message: APIError.unavailable.message)
         } catch {
+            // The database unreachable, or any other failure to read the keys.
             return .error(status: 503, code: "unavailable", message: APIError.unavailable.message)
         }
     }
@@ -129,16 +126,8 @@ public struct LiveVisitsAPI: Sendable {
     /// that cannot LISTEN polls instead, so that alone is no reason to fail).
     func readiness() async -> HTTPResponse {
         let listen: JSONValue = .string(environment.keyCache.isActive ? "listening" : "polling")
-        let environment = self.environment
-        let probe = await withDeadline(seconds: LiveVisitsAPI.readinessTimeoutSeconds) {
-            () async -> Result<(PostgresServerStatus, [String]), any Error> in
-            do {
-                let status = try await environment.pool.withConnection { try PostgresServerStatus.read(on: $0) }
-                return .success((status, try await environment.migrator.pending(pool: environment.pool)))
-            } catch {
-                return .failure(error)
-            }
-        }
+        let readiness = environment.readiness
+        let probe = await withDeadline(seconds: LiveVisitsAPI.readinessTimeoutSeconds) { await readiness.probe() }
         func unready(_ code: String, _ message: String, _ checks: [JSONMember]) -> HTTPResponse {
             LiveVisitsAPI.noteReadiness(code, message)
             let error: JSONValue = ["code": .string(code), "message": .string(message)]
@@ -150,32 +139,22 @@ public struct LiveVisitsAPI: Sendable {
                 "database_unreachable", "the database did not answer within \(seconds) s",
                 [JSONMember("database", "no answer"), JSONMember("listen", listen)])
         }
-        let status: PostgresServerStatus
-        let pending: [String]
+        let status: DatabaseReadiness.State
         switch probe {
-        case .failure(let error as Migrator.MigrationError):
-            return unready(
-                "migrations_changed", error.message, [JSONMember("database", "primary"), JSONMember("listen", listen)])
-        case .failure:
+        case .migrationsChanged(let message):
+            return unready("migrations_changed", message, [JSONMember("database", "primary"), JSONMember("listen", listen)])
+        case .unreachable:
             return unready(
                 "database_unreachable", "the database is unreachable",
                 [JSONMember("database", "unreachable"), JSONMember("listen", listen)])
-        case .success(let found):
-            (status, pending) = found
+        case .answered(let found):
+            status = found
         }
-        let replication: String
-        switch status.replication {
-        case .none: replication = "none"
-        case .asynchronous: replication = "asynchronous"
-        case .synchronous: replication = "synchronous"
-        case .waitingForStandby: replication = "waiting for a synchronous standby"
-        case .unknown: replication = "unknown"
-        }
-        LiveVisitsAPI.recordReplication(status)
+        let pending = status.pendingMigrations
         let checks: [JSONMember] = [
             JSONMember("database", .string(status.inRecovery ? "read-only (in recovery)" : "primary")),
             JSONMember("migrations", .string(pending.isEmpty ? "current" : "pending")),
-            JSONMember("replication", .string(replication)),
+            JSONMember("replication", .string(status.replication)),
             JSONMember("standbys", .number(Double(status.standbys))),
             JSONMember("listen", listen),
         ]
@@ -185,7 +164,7 @@ public struct LiveVisitsAPI: Sendable {
                 "the database server is a standby (read-only); add target_session_attrs=read-write and every host to LIVEVISITS_DATABASE_URL",
                 checks)
         }
-        if case .waitingForStandby(let connected, let required) = status.replication {
+        if let (connected, required) = status.missingStandbys {
             return unready(
                 "synchronous_standby_missing",
                 "commits wait for \(required) synchronous standby(s) (synchronous_standby_names = '\(status.synchronousStandbyNames)') "
@@ -217,16 +196,6 @@ public struct LiveVisitsAPI: Sendable {
     /// How long `/readyz` waits for the database before it answers 503 itself.
     static let readinessTimeoutSeconds = 3.0
     private static let readinessLog = Logger(label: "readyz")
-
-    /// `livevisits_database_synchronous_standbys_missing`: 1 while the primary's commits wait for a
-    /// synchronous standby it does not have (every write hangs), else 0.
-    static func recordReplication(_ status: PostgresServerStatus) {
-        var missing = 0.0
-        if case .waitingForStandby = status.replication { missing = 1 }
-        Metrics.shared.set(
-            "livevisits_database_synchronous_standbys_missing",
-            help: "1 while the primary waits for a synchronous standby it does not have: every commit hangs.", to: missing)
-    }
 
     // MARK: command transactions
 
@@ -282,12 +251,12 @@ public struct LiveVisitsAPI: Sendable {
         /// stores the refusal or finds the key taken: nothing of a failed try stands.
         var keyed: (@Sendable (IdempotencyClaim) async throws -> Answer)?
         /// The write on a connection, inside the transaction that also stores a keyed answer.
-        var work: @Sendable (PostgresConnection) throws -> Answer
+        var work: TransactionWork<Answer>
 
         init(
             retryOnConflict: Bool = false, unkeyed: (@Sendable () async throws -> Answer)? = nil,
             keyed: (@Sendable (IdempotencyClaim) async throws -> Answer)? = nil,
-            _ work: @escaping @Sendable (PostgresConnection) throws -> Answer
+            _ work: @escaping TransactionWork<Answer>
         ) {
             self.retryOnConflict = retryOnConflict
             self.unkeyed = unkeyed
@@ -333,25 +302,15 @@ public struct LiveVisitsAPI: Sendable {
                     committed(answer)
                     return answer.response
                 }
-                let answer = try await environment.pool.withTransaction { c -> Answer in
-                    guard let claim else { return try write.work(c) }
-                    guard try IdempotencyStore.claim(claim.scope, requestBody: claim.body, on: c) else {
-                        throw IdempotencyClaim.Taken(record: try IdempotencyStore.find(claim.scope, on: c))
-                    }
-                    try c.execute(script: "SAVEPOINT command")
-                    var answer: Answer
-                    do {
-                        answer = try write.work(c)
-                        try c.execute(script: "RELEASE SAVEPOINT command")
-                    } catch {
-                        guard let api = APIError.map(error), api.httpStatus != 503 else { throw error }
-                        if write.retryOnConflict, (error as? EventStoreError)?.code == .wrongExpectedVersion { throw error }
-                        try c.execute(script: "ROLLBACK TO SAVEPOINT command")
-                        answer = Answer(error: api)
-                    }
-                    try IdempotencyStore.record(claim.scope, answer: answer.stored, on: c)
-                    return answer
-                }
+                let answer = try await environment.transactions.run(
+                    claim: claim, write.work,
+                    refusal: { error in
+                        // Kept as the key's answer: a refusal, not an unreachable database nor a lost race
+                        // that is run again.
+                        guard let api = APIError.map(error), api.httpStatus != 503 else { return nil }
+                        if write.retryOnConflict, StorageFailure.isLostRace(error) { return nil }
+                        return Answer(error: api)
+                    }, stored: \.stored)
                 committed(answer)
                 return answer.response
             }
@@ -364,7 +323,7 @@ public struct LiveVisitsAPI: Sendable {
     /// After a write committed: count the events it appended and announce them, and wake the outbox
     /// workers when it enqueued deliveries. A stored answer or a refusal did neither.
     private func committed(_ answer: Answer) {
-        if answer.eventsAppended > 0 { environment.store.eventsCommitted(count: answer.eventsAppended) }
+        if answer.eventsAppended > 0 { environment.commands.eventsCommitted(count: answer.eventsAppended) }
         if answer.enqueuedPushes { environment.pushes.committed() }
     }
 }

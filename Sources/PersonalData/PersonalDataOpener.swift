@@ -54,44 +54,64 @@ public struct PersonalDataOpener: Sendable {
     /// when the document does) for a value that fails authentication. Not JSON, or nothing sealed: as given.
     /// Keys the cache holds are not read; the others are read on `connection`.
     public func open(_ bytes: [UInt8], on connection: PostgresConnection) throws -> Opened {
-        if let spans = PersonalDataOpener.sealedSpans(bytes), let keys = cache?.keys(Array(Set(spans.map(\.sealed.keyId)))),
-            let opened = PersonalDataOpener.opened(bytes, spans: spans, keys: keys)
-        {
-            return opened
+        switch try start(bytes) {
+        case .opened(let opened): return opened
+        case .reading(let pending): return try pending.finish(try keys.dataKeys(ids: pending.missing, on: connection))
         }
-        guard let (document, ids) = PersonalDataOpener.sealedIds(bytes) else { return Opened(bytes: bytes, erasedFields: 0) }
-        var found = (keys: cache?.keys(ids) ?? [:], unreadable: [String: PersonalDataError]())
-        let missing = ids.filter { found.keys[$0] == nil }
-        if !missing.isEmpty {
-            let generation = cache?.generation()
-            let read = try keys.dataKeys(ids: missing, on: connection)
-            if let cache, let generation { cache.remember(read.keys.values, readAt: generation) }
-            found.keys.merge(read.keys) { cached, _ in cached }
-            found.unreadable = read.unreadable
-        }
-        return try PersonalDataOpener.opened(document, keys: found)
     }
 
     /// The same, taking a connection of `pool` only when a key is not cached: an answer whose keys are all
     /// cached makes no round trip.
     public func open(_ bytes: [UInt8], pool: PostgresPool) async throws -> Opened {
+        switch try start(bytes) {
+        case .opened(let opened): return opened
+        case .reading(let pending):
+            let keys = self.keys
+            return try pending.finish(try await pool.withConnection { try keys.dataKeys(ids: pending.missing, on: $0) })
+        }
+    }
+
+    /// Where opening a document stands before any key is read: done from the cache alone, or waiting for the
+    /// keys the cache lacks.
+    enum Start {
+        case opened(Opened)
+        case reading(Pending)
+    }
+
+    /// A document whose sealed fields wait for the data keys `missing`, read from the database.
+    struct Pending: Sendable {
+        let document: JSONValue
+        let cached: [String: PersonalDataKeys.DataKey]
+        let missing: [String]
+        let cache: PersonalDataKeyCache?
+        /// Taken before the keys are read, so that a key erased meanwhile is not remembered.
+        let generation: UInt64?
+
+        /// The document opened with the keys read; they are remembered in the cache.
+        func finish(_ read: (keys: [String: PersonalDataKeys.DataKey], unreadable: [String: PersonalDataError])) throws
+            -> Opened
+        {
+            if let cache, let generation { cache.remember(read.keys.values, readAt: generation) }
+            let keys = cached.merging(read.keys) { cached, _ in cached }
+            return try PersonalDataOpener.opened(document, keys: (keys, read.unreadable))
+        }
+    }
+
+    /// Opens what the cache allows: the fast path, else the general one up to the keys it must read.
+    func start(_ bytes: [UInt8]) throws -> Start {
         if let spans = PersonalDataOpener.sealedSpans(bytes), let keys = cache?.keys(Array(Set(spans.map(\.sealed.keyId)))),
             let opened = PersonalDataOpener.opened(bytes, spans: spans, keys: keys)
         {
-            return opened
+            return .opened(opened)
         }
-        guard let (document, ids) = PersonalDataOpener.sealedIds(bytes) else { return Opened(bytes: bytes, erasedFields: 0) }
-        var found = (keys: cache?.keys(ids) ?? [:], unreadable: [String: PersonalDataError]())
-        let missing = ids.filter { found.keys[$0] == nil }
-        if !missing.isEmpty {
-            let generation = cache?.generation()
-            let keys = self.keys
-            let read = try await pool.withConnection { try keys.dataKeys(ids: missing, on: $0) }
-            if let cache, let generation { cache.remember(read.keys.values, readAt: generation) }
-            found.keys.merge(read.keys) { cached, _ in cached }
-            found.unreadable = read.unreadable
+        guard let (document, ids) = PersonalDataOpener.sealedIds(bytes) else {
+            return .opened(Opened(bytes: bytes, erasedFields: 0))
         }
-        return try PersonalDataOpener.opened(document, keys: found)
+        let cached = cache?.keys(ids) ?? [:]
+        let missing = ids.filter { cached[$0] == nil }
+        guard !missing.isEmpty else { return .opened(try PersonalDataOpener.opened(document, keys: (cached, [:]))) }
+        return .reading(
+            Pending(document: document, cached: cached, missing: missing, cache: cache, generation: cache?.generation()))
     }
 
     // MARK: the fast path

@@ -1,5 +1,5 @@
+import APIStores
 import Foundation
-import HTTPAPI
 import PersonalData
 import Postgres
 import Runtime
@@ -66,9 +66,7 @@ enum KeysCommand {
         let minted: MintedKey
         do {
             minted = try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 1)) { pool in
-                try await pool.withConnection { connection in
-                    try APIKeys.mint(role: role, subject: subject, createdBy: "cli", on: connection)
-                }
+                try await APIKeyRegistry(pool: pool).mint(role: role, subject: subject, createdBy: "cli")
             }
         } catch let error as APIKeys.KeyError {
             throw UsageError(error.message)
@@ -120,9 +118,7 @@ enum KeysCommand {
     static func revoke(keyId: String) async throws {
         let url = try Configuration().databaseURL()
         let revoked = try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 1)) { pool in
-            try await pool.withConnection { connection in
-                try APIKeys.revoke(keyId: keyId, allowedRoles: Role.allCases, on: connection)
-            }
+            try await APIKeyRegistry(pool: pool).revoke(keyId: keyId, allowedRoles: Role.allCases)
         }
         guard revoked else { throw CommandFailure("no live key with id \(keyId)") }
         Console.line("revoked \(keyId)")

@@ -1,3 +1,4 @@
+import APIStores
 import EventStore
 import Foundation
 import HTTPAPI

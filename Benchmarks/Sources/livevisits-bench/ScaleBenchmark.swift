@@ -1,3 +1,4 @@
+import APIStores
 import APNsSimulator
 import Foundation
 import HTTPAPI

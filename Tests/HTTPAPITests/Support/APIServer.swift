@@ -1,3 +1,4 @@
+import APIStores
 import Foundation
 import HTTPAPI
 import HTTPServer

@@ -23,14 +23,14 @@ public final class APIKeyCache: Sendable {
     public var isActive: Bool { rows.isActive }
 
     /// The cached live key with this id, if it has not expired.
-    func key(_ keyId: String) -> APIKeys.StoredKey? { rows.value(keyId) }
+    public func key(_ keyId: String) -> APIKeys.StoredKey? { rows.value(keyId) }
 
     /// Take this before reading a key's row; pass it to `remember`.
-    func generation() -> UInt64 { rows.generation() }
+    public func generation() -> UInt64 { rows.generation() }
 
     /// Remembers a row read from the database, unless a key was forgotten since `generation` (the row may
     /// predate a revocation whose notification has already been handled).
-    func remember(_ key: APIKeys.StoredKey, readAt generation: UInt64) {
+    public func remember(_ key: APIKeys.StoredKey, readAt generation: UInt64) {
         rows.remember(CollectionOfOne((id: key.keyId, value: key)), readAt: generation)
     }
 

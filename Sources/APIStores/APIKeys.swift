@@ -1,4 +1,3 @@
-import APIStores
 import COpenSSL
 import Foundation
 import Postgres
@@ -14,6 +13,12 @@ public struct Caller: Sendable, Equatable {
     public let role: Role
     /// The technician or customer id the key speaks for (nil for dispatcher and ops keys).
     public let subject: String?
+
+    public init(keyId: String, role: Role, subject: String?) {
+        self.keyId = keyId
+        self.role = role
+        self.subject = subject
+    }
 }
 
 /// A freshly minted key: `key` is shown once and never stored.
@@ -103,7 +108,8 @@ public enum APIKeys {
 
     static func sha256Hex(_ text: String) -> String { sha256Hex(Array(text.utf8)) }
 
-    static func sha256Hex(_ bytes: [UInt8]) -> String {
+    /// Lower-case hex SHA-256 of `bytes` (keys' secrets, idempotent requests' bodies).
+    public static func sha256Hex(_ bytes: [UInt8]) -> String {
         var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
         bytes.withUnsafeBufferPointer { input in
             _ = SHA256(input.baseAddress, input.count, &digest)

@@ -16,7 +16,7 @@ import Testing
     static func sealed() async throws -> (keys: Keys, values: [String], other: String) {
         let (_, pool) = try await TestDatabase.create(poolSize: 1)
         defer { Task { await pool.close() } }
-        let store = PersonalDataKeys(current: try PersonalDataTests.keyFile().key)
+        let store = PersonalDataKeys(current: try WrappingKey.temporary())
         return try await pool.withConnection { c in
             let key = try store.dataKey(forCustomer: "c-1", on: c)
             let otherKey = try store.dataKey(forCustomer: "c-2", on: c)

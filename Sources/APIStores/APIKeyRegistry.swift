@@ -1,0 +1,44 @@
+import Postgres
+
+/// The API keys' use cases, on a pool: minting (`POST /v1/keys` and `livevisits keys create` alike), the
+/// caller behind a presented key, and revocation. Live keys are read through `cache` while it hears
+/// revocations; a key revoked here is dropped from it at once, and from other processes' caches when the
+/// revocation's notification reaches them.
+public struct APIKeyRegistry: Sendable {
+    public let pool: PostgresPool
+    public let cache: APIKeyCache
+
+    public init(pool: PostgresPool, cache: APIKeyCache = APIKeyCache()) {
+        self.pool = pool
+        self.cache = cache
+    }
+
+    /// Mints a key (`APIKeys.mint`): shown once in what this returns, only its hash stored. Throws
+    /// `APIKeys.KeyError` when the role needs a subject or the subject is unusable.
+    public func mint(role: Role, subject: String?, createdBy: String?) async throws -> MintedKey {
+        try await pool.withConnection { try APIKeys.mint(role: role, subject: subject, createdBy: createdBy, on: $0) }
+    }
+
+    /// The caller a presented key belongs to, or nil (malformed, unknown, revoked or the wrong secret). The
+    /// secret is hashed and compared on every call; only the key's row may come from the cache.
+    public func caller(presenting presented: String) async throws -> Caller? {
+        guard let (keyId, secret) = APIKeys.parse(presented) else { return nil }
+        var stored = cache.key(keyId)
+        if stored == nil {
+            let generation = cache.generation()
+            stored = try await pool.withConnection { try APIKeys.lookup(keyId: keyId, on: $0) }
+            if let stored { cache.remember(stored, readAt: generation) }
+        }
+        return stored?.caller(presenting: secret)
+    }
+
+    /// Revokes a live key whose role is one of `allowedRoles`; false when there is none. This process's
+    /// cache forgets it at once, the others' when the announcement arrives.
+    public func revoke(keyId: String, allowedRoles: [Role]) async throws -> Bool {
+        let revoked = try await pool.withConnection {
+            try APIKeys.revoke(keyId: keyId, allowedRoles: allowedRoles, on: $0)
+        }
+        if revoked { cache.forget(keyId) }
+        return revoked
+    }
+}

@@ -1,0 +1,71 @@
+import EventStore
+import JSON
+import Outbox
+import Postgres
+import VisitProjections
+
+/// The API's reads of visits: a visit with who follows it, a page of visits, a visit's history. Each takes
+/// one connection of the pool for its statements. Here rather than in `VisitProjections`: a visit's answer
+/// joins the read model with the outbox's followers (live activities, channels).
+public struct VisitQueries: Sendable {
+    public let pool: PostgresPool
+
+    public init(pool: PostgresPool) {
+        self.pool = pool
+    }
+
+    /// A visit's row, or nil when it does not exist.
+    public func row(_ visitId: String) async throws -> VisitReadModel.Row? {
+        try await pool.withConnection { c in try VisitReadModel.row(visitId: visitId, on: c) }
+    }
+
+    /// A visit's row and who follows it; nil when it does not exist or `visible` says no.
+    public func visit(_ visitId: String, visible: @escaping @Sendable (VisitReadModel.Row) -> Bool) async throws
+        -> (row: VisitReadModel.Row, followers: VisitFollowers)?
+    {
+        try await pool.withConnection { c in
+            guard let row = try VisitReadModel.row(visitId: visitId, on: c), visible(row) else { return nil }
+            return (row, try VisitFollowers.of([visitId], on: c)[0])
+        }
+    }
+
+    /// The rows of `filter` (up to one more than its limit: the extra row says another page follows), and who
+    /// follows each of the first `limit` of them, read in one statement. With `visible` false (the filter
+    /// asks for what the caller may not see) the page is empty.
+    public func page(_ filter: VisitReadModel.ListFilter, visible: Bool = true) async throws
+        -> (rows: [VisitReadModel.Row], followers: [VisitFollowers])
+    {
+        try await pool.withConnection { c in
+            let rows = visible ? try VisitReadModel.list(filter, on: c) : []
+            return (rows, try VisitFollowers.of(rows.prefix(filter.limit).map(\.visitId), on: c))
+        }
+    }
+
+    /// A visit's events as the API shows them (`{"events":[…]}`: position, version, type, data, recorded time
+    /// and actor); nil when the visit does not exist or `visible` says no.
+    public func history(_ visitId: String, visible: @escaping @Sendable (VisitReadModel.Row) -> Bool) async throws
+        -> JSONValue?
+    {
+        try await pool.withConnection { c in
+            guard let row = try VisitReadModel.row(visitId: visitId, on: c), visible(row) else { return nil }
+            let events = try EventStore.readStream(VisitCommandHandler.streamName(for: visitId), on: c)
+            let items: [JSONValue] = events.map { event in
+                let data = (try? JSONValue.parse(Array(event.data.utf8))) ?? .null
+                return .object([
+                    JSONMember("position", .number(Double(event.globalPosition))),
+                    JSONMember("version", .number(Double(event.position))),
+                    JSONMember("type", .string(event.type)),
+                    JSONMember("data", data),
+                    JSONMember("recordedAt", .number(event.recordedAt.rounded(.down))),
+                    JSONMember(
+                        "actor",
+                        .object([
+                            JSONMember("role", event.metadata.actorRole.map { .string($0) } ?? .null),
+                            JSONMember("subject", event.metadata.actorSubject.map { .string($0) } ?? .null),
+                        ])),
+                ])
+            }
+            return .object([JSONMember("events", .array(items))])
+        }
+    }
+}
