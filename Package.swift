@@ -13,7 +13,8 @@ let package = Package(
         .library(
             name: "LiveVisitsKit",
             targets: [
-                "APIStores", "APNs", "APNsSimulator", "EventStore", "HTTPAPI", "HTTPServer", "JSON", "Outbox", "OutboxAPNs", "PersonalData",
+                "APIStores", "APNs", "APNsSimulator", "EventStore", "HTTPAPI", "HTTPServer", "JSON", "Outbox", "OutboxAPNs",
+                "PersonalData",
                 "Postgres", "Retention", "Runtime", "VisitCommands", "VisitDomain", "VisitProjections",
             ]
         ),
