@@ -177,9 +177,12 @@ struct DocsDriftTests {
                 continue
             }
             if metric.exact {
-                #expect(labels == metric.labels, "\(name): the table says {\(labels.sorted())}, the code {\(metric.labels.sorted())}")
+                #expect(
+                    labels == metric.labels, "\(name): the table says {\(labels.sorted())}, the code {\(metric.labels.sorted())}")
             } else {
-                #expect(labels.isSubset(of: metric.labels), "\(name): labels \(labels.subtracting(metric.labels).sorted()) not in the code")
+                #expect(
+                    labels.isSubset(of: metric.labels),
+                    "\(name): labels \(labels.subtracting(metric.labels).sorted()) not in the code")
             }
         }
         // A metric rendered by a collector of its own: its file's labels are all documented on its metrics.
@@ -254,7 +257,8 @@ struct DocsDriftTests {
         }
         for (route, keyed) in declared.sorted(by: { $0.key < $1.key }) {
             guard let statuses = documented[route] else { continue }
-            #expect(statuses.contains { $0.hasPrefix("2") || $0.hasPrefix("3") }, "\(route) lists no success: \(statuses.sorted())")
+            #expect(
+                statuses.contains { $0.hasPrefix("2") || $0.hasPrefix("3") }, "\(route) lists no success: \(statuses.sorted())")
             if route.path.contains("{") {
                 #expect(statuses.contains("404"), "\(route) takes an id but lists no 404")
             }

@@ -19,7 +19,8 @@ import Testing
             #expect(outcome.stderr.contains("\"loud\""))
         }
         environment["LIVEVISITS_LOG_LEVEL"] = "off"
-        let help = try await Subprocess.run(try await BuiltProduct.livevisits(), ["outbox", "list", "--help"], environment: environment)
+        let help = try await Subprocess.run(
+            try await BuiltProduct.livevisits(), ["outbox", "list", "--help"], environment: environment)
         #expect(help.status == 0, "\(help.stderr)")
     }
 }
