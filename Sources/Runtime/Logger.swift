@@ -6,9 +6,11 @@ import Synchronization
 /// Metadata keys are dotted (`visit.id`, `outbox.delivery_id`). Never log a token, key or push body:
 /// use `Logger.fingerprint(_:)` when a secret must be named.
 public struct Logger: Sendable {
-    public enum Level: Int, Sendable, Comparable, CustomStringConvertible {
+    /// How grave a line is. `off` is only a threshold: above every level, so nothing is written, and a line
+    /// logged at `off` is never written either.
+    public enum Level: Int, Sendable, Comparable, CaseIterable, CustomStringConvertible {
         case debug = 0
-        case info, warning, error
+        case info, warning, error, off
         public static func < (a: Level, b: Level) -> Bool { a.rawValue < b.rawValue }
         public var description: String {
             switch self {
@@ -16,8 +18,15 @@ public struct Logger: Sendable {
             case .info: "info"
             case .warning: "warning"
             case .error: "error"
+            case .off: "off"
             }
         }
+    }
+
+    /// `LIVEVISITS_LOG_LEVEL` holds a word that is not a level.
+    public struct LevelError: Error, Sendable, CustomStringConvertible {
+        public let message: String
+        public var description: String { message }
     }
 
     public let label: String
@@ -32,23 +41,31 @@ public struct Logger: Sendable {
         self.output = output
     }
 
-    /// Minimum level written, from `LIVEVISITS_LOG_LEVEL` (debug|info|warning|error), default info.
-    public static let minimumLevel: Mutex<Level> = Mutex(Logger.levelFromEnvironment())
+    /// Minimum level written, from `LIVEVISITS_LOG_LEVEL`, default info. A malformed value reads as info
+    /// here; a command checks it first with `level(in:)` and refuses to start, so no process runs on it.
+    public static let minimumLevel: Mutex<Level> = Mutex(
+        (try? Logger.level(in: ProcessInfo.processInfo.environment)) ?? .info)
 
-    private static func levelFromEnvironment() -> Level {
-        switch ProcessInfo.processInfo.environment["LIVEVISITS_LOG_LEVEL"]?.lowercased() {
-        case "debug": .debug
-        case "warning": .warning
-        case "error": .error
-        case "off", "none": .init(rawValue: 99) ?? .error
-        default: .info
+    /// The level `LIVEVISITS_LOG_LEVEL` names in `environment` (`debug`, `info`, `warning`, `error` or `off`,
+    /// in any case); unset or empty: `info`. Any other value throws an error naming the variable.
+    public static func level(in environment: [String: String]) throws(LevelError) -> Level {
+        guard let value = environment["LIVEVISITS_LOG_LEVEL"], !value.isEmpty else { return .info }
+        guard let level = Level.allCases.first(where: { $0.description == value.lowercased() }) else {
+            let names = Level.allCases.map(\.description).joined(separator: ", ")
+            throw LevelError(message: "LIVEVISITS_LOG_LEVEL must be one of \(names), not \(JSONValue.quoted(value))")
         }
+        return level
+    }
+
+    /// Whether a line at `level` is written under `threshold`: at or above it, and never at `off`.
+    public static func writes(_ level: Level, at threshold: Level) -> Bool {
+        level != .off && level >= threshold
     }
 
     private static let stderr = Mutex(())
 
     public func log(_ level: Level, _ message: String, _ extra: [String: String] = [:]) {
-        guard level >= Logger.minimumLevel.withLock({ $0 }) else { return }
+        guard Logger.writes(level, at: Logger.minimumLevel.withLock({ $0 })) else { return }
         var line = "\(Logger.timestamp()) \(level) \(label) \(message)"
         let merged = metadata.merging(extra) { _, new in new }
         for key in merged.keys.sorted() {

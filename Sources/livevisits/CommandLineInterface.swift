@@ -32,6 +32,12 @@ enum CommandLineInterface {
     static func run(_ arguments: [String]) async -> Int32 {
         do {
             let (command, rest) = try menu.select(arguments)
+            // A misspelt level would silently log at another one: refuse it before any work starts.
+            do {
+                _ = try Logger.level(in: ProcessInfo.processInfo.environment)
+            } catch {
+                throw ConfigurationError(error.message)
+            }
             switch command {
             case "migrate": try await MigrateCommand.run(rest)
             case "replay": try await ReplayCommand.run(rest)
