@@ -23,20 +23,19 @@ import Testing
     }
 
     @Test func urlSessionOverIPv4() async throws {
-        let running = try startServer(handler: echoRouter().handler)
-        defer { running.task.cancel() }
-        let base = "http://127.0.0.1:\(running.port)"
-        let (status, data, headers) = try await fetch(
-            URL(string: "\(base)/v1/visits/v-9/events?x=1")!, method: "POST", body: Data(#"{"a":1}"#.utf8))
-        #expect(status == 200)
-        #expect(headers["x-request-id"]?.count == 16)
-        let echo = try JSONDecoder().decode(Echo.self, from: data)
-        #expect(echo.parameters["id"] == "v-9")
-        #expect(echo.body == #"{"a":1}"#)
-        let (missing, body, _) = try await fetch(URL(string: "\(base)/nope")!)
-        #expect(missing == 404)
-        #expect(String(decoding: body, as: UTF8.self).contains("not_found"))
-        try await running.stop()
+        try await withServer(handler: echoRouter().handler) { running in
+            let base = "http://127.0.0.1:\(running.port)"
+            let (status, data, headers) = try await fetch(
+                URL(string: "\(base)/v1/visits/v-9/events?x=1")!, method: "POST", body: Data(#"{"a":1}"#.utf8))
+            #expect(status == 200)
+            #expect(headers["x-request-id"]?.count == 16)
+            let echo = try JSONDecoder().decode(Echo.self, from: data)
+            #expect(echo.parameters["id"] == "v-9")
+            #expect(echo.body == #"{"a":1}"#)
+            let (missing, body, _) = try await fetch(URL(string: "\(base)/nope")!)
+            #expect(missing == 404)
+            #expect(String(decoding: body, as: UTF8.self).contains("not_found"))
+        }
     }
 
     @Test func listensOnIPv6() async throws {
