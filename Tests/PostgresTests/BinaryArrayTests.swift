@@ -15,7 +15,7 @@ import Testing
 
     /// Lends a one-connection pool on a fresh database, with or without prepared statements.
     func withScratchPool<Result>(prepared: Bool, _ body: (PostgresPool) async throws -> Result) async throws -> Result {
-        let url = try await withTestDatabase(poolSize: 1) { url, _ in url }
+        let url = try await TestDatabase.createMigrated()
         return try await PostgresPool.withPool(
             PostgresConfiguration(url: url, size: 1, usePreparedStatements: prepared), body)
     }

@@ -10,8 +10,7 @@ import Testing
     static let mode: PostgresQuery = "SELECT current_setting(\("plan_cache_mode")) AS mode"
 
     @Test(arguments: [true, false]) func onlyTheFlaggedStatementRunsUnderAGenericPlan(prepared: Bool) async throws {
-        let (url, setup) = try await TestDatabase.create(poolSize: 1)
-        await setup.close()
+        let url = try await TestDatabase.createMigrated()
         try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 1, usePreparedStatements: prepared)) { pool in
             let modes = try await pool.withConnection { c -> [String] in
                 var modes: [String] = []

@@ -7,8 +7,7 @@ import Testing
 /// nothing of the pipeline stands, and the connection goes on serving, in and out of pipeline mode.
 @Suite(.timeLimit(.minutes(1))) struct PipelineErrorTests {
     static func failing(prepared: Bool) async throws {
-        let (url, setup) = try await TestDatabase.create(poolSize: 1)
-        await setup.close()
+        let url = try await TestDatabase.createMigrated()
         try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 1, usePreparedStatements: prepared)) { pool in
             try await pool.withConnection { c in
                 try c.execute(script: "CREATE TABLE t (n int CONSTRAINT t_pkey PRIMARY KEY, d int CHECK (d <> 0))")

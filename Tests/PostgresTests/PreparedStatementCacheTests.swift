@@ -17,8 +17,7 @@ import Testing
     }
 
     @Test func eachStatementRunsItsOwnTextWhenPreparedAndReused() async throws {
-        let (url, setup) = try await TestDatabase.create(poolSize: 1)
-        await setup.close()
+        let url = try await TestDatabase.createMigrated()
         try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 1, usePreparedStatements: true)) { pool in
             let eight: PostgresQuery = "SELECT \(8)::int AS n -- §8"
             let nine: PostgresQuery = "SELECT \(9)::int + 0 AS n -- §"

@@ -45,6 +45,12 @@ public enum TestDatabase {
         return (url, pool)
     }
 
+    /// Creates a database, applies the project's migrations and returns its URL: for a test that opens its own
+    /// pools on it or hands it to a process.
+    public static func createMigrated() async throws -> String {
+        try await withTestDatabase(poolSize: 1) { url, _ in url }
+    }
+
     /// Adds a connection parameter to a URI or key=value connection string.
     public static func url(_ url: String, adding parameter: String) -> String {
         if url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") {

@@ -54,7 +54,7 @@ final class APIServer: Sendable {
         if let databaseURL {
             url = databaseURL
         } else {
-            url = try await TestDatabase.create(poolSize: 1).url
+            url = try await TestDatabase.createMigrated()
         }
         var configuration = PostgresConfiguration(url: url, size: poolSize)
         if let acquireTimeoutSeconds { configuration.acquireTimeoutSeconds = acquireTimeoutSeconds }
