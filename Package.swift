@@ -86,6 +86,7 @@ let package = Package(
         // and re-exports the core.
         .target(name: "TestSupportCore", dependencies: ["Runtime"], path: "Tests/TestSupportCore"),
         .target(name: "TestSupport", dependencies: ["Postgres", "Runtime", "TestSupportCore"], path: "Tests/TestSupport"),
+        .testTarget(name: "TestSupportCoreTests", dependencies: ["TestSupportCore"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "VisitDomainTests", dependencies: ["VisitDomain", "Runtime"], resources: [.copy("Fixtures")]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "Runtime", "TestSupport"]),
