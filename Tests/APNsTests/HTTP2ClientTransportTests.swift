@@ -35,14 +35,17 @@ import Testing
     @Test func aHostNameIsResolvedAndVerifiedByName() async throws {
         try await withSimulatedAPNs { apns in
             let byName = apns.endpoint.url.replacingOccurrences(of: "127.0.0.1", with: "localhost")
-            let client = APNsClient(
-                configuration: try apns.configuration(baseURLs: [.sandbox: byName, .production: byName]), metrics: Metrics())
-            let result = await client.send(SimulatedAPNs.request())
-            await client.shutdown()
-            let delivered = apns.simulator.deliveries().count
-            await apns.stop()
-            #expect(result.classification == nil, "\(result)")
-            #expect(delivered == 1)
+            try await withClient(
+                APNsClient(
+                    configuration: try apns.configuration(baseURLs: [.sandbox: byName, .production: byName]), metrics: Metrics())
+            ) { client in
+                let result = await client.send(SimulatedAPNs.request())
+                await client.shutdown()
+                let delivered = apns.simulator.deliveries().count
+                await apns.stop()
+                #expect(result.classification == nil, "\(result)")
+                #expect(delivered == 1)
+            }
         }
     }
 
@@ -50,22 +53,23 @@ import Testing
     /// connection stays and carries the next push.
     @Test func aTimedOutStreamIsResetAndTheConnectionCarriesOn() async throws {
         try await withSimulatedAPNs { apns in
-            let client = APNsClient(configuration: try apns.configuration(), metrics: Metrics())
-            #expect(await client.send(SimulatedAPNs.request()).classification == nil)
-            apns.simulator.addLatency(seconds: 5, count: 1)
-            let late = await client.send(SimulatedAPNs.request(timeout: 0.3))
-            let next = await client.send(SimulatedAPNs.request())
-            await client.shutdown()
-            let statistics = apns.simulator.statistics()
-            await apns.stop()
-            guard case .failure(let failure) = late else {
-                Issue.record("expected a timeout, got \(late)")
-                return
+            try await withClient(APNsClient(configuration: try apns.configuration(), metrics: Metrics())) { client in
+                #expect(await client.send(SimulatedAPNs.request()).classification == nil)
+                apns.simulator.addLatency(seconds: 5, count: 1)
+                let late = await client.send(SimulatedAPNs.request(timeout: 0.3))
+                let next = await client.send(SimulatedAPNs.request())
+                await client.shutdown()
+                let statistics = apns.simulator.statistics()
+                await apns.stop()
+                guard case .failure(let failure) = late else {
+                    Issue.record("expected a timeout, got \(late)")
+                    return
+                }
+                #expect(failure.cause == .timedOut && failure.classification == .retryable, "\(failure)")
+                #expect(failure.latency < 3)
+                #expect(next.classification == nil, "\(next)")
+                #expect(statistics.connectionsAccepted == 1)
             }
-            #expect(failure.cause == .timedOut && failure.classification == .retryable, "\(failure)")
-            #expect(failure.latency < 3)
-            #expect(next.classification == nil, "\(next)")
-            #expect(statistics.connectionsAccepted == 1)
         }
     }
 
@@ -73,22 +77,23 @@ import Testing
     /// (the outbox then knows it did not arrive), not a timeout with an unknown outcome.
     @Test func aPushThatNeverGotAStreamFailsAsNotSent() async throws {
         try await withSimulatedAPNs(configure: { $0.maximumConcurrentStreams = 1 }) { apns in
-            let client = APNsClient(configuration: try apns.configuration(), metrics: Metrics())
-            #expect(await client.send(SimulatedAPNs.request()).classification == nil)  // SETTINGS known
-            apns.simulator.addLatency(seconds: 2, count: 1)
-            let holding = Task { await client.send(SimulatedAPNs.request(token: SimulatedAPNs.token(2))) }
-            try await eventually("the first push at the simulator") { apns.simulator.statistics().requestsTotal >= 2 }
-            let waiting = await client.send(SimulatedAPNs.request(token: SimulatedAPNs.token(3), timeout: 0.3))
-            let held = await holding.value
-            await client.shutdown()
-            await apns.stop()
-            #expect(held.classification == nil, "\(held)")
-            guard case .failure(let failure) = waiting, case .connectionFailed(let detail) = failure.cause else {
-                Issue.record("expected a connection failure, got \(waiting)")
-                return
+            try await withClient(APNsClient(configuration: try apns.configuration(), metrics: Metrics())) { client in
+                #expect(await client.send(SimulatedAPNs.request()).classification == nil)  // SETTINGS known
+                apns.simulator.addLatency(seconds: 2, count: 1)
+                let holding = Task { await client.send(SimulatedAPNs.request(token: SimulatedAPNs.token(2))) }
+                try await eventually("the first push at the simulator") { apns.simulator.statistics().requestsTotal >= 2 }
+                let waiting = await client.send(SimulatedAPNs.request(token: SimulatedAPNs.token(3), timeout: 0.3))
+                let held = await holding.value
+                await client.shutdown()
+                await apns.stop()
+                #expect(held.classification == nil, "\(held)")
+                guard case .failure(let failure) = waiting, case .connectionFailed(let detail) = failure.cause else {
+                    Issue.record("expected a connection failure, got \(waiting)")
+                    return
+                }
+                #expect(failure.classification == .retryable)
+                #expect(detail.contains("no free stream"), "\(detail)")
             }
-            #expect(failure.classification == .retryable)
-            #expect(detail.contains("no free stream"), "\(detail)")
         }
     }
 
@@ -97,14 +102,17 @@ import Testing
         try await withSimulatedAPNs { apns in
             var configuration = try apns.configuration()
             configuration.maximumIdleTime = 1
-            let client = APNsClient(configuration: configuration, metrics: Metrics())
-            #expect(await client.send(SimulatedAPNs.request()).classification == nil)
-            try await eventually("the idle connection closed", within: 10) { apns.simulator.statistics().connectionsOpen == 0 }
-            #expect(await client.send(SimulatedAPNs.request()).classification == nil)
-            await client.shutdown()
-            let statistics = apns.simulator.statistics()
-            await apns.stop()
-            #expect(statistics.connectionsAccepted == 2)
+            try await withClient(APNsClient(configuration: configuration, metrics: Metrics())) { client in
+                #expect(await client.send(SimulatedAPNs.request()).classification == nil)
+                try await eventually("the idle connection closed", within: 10) {
+                    apns.simulator.statistics().connectionsOpen == 0
+                }
+                #expect(await client.send(SimulatedAPNs.request()).classification == nil)
+                await client.shutdown()
+                let statistics = apns.simulator.statistics()
+                await apns.stop()
+                #expect(statistics.connectionsAccepted == 2)
+            }
         }
     }
 
@@ -113,32 +121,33 @@ import Testing
     @Test func aBatchIsAnsweredInOrderEachWithItsOwnClass() async throws {
         try await withSimulatedAPNs { apns in
             let metrics = Metrics()
-            let client = APNsClient(configuration: try apns.configuration(), metrics: metrics)
-            let gone = SimulatedAPNs.token(7)
-            apns.simulator.markUnregistered(token: gone)
-            var invalid = SimulatedAPNs.request(token: SimulatedAPNs.token(8))
-            invalid.deviceToken = "not-hex"
-            let requests =
-                (0..<40).map { SimulatedAPNs.request(token: SimulatedAPNs.token($0 == 7 ? 100 : $0)) }
-                + [SimulatedAPNs.request(token: gone), invalid, SimulatedAPNs.request(token: SimulatedAPNs.token(9))]
-            let results = await client.send(all: requests)
-            await client.shutdown()
-            let delivered = apns.simulator.deliveries()
-            await apns.stop()
+            try await withClient(APNsClient(configuration: try apns.configuration(), metrics: metrics)) { client in
+                let gone = SimulatedAPNs.token(7)
+                apns.simulator.markUnregistered(token: gone)
+                var invalid = SimulatedAPNs.request(token: SimulatedAPNs.token(8))
+                invalid.deviceToken = "not-hex"
+                let requests =
+                    (0..<40).map { SimulatedAPNs.request(token: SimulatedAPNs.token($0 == 7 ? 100 : $0)) }
+                    + [SimulatedAPNs.request(token: gone), invalid, SimulatedAPNs.request(token: SimulatedAPNs.token(9))]
+                let results = await client.send(all: requests)
+                await client.shutdown()
+                let delivered = apns.simulator.deliveries()
+                await apns.stop()
 
-            #expect(results.count == requests.count)
-            for (request, result) in zip(requests.prefix(40), results.prefix(40)) {
-                #expect(result == .success(apnsId: request.apnsId, latency: result.latency), "\(result)")
+                #expect(results.count == requests.count)
+                for (request, result) in zip(requests.prefix(40), results.prefix(40)) {
+                    #expect(result == .success(apnsId: request.apnsId, latency: result.latency), "\(result)")
+                }
+                guard case .failure(let unregistered) = results[40], case .failure(let refused) = results[41] else {
+                    Issue.record("expected two failures, got \(results[40]) and \(results[41])")
+                    return
+                }
+                #expect(unregistered.classification == .tokenDead && unregistered.status == 410, "\(unregistered)")
+                #expect(refused.classification == .permanent && refused.status == nil, "\(refused)")
+                #expect(results[42].classification == nil, "\(results[42])")
+                #expect(delivered.count == 42, "every valid request reached APNs once, the invalid one never")
+                #expect(metrics.value("livevisits_apns_responses_total", labels: ["status": "200", "reason": ""]) == 41)
             }
-            guard case .failure(let unregistered) = results[40], case .failure(let refused) = results[41] else {
-                Issue.record("expected two failures, got \(results[40]) and \(results[41])")
-                return
-            }
-            #expect(unregistered.classification == .tokenDead && unregistered.status == 410, "\(unregistered)")
-            #expect(refused.classification == .permanent && refused.status == nil, "\(refused)")
-            #expect(results[42].classification == nil, "\(results[42])")
-            #expect(delivered.count == 42, "every valid request reached APNs once, the invalid one never")
-            #expect(metrics.value("livevisits_apns_responses_total", labels: ["status": "200", "reason": ""]) == 41)
         }
     }
 
@@ -229,17 +238,20 @@ import Testing
             _ = server.waitBlocking()
         }
         try NGHTTPDPeer.waitUntilListening(port)
-        let client = APNsClient(
-            configuration: try configuration(url: "https://127.0.0.1:\(port)", caFile: directory + "/cert.pem", key: key),
-            metrics: Metrics())
-        let result = await client.send(SimulatedAPNs.request())
-        await client.shutdown()
-        guard case .failure(let failure) = result, case .connectionFailed(let detail) = failure.cause else {
-            Issue.record("expected a connection failure, got \(result)")
-            return
+        try await withClient(
+            APNsClient(
+                configuration: try configuration(url: "https://127.0.0.1:\(port)", caFile: directory + "/cert.pem", key: key),
+                metrics: Metrics())
+        ) { client in
+            let result = await client.send(SimulatedAPNs.request())
+            await client.shutdown()
+            guard case .failure(let failure) = result, case .connectionFailed(let detail) = failure.cause else {
+                Issue.record("expected a connection failure, got \(result)")
+                return
+            }
+            #expect(failure.classification == .retryable)
+            #expect(detail.contains("ALPN h2"), "\(detail)")
         }
-        #expect(failure.classification == .retryable)
-        #expect(detail.contains("ALPN h2"), "\(detail)")
     }
 
     /// A server that accepts the TCP connection and then says nothing (a listening socket nobody accepts
@@ -260,20 +272,23 @@ import Testing
         }
         let port = UInt16(bigEndian: address.sin_port)
         try await withSimulatedAPNs { apns in  // for its CA file and key only
-            let client = APNsClient(
-                configuration: try configuration(
-                    url: "https://127.0.0.1:\(port)", caFile: apns.endpoint.caFile, key: apns.key, connectTimeout: 0.5),
-                metrics: Metrics())
-            let result = await client.send(SimulatedAPNs.request())
-            await client.shutdown()
-            await apns.stop()
-            guard case .failure(let failure) = result, case .connectionFailed(let detail) = failure.cause else {
-                Issue.record("expected a connection failure, got \(result)")
-                return
+            try await withClient(
+                APNsClient(
+                    configuration: try configuration(
+                        url: "https://127.0.0.1:\(port)", caFile: apns.endpoint.caFile, key: apns.key, connectTimeout: 0.5),
+                    metrics: Metrics())
+            ) { client in
+                let result = await client.send(SimulatedAPNs.request())
+                await client.shutdown()
+                await apns.stop()
+                guard case .failure(let failure) = result, case .connectionFailed(let detail) = failure.cause else {
+                    Issue.record("expected a connection failure, got \(result)")
+                    return
+                }
+                #expect(failure.classification == .retryable)
+                #expect(detail.contains("longer than 500 ms"), "\(detail)")
+                #expect(failure.latency < 10, "failed at the connect timeout, not the request's 20 s deadline")
             }
-            #expect(failure.classification == .retryable)
-            #expect(detail.contains("longer than 500 ms"), "\(detail)")
-            #expect(failure.latency < 10, "failed at the connect timeout, not the request's 20 s deadline")
         }
     }
 }

@@ -95,3 +95,12 @@ func withSimulatedAPNs<Result>(
     try await withResource(
         { try await SimulatedAPNs.start(key: key, clock: clock, configure: configure) }, close: { await $0.stop() }, body)
 }
+
+/// Lends the client `make` builds to `body` and shuts it down once `body` has returned or thrown (a shutdown
+/// the test does itself, to read what the simulator counted afterwards, is idempotent).
+func withClient<Result>(
+    _ make: @autoclosure () throws -> APNsClient, isolation: isolated (any Actor)? = #isolation,
+    _ body: (APNsClient) async throws -> Result
+) async throws -> Result {
+    try await withResource({ try make() }, close: { await $0.shutdown() }, body)
+}
