@@ -172,8 +172,8 @@ import Testing
         let clientClock = ManualClock(now: start)
         try await withSimulatedAPNs(clock: clientClock) { apns in  // one clock: the simulator checks iat against it
             let metrics = Metrics()
-            try await withClient(APNsClient(configuration: try apns.configuration(), clock: clientClock, metrics: metrics)) {
-                client in
+            let configuration = try apns.configuration()
+            try await withClient(APNsClient(configuration: configuration, clock: clientClock, metrics: metrics)) { client in
                 #expect(await client.send(SimulatedAPNs.request()).classification == nil)
                 let first = try await client.tokens.token()
 
@@ -237,8 +237,8 @@ import Testing
         try await withSimulatedAPNs { sandbox in
             // Same CA and server certificate for both (a second generated CA would share the first's name).
             let certificates = (sandbox.endpoint.caFile as NSString).deletingLastPathComponent
-            try await withSimulatedAPNs(key: sandbox.key, configure: { $0.tls = .generate(directory: certificates) }) {
-                production in
+            let tls = SimulatorTLSIdentity.generate(directory: certificates)
+            try await withSimulatedAPNs(key: sandbox.key, configure: { $0.tls = tls }) { production in
                 let configuration = try APNsConfiguration.fromEnvironment([
                     "LIVEVISITS_APNS_SANDBOX_URL": sandbox.endpoint.url,
                     "LIVEVISITS_APNS_PRODUCTION_URL": production.endpoint.url,
@@ -271,8 +271,8 @@ import Testing
         try await withSimulatedAPNs { apns in
             // The held push would be answered (200) well before the client's own timeout if the shutdown did
             // not interrupt it.
-            try await withClient(APNsClient(configuration: try apns.configuration(requestTimeout: 600), metrics: Metrics())) {
-                client in
+            let configuration = try apns.configuration(requestTimeout: 600)
+            try await withClient(APNsClient(configuration: configuration, metrics: Metrics())) { client in
                 let service = Task { try await client.run() }
                 #expect(await client.send(SimulatedAPNs.request()).classification == nil)
                 apns.simulator.addLatency(seconds: 60)
