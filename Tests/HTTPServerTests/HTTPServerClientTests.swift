@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import TestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -45,16 +46,17 @@ import Testing
             .json(body: Data(#"{"v6":true}"#.utf8))
         }
         #expect(server.address.description.hasPrefix("[::1]:"))
-        let task = Task { try await server.run() }
-        let port = server.address.port
-        let response = try await offPool {
-            let client = try RawClient(port: port, host: "::1")
-            try client.send("GET / HTTP/1.1\r\nHost: [::1]\r\nConnection: close\r\n\r\n")
-            return try client.readResponse()
+        try await withRunning({ try await server.run() }) { task in
+            let port = server.address.port
+            let response = try await offPool {
+                let client = try RawClient(port: port, host: "::1")
+                try client.send("GET / HTTP/1.1\r\nHost: [::1]\r\nConnection: close\r\n\r\n")
+                return try client.readResponse()
+            }
+            #expect(response.status == 200)
+            #expect(response.text == #"{"v6":true}"#)
+            task.cancel()
+            try await task.value
         }
-        #expect(response.status == 200)
-        #expect(response.text == #"{"v6":true}"#)
-        task.cancel()
-        try await task.value
     }
 }
