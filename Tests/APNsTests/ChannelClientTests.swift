@@ -2,7 +2,7 @@ import APNs
 import APNsSimulator
 import Foundation
 import Runtime
-import TestSupport
+import TestSupportCore
 import Testing
 
 /// The channel-management client and broadcasts against the project's simulator: real HTTP/2 over TLS,

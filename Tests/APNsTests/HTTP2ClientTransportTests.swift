@@ -2,7 +2,7 @@ import APNsSimulator
 import Foundation
 import Runtime
 import Synchronization
-import TestSupport
+import TestSupportCore
 import Testing
 
 @testable import APNs

@@ -2,7 +2,7 @@ import APNs
 import APNsSimulator
 import Foundation
 import Runtime
-import TestSupport
+import TestSupportCore
 
 /// The project's APNs simulator, running in-process, trusting a fresh P-256 key, plus a client
 /// configured for it (CA file and URL as `LIVEVISITS_APNS_CA_FILE` / `…_URL` would give them).

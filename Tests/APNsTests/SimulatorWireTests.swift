@@ -2,7 +2,7 @@ import APNs
 import APNsSimulator
 import Foundation
 import Runtime
-import TestSupport
+import TestSupportCore
 import Testing
 
 /// The client against the project's APNs simulator: real HTTP/2 over TLS, real JWT checks.

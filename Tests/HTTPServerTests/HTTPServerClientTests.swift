@@ -1,6 +1,6 @@
 import Foundation
 import HTTPServer
-import TestSupport
+import TestSupportCore
 import Testing
 
 #if canImport(FoundationNetworking)
