@@ -87,8 +87,12 @@ let package = Package(
             ]
         ),
 
-        // Tests mirror the targets; TestSupport finds the project's PostgreSQL and makes scratch databases.
-        .target(name: "TestSupport", dependencies: ["Postgres", "Runtime"], path: "Tests/TestSupport"),
+        // Tests mirror the targets. TestSupportCore is what every suite may use without a database (eventually,
+        // Gate, Subprocess, withResource); TestSupport adds the project's PostgreSQL and its scratch databases,
+        // and re-exports the core.
+        .target(name: "TestSupportCore", dependencies: ["Runtime"], path: "Tests/TestSupportCore"),
+        .target(name: "TestSupport", dependencies: ["Postgres", "Runtime", "TestSupportCore"], path: "Tests/TestSupport"),
+        .testTarget(name: "TestSupportCoreTests", dependencies: ["TestSupportCore"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "VisitDomainTests", dependencies: ["VisitDomain", "Runtime"], resources: [.copy("Fixtures")]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "Runtime", "TestSupport"]),
@@ -112,12 +116,12 @@ let package = Package(
                 "Outbox",
             ]
         ),
-        .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "TestSupport"]),
+        .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "TestSupport", "TestSupportCore"]),
         .testTarget(
             name: "OutboxTests",
             dependencies: ["Outbox", "OutboxAPNs", "APNs", "APNsSimulator", "TestSupport", "Retention", "EventStore"]),
-        .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "JSON", "Runtime", "TestSupport"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "JSON", "Runtime", "TestSupport"]),
+        .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "JSON", "Runtime", "TestSupportCore"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "JSON", "Runtime", "TestSupport", "TestSupportCore"]),
         .testTarget(
             name: "HTTPAPITests",
             dependencies: [
@@ -139,7 +143,7 @@ let package = Package(
             name: "OutboxAPNsTests", dependencies: ["OutboxAPNs", "Outbox", "APNs", "Postgres", "Runtime", "TestSupport"]),
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "Runtime"]),
         .testTarget(name: "ScaleTests", dependencies: ["APNsSimulator", "JSON", "Postgres", "Runtime", "TestSupport"]),
-        .testTarget(name: "RuntimeTests", dependencies: ["Runtime"]),
+        .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "TestSupportCore"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,89 +1,91 @@
 import APNsSimulator
 import Foundation
 import Runtime
-import TestSupport
+import TestSupportCore
 import Testing
 
 @Suite("Control endpoint, printout and command line", .timeLimit(.minutes(2)))
 struct ControlEndpointTests {
     @Test("GET /_sim/deliveries lists what was received; POST /_sim/faults and /_sim/reset act")
     func controlRoutes() async throws {
-        let h = try await SimulatorHarness.start()
-        defer { Task { await h.simulator.stop() } }
-        #expect(try await h.push(token: SimulatorHarness.token(1)).status == 200)
-        #expect(try await h.push(token: SimulatorHarness.token(2), headers: ["apns-priority": "3"]).status == 400)
+        try await withSimulator { h in
+            #expect(try await h.push(token: SimulatorHarness.token(1)).status == 200)
+            #expect(try await h.push(token: SimulatorHarness.token(2), headers: ["apns-priority": "3"]).status == 400)
 
-        let listed = try await h.control("GET", "/_sim/deliveries")
-        #expect(listed.status == 200)
-        let list = try #require(try JSONSerialization.jsonObject(with: Data(listed.body.utf8)) as? [[String: Any]])
-        #expect(list.count == 2)
-        #expect(list[0]["status"] as? Int == 200)
-        #expect(list[0]["token"] as? String == SimulatorHarness.token(1))
-        #expect((list[0]["providerToken"] as? [String: Any])?["kid"] as? String == h.key.keyID)
-        #expect(((list[0]["body"] as? [String: Any])?["aps"] as? [String: Any])?["event"] as? String == "update")
-        #expect((list[0]["headers"] as? [String: Any])?["authorization"] == nil)
-        #expect(list[1]["reason"] as? String == "BadPriority")
-        #expect(!listed.body.contains(h.jwt))
+            let listed = try await h.control("GET", "/_sim/deliveries")
+            #expect(listed.status == 200)
+            let list = try #require(try JSONSerialization.jsonObject(with: Data(listed.body.utf8)) as? [[String: Any]])
+            #expect(list.count == 2)
+            #expect(list[0]["status"] as? Int == 200)
+            #expect(list[0]["token"] as? String == SimulatorHarness.token(1))
+            #expect((list[0]["providerToken"] as? [String: Any])?["kid"] as? String == h.key.keyID)
+            #expect(((list[0]["body"] as? [String: Any])?["aps"] as? [String: Any])?["event"] as? String == "update")
+            #expect((list[0]["headers"] as? [String: Any])?["authorization"] == nil)
+            #expect(list[1]["reason"] as? String == "BadPriority")
+            #expect(!listed.body.contains(h.jwt))
 
-        let filtered = try await h.control("GET", "/_sim/deliveries?token=\(SimulatorHarness.token(2))")
-        let one = try #require(try JSONSerialization.jsonObject(with: Data(filtered.body.utf8)) as? [[String: Any]])
-        #expect(one.count == 1)
+            let filtered = try await h.control("GET", "/_sim/deliveries?token=\(SimulatorHarness.token(2))")
+            let one = try #require(try JSONSerialization.jsonObject(with: Data(filtered.body.utf8)) as? [[String: Any]])
+            #expect(one.count == 1)
 
-        let faults = try await h.control(
-            "POST", "/_sim/faults",
-            body:
-                #"{"failNext":{"count":1,"status":429,"reason":"TooManyRequests"},"unregister":[{"token":"\#(SimulatorHarness.token(5))","timestamp":1790000000000}]}"#
-        )
-        #expect(faults.status == 200, "\(faults.body)")
-        let throttled = try await h.push(token: SimulatorHarness.token(1))
-        #expect(throttled.status == 429)
-        #expect(throttled.reason == "TooManyRequests")
-        let gone = try await h.push(token: SimulatorHarness.token(5))
-        #expect(gone.status == 410)
+            let faults = try await h.control(
+                "POST", "/_sim/faults",
+                body:
+                    #"{"failNext":{"count":1,"status":429,"reason":"TooManyRequests"},"unregister":[{"token":"\#(SimulatorHarness.token(5))","timestamp":1790000000000}]}"#
+            )
+            #expect(faults.status == 200, "\(faults.body)")
+            let throttled = try await h.push(token: SimulatorHarness.token(1))
+            #expect(throttled.status == 429)
+            #expect(throttled.reason == "TooManyRequests")
+            let gone = try await h.push(token: SimulatorHarness.token(5))
+            #expect(gone.status == 410)
 
-        let bad = try await h.control("POST", "/_sim/faults", body: "{\"failNext\": 3}")
-        #expect(bad.status == 400)
-        #expect(bad.body.contains("failNext: expected an object, got a number"), "\(bad.body)")
-        let misspelt = try await h.control("POST", "/_sim/faults", body: #"{"failnext":{"status":429,"reason":"x"}}"#)
-        #expect(misspelt.status == 400)
-        #expect(misspelt.body.contains("failnext: unknown field"), "\(misspelt.body)")
-        let badMode = try await h.control("POST", "/_sim/faults", body: #"{"dropConnection":{"afterRequests":1,"mode":"reset"}}"#)
-        #expect(badMode.status == 400)
-        #expect(badMode.body.contains("dropConnection.mode"), "\(badMode.body)")
-        let everyField = try await h.control(
-            "POST", "/_sim/faults",
-            body:
-                #"{"clear":true,"failFraction":{"fraction":0,"status":500,"reason":"InternalServerError","seed":7},"latency":{"milliseconds":0},"dropConnection":{"afterRequests":1000,"mode":"goaway"},"expireProviderTokens":false}"#
-        )
-        #expect(everyField.status == 200, "\(everyField.body)")
-        #expect(try await h.control("POST", "/_sim/faults", body: #"{"clear":true}"#).status == 200)
-        let unknown = try await h.control("GET", "/_sim/nothing")
-        #expect(unknown.status == 404)
+            let bad = try await h.control("POST", "/_sim/faults", body: "{\"failNext\": 3}")
+            #expect(bad.status == 400)
+            #expect(bad.body.contains("failNext: expected an object, got a number"), "\(bad.body)")
+            let misspelt = try await h.control("POST", "/_sim/faults", body: #"{"failnext":{"status":429,"reason":"x"}}"#)
+            #expect(misspelt.status == 400)
+            #expect(misspelt.body.contains("failnext: unknown field"), "\(misspelt.body)")
+            let badMode = try await h.control(
+                "POST", "/_sim/faults", body: #"{"dropConnection":{"afterRequests":1,"mode":"reset"}}"#)
+            #expect(badMode.status == 400)
+            #expect(badMode.body.contains("dropConnection.mode"), "\(badMode.body)")
+            let everyField = try await h.control(
+                "POST", "/_sim/faults",
+                body:
+                    #"{"clear":true,"failFraction":{"fraction":0,"status":500,"reason":"InternalServerError","seed":7},"latency":{"milliseconds":0},"dropConnection":{"afterRequests":1000,"mode":"goaway"},"expireProviderTokens":false}"#
+            )
+            #expect(everyField.status == 200, "\(everyField.body)")
+            #expect(try await h.control("POST", "/_sim/faults", body: #"{"clear":true}"#).status == 200)
+            let unknown = try await h.control("GET", "/_sim/nothing")
+            #expect(unknown.status == 404)
 
-        let reset = try await h.control("POST", "/_sim/reset")
-        #expect(reset.status == 200)
-        #expect(h.simulator.deliveries().isEmpty)
-        #expect(try await h.push(token: SimulatorHarness.token(5)).status == 200)
+            let reset = try await h.control("POST", "/_sim/reset")
+            #expect(reset.status == 200)
+            #expect(h.simulator.deliveries().isEmpty)
+            #expect(try await h.push(token: SimulatorHarness.token(5)).status == 200)
 
-        let stats = try await h.control("GET", "/_sim/stats")
-        #expect(stats.body.contains("\"connectionsAccepted\""))
+            let stats = try await h.control("GET", "/_sim/stats")
+            #expect(stats.body.contains("\"connectionsAccepted\""))
+        }
     }
 
     @Test("the one-line printout names event, priority, alert, content-state and dismissal-date, not the token")
     func summaryLine() async throws {
-        let h = try await SimulatorHarness.start()
-        defer { Task { await h.simulator.stop() } }
-        #expect(try await h.push().status == 200)
-        #expect(try await h.push(body: SimulatorHarness.endBody(), headers: ["apns-priority": "10"]).status == 200)
-        let lines = h.simulator.deliveries().map(\.summaryLine)
-        #expect(lines[0].contains(" 200 update p10 "))
-        #expect(lines[0].contains("alert=\"Service visit\""))
-        #expect(lines[0].contains("status=nearby"))
-        #expect(lines[0].contains("kilometresAway=1.2"))
-        #expect(lines[0].contains("stale-date=1790000600"))
-        #expect(lines[1].contains(" end p10 "))
-        #expect(lines[1].contains("dismissal-date=1790007600"))
-        #expect(lines.allSatisfy { !$0.contains(SimulatorHarness.token()) && !$0.contains(h.jwt) })
+        try await withSimulator { h in
+            let update = try await h.push()
+            let end = try await h.push(body: SimulatorHarness.endBody(), headers: ["apns-priority": "10"])
+            #expect(update.status == 200 && end.status == 200)
+            let lines = h.simulator.deliveries().map(\.summaryLine)
+            #expect(lines[0].contains(" 200 update p10 "))
+            #expect(lines[0].contains("alert=\"Service visit\""))
+            #expect(lines[0].contains("status=nearby"))
+            #expect(lines[0].contains("kilometresAway=1.2"))
+            #expect(lines[0].contains("stale-date=1790000600"))
+            #expect(lines[1].contains(" end p10 "))
+            #expect(lines[1].contains("dismissal-date=1790007600"))
+            #expect(lines.allSatisfy { !$0.contains(SimulatorHarness.token()) && !$0.contains(h.jwt) })
+        }
     }
 
     @Test("a hand-built record prints the same way; an error line shows status and reason")
@@ -128,12 +130,12 @@ struct ControlEndpointTests {
         await first.stop()
         let ca = try String(contentsOfFile: e1.caFile, encoding: .utf8)
         let second = try APNsSimulator(configuration: config)
-        let e2 = try await second.start()
-        defer { Task { await second.stop() } }
-        #expect(e2.caFile == e1.caFile)
-        #expect(try String(contentsOfFile: e2.caFile, encoding: .utf8) == ca)
-        let verify = try await ProcessRunner.run("openssl", ["verify", "-CAfile", e1.caFile, dir + "/server.pem"])
-        #expect(verify.status == 0, "\(verify.stdout) \(verify.stderr)")
+        try await withResource({ try await second.start() }, close: { _ in await second.stop() }) { e2 in
+            #expect(e2.caFile == e1.caFile)
+            #expect(try String(contentsOfFile: e2.caFile, encoding: .utf8) == ca)
+            let verify = try await ProcessRunner.run("openssl", ["verify", "-CAfile", e1.caFile, dir + "/server.pem"])
+            #expect(verify.status == 0, "\(verify.stdout) \(verify.stderr)")
+        }
     }
 }
 

@@ -7,63 +7,63 @@ import Testing
 struct ProviderTokenTests {
     @Test("a token signed by another key, with an unknown kid or iss, or tampered, is InvalidProviderToken")
     func invalidTokens() async throws {
-        let h = try await SimulatorHarness.start()
-        defer { Task { await h.simulator.stop() } }
-        let now = Int64(Date().timeIntervalSince1970)
-        let stranger = try await TestSigningKey.make(teamID: h.key.teamID, keyID: h.key.keyID)
-        let foreign = try await stranger.jwt(issuedAt: now)
-        let unknownKid = try await h.key.jwt(issuedAt: now, keyID: "OTHERKEY00")
-        let unknownIss = try await h.key.jwt(issuedAt: now, teamID: "OTHERTEAM0")
-        let wrongAlg = try await h.key.jwt(issuedAt: now, algorithm: "HS256")
-        var parts = h.jwt.split(separator: ".").map(String.init)
-        parts[1] = TestSigningKey.base64URL(Array("{\"iss\":\"\(h.key.teamID)\",\"iat\":\(now - 5)}".utf8))
-        let tampered = parts.joined(separator: ".")
+        try await withSimulator { h in
+            let now = Int64(Date().timeIntervalSince1970)
+            let stranger = try await TestSigningKey.make(teamID: h.key.teamID, keyID: h.key.keyID)
+            let foreign = try await stranger.jwt(issuedAt: now)
+            let unknownKid = try await h.key.jwt(issuedAt: now, keyID: "OTHERKEY00")
+            let unknownIss = try await h.key.jwt(issuedAt: now, teamID: "OTHERTEAM0")
+            let wrongAlg = try await h.key.jwt(issuedAt: now, algorithm: "HS256")
+            var parts = h.jwt.split(separator: ".").map(String.init)
+            parts[1] = TestSigningKey.base64URL(Array("{\"iss\":\"\(h.key.teamID)\",\"iat\":\(now - 5)}".utf8))
+            let tampered = parts.joined(separator: ".")
 
-        for (name, jwt) in [
-            ("foreign key", foreign), ("unknown kid", unknownKid), ("unknown iss", unknownIss), ("HS256", wrongAlg),
-            ("tampered claims", tampered),
-        ] {
-            let response = try await h.push(headers: ["authorization": "bearer \(jwt)"])
-            #expect(response.status == 403, "\(name)")
-            #expect(response.reason == "InvalidProviderToken", "\(name): \(response.body)")
+            for (name, jwt) in [
+                ("foreign key", foreign), ("unknown kid", unknownKid), ("unknown iss", unknownIss), ("HS256", wrongAlg),
+                ("tampered claims", tampered),
+            ] {
+                let response = try await h.push(headers: ["authorization": "bearer \(jwt)"])
+                #expect(response.status == 403, "\(name)")
+                #expect(response.reason == "InvalidProviderToken", "\(name): \(response.body)")
+            }
+            let good = try await h.push()
+            #expect(good.status == 200, "\(good.body)")
         }
-        let good = try await h.push()
-        #expect(good.status == 200, "\(good.body)")
     }
 
     @Test("iat older than an hour is ExpiredProviderToken; iat in the future is InvalidProviderToken")
     func tokenAge() async throws {
-        let h = try await SimulatorHarness.start()
-        defer { Task { await h.simulator.stop() } }
-        let now = Int64(Date().timeIntervalSince1970)
-        let old = try await h.key.jwt(issuedAt: now - 3700)
-        let future = try await h.key.jwt(issuedAt: now + 600)
-        let fiftyMinutes = try await h.key.jwt(issuedAt: now - 3000)
+        try await withSimulator { h in
+            let now = Int64(Date().timeIntervalSince1970)
+            let old = try await h.key.jwt(issuedAt: now - 3700)
+            let future = try await h.key.jwt(issuedAt: now + 600)
+            let fiftyMinutes = try await h.key.jwt(issuedAt: now - 3000)
 
-        let expired = try await h.push(headers: ["authorization": "bearer \(old)"])
-        #expect(expired.status == 403)
-        #expect(expired.reason == "ExpiredProviderToken")
-        let early = try await h.push(headers: ["authorization": "bearer \(future)"])
-        #expect(early.status == 403)
-        #expect(early.reason == "InvalidProviderToken")
-        let fine = try await h.push(headers: ["authorization": "bearer \(fiftyMinutes)"])
-        #expect(fine.status == 200, "\(fine.body)")
-        let recorded = h.simulator.deliveries()
-        #expect(recorded.map(\.providerToken?.issuedAt) == [now - 3700, now + 600, now - 3000])
+            let expired = try await h.push(headers: ["authorization": "bearer \(old)"])
+            #expect(expired.status == 403)
+            #expect(expired.reason == "ExpiredProviderToken")
+            let early = try await h.push(headers: ["authorization": "bearer \(future)"])
+            #expect(early.status == 403)
+            #expect(early.reason == "InvalidProviderToken")
+            let fine = try await h.push(headers: ["authorization": "bearer \(fiftyMinutes)"])
+            #expect(fine.status == 200, "\(fine.body)")
+            let recorded = h.simulator.deliveries()
+            #expect(recorded.map(\.providerToken?.issuedAt) == [now - 3700, now + 600, now - 3000])
+        }
     }
 
     @Test("a token ages on the simulator's clock: the same JWT expires once the clock passes an hour")
     func tokenAgesWithInjectedClock() async throws {
         let clock = ManualClock(now: Date().timeIntervalSince1970.rounded(.down))
-        let h = try await SimulatorHarness.start(clock: clock)
-        defer { Task { await h.simulator.stop() } }
-        #expect(try await h.push().status == 200)
-        clock.advance(by: 3599)
-        #expect(try await h.push().status == 200)
-        clock.advance(by: 2)
-        let late = try await h.push()
-        #expect(late.status == 403)
-        #expect(late.reason == "ExpiredProviderToken")
+        try await withSimulator(clock: clock) { h in
+            #expect(try await h.push().status == 200)
+            clock.advance(by: 3599)
+            #expect(try await h.push().status == 200)
+            clock.advance(by: 2)
+            let late = try await h.push()
+            #expect(late.status == 403)
+            #expect(late.reason == "ExpiredProviderToken")
+        }
     }
 
     @Test("a PEM private key (.p8 style) can be configured: its public half verifies")

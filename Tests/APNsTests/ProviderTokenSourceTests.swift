@@ -43,6 +43,32 @@ import Testing
     /// Two processes on one store present one token: the second adopts the first's, and at refresh
     /// time only one of them mints.
     @Test func fleetSharesOneTokenThroughTheStore() async throws {
+        try await withTwoSourcesSharingAToken { a, b, store, clock, first in
+            clock.advance(by: 50 * 60)
+            let refreshed = try await b.token()
+            #expect(refreshed != first)
+            #expect(try await a.token() == refreshed)
+            #expect(store.writes == 2)
+        }
+    }
+
+    @Test func expiredProviderTokenForcesOneRefreshAcrossTheFleet() async throws {
+        try await withTwoSourcesSharingAToken { a, b, store, clock, first in
+            clock.advance(by: 30 * 60)
+            #expect(a.rejectedAsExpired(first) == .refresh)
+            let second = try await a.token()
+            #expect(second != first)
+            #expect(b.rejectedAsExpired(first) == .refresh)
+            #expect(try await b.token() == second)  // adopted, not minted again
+            #expect(store.writes == 2)
+        }
+    }
+
+    /// Two processes' sources on one counting store and one manual clock: `a` minted the first token and
+    /// `b` adopted it from the store (one write).
+    private func withTwoSourcesSharingAToken(
+        _ body: (ProviderTokenSource, ProviderTokenSource, CountingStore, ManualClock, ProviderToken) async throws -> Void
+    ) async throws {
         let (signer, key) = try signer()
         defer { key.remove() }
         let store = CountingStore()
@@ -52,29 +78,7 @@ import Testing
         let first = try await a.token()
         #expect(try await b.token() == first)
         #expect(store.writes == 1)
-        clock.advance(by: 50 * 60)
-        let refreshed = try await b.token()
-        #expect(refreshed != first)
-        #expect(try await a.token() == refreshed)
-        #expect(store.writes == 2)
-    }
-
-    @Test func expiredProviderTokenForcesOneRefreshAcrossTheFleet() async throws {
-        let (signer, key) = try signer()
-        defer { key.remove() }
-        let store = CountingStore()
-        let clock = ManualClock(now: start)
-        let a = ProviderTokenSource(signer: signer, store: store, clock: clock)
-        let b = ProviderTokenSource(signer: signer, store: store, clock: clock)
-        let first = try await a.token()
-        #expect(try await b.token() == first)
-        clock.advance(by: 30 * 60)
-        #expect(a.rejectedAsExpired(first) == .refresh)
-        let second = try await a.token()
-        #expect(second != first)
-        #expect(b.rejectedAsExpired(first) == .refresh)
-        #expect(try await b.token() == second)  // adopted, not minted again
-        #expect(store.writes == 2)
+        try await body(a, b, store, clock, first)
     }
 
     @Test func storeFailureIsATypedError() async throws {

@@ -2,6 +2,7 @@ import APNs
 import APNsSimulator
 import Foundation
 import Runtime
+import TestSupportCore
 
 /// The project's APNs simulator, running in-process, trusting a fresh P-256 key, plus a client
 /// configured for it (CA file and URL as `LIVEVISITS_APNS_CA_FILE` / `…_URL` would give them).
@@ -82,4 +83,24 @@ extension APNsConfiguration {
         change(&copy)
         return copy
     }
+}
+
+/// Lends a running simulator (see `SimulatedAPNs.start`) to `body` and stops it once `body` has returned or
+/// thrown.
+func withSimulatedAPNs<Result>(
+    key: TestKey? = nil, clock: (any WallClock)? = nil, configure: (inout SimulatorConfiguration) -> Void = { _ in },
+    isolation: isolated (any Actor)? = #isolation,
+    _ body: (SimulatedAPNs) async throws -> Result
+) async throws -> Result {
+    try await withResource(
+        { try await SimulatedAPNs.start(key: key, clock: clock, configure: configure) }, close: { await $0.stop() }, body)
+}
+
+/// Lends the client `make` builds to `body` and shuts it down once `body` has returned or thrown (a shutdown
+/// the test does itself, to read what the simulator counted afterwards, is idempotent).
+func withClient<Result>(
+    _ make: @autoclosure () throws -> APNsClient, isolation: isolated (any Actor)? = #isolation,
+    _ body: (APNsClient) async throws -> Result
+) async throws -> Result {
+    try await withResource({ try make() }, close: { await $0.shutdown() }, body)
 }

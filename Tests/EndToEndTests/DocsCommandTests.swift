@@ -57,8 +57,7 @@ struct DocsCommandTests {
     @Test func runbookCommandsRun() async throws {
         let livevisits = try await BuiltProduct.livevisits()
         let operations = try Self.text("Docs/operations.md")
-        let (url, pool) = try await TestDatabase.create(poolSize: 1)
-        await pool.close()
+        let url = try await TestDatabase.createMigrated()
         var environment = ProcessInfo.processInfo.environment
         environment["LIVEVISITS_DATABASE_URL"] = url
         environment["LIVEVISITS_PROJECTIONS_DIR"] = Self.root.appendingPathComponent("Projections").path

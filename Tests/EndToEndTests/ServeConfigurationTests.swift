@@ -13,15 +13,14 @@ import Testing
     ])
     func aBadTuningValueIsAConfigurationError(_ variable: String, _ value: String, _ range: String) async throws {
         let livevisits = try await BuiltProduct.livevisits()
-        let database = try await TestDatabase.create(poolSize: 1)
+        let databaseURL = try await TestDatabase.createMigrated()
         var environment = ProcessInfo.processInfo.environment
-        environment["LIVEVISITS_DATABASE_URL"] = database.url
+        environment["LIVEVISITS_DATABASE_URL"] = databaseURL
         environment["LIVEVISITS_HTTP_ADDR"] = "127.0.0.1:0"
         environment[variable] = value
         environment["LIVEVISITS_MIGRATIONS_DIR"] = TestDatabase.migrationsDirectory.path
         environment["LIVEVISITS_PROJECTIONS_DIR"] = TestDatabase.projectionsDirectory.path
         let outcome = try await Subprocess.run(livevisits, ["serve", "--api-only"], environment: environment)
-        await database.pool.close()
         #expect(outcome.status == 2)
         #expect(outcome.stderr.contains("\(variable) must be a whole number from \(range), not \(value)"))
     }
@@ -30,19 +29,18 @@ import Testing
     @Test(arguments: ["short", "missing"])
     func aBadPersonalDataKeyFileIsAConfigurationError(_ kind: String) async throws {
         let livevisits = try await BuiltProduct.livevisits()
-        let database = try await TestDatabase.create(poolSize: 1)
+        let databaseURL = try await TestDatabase.createMigrated()
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("lv-key-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let path = dir.appendingPathComponent("personal-data.key").path
         if kind == "short" { FileManager.default.createFile(atPath: path, contents: Data(repeating: 1, count: 16)) }
         var environment = ProcessInfo.processInfo.environment
-        environment["LIVEVISITS_DATABASE_URL"] = database.url
+        environment["LIVEVISITS_DATABASE_URL"] = databaseURL
         environment["LIVEVISITS_HTTP_ADDR"] = "127.0.0.1:0"
         environment["LIVEVISITS_PERSONAL_DATA_KEY_FILE"] = path
         environment["LIVEVISITS_MIGRATIONS_DIR"] = TestDatabase.migrationsDirectory.path
         environment["LIVEVISITS_PROJECTIONS_DIR"] = TestDatabase.projectionsDirectory.path
         let outcome = try await Subprocess.run(livevisits, ["serve", "--api-only"], environment: environment)
-        await database.pool.close()
         #expect(outcome.status == 2)
         #expect(outcome.stderr.contains("LIVEVISITS_PERSONAL_DATA_KEY_FILE"), "\(outcome.stderr)")
         #expect(outcome.stderr.contains(kind == "short" ? "holds 16 bytes" : "cannot read"), "\(outcome.stderr)")

@@ -128,102 +128,113 @@ import Testing
     }
 
     @Test func seededFuzzOverEveryRoute() async throws {
-        let api = try await APIServer.start()
-        defer { Task { await api.stop() } }
-        let visit = uniqueID("fz")
-        try await api.schedule(visit, customer: "c-1", technician: "t-1")
-        let keys = [
-            api.dispatcher, api.ops, try await api.key(.customer, "c-1"), try await api.key(.technician, "t-1"), "garbage", "",
-        ]
-        var r = Seeded(state: 20_261_129)
-        var statuses: [Int: Int] = [:]
-        var unanswered = 0
-        var truncated: [[UInt8]] = []
-        for i in 0..<600 {
-            let (method, path) = FuzzTests.paths(&r, visit: visit)
-            var headers: [(String, String)] = []
-            let key = r.pick(keys)
-            if !key.isEmpty { headers.append(("Authorization", "Bearer \(key)")) }
-            if r.below(4) == 0 {
-                headers.append(("Idempotency-Key", r.pick(["k1", "k-\(i)", "\u{7f}bad", String(repeating: "k", count: 300)])))
-            }
-            if r.below(4) == 0 {
-                headers.append(("If-Match", r.pick(["\"1\"", "W/\"2\"", "abc", "\"-1\"", "99999999999999999999", "*"])))
-            }
-            let body = method == "GET" || method == "DELETE" ? (r.below(5) == 0 ? FuzzTests.body(&r) : nil) : FuzzTests.body(&r)
-            let answer: RawResponse
-            if let body, r.below(12) == 0 {
-                // Truncated upload: Content-Length promises more than is sent, then the client half-closes.
-                var head = "\(method) \(path) HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: \(body.count + 10)\r\n"
-                for (name, value) in headers { head += "\(name): \(value)\r\n" }
-                // The server waits out its idle timeout on these, so they run together after the loop.
-                truncated.append(Array((head + "\r\n").utf8) + body)
-                continue
-            } else {
-                answer = try await api.client.send(method, path, headers: headers, body: body)
-            }
-            statuses[answer.status, default: 0] += 1
-            #expect(
-                answer.status < 500 || answer.status == 503, "\(method) \(path) → \(answer.status) \(answer.text.prefix(200))")
-            if answer.status >= 400 {
-                #expect(answer.errorCode != nil, "\(method) \(path) → \(answer.status) without an error body")
-            }
-        }
-        let client = api.client
-        let late = await withTaskGroup(of: Exchange.self) { group in
-            for request in truncated {
-                group.addTask { await Exchange(client, request, shutdownWrite: true) }
-            }
-            return await group.reduce(into: [Exchange]()) { $0.append($1) }
-        }
-        var failed: [String] = []
-        for exchange in late {
-            switch exchange {
-            case .answered(let answer):
+        try await withAPIServer { api in
+            let visit = uniqueID("fz")
+            try await api.schedule(visit, customer: "c-1", technician: "t-1")
+            let keys = [
+                api.dispatcher, api.ops, try await api.key(.customer, "c-1"), try await api.key(.technician, "t-1"), "garbage",
+                "",
+            ]
+            var r = Seeded(state: 20_261_129)
+            var statuses: [Int: Int] = [:]
+            var unanswered = 0
+            var truncated: [[UInt8]] = []
+            for i in 0..<600 {
+                let (method, path) = FuzzTests.paths(&r, visit: visit)
+                var headers: [(String, String)] = []
+                let key = r.pick(keys)
+                if !key.isEmpty { headers.append(("Authorization", "Bearer \(key)")) }
+                if r.below(4) == 0 {
+                    headers.append(
+                        ("Idempotency-Key", r.pick(["k1", "k-\(i)", "\u{7f}bad", String(repeating: "k", count: 300)])))
+                }
+                if r.below(4) == 0 {
+                    headers.append(("If-Match", r.pick(["\"1\"", "W/\"2\"", "abc", "\"-1\"", "99999999999999999999", "*"])))
+                }
+                let body =
+                    method == "GET" || method == "DELETE" ? (r.below(5) == 0 ? FuzzTests.body(&r) : nil) : FuzzTests.body(&r)
+                let answer: RawResponse
+                if let body, r.below(12) == 0 {
+                    // Truncated upload: Content-Length promises more than is sent, then the client half-closes.
+                    var head =
+                        "\(method) \(path) HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: \(body.count + 10)\r\n"
+                    for (name, value) in headers { head += "\(name): \(value)\r\n" }
+                    // The server waits out its idle timeout on these, so they run together after the loop.
+                    truncated.append(Array((head + "\r\n").utf8) + body)
+                    continue
+                } else {
+                    answer = try await api.client.send(method, path, headers: headers, body: body)
+                }
                 statuses[answer.status, default: 0] += 1
                 #expect(
-                    answer.status < 500 || answer.status == 503, "truncated upload → \(answer.status) \(answer.text.prefix(200))")
-            case .closedUnanswered: unanswered += 1  // the upload never ended: closing without an answer is fine
-            case .failed(let error): failed.append(error)
+                    answer.status < 500 || answer.status == 503, "\(method) \(path) → \(answer.status) \(answer.text.prefix(200))"
+                )
+                if answer.status >= 400 {
+                    #expect(answer.errorCode != nil, "\(method) \(path) → \(answer.status) without an error body")
+                }
             }
+            let client = api.client
+            let late = await withTaskGroup(of: Exchange.self) { group in
+                for request in truncated {
+                    group.addTask { await Exchange(client, request, shutdownWrite: true) }
+                }
+                return await group.reduce(into: [Exchange]()) { $0.append($1) }
+            }
+            var failed: [String] = []
+            for exchange in late {
+                switch exchange {
+                case .answered(let answer):
+                    statuses[answer.status, default: 0] += 1
+                    #expect(
+                        answer.status < 500 || answer.status == 503,
+                        "truncated upload → \(answer.status) \(answer.text.prefix(200))")
+                case .closedUnanswered: unanswered += 1  // the upload never ended: closing without an answer is fine
+                case .failed(let error): failed.append(error)
+                }
+            }
+            #expect(truncated.count > 10, "the seeded run sends truncated uploads")
+            #expect(
+                failed.isEmpty, "\(failed.count) of \(truncated.count) truncated uploads failed otherwise: \(failed.prefix(3))")
+            #expect(try await api.call("GET", "/healthz", key: nil).status == 200)
+            #expect(try await api.call("GET", "/v1/visits/\(visit)", key: api.dispatcher).status == 200)
+            print("fuzz statuses: \(statuses.sorted { $0.key < $1.key }), unanswered truncated uploads: \(unanswered)")
         }
-        #expect(truncated.count > 10, "the seeded run sends truncated uploads")
-        #expect(failed.isEmpty, "\(failed.count) of \(truncated.count) truncated uploads failed otherwise: \(failed.prefix(3))")
-        #expect(try await api.call("GET", "/healthz", key: nil).status == 200)
-        #expect(try await api.call("GET", "/v1/visits/\(visit)", key: api.dispatcher).status == 200)
-        print("fuzz statuses: \(statuses.sorted { $0.key < $1.key }), unanswered truncated uploads: \(unanswered)")
     }
 
     @Test func rawPathAndHeaderBytes() async throws {
-        let api = try await APIServer.start()
-        defer { Task { await api.stop() } }
-        let requests: [[UInt8]] = [
-            Array("GET /v1/visits/".utf8) + [0xFF, 0xFE, 0xC3, 0x28]
-                + Array(" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8),
-            Array("GET /v1/visits HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer ".utf8) + [0xFF, 0x00, 0x80]
-                + Array("\r\n\r\n".utf8),
-            Array(
-                "POST /v1/visits HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer \(api.dispatcher)\r\nIdempotency-Key: "
-                    .utf8)
-                + [0xE2, 0x82] + Array("\r\nContent-Length: 2\r\n\r\n{}".utf8),
-            Array(
-                "POST /v1/visits HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTransfer-Encoding: chunked\r\nAuthorization: Bearer \(api.dispatcher)\r\n\r\n5\r\n{\"vis\r\n0\r\n\r\n"
-                    .utf8),
-            Array(
-                "GET /v1/visits?limit=%FF&cursor=%00%00 HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer \(api.ops)\r\n\r\n"
-                    .utf8),
-        ]
-        var failed: [String] = []
-        for request in requests {
-            switch await Exchange(api.client, request) {
-            case .answered(let answer): #expect(answer.status < 500 || answer.status == 503, "\(answer.status) \(answer.text)")
-            case .closedUnanswered:
-                failed.append("closed without an answer: \(String(decoding: request.prefix(60), as: UTF8.self))")
-            case .failed(let error): failed.append(error)
+        try await withAPIServer { api in
+            let requests: [[UInt8]] = [
+                Array("GET /v1/visits/".utf8) + [0xFF, 0xFE, 0xC3, 0x28]
+                    + Array(" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8),
+                Array("GET /v1/visits HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer ".utf8) + [
+                    0xFF, 0x00, 0x80,
+                ]
+                    + Array("\r\n\r\n".utf8),
+                Array(
+                    "POST /v1/visits HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer \(api.dispatcher)\r\nIdempotency-Key: "
+                        .utf8)
+                    + [0xE2, 0x82] + Array("\r\nContent-Length: 2\r\n\r\n{}".utf8),
+                Array(
+                    "POST /v1/visits HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTransfer-Encoding: chunked\r\nAuthorization: Bearer \(api.dispatcher)\r\n\r\n5\r\n{\"vis\r\n0\r\n\r\n"
+                        .utf8),
+                Array(
+                    "GET /v1/visits?limit=%FF&cursor=%00%00 HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer \(api.ops)\r\n\r\n"
+                        .utf8),
+            ]
+            var failed: [String] = []
+            for request in requests {
+                switch await Exchange(api.client, request) {
+                case .answered(let answer):
+                    #expect(answer.status < 500 || answer.status == 503, "\(answer.status) \(answer.text)")
+                case .closedUnanswered:
+                    failed.append("closed without an answer: \(String(decoding: request.prefix(60), as: UTF8.self))")
+                case .failed(let error): failed.append(error)
+                }
             }
+            #expect(failed.isEmpty, "\(failed.count) of \(requests.count) exchanges failed: \(failed)")
+            let health = try await api.call("GET", "/healthz", key: nil)
+            #expect(health.status == 200)
         }
-        #expect(failed.isEmpty, "\(failed.count) of \(requests.count) exchanges failed: \(failed)")
-        #expect(try await api.call("GET", "/healthz", key: nil).status == 200)
     }
 }
 
@@ -250,58 +261,60 @@ enum Exchange {
     static let nasty = [#"a\u0000b"#, #"\ud800"#, #"\udfff\ud800"#, #"\u001f"#, #"\u2028"#]
 
     @Test func everyStringFieldRefusesOrStoresThem() async throws {
-        let api = try await APIServer.start()
-        defer { Task { await api.stop() } }
-        let id = uniqueID("nul")
-        try await api.schedule(id, customer: "c-1", technician: "t-1")
-        let customer = try await api.key(.customer, "c-1")
-        var answers: [(String, RawResponse)] = []
-        for (n, text) in UnstorableStringTests.nasty.enumerated() {
-            let fresh = "\(id)-\(n)"
-            let now = Int(Date().timeIntervalSince1970)
-            let schedules = [
-                "{\"visitId\":\"\(fresh)a\",\"customerId\":\"\(text)\",\"attributes\":{\"customerFirstName\":\"A\",\"serviceAddress\":\"B\",\"jobSummary\":\"C\"},\"technician\":{\"id\":\"t\",\"name\":\"S\",\"avatarSymbol\":\"p\",\"vanDescription\":\"V\"},\"arrivalWindow\":{\"start\":\(now),\"end\":\(now + 60)}}",
-                "{\"visitId\":\"\(fresh)b\",\"customerId\":\"c\",\"attributes\":{\"customerFirstName\":\"\(text)\",\"serviceAddress\":\"\(text)\",\"jobSummary\":\"\(text)\"},\"technician\":{\"id\":\"t\",\"name\":\"S\",\"avatarSymbol\":\"p\",\"vanDescription\":\"V\"},\"arrivalWindow\":{\"start\":\(now),\"end\":\(now + 60)}}",
-                "{\"visitId\":\"\(fresh)c\",\"customerId\":\"c\",\"attributes\":{\"customerFirstName\":\"A\",\"serviceAddress\":\"B\",\"jobSummary\":\"C\"},\"technician\":{\"id\":\"\(text)\",\"name\":\"\(text)\",\"avatarSymbol\":\"\(text)\",\"vanDescription\":\"\(text)\"},\"arrivalWindow\":{\"start\":\(now),\"end\":\(now + 60)}}",
-            ]
-            for body in schedules {
+        try await withAPIServer { api in
+            let id = uniqueID("nul")
+            try await api.schedule(id, customer: "c-1", technician: "t-1")
+            let customer = try await api.key(.customer, "c-1")
+            var answers: [(String, RawResponse)] = []
+            for (n, text) in UnstorableStringTests.nasty.enumerated() {
+                let fresh = "\(id)-\(n)"
+                let now = Int(Date().timeIntervalSince1970)
+                let schedules = [
+                    "{\"visitId\":\"\(fresh)a\",\"customerId\":\"\(text)\",\"attributes\":{\"customerFirstName\":\"A\",\"serviceAddress\":\"B\",\"jobSummary\":\"C\"},\"technician\":{\"id\":\"t\",\"name\":\"S\",\"avatarSymbol\":\"p\",\"vanDescription\":\"V\"},\"arrivalWindow\":{\"start\":\(now),\"end\":\(now + 60)}}",
+                    "{\"visitId\":\"\(fresh)b\",\"customerId\":\"c\",\"attributes\":{\"customerFirstName\":\"\(text)\",\"serviceAddress\":\"\(text)\",\"jobSummary\":\"\(text)\"},\"technician\":{\"id\":\"t\",\"name\":\"S\",\"avatarSymbol\":\"p\",\"vanDescription\":\"V\"},\"arrivalWindow\":{\"start\":\(now),\"end\":\(now + 60)}}",
+                    "{\"visitId\":\"\(fresh)c\",\"customerId\":\"c\",\"attributes\":{\"customerFirstName\":\"A\",\"serviceAddress\":\"B\",\"jobSummary\":\"C\"},\"technician\":{\"id\":\"\(text)\",\"name\":\"\(text)\",\"avatarSymbol\":\"\(text)\",\"vanDescription\":\"\(text)\"},\"arrivalWindow\":{\"start\":\(now),\"end\":\(now + 60)}}",
+                ]
+                for body in schedules {
+                    answers.append(
+                        (
+                            "schedule",
+                            try await api.call(
+                                "POST", "/v1/visits", key: api.dispatcher, json: body,
+                                headers: [("Idempotency-Key", "i-\(UUID())")])
+                        ))
+                }
+                answers.append(
+                    ("failed", try await api.post(id, "{\"type\":\"progress\",\"kilometresAway\":1,\"x\":\"\(text)\"}")))
                 answers.append(
                     (
-                        "schedule",
+                        "reassigned",
+                        try await api.post(
+                            id,
+                            "{\"type\":\"reassigned\",\"technician\":{\"id\":\"t-1\",\"name\":\"\(text)\",\"avatarSymbol\":\"p\",\"vanDescription\":\"V\"}}"
+                        )
+                    ))
+                answers.append(
+                    (
+                        "key",
                         try await api.call(
-                            "POST", "/v1/visits", key: api.dispatcher, json: body, headers: [("Idempotency-Key", "i-\(UUID())")])
+                            "POST", "/v1/keys", key: api.dispatcher, json: "{\"role\":\"customer\",\"subject\":\"\(text)\"}")
+                    ))
+                answers.append(
+                    (
+                        "token",
+                        try await api.call(
+                            "PUT", "/v1/visits/\(id)/live-activities/a-\(n)", key: customer,
+                            json: "{\"pushToken\":\"\(pushToken("n"))\",\"environment\":\"sandbox\",\"deviceId\":\"\(text)\"}")
                     ))
             }
-            answers.append(("failed", try await api.post(id, "{\"type\":\"progress\",\"kilometresAway\":1,\"x\":\"\(text)\"}")))
-            answers.append(
-                (
-                    "reassigned",
-                    try await api.post(
-                        id,
-                        "{\"type\":\"reassigned\",\"technician\":{\"id\":\"t-1\",\"name\":\"\(text)\",\"avatarSymbol\":\"p\",\"vanDescription\":\"V\"}}"
-                    )
-                ))
-            answers.append(
-                (
-                    "key",
-                    try await api.call(
-                        "POST", "/v1/keys", key: api.dispatcher, json: "{\"role\":\"customer\",\"subject\":\"\(text)\"}")
-                ))
-            answers.append(
-                (
-                    "token",
-                    try await api.call(
-                        "PUT", "/v1/visits/\(id)/live-activities/a-\(n)", key: customer,
-                        json: "{\"pushToken\":\"\(pushToken("n"))\",\"environment\":\"sandbox\",\"deviceId\":\"\(text)\"}")
-                ))
+            // The reason last: it ends the visit when it is accepted.
+            for text in UnstorableStringTests.nasty {
+                answers.append(("failed", try await api.post(id, "{\"type\":\"failed\",\"reason\":\"\(text)\"}")))
+            }
+            for (what, answer) in answers {
+                #expect(answer.status < 500, "\(what) → \(answer.status) \(answer.text)")
+            }
+            #expect(try await api.call("GET", "/v1/visits/\(id)/events", key: api.dispatcher).status == 200)
         }
-        // The reason last: it ends the visit when it is accepted.
-        for text in UnstorableStringTests.nasty {
-            answers.append(("failed", try await api.post(id, "{\"type\":\"failed\",\"reason\":\"\(text)\"}")))
-        }
-        for (what, answer) in answers {
-            #expect(answer.status < 500, "\(what) → \(answer.status) \(answer.text)")
-        }
-        #expect(try await api.call("GET", "/v1/visits/\(id)/events", key: api.dispatcher).status == 200)
     }
 }

@@ -18,18 +18,18 @@ import VisitProjections
 /// deadline, not a request that hangs for as long as libpq waits.
 @Suite(.timeLimit(.minutes(1))) struct ReadinessTests {
     @Test func aReadyProcessListsWhatItChecked() async throws {
-        let api = try await APIServer.start()
-        defer { Task { await api.stop() } }
-        let ready = try await api.call("GET", "/readyz", key: nil)
-        #expect(ready.status == 200)
-        #expect(ready.json?["status"] as? String == "ready")
-        let checks = try #require(ready.json?["checks"] as? [String: Any])
-        #expect(checks["database"] as? String == "primary")
-        #expect(checks["migrations"] as? String == "current")
-        #expect(checks["replication"] as? String == "none")
-        #expect(checks["standbys"] as? Int == 0)
-        // No revocation listener runs in this server: the process polls.
-        #expect(checks["listen"] as? String == "polling")
+        try await withAPIServer { api in
+            let ready = try await api.call("GET", "/readyz", key: nil)
+            #expect(ready.status == 200)
+            #expect(ready.json?["status"] as? String == "ready")
+            let checks = try #require(ready.json?["checks"] as? [String: Any])
+            #expect(checks["database"] as? String == "primary")
+            #expect(checks["migrations"] as? String == "current")
+            #expect(checks["replication"] as? String == "none")
+            #expect(checks["standbys"] as? Int == 0)
+            // No revocation listener runs in this server: the process polls.
+            #expect(checks["listen"] as? String == "polling")
+        }
     }
 
     @Test func aDatabaseThatNeverAnswersIsA503AtTheDeadline() async throws {
@@ -47,17 +47,17 @@ import VisitProjections
         let server = try HTTPServer(
             configuration: HTTPServerConfiguration(listenAddress: ListenAddress(host: "127.0.0.1", port: 0)),
             clock: SystemClock(), metrics: Metrics(), handler: LiveVisitsAPI(environment: environment).handler())
-        let running = Task { try await server.run() }
-        defer { running.cancel() }
-        let client = RawHTTPClient(port: server.address.port)
-        try await eventually("the server answers /healthz") {
-            (try? await client.send("GET", "/healthz"))?.status == 200
+        try await withRunning({ try await server.run() }) { running in
+            let client = RawHTTPClient(port: server.address.port)
+            try await eventually("the server answers /healthz") {
+                (try? await client.send("GET", "/healthz"))?.status == 200
+            }
+            let answer = await withDeadline(seconds: 20) { try? await client.send("GET", "/readyz") }
+            let ready = try #require(answer ?? nil, "/readyz answered within 20 s (its own deadline is 3 s)")
+            #expect(ready.status == 503)
+            #expect(ready.errorCode == "database_unreachable")
+            #expect((ready.json?["checks"] as? [String: Any])?["database"] as? String == "no answer")
         }
-        let answer = await withDeadline(seconds: 20) { try? await client.send("GET", "/readyz") }
-        let ready = try #require(answer ?? nil, "/readyz answered within 20 s (its own deadline is 3 s)")
-        #expect(ready.status == 503)
-        #expect(ready.errorCode == "database_unreachable")
-        #expect((ready.json?["checks"] as? [String: Any])?["database"] as? String == "no answer")
     }
 }
 

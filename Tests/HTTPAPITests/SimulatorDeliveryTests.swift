@@ -77,87 +77,94 @@ import Testing
             await api.stop()
             await simulator.stop()
         }
+
+        /// Lends a started harness (see `start`) to `body` and stops it once `body` has returned or thrown.
+        static func with<Result>(
+            clock: any WallClock = SystemClock(), _ body: (Harness) async throws -> Result
+        ) async throws -> Result {
+            try await withResource({ try await start(clock: clock) }, close: { await $0.stop() }, body)
+        }
     }
 
     @Test func catchUpAndLateStartLandInTheSimulator() async throws {
-        let harness = try await Harness.start()
-        let api = harness.api
-        let worker = harness.worker
-        func delivered(to token: String) -> [SimulatedDelivery] { harness.delivered(to: token) }
-        func drain(until token: String) async throws { try await harness.drain(until: token) }
+        try await Harness.with { harness in
+            let api = harness.api
+            let worker = harness.worker
+            func delivered(to token: String) -> [SimulatedDelivery] { harness.delivered(to: token) }
+            func drain(until token: String) async throws { try await harness.drain(until: token) }
 
-        let id = uniqueID("sim")
-        try await api.schedule(id, customer: "c-1")
-        try await api.post(id, #"{"type":"enRoute","kilometresAway":7}"#)
-        let customer = try await api.key(.customer, "c-1")
-        let behind = pushToken("sim-behind")
-        let level = pushToken("sim-level")
-        let starter = pushToken("sim-start")
+            let id = uniqueID("sim")
+            try await api.schedule(id, customer: "c-1")
+            try await api.post(id, #"{"type":"enRoute","kilometresAway":7}"#)
+            let customer = try await api.key(.customer, "c-1")
+            let behind = pushToken("sim-behind")
+            let level = pushToken("sim-level")
+            let starter = pushToken("sim-start")
 
-        // Equal version first: nothing for it; then an older version: a catch-up update at once.
-        #expect(
-            try await api.call(
-                "PUT", "/v1/visits/\(id)/live-activities/a-level", key: customer,
-                json: "{\"pushToken\":\"\(level)\",\"environment\":\"sandbox\",\"version\":2}"
-            ).status == 204)
-        #expect(
-            try await api.call(
-                "PUT", "/v1/visits/\(id)/live-activities/a-behind", key: customer,
-                json: "{\"pushToken\":\"\(behind)\",\"environment\":\"sandbox\",\"version\":1}"
-            ).status == 204)
-        try await drain(until: behind)
-        let catchUp = try #require(delivered(to: behind).first)
-        #expect(catchUp.status == 200)
-        #expect(catchUp.aps?["event"]?.stringValue == "update")
-        #expect(catchUp.aps?["content-state"]?["status"]?.stringValue == "enRoute")
-        #expect(catchUp.header("apns-push-type") == "liveactivity")
-        for _ in 0..<5 { _ = try await worker.runOnce() }
-        #expect(delivered(to: level).isEmpty)
+            // Equal version first: nothing for it; then an older version: a catch-up update at once.
+            #expect(
+                try await api.call(
+                    "PUT", "/v1/visits/\(id)/live-activities/a-level", key: customer,
+                    json: "{\"pushToken\":\"\(level)\",\"environment\":\"sandbox\",\"version\":2}"
+                ).status == 204)
+            #expect(
+                try await api.call(
+                    "PUT", "/v1/visits/\(id)/live-activities/a-behind", key: customer,
+                    json: "{\"pushToken\":\"\(behind)\",\"environment\":\"sandbox\",\"version\":1}"
+                ).status == 204)
+            try await drain(until: behind)
+            let catchUp = try #require(delivered(to: behind).first)
+            #expect(catchUp.status == 200)
+            #expect(catchUp.aps?["event"]?.stringValue == "update")
+            #expect(catchUp.aps?["content-state"]?["status"]?.stringValue == "enRoute")
+            #expect(catchUp.header("apns-push-type") == "liveactivity")
+            for _ in 0..<5 { _ = try await worker.runOnce() }
+            #expect(delivered(to: level).isEmpty)
 
-        // A push-to-start token registered after scheduling: the start, on another visit with no activity.
-        let quiet = uniqueID("sim")
-        try await api.schedule(quiet, customer: "c-1")
-        #expect(
-            try await api.call(
-                "PUT", "/v1/customers/c-1/push-to-start-tokens/d-1", key: customer,
-                json: "{\"pushToken\":\"\(starter)\",\"environment\":\"production\"}"
-            ).status == 204)
-        try await drain(until: starter)
-        let start = try #require(delivered(to: starter).first)
-        #expect(start.aps?["event"]?.stringValue == "start")
-        #expect(start.aps?["attributes"]?["visitId"]?.stringValue == quiet)
-        #expect(start.aps?["attributes"]?["customerFirstName"]?.stringValue == "Alex", "opened at send time")
-        #expect(start.aps?["attributes"]?["serviceAddress"]?.stringValue == "12 Elm Row")
-        #expect(delivered(to: starter).allSatisfy { $0.aps?["attributes"]?["visitId"]?.stringValue != id })
+            // A push-to-start token registered after scheduling: the start, on another visit with no activity.
+            let quiet = uniqueID("sim")
+            try await api.schedule(quiet, customer: "c-1")
+            #expect(
+                try await api.call(
+                    "PUT", "/v1/customers/c-1/push-to-start-tokens/d-1", key: customer,
+                    json: "{\"pushToken\":\"\(starter)\",\"environment\":\"production\"}"
+                ).status == 204)
+            try await drain(until: starter)
+            let start = try #require(delivered(to: starter).first)
+            #expect(start.aps?["event"]?.stringValue == "start")
+            #expect(start.aps?["attributes"]?["visitId"]?.stringValue == quiet)
+            #expect(start.aps?["attributes"]?["customerFirstName"]?.stringValue == "Alex", "opened at send time")
+            #expect(start.aps?["attributes"]?["serviceAddress"]?.stringValue == "12 Elm Row")
+            #expect(delivered(to: starter).allSatisfy { $0.aps?["attributes"]?["visitId"]?.stringValue != id })
 
-        await harness.stop()
+        }
     }
 
     /// Contract §10: what is still queued for a customer when they are erased is never sent.
     @Test func pushesQueuedForAnErasedCustomerAreNotSent() async throws {
-        let harness = try await Harness.start()
-        let api = harness.api
-        let customer = uniqueID("c")
-        let id = uniqueID("sim")
-        try await api.schedule(id, customer: customer)
-        let customerKey = try await api.key(.customer, customer)
-        let token = pushToken("erased-\(id)")
-        #expect(
-            try await api.call(
-                "PUT", "/v1/visits/\(id)/live-activities/a-1", key: customerKey,
-                json: "{\"pushToken\":\"\(token)\",\"environment\":\"sandbox\"}"
-            ).status == 204)
-        try await api.post(id, #"{"type":"onSite"}"#)
-        try await api.post(id, #"{"type":"completed"}"#)
-        #expect(try await api.call("DELETE", "/v1/customers/\(customer)", key: api.ops).status == 204)
-        for _ in 0..<5 { _ = try await harness.worker.runOnce() }
-        #expect(harness.delivered(to: token).isEmpty, "nothing queued before the erasure went out")
-        let states = try await api.pool.withConnection { c in
-            try c.query("SELECT DISTINCT state FROM deliveries WHERE visit_id = \(id)").rows.map { try $0.string("state") }
+        try await Harness.with { harness in
+            let api = harness.api
+            let customer = uniqueID("c")
+            let id = uniqueID("sim")
+            try await api.schedule(id, customer: customer)
+            let customerKey = try await api.key(.customer, customer)
+            let token = pushToken("erased-\(id)")
+            #expect(
+                try await api.call(
+                    "PUT", "/v1/visits/\(id)/live-activities/a-1", key: customerKey,
+                    json: "{\"pushToken\":\"\(token)\",\"environment\":\"sandbox\"}"
+                ).status == 204)
+            try await api.post(id, #"{"type":"onSite"}"#)
+            try await api.post(id, #"{"type":"completed"}"#)
+            #expect(try await api.call("DELETE", "/v1/customers/\(customer)", key: api.ops).status == 204)
+            for _ in 0..<5 { _ = try await harness.worker.runOnce() }
+            #expect(harness.delivered(to: token).isEmpty, "nothing queued before the erasure went out")
+            let states = try await api.pool.withConnection { c in
+                try c.query("SELECT DISTINCT state FROM deliveries WHERE visit_id = \(id)").rows.map { try $0.string("state") }
+            }
+            #expect(states.contains("cancelled"), "\(states)")
+            #expect(states.allSatisfy { $0 == "cancelled" || $0 == "superseded" }, "none pending, sending or sent: \(states)")
         }
-        #expect(states.contains("cancelled"), "\(states)")
-        #expect(states.allSatisfy { $0 == "cancelled" || $0 == "superseded" }, "none pending, sending or sent: \(states)")
-        await harness.stop()
     }
 
     /// Contract §6: a registration behind the visit pushes the latest state at once, even when that
@@ -165,35 +172,35 @@ import Testing
     @Test func aCatchUpAfterTheStaleDateIsStillDelivered() async throws {
         let t0 = Date().timeIntervalSince1970.rounded(.down)
         let clock = ManualClock(now: t0)
-        let harness = try await Harness.start(clock: clock)
-        let api = harness.api
-        let id = uniqueID("sim")
-        try await api.schedule(id, customer: "c-1")
-        let enRoute = try await api.post(id, #"{"type":"enRoute","kilometresAway":7}"#)
-        let staleDate = try #require(enRoute.json?["staleDate"] as? Int)
-        #expect(staleDate == Int(t0) + 120)
-        clock.advance(by: 600)  // the enRoute state went stale 8 minutes ago
+        try await Harness.with(clock: clock) { harness in
+            let api = harness.api
+            let id = uniqueID("sim")
+            try await api.schedule(id, customer: "c-1")
+            let enRoute = try await api.post(id, #"{"type":"enRoute","kilometresAway":7}"#)
+            let staleDate = try #require(enRoute.json?["staleDate"] as? Int)
+            #expect(staleDate == Int(t0) + 120)
+            clock.advance(by: 600)  // the enRoute state went stale 8 minutes ago
 
-        let customer = try await api.key(.customer, "c-1")
-        let late = pushToken("sim-late")
-        #expect(
-            try await api.call(
-                "PUT", "/v1/visits/\(id)/live-activities/a-late", key: customer,
-                json: "{\"pushToken\":\"\(late)\",\"environment\":\"sandbox\",\"version\":1}"
-            ).status == 204)
-        try await harness.drain(until: late)
-        let catchUp = try #require(harness.delivered(to: late).first)
-        #expect(catchUp.status == 200)
-        #expect(catchUp.aps?["event"]?.stringValue == "update")
-        #expect(catchUp.aps?["content-state"]?["status"]?.stringValue == "enRoute")
-        #expect(catchUp.aps?["stale-date"]?.integerValue == Int64(staleDate))  // the state's own, unchanged
-        #expect(catchUp.header("apns-expiration") == String(Int(t0) + 600))  // at once, not in the past
-        let states = try await api.pool.withConnection { c in
-            try c.query("SELECT state FROM deliveries WHERE visit_id = \(id) AND activity_id = 'a-late'").map {
-                try $0.string("state")
+            let customer = try await api.key(.customer, "c-1")
+            let late = pushToken("sim-late")
+            #expect(
+                try await api.call(
+                    "PUT", "/v1/visits/\(id)/live-activities/a-late", key: customer,
+                    json: "{\"pushToken\":\"\(late)\",\"environment\":\"sandbox\",\"version\":1}"
+                ).status == 204)
+            try await harness.drain(until: late)
+            let catchUp = try #require(harness.delivered(to: late).first)
+            #expect(catchUp.status == 200)
+            #expect(catchUp.aps?["event"]?.stringValue == "update")
+            #expect(catchUp.aps?["content-state"]?["status"]?.stringValue == "enRoute")
+            #expect(catchUp.aps?["stale-date"]?.integerValue == Int64(staleDate))  // the state's own, unchanged
+            #expect(catchUp.header("apns-expiration") == String(Int(t0) + 600))  // at once, not in the past
+            let states = try await api.pool.withConnection { c in
+                try c.query("SELECT state FROM deliveries WHERE visit_id = \(id) AND activity_id = 'a-late'").map {
+                    try $0.string("state")
+                }
             }
+            #expect(states == ["sent"])
         }
-        #expect(states == ["sent"])
-        await harness.stop()
     }
 }

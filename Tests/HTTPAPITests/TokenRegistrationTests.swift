@@ -34,78 +34,79 @@ import Testing
     }
 
     @Test func registrationBehindOrSilentCatchesUpAndEqualDoesNot() async throws {
-        let api = try await APIServer.start()
-        defer { Task { await api.stop() } }
-        let id = uniqueID("v")
-        try await api.schedule(id, customer: "c-1")
-        try await api.post(id, #"{"type":"enRoute"}"#)
-        let customer = try await api.key(.customer, "c-1")
+        try await withAPIServer { api in
+            let id = uniqueID("v")
+            try await api.schedule(id, customer: "c-1")
+            try await api.post(id, #"{"type":"enRoute"}"#)
+            let customer = try await api.key(.customer, "c-1")
 
-        #expect(try await register(api, id, "a-old", key: customer, version: 1, token: pushToken("old")).status == 204)
-        #expect(try await register(api, id, "a-none", key: customer, version: nil, token: pushToken("none")).status == 204)
-        #expect(try await register(api, id, "a-same", key: customer, version: 2, token: pushToken("same")).status == 204)
-        let pushed = try await deliveries(api, visit: id)
-        #expect(pushed.filter { $0.activityId == "a-old" } == [Delivery(kind: "update", activityId: "a-old", deviceId: nil)])
-        #expect(pushed.filter { $0.activityId == "a-none" }.map(\.kind) == ["update"])
-        #expect(pushed.filter { $0.activityId == "a-same" }.isEmpty)
+            #expect(try await register(api, id, "a-old", key: customer, version: 1, token: pushToken("old")).status == 204)
+            #expect(try await register(api, id, "a-none", key: customer, version: nil, token: pushToken("none")).status == 204)
+            #expect(try await register(api, id, "a-same", key: customer, version: 2, token: pushToken("same")).status == 204)
+            let pushed = try await deliveries(api, visit: id)
+            #expect(pushed.filter { $0.activityId == "a-old" } == [Delivery(kind: "update", activityId: "a-old", deviceId: nil)])
+            #expect(pushed.filter { $0.activityId == "a-none" }.map(\.kind) == ["update"])
+            #expect(pushed.filter { $0.activityId == "a-same" }.isEmpty)
 
-        let read = try await api.call("GET", "/v1/visits/\(id)", key: customer)
-        #expect(read.json?["liveActivities"] as? Int == 3)
-        #expect(try await api.call("DELETE", "/v1/visits/\(id)/live-activities/a-same", key: customer).status == 204)
-        #expect(try await api.call("GET", "/v1/visits/\(id)", key: customer).json?["liveActivities"] as? Int == 2)
-        // Rotating a token keeps the count.
-        #expect(try await register(api, id, "a-old", key: customer, version: 2, token: pushToken("rotated")).status == 204)
-        #expect(try await api.call("GET", "/v1/visits/\(id)", key: customer).json?["liveActivities"] as? Int == 2)
+            let read = try await api.call("GET", "/v1/visits/\(id)", key: customer)
+            #expect(read.json?["liveActivities"] as? Int == 3)
+            #expect(try await api.call("DELETE", "/v1/visits/\(id)/live-activities/a-same", key: customer).status == 204)
+            #expect(try await api.call("GET", "/v1/visits/\(id)", key: customer).json?["liveActivities"] as? Int == 2)
+            // Rotating a token keeps the count.
+            #expect(try await register(api, id, "a-old", key: customer, version: 2, token: pushToken("rotated")).status == 204)
+            #expect(try await api.call("GET", "/v1/visits/\(id)", key: customer).json?["liveActivities"] as? Int == 2)
+        }
     }
 
     /// A Live Activity registered through this process after the visit's commands found it had no push target:
     /// the next event goes with its push to it at once (what was known of the visit's targets is dropped), not
     /// after its batch's targets probe found the activity and the batch went again.
     @Test func anActivityRegisteredHereGetsTheNextEventWithoutTheBatchGoingAgain() async throws {
-        let api = try await APIServer.start()
-        defer { Task { await api.stop() } }
-        let id = uniqueID("v")
-        let customerId = uniqueID("c")
-        try await api.schedule(id, customer: customerId)
-        try await api.post(id, #"{"type":"enRoute"}"#)
-        let customer = try await api.key(.customer, customerId)
-        #expect(try await register(api, id, "a-1", key: customer, version: 2, token: pushToken("here")).status == 204)
-        let appeared = Metrics.shared.value("livevisits_command_batch_targets_appeared_total") ?? 0
-        try await api.post(id, #"{"type":"nearby"}"#)
-        #expect(try await deliveries(api, visit: id).filter { $0.activityId == "a-1" }.map(\.kind) == ["update"])
-        #expect((Metrics.shared.value("livevisits_command_batch_targets_appeared_total") ?? 0) == appeared)
+        try await withAPIServer { api in
+            let id = uniqueID("v")
+            let customerId = uniqueID("c")
+            try await api.schedule(id, customer: customerId)
+            try await api.post(id, #"{"type":"enRoute"}"#)
+            let customer = try await api.key(.customer, customerId)
+            #expect(try await register(api, id, "a-1", key: customer, version: 2, token: pushToken("here")).status == 204)
+            let appeared = Metrics.shared.value("livevisits_command_batch_targets_appeared_total") ?? 0
+            try await api.post(id, #"{"type":"nearby"}"#)
+            #expect(try await deliveries(api, visit: id).filter { $0.activityId == "a-1" }.map(\.kind) == ["update"])
+            #expect((Metrics.shared.value("livevisits_command_batch_targets_appeared_total") ?? 0) == appeared)
+        }
     }
 
     @Test func catchUpOnAnEndedVisitIsTheEnd() async throws {
-        let api = try await APIServer.start()
-        defer { Task { await api.stop() } }
-        let id = uniqueID("v")
-        try await api.schedule(id, customer: "c-1")
-        try await api.post(id, #"{"type":"cancelled","reason":"rain"}"#)
-        let customer = try await api.key(.customer, "c-1")
-        #expect(try await register(api, id, "a-1", key: customer, version: 1, token: pushToken("end")).status == 204)
-        #expect(try await deliveries(api, visit: id).filter { $0.activityId == "a-1" }.map(\.kind) == ["end"])
+        try await withAPIServer { api in
+            let id = uniqueID("v")
+            try await api.schedule(id, customer: "c-1")
+            try await api.post(id, #"{"type":"cancelled","reason":"rain"}"#)
+            let customer = try await api.key(.customer, "c-1")
+            #expect(try await register(api, id, "a-1", key: customer, version: 1, token: pushToken("end")).status == 204)
+            #expect(try await deliveries(api, visit: id).filter { $0.activityId == "a-1" }.map(\.kind) == ["end"])
+        }
     }
 
     @Test func pushToStartAfterSchedulingGetsTheStart() async throws {
-        let api = try await APIServer.start()
-        defer { Task { await api.stop() } }
-        let quiet = uniqueID("v")
-        let followed = uniqueID("v")
-        let ended = uniqueID("v")
-        try await api.schedule(quiet, customer: "c-5")
-        try await api.schedule(followed, customer: "c-5")
-        try await api.schedule(ended, customer: "c-5")
-        try await api.post(ended, #"{"type":"cancelled","reason":"x"}"#)
-        let customer = try await api.key(.customer, "c-5")
-        #expect(try await register(api, followed, "a-1", key: customer, version: 1, token: pushToken("f")).status == 204)
+        try await withAPIServer { api in
+            let quiet = uniqueID("v")
+            let followed = uniqueID("v")
+            let ended = uniqueID("v")
+            try await api.schedule(quiet, customer: "c-5")
+            try await api.schedule(followed, customer: "c-5")
+            try await api.schedule(ended, customer: "c-5")
+            try await api.post(ended, #"{"type":"cancelled","reason":"x"}"#)
+            let customer = try await api.key(.customer, "c-5")
+            #expect(try await register(api, followed, "a-1", key: customer, version: 1, token: pushToken("f")).status == 204)
 
-        let body = "{\"pushToken\":\"\(pushToken("start"))\",\"environment\":\"production\"}"
-        #expect(try await api.call("PUT", "/v1/customers/c-5/push-to-start-tokens/d-1", key: customer, json: body).status == 204)
-        #expect(try await deliveries(api, visit: quiet).filter { $0.kind == "start" }.map(\.deviceId) == ["d-1"])
-        #expect(try await deliveries(api, visit: followed).filter { $0.kind == "start" }.isEmpty)
-        #expect(try await deliveries(api, visit: ended).filter { $0.kind == "start" }.isEmpty)
-        #expect(try await api.call("DELETE", "/v1/customers/c-5/push-to-start-tokens/d-1", key: customer).status == 204)
+            let body = "{\"pushToken\":\"\(pushToken("start"))\",\"environment\":\"production\"}"
+            #expect(
+                try await api.call("PUT", "/v1/customers/c-5/push-to-start-tokens/d-1", key: customer, json: body).status == 204)
+            #expect(try await deliveries(api, visit: quiet).filter { $0.kind == "start" }.map(\.deviceId) == ["d-1"])
+            #expect(try await deliveries(api, visit: followed).filter { $0.kind == "start" }.isEmpty)
+            #expect(try await deliveries(api, visit: ended).filter { $0.kind == "start" }.isEmpty)
+            #expect(try await api.call("DELETE", "/v1/customers/c-5/push-to-start-tokens/d-1", key: customer).status == 204)
+        }
     }
 
     /// `livevisits_events_appended_total` on the server's own /metrics.
@@ -118,125 +119,128 @@ import Testing
     /// Token and preference writes append no event, so /metrics does not count one for them; visit
     /// events are counted once, a stored answer and a refusal not at all.
     @Test func onlyAppendedEventsAreCounted() async throws {
-        let api = try await APIServer.start()
-        defer { Task { await api.stop() } }
-        let id = uniqueID("v")
-        try await api.schedule(id, customer: "c-1")
-        try await api.post(id, #"{"type":"enRoute"}"#)
-        #expect(try await eventsAppended(api) == 2)
-        let keyed = [("Idempotency-Key", "m-\(id)")]
-        #expect(try await api.post(id, #"{"type":"nearby"}"#, headers: keyed).status == 201)
-        #expect(try await api.post(id, #"{"type":"nearby"}"#, headers: keyed).status == 201)
-        #expect(try await api.post(id, #"{"type":"completed"}"#).status == 409)
-        #expect(try await eventsAppended(api) == 3)
+        try await withAPIServer { api in
+            let id = uniqueID("v")
+            try await api.schedule(id, customer: "c-1")
+            try await api.post(id, #"{"type":"enRoute"}"#)
+            #expect(try await eventsAppended(api) == 2)
+            let keyed = [("Idempotency-Key", "m-\(id)")]
+            #expect(try await api.post(id, #"{"type":"nearby"}"#, headers: keyed).status == 201)
+            #expect(try await api.post(id, #"{"type":"nearby"}"#, headers: keyed).status == 201)
+            #expect(try await api.post(id, #"{"type":"completed"}"#).status == 409)
+            #expect(try await eventsAppended(api) == 3)
 
-        let customer = try await api.key(.customer, "c-1")
-        #expect(try await register(api, id, "a-1", key: customer, version: nil, token: pushToken("m1")).status == 204)
-        #expect(try await register(api, id, "a-2", key: customer, version: 3, token: pushToken("m2")).status == 204)
-        #expect(
-            try await api.call(
-                "PUT", "/v1/visits/\(id)/live-activities/a-3", key: customer,
-                json: "{\"pushToken\":\"\(pushToken("m3"))\",\"environment\":\"sandbox\"}", headers: keyed
-            ).status == 204)
-        #expect(try await api.call("DELETE", "/v1/visits/\(id)/live-activities/a-2", key: customer).status == 204)
-        #expect(
-            try await api.call(
-                "PUT", "/v1/customers/c-1/devices/d-1/preferences", key: customer,
-                json: #"{"liveActivitiesEnabled":true,"frequentPushesEnabled":false}"#
-            ).status == 204)
-        #expect(
-            try await api.call(
-                "PUT", "/v1/customers/c-1/push-to-start-tokens/d-1", key: customer,
-                json: "{\"pushToken\":\"\(pushToken("m4"))\",\"environment\":\"sandbox\"}"
-            ).status == 204)
-        #expect(try await api.call("DELETE", "/v1/customers/c-1/push-to-start-tokens/d-1", key: customer).status == 204)
-        #expect(try await eventsAppended(api) == 3)
-        // The catch-up of the registration without a version was still enqueued.
-        #expect(try await deliveries(api, visit: id).filter { $0.activityId == "a-1" }.map(\.kind) == ["update"])
+            let customer = try await api.key(.customer, "c-1")
+            #expect(try await register(api, id, "a-1", key: customer, version: nil, token: pushToken("m1")).status == 204)
+            #expect(try await register(api, id, "a-2", key: customer, version: 3, token: pushToken("m2")).status == 204)
+            #expect(
+                try await api.call(
+                    "PUT", "/v1/visits/\(id)/live-activities/a-3", key: customer,
+                    json: "{\"pushToken\":\"\(pushToken("m3"))\",\"environment\":\"sandbox\"}", headers: keyed
+                ).status == 204)
+            #expect(try await api.call("DELETE", "/v1/visits/\(id)/live-activities/a-2", key: customer).status == 204)
+            #expect(
+                try await api.call(
+                    "PUT", "/v1/customers/c-1/devices/d-1/preferences", key: customer,
+                    json: #"{"liveActivitiesEnabled":true,"frequentPushesEnabled":false}"#
+                ).status == 204)
+            #expect(
+                try await api.call(
+                    "PUT", "/v1/customers/c-1/push-to-start-tokens/d-1", key: customer,
+                    json: "{\"pushToken\":\"\(pushToken("m4"))\",\"environment\":\"sandbox\"}"
+                ).status == 204)
+            #expect(try await api.call("DELETE", "/v1/customers/c-1/push-to-start-tokens/d-1", key: customer).status == 204)
+            #expect(try await eventsAppended(api) == 3)
+            // The catch-up of the registration without a version was still enqueued.
+            #expect(try await deliveries(api, visit: id).filter { $0.activityId == "a-1" }.map(\.kind) == ["update"])
+        }
     }
 
     /// A start held for the arrival window (more than the 2 h lead time away) carries the current state
     /// when it finally goes: each event replaces the waiting start (new row, old one superseded), and the
     /// end cancels it.
     @Test func aWaitingStartIsReplacedByEachEventAndCancelledByTheEnd() async throws {
-        let api = try await APIServer.start()
-        defer { Task { await api.stop() } }
-        let customer = try await api.key(.customer, "c-9")
-        #expect(
-            try await api.call(
-                "PUT", "/v1/customers/c-9/push-to-start-tokens/d-1", key: customer,
-                json: "{\"pushToken\":\"\(pushToken("waiting"))\",\"environment\":\"sandbox\"}"
-            ).status == 204)
-        let id = uniqueID("v")
-        let now = Int(Date().timeIntervalSince1970)
-        let visit = """
-            {"visitId":"\(id)","customerId":"c-9",\
-            "attributes":{"customerFirstName":"Alex","serviceAddress":"12 Elm Row","jobSummary":"Boiler check"},\
-            "technician":{"id":"t-1","name":"Sam","avatarSymbol":"person.crop.circle","vanDescription":"White van"},\
-            "arrivalWindow":{"start":\(now + 5 * 3600),"end":\(now + 6 * 3600)},"kilometresAway":40.0}
-            """
-        #expect(try await api.call("POST", "/v1/visits", key: api.dispatcher, json: visit).status == 201)
-        try await api.post(
-            id,
-            "{\"type\":\"enRoute\",\"kilometresAway\":30,\"arrivalWindow\":{\"start\":\(now + 4 * 3600),\"end\":\(now + 5 * 3600)}}"
-        )
+        try await withAPIServer { api in
+            let customer = try await api.key(.customer, "c-9")
+            #expect(
+                try await api.call(
+                    "PUT", "/v1/customers/c-9/push-to-start-tokens/d-1", key: customer,
+                    json: "{\"pushToken\":\"\(pushToken("waiting"))\",\"environment\":\"sandbox\"}"
+                ).status == 204)
+            let id = uniqueID("v")
+            let now = Int(Date().timeIntervalSince1970)
+            let visit = """
+                {"visitId":"\(id)","customerId":"c-9",\
+                "attributes":{"customerFirstName":"Alex","serviceAddress":"12 Elm Row","jobSummary":"Boiler check"},\
+                "technician":{"id":"t-1","name":"Sam","avatarSymbol":"person.crop.circle","vanDescription":"White van"},\
+                "arrivalWindow":{"start":\(now + 5 * 3600),"end":\(now + 6 * 3600)},"kilometresAway":40.0}
+                """
+            #expect(try await api.call("POST", "/v1/visits", key: api.dispatcher, json: visit).status == 201)
+            try await api.post(
+                id,
+                "{\"type\":\"enRoute\",\"kilometresAway\":30,\"arrivalWindow\":{\"start\":\(now + 4 * 3600),\"end\":\(now + 5 * 3600)}}"
+            )
 
-        struct Start: Equatable {
-            let state: String
-            let status: String?
-            let due: Double
-        }
-        func starts() async throws -> [Start] {
-            try await api.pool.withConnection { c in
-                try c.query(
-                    """
-                    SELECT state, body::json->'aps'->'content-state'->>'status' AS status, next_attempt_at
-                    FROM deliveries WHERE visit_id = \(id) AND kind = 'start' ORDER BY id
-                    """
-                ).map { Start(state: try $0.string("state"), status: $0["status"], due: try $0.double("next_attempt_at")) }
+            struct Start: Equatable {
+                let state: String
+                let status: String?
+                let due: Double
             }
-        }
-        let afterEnRoute = try await starts()
-        #expect(afterEnRoute.map(\.state) == ["superseded", "pending"])
-        #expect(afterEnRoute.map(\.status) == ["scheduled", "enRoute"])
-        // Released 2 h before the window as it is now, not as it was booked.
-        #expect(afterEnRoute.map { Int($0.due) } == [now + 3 * 3600, now + 2 * 3600])
+            func starts() async throws -> [Start] {
+                try await api.pool.withConnection { c in
+                    try c.query(
+                        """
+                        SELECT state, body::json->'aps'->'content-state'->>'status' AS status, next_attempt_at
+                        FROM deliveries WHERE visit_id = \(id) AND kind = 'start' ORDER BY id
+                        """
+                    ).map { Start(state: try $0.string("state"), status: $0["status"], due: try $0.double("next_attempt_at")) }
+                }
+            }
+            let afterEnRoute = try await starts()
+            #expect(afterEnRoute.map(\.state) == ["superseded", "pending"])
+            #expect(afterEnRoute.map(\.status) == ["scheduled", "enRoute"])
+            // Released 2 h before the window as it is now, not as it was booked.
+            #expect(afterEnRoute.map { Int($0.due) } == [now + 3 * 3600, now + 2 * 3600])
 
-        try await api.post(id, #"{"type":"cancelled","reason":"no access"}"#)
-        #expect(try await starts().map(\.state) == ["superseded", "cancelled"])
+            try await api.post(id, #"{"type":"cancelled","reason":"no access"}"#)
+            #expect(try await starts().map(\.state) == ["superseded", "cancelled"])
+        }
     }
 
     @Test func badTokenBodies() async throws {
-        let api = try await APIServer.start()
-        defer { Task { await api.stop() } }
-        let id = uniqueID("v")
-        try await api.schedule(id, customer: "c-1")
-        let customer = try await api.key(.customer, "c-1")
-        let path = "/v1/visits/\(id)/live-activities/a-1"
-        #expect(try await api.call("PUT", path, key: customer, json: "{").status == 400)
-        #expect(try await api.call("PUT", path, key: customer, json: "[]").status == 422)
-        #expect(try await api.call("PUT", path, key: customer, json: #"{"environment":"sandbox"}"#).status == 422)
-        #expect(
-            try await api.call("PUT", path, key: customer, json: #"{"pushToken":"zz-not-hex","environment":"sandbox"}"#).status
-                == 422)
-        #expect(
-            try await api.call("PUT", path, key: customer, json: "{\"pushToken\":\"\(pushToken("x"))\",\"environment\":\"moon\"}")
+        try await withAPIServer { api in
+            let id = uniqueID("v")
+            try await api.schedule(id, customer: "c-1")
+            let customer = try await api.key(.customer, "c-1")
+            let path = "/v1/visits/\(id)/live-activities/a-1"
+            #expect(try await api.call("PUT", path, key: customer, json: "{").status == 400)
+            #expect(try await api.call("PUT", path, key: customer, json: "[]").status == 422)
+            #expect(try await api.call("PUT", path, key: customer, json: #"{"environment":"sandbox"}"#).status == 422)
+            #expect(
+                try await api.call("PUT", path, key: customer, json: #"{"pushToken":"zz-not-hex","environment":"sandbox"}"#)
+                    .status
+                    == 422)
+            #expect(
+                try await api.call(
+                    "PUT", path, key: customer, json: "{\"pushToken\":\"\(pushToken("x"))\",\"environment\":\"moon\"}"
+                )
                 .status == 422)
-        #expect(
-            try await api.call(
-                "PUT", path, key: customer,
-                json: "{\"pushToken\":\"\(pushToken("x"))\",\"environment\":\"sandbox\",\"version\":-1}"
-            ).status == 422)
-        #expect(
-            try await api.call(
-                "PUT", "/v1/visits/nope/live-activities/a-1", key: customer,
-                json: "{\"pushToken\":\"\(pushToken("x"))\",\"environment\":\"sandbox\"}"
-            ).status == 404)
-        #expect(
-            try await api.call(
-                "PUT", "/v1/customers/c-1/devices/d-1/preferences", key: customer,
-                json: #"{"liveActivitiesEnabled":"yes","frequentPushesEnabled":true}"#
-            ).status == 422)
+            #expect(
+                try await api.call(
+                    "PUT", path, key: customer,
+                    json: "{\"pushToken\":\"\(pushToken("x"))\",\"environment\":\"sandbox\",\"version\":-1}"
+                ).status == 422)
+            #expect(
+                try await api.call(
+                    "PUT", "/v1/visits/nope/live-activities/a-1", key: customer,
+                    json: "{\"pushToken\":\"\(pushToken("x"))\",\"environment\":\"sandbox\"}"
+                ).status == 404)
+            #expect(
+                try await api.call(
+                    "PUT", "/v1/customers/c-1/devices/d-1/preferences", key: customer,
+                    json: #"{"liveActivitiesEnabled":"yes","frequentPushesEnabled":true}"#
+                ).status == 422)
+        }
     }
 
     @Test func secretsAppearInNoBodyAndNoLogLine() async throws {
@@ -256,29 +260,29 @@ import Testing
         let startToken = pushToken("secret-start-token-2")
         var keys: [String] = []
         do {
-            let api = try await APIServer.start()
-            let id = uniqueID("v")
-            let customer = try await api.key(.customer, "c-1")
-            keys = [api.dispatcher, api.ops, customer]
-            bodies.append(try await api.schedule(id, customer: "c-1").text)
-            let minted = try await api.call(
-                "POST", "/v1/keys", key: api.dispatcher, json: #"{"role":"customer","subject":"c-1"}"#)
-            keys.append(minted.json?["key"] as? String ?? "")
-            bodies.append(try await register(api, id, "a-1", key: customer, version: nil, token: updateToken).text)
-            bodies.append(
-                try await api.call(
-                    "PUT", "/v1/customers/c-1/push-to-start-tokens/d-1", key: customer,
-                    json: "{\"pushToken\":\"\(startToken)\",\"environment\":\"sandbox\"}"
-                ).text)
-            bodies.append(try await api.post(id, #"{"type":"nearby"}"#).text)
-            bodies.append(try await api.call("GET", "/v1/visits/\(id)", key: customer).text)
-            bodies.append(try await api.call("GET", "/v1/visits/\(id)/events", key: api.ops).text)
-            bodies.append(try await api.call("GET", "/v1/visits", key: customer).text)
-            bodies.append(try await api.call("GET", "/v1/ops/outbox", key: api.ops).text)
-            bodies.append(try await api.call("GET", "/metrics", key: nil).text)
-            // Wrong and revoked keys are not echoed either.
-            bodies.append(try await api.call("GET", "/v1/visits", key: keys[3] + "0").text)
-            await api.stop()
+            try await withAPIServer { api in
+                let id = uniqueID("v")
+                let customer = try await api.key(.customer, "c-1")
+                keys = [api.dispatcher, api.ops, customer]
+                bodies.append(try await api.schedule(id, customer: "c-1").text)
+                let minted = try await api.call(
+                    "POST", "/v1/keys", key: api.dispatcher, json: #"{"role":"customer","subject":"c-1"}"#)
+                keys.append(minted.json?["key"] as? String ?? "")
+                bodies.append(try await register(api, id, "a-1", key: customer, version: nil, token: updateToken).text)
+                bodies.append(
+                    try await api.call(
+                        "PUT", "/v1/customers/c-1/push-to-start-tokens/d-1", key: customer,
+                        json: "{\"pushToken\":\"\(startToken)\",\"environment\":\"sandbox\"}"
+                    ).text)
+                bodies.append(try await api.post(id, #"{"type":"nearby"}"#).text)
+                bodies.append(try await api.call("GET", "/v1/visits/\(id)", key: customer).text)
+                bodies.append(try await api.call("GET", "/v1/visits/\(id)/events", key: api.ops).text)
+                bodies.append(try await api.call("GET", "/v1/visits", key: customer).text)
+                bodies.append(try await api.call("GET", "/v1/ops/outbox", key: api.ops).text)
+                bodies.append(try await api.call("GET", "/metrics", key: nil).text)
+                // Wrong and revoked keys are not echoed either.
+                bodies.append(try await api.call("GET", "/v1/visits", key: keys[3] + "0").text)
+            }
         } catch {
             dup2(saved, 2)
             throw error

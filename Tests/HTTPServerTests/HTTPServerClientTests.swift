@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import TestSupportCore
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -23,20 +24,19 @@ import Testing
     }
 
     @Test func urlSessionOverIPv4() async throws {
-        let running = try startServer(handler: echoRouter().handler)
-        defer { running.task.cancel() }
-        let base = "http://127.0.0.1:\(running.port)"
-        let (status, data, headers) = try await fetch(
-            URL(string: "\(base)/v1/visits/v-9/events?x=1")!, method: "POST", body: Data(#"{"a":1}"#.utf8))
-        #expect(status == 200)
-        #expect(headers["x-request-id"]?.count == 16)
-        let echo = try JSONDecoder().decode(Echo.self, from: data)
-        #expect(echo.parameters["id"] == "v-9")
-        #expect(echo.body == #"{"a":1}"#)
-        let (missing, body, _) = try await fetch(URL(string: "\(base)/nope")!)
-        #expect(missing == 404)
-        #expect(String(decoding: body, as: UTF8.self).contains("not_found"))
-        try await running.stop()
+        try await withServer(handler: echoRouter().handler) { running in
+            let base = "http://127.0.0.1:\(running.port)"
+            let (status, data, headers) = try await fetch(
+                URL(string: "\(base)/v1/visits/v-9/events?x=1")!, method: "POST", body: Data(#"{"a":1}"#.utf8))
+            #expect(status == 200)
+            #expect(headers["x-request-id"]?.count == 16)
+            let echo = try JSONDecoder().decode(Echo.self, from: data)
+            #expect(echo.parameters["id"] == "v-9")
+            #expect(echo.body == #"{"a":1}"#)
+            let (missing, body, _) = try await fetch(URL(string: "\(base)/nope")!)
+            #expect(missing == 404)
+            #expect(String(decoding: body, as: UTF8.self).contains("not_found"))
+        }
     }
 
     @Test func listensOnIPv6() async throws {
@@ -46,16 +46,17 @@ import Testing
             .json(body: Data(#"{"v6":true}"#.utf8))
         }
         #expect(server.address.description.hasPrefix("[::1]:"))
-        let task = Task { try await server.run() }
-        let port = server.address.port
-        let response = try await offPool {
-            let client = try RawClient(port: port, host: "::1")
-            try client.send("GET / HTTP/1.1\r\nHost: [::1]\r\nConnection: close\r\n\r\n")
-            return try client.readResponse()
+        try await withRunning({ try await server.run() }) { task in
+            let port = server.address.port
+            let response = try await offPool {
+                let client = try RawClient(port: port, host: "::1")
+                try client.send("GET / HTTP/1.1\r\nHost: [::1]\r\nConnection: close\r\n\r\n")
+                return try client.readResponse()
+            }
+            #expect(response.status == 200)
+            #expect(response.text == #"{"v6":true}"#)
+            task.cancel()
+            try await task.value
         }
-        #expect(response.status == 200)
-        #expect(response.text == #"{"v6":true}"#)
-        task.cancel()
-        try await task.value
     }
 }

@@ -20,95 +20,95 @@ import Testing
     @Test func anAcknowledgedFirstTryIsNoRowYetIsAnsweredAsTheOneAttempt() async throws {
         // The worker's clock stands still, so the attempt's time is one exact second.
         let clock = ManualClock(now: Double(now))
-        let f = try await OutboxFixture.make(clock: clock)
-        defer { Task { await f.close() } }
-        try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
-        _ = try await f.enqueue(update("v-1", timestamp: now))
-        try await f.drain(f.worker(RecordingSender()))
+        try await withOutboxFixture(clock: clock) { f in
+            try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
+            _ = try await f.enqueue(update("v-1", timestamp: now))
+            try await f.drain(f.worker(RecordingSender()))
 
-        let delivery = try #require(try await f.store.list().first)
-        #expect(delivery.state == .sent && delivery.attempts == 1)
-        #expect(try await storedRows(f, delivery: delivery.id).isEmpty)
-        let attempts = try await f.store.attempts(deliveryId: delivery.id)
-        #expect(attempts.count == 1)
-        let only = try #require(attempts.first)
-        #expect(only.deliveryId == delivery.id && only.attempt == 1)
-        #expect(only.attemptedAt == Double(now))
-        #expect(only.status == 200 && only.reason == nil)
-        #expect(only.latencySeconds == 0.001)
-        #expect(only.retryAfterSeconds == nil)
+            let delivery = try #require(try await f.store.list().first)
+            #expect(delivery.state == .sent && delivery.attempts == 1)
+            #expect(try await storedRows(f, delivery: delivery.id).isEmpty)
+            let attempts = try await f.store.attempts(deliveryId: delivery.id)
+            #expect(attempts.count == 1)
+            let only = try #require(attempts.first)
+            #expect(only.deliveryId == delivery.id && only.attempt == 1)
+            #expect(only.attemptedAt == Double(now))
+            #expect(only.status == 200 && only.reason == nil)
+            #expect(only.latencySeconds == 0.001)
+            #expect(only.retryAfterSeconds == nil)
+        }
     }
 
     @Test func aFailureThenAnAcknowledgementAreTwoAttemptsTheFailureARow() async throws {
         let clock = ManualClock(now: Double(now))
-        let f = try await OutboxFixture.make(clock: clock)
-        defer { Task { await f.close() } }
-        try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
-        _ = try await f.enqueue(update("v-1", timestamp: now))
-        let sender = RecordingSender { _, n in n == 0 ? .fail(503, "ServiceUnavailable", .retryable) : .ok }
-        let worker = f.worker(sender)
-        #expect(try await worker.runOnce() == 1)
-        clock.advance(by: 5)  // past any backoff of the fast configuration (at most 1 s)
-        try await f.drain(worker)
+        try await withOutboxFixture(clock: clock) { f in
+            try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
+            _ = try await f.enqueue(update("v-1", timestamp: now))
+            let sender = RecordingSender { _, n in n == 0 ? .fail(503, "ServiceUnavailable", .retryable) : .ok }
+            let worker = f.worker(sender)
+            #expect(try await worker.runOnce() == 1)
+            clock.advance(by: 5)  // past any backoff of the fast configuration (at most 1 s)
+            try await f.drain(worker)
 
-        let delivery = try #require(try await f.store.list().first)
-        #expect(delivery.state == .sent && delivery.attempts == 2)
-        #expect(try await storedRows(f, delivery: delivery.id) == [[1, 503]])
-        let attempts = try await f.store.attempts(deliveryId: delivery.id)
-        #expect(attempts.map(\.attempt) == [1, 2])
-        #expect(attempts.map(\.status) == [503, 200])
-        #expect(attempts.map(\.reason) == ["ServiceUnavailable", nil])
-        #expect(attempts.map(\.attemptedAt) == [Double(now), Double(now) + 5])
-        #expect(attempts.map(\.latencySeconds) == [0.001, 0.001])
-        let backoff = try #require(attempts.first?.retryAfterSeconds)
-        #expect(backoff >= 0 && backoff <= f.configuration.backoff.ceiling(retry: 0))
-        #expect(attempts.last?.retryAfterSeconds == nil)
+            let delivery = try #require(try await f.store.list().first)
+            #expect(delivery.state == .sent && delivery.attempts == 2)
+            #expect(try await storedRows(f, delivery: delivery.id) == [[1, 503]])
+            let attempts = try await f.store.attempts(deliveryId: delivery.id)
+            #expect(attempts.map(\.attempt) == [1, 2])
+            #expect(attempts.map(\.status) == [503, 200])
+            #expect(attempts.map(\.reason) == ["ServiceUnavailable", nil])
+            #expect(attempts.map(\.attemptedAt) == [Double(now), Double(now) + 5])
+            #expect(attempts.map(\.latencySeconds) == [0.001, 0.001])
+            let backoff = try #require(attempts.first?.retryAfterSeconds)
+            #expect(backoff >= 0 && backoff <= f.configuration.backoff.ceiling(retry: 0))
+            #expect(attempts.last?.retryAfterSeconds == nil)
+        }
     }
 
     @Test func anAcknowledgementUnderALeaseTakenOverStaysARow() async throws {
-        let f = try await OutboxFixture.make()
-        defer { Task { await f.close() } }
-        try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
-        _ = try await f.enqueue(update("v-1", timestamp: now))
-        let gate = Gate()
-        defer { gate.open() }
-        let worker = f.worker(RecordingSender(gate: gate))
-        let cycle = Task { try await worker.runOnce() }
-        try await eventually("the send held at the gate") { gate.waiting == 1 }
-        // Another worker takes the delivery over (its lease ran out, it was reclaimed) while APNs answers.
-        try await f.pool.query(
-            "UPDATE deliveries SET lease_token = gen_random_uuid(), attempts = attempts + 1 WHERE state = 'sending'")
-        gate.open()
-        _ = try await cycle.value
+        try await withOutboxFixture { f in
+            try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
+            _ = try await f.enqueue(update("v-1", timestamp: now))
+            let gate = Gate()
+            defer { gate.open() }
+            let worker = f.worker(RecordingSender(gate: gate))
+            let cycle = Task { try await worker.runOnce() }
+            try await eventually("the send held at the gate") { gate.waiting == 1 }
+            // Another worker takes the delivery over (its lease ran out, it was reclaimed) while APNs answers.
+            try await f.pool.query(
+                "UPDATE deliveries SET lease_token = gen_random_uuid(), attempts = attempts + 1 WHERE state = 'sending'")
+            gate.open()
+            _ = try await cycle.value
 
-        // The stale completion changed nothing on the delivery row, so its attempt is a row of its own.
-        let delivery = try #require(try await f.store.list().first)
-        #expect(delivery.state == .sending && delivery.attempts == 2)
-        #expect(try await storedRows(f, delivery: delivery.id) == [[1, 200]])
-        #expect(try await f.store.attempts(deliveryId: delivery.id).map(\.status) == [200])
+            // The stale completion changed nothing on the delivery row, so its attempt is a row of its own.
+            let delivery = try #require(try await f.store.list().first)
+            #expect(delivery.state == .sending && delivery.attempts == 2)
+            #expect(try await storedRows(f, delivery: delivery.id) == [[1, 200]])
+            #expect(try await f.store.attempts(deliveryId: delivery.id).map(\.status) == [200])
+        }
     }
 
     @Test func aStartFoundDeliveredWithoutASendAddsNoAttempt() async throws {
         let clock = ManualClock(now: Double(now))
-        let f = try await OutboxFixture.make(clock: clock)
-        defer { Task { await f.close() } }
-        try await f.registerStart(customer: "c-1", device: "d-1", token: token("s1"))
-        _ = try await f.enqueue(start("v-1", timestamp: now))
-        let sender = RecordingSender { _, _ in .fail(nil, "timeout", .retryable) }
-        let worker = f.worker(sender)
-        #expect(try await worker.runOnce() == 1)
-        // The start arrived after all: its activity registers within the grace period, and the next claim
-        // finishes the delivery as sent without sending (its attempt count still counts that claim).
-        try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
-        clock.advance(by: 61)
-        #expect(try await worker.runOnce() == 1)
-        #expect(sender.calls.count == 1)
+        try await withOutboxFixture(clock: clock) { f in
+            try await f.registerStart(customer: "c-1", device: "d-1", token: token("s1"))
+            _ = try await f.enqueue(start("v-1", timestamp: now))
+            let sender = RecordingSender { _, _ in .fail(nil, "timeout", .retryable) }
+            let worker = f.worker(sender)
+            #expect(try await worker.runOnce() == 1)
+            // The start arrived after all: its activity registers within the grace period, and the next claim
+            // finishes the delivery as sent without sending (its attempt count still counts that claim).
+            try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
+            clock.advance(by: 61)
+            #expect(try await worker.runOnce() == 1)
+            #expect(sender.calls.count == 1)
 
-        let delivery = try #require(try await f.store.list().first)
-        #expect(delivery.state == .sent && delivery.attempts == 2)
-        let attempts = try await f.store.attempts(deliveryId: delivery.id)
-        #expect(attempts.map(\.attempt) == [1])
-        #expect(attempts.map(\.reason) == ["timeout"])
-        #expect(attempts.first?.status == nil)
+            let delivery = try #require(try await f.store.list().first)
+            #expect(delivery.state == .sent && delivery.attempts == 2)
+            let attempts = try await f.store.attempts(deliveryId: delivery.id)
+            #expect(attempts.map(\.attempt) == [1])
+            #expect(attempts.map(\.reason) == ["timeout"])
+            #expect(attempts.first?.status == nil)
+        }
     }
 }

@@ -36,71 +36,71 @@ import Testing
 
     @Test func aDueActivityIsEndedThenStartedAgainOnceAcrossTwoWorkers() async throws {
         let clock = ManualClock(now: Self.t0)
-        let f = try await OutboxFixture.make(clock: clock, configuration: Self.everyPass)
-        defer { Task { await f.close() } }
-        try await f.registerStart(customer: "c-1", device: "d-1", token: token("s1"))
-        // The visit's first start went out before the activity registered: it must not block the renewal's.
-        _ = try await f.enqueue(start("v-1", timestamp: Int64(Self.t0)))
-        let sender = RecordingSender()
-        let metrics = Metrics()
-        let one = f.worker(sender, metrics: metrics)
-        let two = OutboxWorker(
-            pool: f.pool, sender: sender, configuration: Self.everyPass, clock: clock, metrics: metrics,
-            renewer: Renewer(ended: []))
-        let first = OutboxWorker(
-            pool: f.pool, sender: sender, configuration: Self.everyPass, clock: clock, metrics: metrics,
-            renewer: Renewer(ended: []))
-        try await f.drain(one)
-        #expect(sender.calls.map(\.kind) == ["start"])
-        try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"), device: "d-1")
+        try await withOutboxFixture(clock: clock, configuration: Self.everyPass) { f in
+            try await f.registerStart(customer: "c-1", device: "d-1", token: token("s1"))
+            // The visit's first start went out before the activity registered: it must not block the renewal's.
+            _ = try await f.enqueue(start("v-1", timestamp: Int64(Self.t0)))
+            let sender = RecordingSender()
+            let metrics = Metrics()
+            let one = f.worker(sender, metrics: metrics)
+            let two = OutboxWorker(
+                pool: f.pool, sender: sender, configuration: Self.everyPass, clock: clock, metrics: metrics,
+                renewer: Renewer(ended: []))
+            let first = OutboxWorker(
+                pool: f.pool, sender: sender, configuration: Self.everyPass, clock: clock, metrics: metrics,
+                renewer: Renewer(ended: []))
+            try await f.drain(one)
+            #expect(sender.calls.map(\.kind) == ["start"])
+            try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"), device: "d-1")
 
-        clock.advance(by: 27_000 - 10)
-        _ = try await first.runOnce()
-        _ = try await two.runOnce()
-        #expect(sender.calls.count == 1)  // not due yet
+            clock.advance(by: 27_000 - 10)
+            _ = try await first.runOnce()
+            _ = try await two.runOnce()
+            #expect(sender.calls.count == 1)  // not due yet
 
-        clock.advance(by: 20)
-        _ = try await first.runOnce()
-        _ = try await two.runOnce()
-        try await f.drain(first, rounds: 5)
-        #expect(sender.calls.map(\.kind) == ["start", "end"])  // the start waits a second behind the end
-        clock.advance(by: 1)
-        try await f.drain(first)
-        let renewal = Array(sender.calls.dropFirst())
-        #expect(renewal.map(\.kind) == ["end", "start"])
-        #expect(renewal.map(\.request.deviceToken) == [token("a1"), token("s1")])
-        let stamps = renewal.compactMap { apsTimestamp(of: $0.request.body) }
-        #expect(stamps.count == 2 && stamps[0] < stamps[1])
-        #expect(metrics.value("livevisits_activities_renewed_total") == 1)
+            clock.advance(by: 20)
+            _ = try await first.runOnce()
+            _ = try await two.runOnce()
+            try await f.drain(first, rounds: 5)
+            #expect(sender.calls.map(\.kind) == ["start", "end"])  // the start waits a second behind the end
+            clock.advance(by: 1)
+            try await f.drain(first)
+            let renewal = Array(sender.calls.dropFirst())
+            #expect(renewal.map(\.kind) == ["end", "start"])
+            #expect(renewal.map(\.request.deviceToken) == [token("a1"), token("s1")])
+            let stamps = renewal.compactMap { apsTimestamp(of: $0.request.body) }
+            #expect(stamps.count == 2 && stamps[0] < stamps[1])
+            #expect(metrics.value("livevisits_activities_renewed_total") == 1)
 
-        // Renewed once: later passes find nothing, and the old activity is no longer live for its visit.
-        clock.advance(by: 120)
-        _ = try await first.runOnce()
-        _ = try await two.runOnce()
-        let created = try await f.enqueue(update("v-1", timestamp: Int64(Self.t0) + 27_200, note: "after")).created
-        #expect(created == 0)
-        try await f.drain(first)
-        #expect(sender.calls.count == 3)
+            // Renewed once: later passes find nothing, and the old activity is no longer live for its visit.
+            clock.advance(by: 120)
+            _ = try await first.runOnce()
+            _ = try await two.runOnce()
+            let created = try await f.enqueue(update("v-1", timestamp: Int64(Self.t0) + 27_200, note: "after")).created
+            #expect(created == 0)
+            try await f.drain(first)
+            #expect(sender.calls.count == 3)
+        }
     }
 
     @Test func withoutAPushToStartTokenOrOnceEndedNothingIsRenewed() async throws {
         let clock = ManualClock(now: Self.t0)
-        let f = try await OutboxFixture.make(clock: clock, configuration: Self.everyPass)
-        defer { Task { await f.close() } }
-        // v-1's customer has no push-to-start token; v-2's has one but the visit has ended.
-        try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
-        try await f.registerActivity(visit: "v-2", activity: "a-2", token: token("a2"))
-        try await f.registerStart(customer: "c-2", device: "d-2", token: token("s2"))
-        let sender = RecordingSender()
-        let worker = OutboxWorker(
-            pool: f.pool, sender: sender, configuration: Self.everyPass, clock: clock, renewer: Renewer(ended: ["v-2"]))
-        clock.advance(by: 27_010)
-        _ = try await worker.runOnce()
-        try await f.drain(worker)
-        #expect(sender.calls.isEmpty)
-        // Still live until the 8 hours: an update reaches it.
-        _ = try await f.enqueue(update("v-1", timestamp: Int64(Self.t0) + 27_010, note: "still"))
-        try await f.drain(worker)
-        #expect(sender.calls.map(\.request.deviceToken) == [token("a1")])
+        try await withOutboxFixture(clock: clock, configuration: Self.everyPass) { f in
+            // v-1's customer has no push-to-start token; v-2's has one but the visit has ended.
+            try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
+            try await f.registerActivity(visit: "v-2", activity: "a-2", token: token("a2"))
+            try await f.registerStart(customer: "c-2", device: "d-2", token: token("s2"))
+            let sender = RecordingSender()
+            let worker = OutboxWorker(
+                pool: f.pool, sender: sender, configuration: Self.everyPass, clock: clock, renewer: Renewer(ended: ["v-2"]))
+            clock.advance(by: 27_010)
+            _ = try await worker.runOnce()
+            try await f.drain(worker)
+            #expect(sender.calls.isEmpty)
+            // Still live until the 8 hours: an update reaches it.
+            _ = try await f.enqueue(update("v-1", timestamp: Int64(Self.t0) + 27_010, note: "still"))
+            try await f.drain(worker)
+            #expect(sender.calls.map(\.request.deviceToken) == [token("a1")])
+        }
     }
 }

@@ -8,54 +8,57 @@ import Testing
 @Suite(.timeLimit(.minutes(5))) struct StartTargetMigrationTests {
     @Test func existingStartsMoveToTheirDevicesCurrentToken() async throws {
         let url = try await TestDatabase.createEmpty()
-        let pool = PostgresPool(url: url, size: 2)
-        defer { Task { await pool.close() } }
-        // The schema as it was before 0007.
-        let before = FileManager.default.temporaryDirectory.appendingPathComponent("mig-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: before, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: before) }
-        let all = try FileManager.default.contentsOfDirectory(atPath: TestDatabase.migrationsDirectory.path).filter {
-            $0.hasSuffix(".sql")
-        }
-        for name in all where name < "0007" {
-            try FileManager.default.copyItem(
-                at: TestDatabase.migrationsDirectory.appendingPathComponent(name), to: before.appendingPathComponent(name))
-        }
-        try await Migrator(directory: before).migrate(pool: pool)
-
-        try await pool.withConnection { c in
-            try c.execute(
-                script: """
-                    INSERT INTO push_to_start_tokens (customer_id, device_id, push_token, environment, registered_at_ms)
-                    VALUES ('c-1', 'd-1', 'aabbccdd00112233', 'sandbox', 1000);
-                    """)
-            for (target, kind, device) in [
-                ("start[\"v-1\",\"c-1\",\"d-1\"]", "start", "d-1"),  // its device has a token
-                ("start[\"v-1\",\"c-1\",\"d-9\"]", "start", "d-9"),  // its device has none any more
-                ("activity[\"v-1\",\"a-1\"]", "update", nil as String?),
-            ] {
-                try c.query(
-                    """
-                    INSERT INTO deliveries (apns_id, target, visit_id, customer_id, device_id, kind, priority, aps_timestamp, body,
-                                            visit_version, event_recorded_at, created_at, state, next_attempt_at)
-                    VALUES (gen_random_uuid(), \(target), 'v-1', 'c-1', \(device), \(kind), 10, 1, '{}', 1, 1, 1, 'sent', 1)
-                    """)
+        try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 2)) { pool in
+            // The schema as it was before 0007.
+            let before = FileManager.default.temporaryDirectory.appendingPathComponent("mig-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: before, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: before) }
+            let all = try FileManager.default.contentsOfDirectory(atPath: TestDatabase.migrationsDirectory.path).filter {
+                $0.hasSuffix(".sql")
             }
-        }
-        let report = try await Migrator(directory: TestDatabase.migrationsDirectory).migrate(pool: pool)
-        #expect(report.applied.contains("0007_start_target_per_token.sql"))
+            for name in all where name < "0007" {
+                try FileManager.default.copyItem(
+                    at: TestDatabase.migrationsDirectory.appendingPathComponent(name), to: before.appendingPathComponent(name))
+            }
+            try await Migrator(directory: before).migrate(pool: pool)
 
-        let targets = try await pool.withConnection { c in
-            try c.query("SELECT target FROM deliveries ORDER BY id").map { try $0.string("target") }
-        }
-        let (expected, md5) = try await pool.withConnection { c in
-            let row = try c.query("SELECT delivery_start_target('v-1', 'aabbccdd00112233') AS t, md5('aabbccdd00112233') AS m")
+            try await pool.withConnection { c in
+                try c.execute(
+                    script: """
+                        INSERT INTO push_to_start_tokens (customer_id, device_id, push_token, environment, registered_at_ms)
+                        VALUES ('c-1', 'd-1', 'aabbccdd00112233', 'sandbox', 1000);
+                        """)
+                for (target, kind, device) in [
+                    ("start[\"v-1\",\"c-1\",\"d-1\"]", "start", "d-1"),  // its device has a token
+                    ("start[\"v-1\",\"c-1\",\"d-9\"]", "start", "d-9"),  // its device has none any more
+                    ("activity[\"v-1\",\"a-1\"]", "update", nil as String?),
+                ] {
+                    try c.query(
+                        """
+                        INSERT INTO deliveries (apns_id, target, visit_id, customer_id, device_id, kind, priority, aps_timestamp, body,
+                                                visit_version, event_recorded_at, created_at, state, next_attempt_at)
+                        VALUES (gen_random_uuid(), \(target), 'v-1', 'c-1', \(device), \(kind), 10, 1, '{}', 1, 1, 1, 'sent', 1)
+                        """)
+                }
+            }
+            let report = try await Migrator(directory: TestDatabase.migrationsDirectory).migrate(pool: pool)
+            #expect(report.applied.contains("0007_start_target_per_token.sql"))
+
+            let targets = try await pool.withConnection { c in
+                try c.query("SELECT target FROM deliveries ORDER BY id").map { try $0.string("target") }
+            }
+            let (expected, md5) = try await pool.withConnection { c in
+                let row = try c.query(
+                    "SELECT delivery_start_target('v-1', 'aabbccdd00112233') AS t, md5('aabbccdd00112233') AS m"
+                )
                 .first!
-            return (try row.string("t"), try row.string("m"))
+                return (try row.string("t"), try row.string("m"))
+            }
+            #expect(
+                expected.hasPrefix("start[") && expected.contains("\"v-1\"") && expected.contains(md5)
+                    && !expected.contains("aabbcc")
+            )
+            #expect(targets == [expected, "start[\"v-1\",\"c-1\",\"d-9\"]", "activity[\"v-1\",\"a-1\"]"])
         }
-        #expect(
-            expected.hasPrefix("start[") && expected.contains("\"v-1\"") && expected.contains(md5) && !expected.contains("aabbcc")
-        )
-        #expect(targets == [expected, "start[\"v-1\",\"c-1\",\"d-9\"]", "activity[\"v-1\",\"a-1\"]"])
     }
 }

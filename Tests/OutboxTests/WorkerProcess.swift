@@ -12,6 +12,13 @@ struct WorkerProcess {
     /// `livevisits`, built from the current sources (`BuiltProduct`).
     let binary: String
 
+    /// Lends a prepared rig to `body` and stops it once `body` has returned or thrown.
+    static func with<Result>(
+        isolation: isolated (any Actor)? = #isolation, _ body: (WorkerProcess) async throws -> Result
+    ) async throws -> Result {
+        try await withResource({ try await prepare() }, close: { await $0.stop() }, body)
+    }
+
     /// Builds `livevisits`, starts the simulator and makes the key.
     static func prepare() async throws -> WorkerProcess {
         let binary = try await BuiltProduct.livevisits()
@@ -31,17 +38,9 @@ struct WorkerProcess {
 
     /// Starts `livevisits worker` on `databaseURL`, sending to the simulator (output discarded).
     func start(databaseURL: String) throws -> RunningChild {
-        var environment = ProcessInfo.processInfo.environment
-        environment["LIVEVISITS_DATABASE_URL"] = databaseURL
-        environment["LIVEVISITS_MIGRATIONS_DIR"] = TestDatabase.migrationsDirectory.path
-        environment["LIVEVISITS_APNS_URL"] = endpoint.url
-        environment["LIVEVISITS_APNS_CHANNELS_URL"] = endpoint.channelsURL
-        environment["LIVEVISITS_APNS_CA_FILE"] = endpoint.caFile
-        environment["LIVEVISITS_APNS_KEY_FILE"] = keyFile
-        environment["LIVEVISITS_APNS_KEY_ID"] = "KEY1234567"
-        environment["LIVEVISITS_APNS_TEAM_ID"] = "TEAM123456"
-        environment["LIVEVISITS_APNS_BUNDLE_ID"] = "com.example.visits"
-        environment["LIVEVISITS_LOG_LEVEL"] = "error"
+        let environment = productEnvironment(
+            databaseURL: databaseURL, apnsURL: endpoint.url, channelsURL: endpoint.channelsURL, caFile: endpoint.caFile,
+            keyFile: keyFile, bundleID: "com.example.visits")
         return try ChildProcess(binary, ["worker"], environment: environment).start()
     }
 

@@ -14,34 +14,34 @@ import Testing
     ]
 
     @Test func textWithEveryEscapeRoundTrips() async throws {
-        let (_, pool) = try await TestDatabase.create(poolSize: 1)
-        defer { Task { await pool.close() } }
-        let back = try await pool.withConnection { c -> [String?] in
-            try c.execute(script: "CREATE TABLE t (n int PRIMARY KEY, s text, j jsonb)")
-            try c.copyIn("COPY t (n, s, j) FROM STDIN") { send in
-                for (n, text) in CopyTests.awkward.enumerated() {
-                    var line: [UInt8] = Array("\(n)\t".utf8)
-                    PostgresCopyText.append(text, to: &line)
-                    line.append(0x09)
-                    PostgresCopyText.append(JSONText.quoted(text), to: &line)
-                    line.append(0x0A)
-                    try line.withUnsafeBytes { try send($0) }
+        try await withTestDatabase(poolSize: 1) { _, pool in
+            let back = try await pool.withConnection { c -> [String?] in
+                try c.execute(script: "CREATE TABLE t (n int PRIMARY KEY, s text, j jsonb)")
+                try c.copyIn("COPY t (n, s, j) FROM STDIN") { send in
+                    for (n, text) in CopyTests.awkward.enumerated() {
+                        var line: [UInt8] = Array("\(n)\t".utf8)
+                        PostgresCopyText.append(text, to: &line)
+                        line.append(0x09)
+                        PostgresCopyText.append(JSONText.quoted(text), to: &line)
+                        line.append(0x0A)
+                        try line.withUnsafeBytes { try send($0) }
+                    }
                 }
+                // What SQL sees equals what was sent, and the jsonb parsed the escaped JSON.
+                let rows = try c.query("SELECT s, j #>> '{}' AS j FROM t ORDER BY n")
+                #expect(rows.rows.map { $0["j"] } == CopyTests.awkward.map { Optional($0) })
+                var copied: [String?] = []
+                let count = try c.copyOut("COPY (SELECT s, NULL::text FROM t ORDER BY n) TO STDOUT") { row in
+                    let fields = PostgresCopyText.fields(row)
+                    #expect(fields.count == 2)
+                    #expect(PostgresCopyText.unescaped(fields[1]) == nil, "\\N is NULL")
+                    copied.append(PostgresCopyText.unescaped(fields[0]).map { String(decoding: $0, as: UTF8.self) })
+                }
+                #expect(count == CopyTests.awkward.count)
+                return copied
             }
-            // What SQL sees equals what was sent, and the jsonb parsed the escaped JSON.
-            let rows = try c.query("SELECT s, j #>> '{}' AS j FROM t ORDER BY n")
-            #expect(rows.rows.map { $0["j"] } == CopyTests.awkward.map { Optional($0) })
-            var copied: [String?] = []
-            let count = try c.copyOut("COPY (SELECT s, NULL::text FROM t ORDER BY n) TO STDOUT") { row in
-                let fields = PostgresCopyText.fields(row)
-                #expect(fields.count == 2)
-                #expect(PostgresCopyText.unescaped(fields[1]) == nil, "\\N is NULL")
-                copied.append(PostgresCopyText.unescaped(fields[0]).map { String(decoding: $0, as: UTF8.self) })
-            }
-            #expect(count == CopyTests.awkward.count)
-            return copied
+            #expect(back == CopyTests.awkward.map { Optional($0) })
         }
-        #expect(back == CopyTests.awkward.map { Optional($0) })
     }
 
     struct ProducerFailed: Error {}
@@ -51,44 +51,44 @@ import Testing
     }
 
     @Test func aFailedCopyInLeavesNothingAndTheConnectionServes() async throws {
-        let (_, pool) = try await TestDatabase.create(poolSize: 1)
-        defer { Task { await pool.close() } }
-        try await pool.withConnection { c in
-            try c.execute(script: "CREATE TABLE t (n int PRIMARY KEY)")
-            #expect(throws: ProducerFailed.self) {
-                try c.copyIn("COPY t (n) FROM STDIN") { send in
-                    try Array("1\n2\n".utf8).withUnsafeBytes { try send($0) }
-                    throw ProducerFailed()
+        try await withTestDatabase(poolSize: 1) { _, pool in
+            try await pool.withConnection { c in
+                try c.execute(script: "CREATE TABLE t (n int PRIMARY KEY)")
+                #expect(throws: ProducerFailed.self) {
+                    try c.copyIn("COPY t (n) FROM STDIN") { send in
+                        try Array("1\n2\n".utf8).withUnsafeBytes { try send($0) }
+                        throw ProducerFailed()
+                    }
                 }
+                #expect(try count(c) == 0)
+                // Bad data fails the COPY with PostgreSQL's error, and nothing of it stands either.
+                #expect(throws: PostgresError.self) {
+                    try c.copyIn("COPY t (n) FROM STDIN") { send in try Array("3\nfour\n".utf8).withUnsafeBytes { try send($0) } }
+                }
+                #expect(try count(c) == 0)
+                try c.copyIn("COPY t (n) FROM STDIN") { send in try Array("5\n6\n".utf8).withUnsafeBytes { try send($0) } }
+                #expect(try count(c) == 2)
             }
-            #expect(try count(c) == 0)
-            // Bad data fails the COPY with PostgreSQL's error, and nothing of it stands either.
-            #expect(throws: PostgresError.self) {
-                try c.copyIn("COPY t (n) FROM STDIN") { send in try Array("3\nfour\n".utf8).withUnsafeBytes { try send($0) } }
-            }
-            #expect(try count(c) == 0)
-            try c.copyIn("COPY t (n) FROM STDIN") { send in try Array("5\n6\n".utf8).withUnsafeBytes { try send($0) } }
-            #expect(try count(c) == 2)
         }
     }
 
     struct ConsumerFailed: Error {}
 
     @Test func aFailedCopyOutStopsAndTheConnectionServes() async throws {
-        let (_, pool) = try await TestDatabase.create(poolSize: 1)
-        defer { Task { await pool.close() } }
-        try await pool.withConnection { c in
-            var seen = 0
-            #expect(throws: ConsumerFailed.self) {
-                try c.copyOut("COPY (SELECT n FROM generate_series(1, 2000000) n) TO STDOUT") { _ in
-                    seen += 1
-                    if seen == 10 { throw ConsumerFailed() }
+        try await withTestDatabase(poolSize: 1) { _, pool in
+            try await pool.withConnection { c in
+                var seen = 0
+                #expect(throws: ConsumerFailed.self) {
+                    try c.copyOut("COPY (SELECT n FROM generate_series(1, 2000000) n) TO STDOUT") { _ in
+                        seen += 1
+                        if seen == 10 { throw ConsumerFailed() }
+                    }
                 }
+                #expect(seen == 10, "rows after the failure are not handed on")
+                #expect(c.isHealthy)
+                let answer = try c.query("SELECT 41 + 1 AS n").first.map { try $0.int("n") }
+                #expect(answer == 42)
             }
-            #expect(seen == 10, "rows after the failure are not handed on")
-            #expect(c.isHealthy)
-            let answer = try c.query("SELECT 41 + 1 AS n").first.map { try $0.int("n") }
-            #expect(answer == 42)
         }
     }
 }

@@ -10,37 +10,36 @@ import Testing
     static let mode: PostgresQuery = "SELECT current_setting(\("plan_cache_mode")) AS mode"
 
     @Test(arguments: [true, false]) func onlyTheFlaggedStatementRunsUnderAGenericPlan(prepared: Bool) async throws {
-        let (url, setup) = try await TestDatabase.create(poolSize: 1)
-        await setup.close()
-        let pool = PostgresPool(configuration: PostgresConfiguration(url: url, size: 1, usePreparedStatements: prepared))
-        defer { Task { await pool.close() } }
-        let modes = try await pool.withConnection { c -> [String] in
-            var modes: [String] = []
-            // In a pipeline (one implicit transaction): before, flagged twice in a row, between, flagged, after.
-            let generic = GenericPlanTests.mode.plannedOnce()
-            let statements = [GenericPlanTests.mode, generic, generic, GenericPlanTests.mode, generic, GenericPlanTests.mode]
-            modes += try c.pipeline(statements).map { try $0.rows[0].string("mode") }
-            // Alone, then in an explicit transaction, and the connection after it.
-            modes.append(try c.query(generic).rows[0].string("mode"))
-            modes += try c.transaction { t in
-                [try t.query(generic).rows[0].string("mode"), try t.query(GenericPlanTests.mode).rows[0].string("mode")]
+        let url = try await TestDatabase.createMigrated()
+        try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 1, usePreparedStatements: prepared)) { pool in
+            let modes = try await pool.withConnection { c -> [String] in
+                var modes: [String] = []
+                // In a pipeline (one implicit transaction): before, flagged twice in a row, between, flagged, after.
+                let generic = GenericPlanTests.mode.plannedOnce()
+                let statements = [GenericPlanTests.mode, generic, generic, GenericPlanTests.mode, generic, GenericPlanTests.mode]
+                modes += try c.pipeline(statements).map { try $0.rows[0].string("mode") }
+                // Alone, then in an explicit transaction, and the connection after it.
+                modes.append(try c.query(generic).rows[0].string("mode"))
+                modes += try c.transaction { t in
+                    [try t.query(generic).rows[0].string("mode"), try t.query(GenericPlanTests.mode).rows[0].string("mode")]
+                }
+                modes.append(try c.query(GenericPlanTests.mode).rows[0].string("mode"))
+                return modes
             }
-            modes.append(try c.query(GenericPlanTests.mode).rows[0].string("mode"))
-            return modes
+            let (auto, generic) = ("auto", "force_generic_plan")
+            #expect(modes == [auto, generic, generic, auto, generic, auto, generic, generic, auto, auto])
         }
-        let (auto, generic) = ("auto", "force_generic_plan")
-        #expect(modes == [auto, generic, generic, auto, generic, auto, generic, generic, auto, auto])
     }
 
     @Test func aStatementPlannedForItsValuesRunsUnderCustomPlansAndAGenericOneNextToItToo() async throws {
-        let (_, pool) = try await TestDatabase.create(poolSize: 1)
-        defer { Task { await pool.close() } }
-        let modes = try await pool.withConnection { c in
-            try c.pipeline([
-                GenericPlanTests.mode.plannedForItsValues(), GenericPlanTests.mode.plannedOnce(), GenericPlanTests.mode,
-            ]).map { try $0.rows[0].string("mode") }
+        try await withTestDatabase(poolSize: 1) { _, pool in
+            let modes = try await pool.withConnection { c in
+                try c.pipeline([
+                    GenericPlanTests.mode.plannedForItsValues(), GenericPlanTests.mode.plannedOnce(), GenericPlanTests.mode,
+                ]).map { try $0.rows[0].string("mode") }
+            }
+            #expect(modes == ["force_custom_plan", "force_generic_plan", "auto"])
         }
-        #expect(modes == ["force_custom_plan", "force_generic_plan", "auto"])
     }
 
     /// With prepared statements the session keeps the mode last set: a connection that runs the same flagged
@@ -59,28 +58,28 @@ import Testing
     /// A setting made in a transaction that fails or rolls back is undone by PostgreSQL: the connection must not
     /// go on believing it.
     @Test func aSettingUndoneByARollbackIsNotTrusted() async throws {
-        let (_, pool) = try await TestDatabase.create(poolSize: 1)
-        defer { Task { await pool.close() } }
-        let generic = GenericPlanTests.mode.plannedOnce()
-        let modes = try await pool.withConnection { c -> [String] in
-            var modes: [String] = []
-            // Fails after its setting: the implicit transaction and the setting go.
-            #expect(throws: PostgresError.self) { try c.pipeline([generic, "SELECT 1 / 0"]) }
-            modes.append(try c.query(generic).rows[0].string("mode"))
-            // Set to auto in a transaction that rolls back: the generic mode from before it is back, and a plain
-            // statement after it must set auto again.
-            struct Undo: Error {}
-            #expect(throws: Undo.self) {
-                try c.transaction { t in
-                    _ = try t.query(GenericPlanTests.mode)
-                    throw Undo()
+        try await withTestDatabase(poolSize: 1) { _, pool in
+            let generic = GenericPlanTests.mode.plannedOnce()
+            let modes = try await pool.withConnection { c -> [String] in
+                var modes: [String] = []
+                // Fails after its setting: the implicit transaction and the setting go.
+                #expect(throws: PostgresError.self) { try c.pipeline([generic, "SELECT 1 / 0"]) }
+                modes.append(try c.query(generic).rows[0].string("mode"))
+                // Set to auto in a transaction that rolls back: the generic mode from before it is back, and a plain
+                // statement after it must set auto again.
+                struct Undo: Error {}
+                #expect(throws: Undo.self) {
+                    try c.transaction { t in
+                        _ = try t.query(GenericPlanTests.mode)
+                        throw Undo()
+                    }
                 }
+                modes.append(try c.query(GenericPlanTests.mode).rows[0].string("mode"))
+                modes.append(try c.query(generic).rows[0].string("mode"))
+                return modes
             }
-            modes.append(try c.query(GenericPlanTests.mode).rows[0].string("mode"))
-            modes.append(try c.query(generic).rows[0].string("mode"))
-            return modes
+            #expect(modes == ["force_generic_plan", "auto", "force_generic_plan"])
         }
-        #expect(modes == ["force_generic_plan", "auto", "force_generic_plan"])
     }
 
     @Test func theStatementsAroundItKeepTheirOwnResults() {
@@ -103,12 +102,12 @@ import Testing
             let local = PostgresQuery.withPlanModes([unflagged, GenericPlanTests.mode])
             #expect(local.queries.count == 2 && local.positions == [0, 1])
         }
-        let (_, pool) = try await TestDatabase.create(poolSize: 1)
-        defer { Task { await pool.close() } }
-        let modes = try await pool.withConnection { c in
-            try c.pipeline([flagged, bare, flagged]).map { try $0.rows[0].string("mode") }
-                + [try c.query(bare).rows[0].string("mode"), try c.query(flagged).rows[0].string("mode")]
+        try await withTestDatabase(poolSize: 1) { _, pool in
+            let modes = try await pool.withConnection { c in
+                try c.pipeline([flagged, bare, flagged]).map { try $0.rows[0].string("mode") }
+                    + [try c.query(bare).rows[0].string("mode"), try c.query(flagged).rows[0].string("mode")]
+            }
+            #expect(modes == Array(repeating: "force_generic_plan", count: 5))
         }
-        #expect(modes == Array(repeating: "force_generic_plan", count: 5))
     }
 }

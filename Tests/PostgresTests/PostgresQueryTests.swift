@@ -78,33 +78,34 @@ import Testing
 
     /// The server's reading is the oracle: every element comes back as it was bound, NULL as NULL.
     @Test func arraysAndFragmentsRoundTripThroughPostgreSQL() async throws {
-        let (_, pool) = try await TestDatabase.create(poolSize: 1)
-        defer { Task { await pool.close() } }
-        let texts: [String?] = [
-            "plain", "", "NULL", nil, #"quote " and \ backslash"#, "a,b", "{braces}", "line\nbreak", "ü 🙂", " ",
-        ]
-        let back = try await pool.withConnection { c in
-            try c.query("SELECT x FROM unnest(\(PostgresNullableArray(texts))::text[]) WITH ORDINALITY AS u(x, i) ORDER BY i")
-                .rows.map { $0["x"] }
-        }
-        #expect(back == texts)
-        let numbers: [Int64] = [0, -1, Int64.max, Int64.min]
-        let (count, third) = try await pool.withConnection { c -> (Int, Int64) in
-            let row = try c.query("SELECT array_length(\(numbers)::bigint[], 1) AS n, (\(numbers)::bigint[])[3] AS third").first!
-            return (try row.int("n"), try row.int64("third"))
-        }
-        #expect(count == 4)
-        #expect(third == Int64.max)
+        try await withTestDatabase(poolSize: 1) { _, pool in
+            let texts: [String?] = [
+                "plain", "", "NULL", nil, #"quote " and \ backslash"#, "a,b", "{braces}", "line\nbreak", "ü 🙂", " ",
+            ]
+            let back = try await pool.withConnection { c in
+                try c.query("SELECT x FROM unnest(\(PostgresNullableArray(texts))::text[]) WITH ORDINALITY AS u(x, i) ORDER BY i")
+                    .rows.map { $0["x"] }
+            }
+            #expect(back == texts)
+            let numbers: [Int64] = [0, -1, Int64.max, Int64.min]
+            let (count, third) = try await pool.withConnection { c -> (Int, Int64) in
+                let row = try c.query("SELECT array_length(\(numbers)::bigint[], 1) AS n, (\(numbers)::bigint[])[3] AS third")
+                    .first!
+                return (try row.int("n"), try row.int64("third"))
+            }
+            #expect(count == 4)
+            #expect(third == Int64.max)
 
-        let owner: PostgresQuery = "v.customer = \("c2") AND v.device = \("d2")"
-        let found = try await pool.withConnection { c in
-            try c.query(
-                """
-                SELECT v.n FROM (VALUES (\(1), 'c1', 'd1'), (\(2), 'c2', 'd2'), (\(3), 'c2', 'd2')) AS v(n, customer, device)
-                WHERE \(owner) AND v.n::int > \(2) AND '$1 stays text' <> ''
-                """
-            ).rows.map { try $0.int("n") }
+            let owner: PostgresQuery = "v.customer = \("c2") AND v.device = \("d2")"
+            let found = try await pool.withConnection { c in
+                try c.query(
+                    """
+                    SELECT v.n FROM (VALUES (\(1), 'c1', 'd1'), (\(2), 'c2', 'd2'), (\(3), 'c2', 'd2')) AS v(n, customer, device)
+                    WHERE \(owner) AND v.n::int > \(2) AND '$1 stays text' <> ''
+                    """
+                ).rows.map { try $0.int("n") }
+            }
+            #expect(found == [3])
         }
-        #expect(found == [3])
     }
 }

@@ -17,18 +17,17 @@ import Testing
     }
 
     @Test func eachStatementRunsItsOwnTextWhenPreparedAndReused() async throws {
-        let (url, setup) = try await TestDatabase.create(poolSize: 1)
-        await setup.close()
-        let pool = PostgresPool(configuration: PostgresConfiguration(url: url, size: 1, usePreparedStatements: true))
-        defer { Task { await pool.close() } }
-        let eight: PostgresQuery = "SELECT \(8)::int AS n -- §8"
-        let nine: PostgresQuery = "SELECT \(9)::int + 0 AS n -- §"
-        for _ in 0..<3 {
-            let values = try await pool.withConnection { c in
-                try c.pipeline([eight, nine, eight]).map { try $0.first!.int("n") }
-                    + [try c.query(nine).first!.int("n")]
+        let url = try await TestDatabase.createMigrated()
+        try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 1, usePreparedStatements: true)) { pool in
+            let eight: PostgresQuery = "SELECT \(8)::int AS n -- §8"
+            let nine: PostgresQuery = "SELECT \(9)::int + 0 AS n -- §"
+            for _ in 0..<3 {
+                let values = try await pool.withConnection { c in
+                    try c.pipeline([eight, nine, eight]).map { try $0.first!.int("n") }
+                        + [try c.query(nine).first!.int("n")]
+                }
+                #expect(values == [8, 9, 8, 9])
             }
-            #expect(values == [8, 9, 8, 9])
         }
     }
 }

@@ -8,23 +8,23 @@ import Testing
 /// multi-host URL with `target_session_attrs=read-write` finds the new primary after a failover.
 @Suite(.timeLimit(.minutes(1))) struct ReadOnlyServerTests {
     @Test func aReadOnlyRefusalIsUnavailableAndTheConnectionIsReplaced() async throws {
-        let database = try await TestDatabase.create(poolSize: 1)
-        defer { Task { await database.pool.close() } }
-        let pool = database.pool
-        let before = try await pool.query("SELECT pg_backend_pid() AS pid").first?.int("pid")
-        do {
-            try await pool.withConnection { connection in
-                // This session now behaves like a standby's for writes.
-                try connection.execute(script: "SET default_transaction_read_only = on")
-                try connection.execute(script: "CREATE TABLE refused (x int)")
+        try await withTestDatabase(poolSize: 1) { _, pool in
+            let before = try await pool.query("SELECT pg_backend_pid() AS pid").first?.int("pid")
+            do {
+                try await pool.withConnection { connection in
+                    // This session now behaves like a standby's for writes.
+                    try connection.execute(script: "SET default_transaction_read_only = on")
+                    try connection.execute(script: "CREATE TABLE refused (x int)")
+                }
+                Issue.record("the write was not refused")
+            } catch let error as PostgresError {
+                #expect(error.code == .unavailable)
+                #expect(error.sqlState == PostgresError.readOnlySQLState)
             }
-            Issue.record("the write was not refused")
-        } catch let error as PostgresError {
-            #expect(error.code == .unavailable)
-            #expect(error.sqlState == PostgresError.readOnlySQLState)
+            let after = try await pool.query(
+                "SELECT pg_backend_pid() AS pid, current_setting('default_transaction_read_only') AS ro")
+            #expect(try after.first?.int("pid") != before, "the read-only connection was replaced")
+            #expect(try after.first?.string("ro") == "off")
         }
-        let after = try await pool.query("SELECT pg_backend_pid() AS pid, current_setting('default_transaction_read_only') AS ro")
-        #expect(try after.first?.int("pid") != before, "the read-only connection was replaced")
-        #expect(try after.first?.string("ro") == "off")
     }
 }

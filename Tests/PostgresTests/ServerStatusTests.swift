@@ -33,10 +33,10 @@ import Testing
     }
 
     @Test func theTestClusterIsAPrimaryWithoutStandbys() async throws {
-        let database = try await TestDatabase.create(poolSize: 1)
-        defer { Task { await database.pool.close() } }
-        let status = try await database.pool.withConnection { try PostgresServerStatus.read(on: $0) }
-        #expect(!status.inRecovery)
-        #expect(status.replication == .none)
+        try await withTestDatabase(poolSize: 1) { _, pool in
+            let status = try await pool.withConnection { try PostgresServerStatus.read(on: $0) }
+            #expect(!status.inRecovery)
+            #expect(status.replication == .none)
+        }
     }
 }

@@ -14,83 +14,74 @@ import Testing
 /// answered gets its `end` at APNs once the worker found the new primary.
 @Suite(.serialized, .timeLimit(.minutes(4))) struct FailoverTests {
     @Test func postsUnderLoadThroughAFailoverLoseNoAnsweredEventAndEveryPushArrives() async throws {
-        let pair = ReplicaPair()
-        try await pair.run("start")
-        let fleet = try await Fleet.prepare()
-        var children: [RunningChild] = []
-        defer {
-            Fleet.stopBlocking(children)
-            pair.destroyBlocking()
-            try? FileManager.default.removeItem(at: fleet.folder)
-            Task {
-                await fleet.stop()
-            }
-        }
-        let url = try await pair.run("url")
-        let migrated = try await ChildProcess(fleet.binary, ["migrate"], environment: fleet.environment(databaseURL: url)).run()
-        #expect(migrated.status == 0, "migrate: \(migrated.stderr)")
-        let dispatcher = try await fleet.dispatcherKey(databaseURL: url)
-        let (apiChild, api) = try await fleet.startAPI(databaseURL: url, name: "api")
-        children.append(apiChild)
-        children.append(try fleet.startWorker(databaseURL: url, name: "worker"))
-        let minted = try await api.send("POST", "/v1/keys", key: dispatcher, body: ["role": "customer", "subject": "c-1"])
-        let customer = try #require(minted.json["key"]?.stringValue)
+        try await ReplicaPair.with { pair in
+            try await Fleet.with { fleet in
+                let url = try await pair.run("url")
+                try await fleet.migrate(databaseURL: url)
+                let dispatcher = try await fleet.dispatcherKey(databaseURL: url)
+                let (_, api) = try await fleet.startAPI(databaseURL: url, name: "api")
+                try fleet.startWorker(databaseURL: url, name: "worker")
+                let minted = try await api.send(
+                    "POST", "/v1/keys", key: dispatcher, body: ["role": "customer", "subject": "c-1"])
+                let customer = try #require(minted.json["key"]?.stringValue)
 
-        // Four clients, each playing one visit after the other until told to stop.
-        let load = Load()
-        let clients = (0..<4).map { client in
-            Task { await load.run(client: client, api: api, dispatcher: dispatcher, customer: customer) }
-        }
-        do {
-            try await eventually("20 visits played before the failover", within: 60, pollingEvery: 0.05) {
-                load.completedVisits.count >= 20
-            }
-            try await pair.run("failover")
-            let before = load.completedVisits.count
-            try await eventually("20 more visits played after the failover", within: 90, pollingEvery: 0.1) {
-                load.completedVisits.count >= before + 20
-            }
-        } catch {
-            load.stop()
-            for c in clients { await c.value }
-            throw error
-        }
-        load.stop()
-        for c in clients { await c.value }
-
-        #expect(load.unexpected.isEmpty, "answers other than 201/204/503: \(load.unexpected.prefix(10))")
-        let answered = load.answeredEvents
-        #expect(!answered.isEmpty)
-
-        // Every 201 is on the promoted primary (the URL finds it: the old one is gone).
-        let stored = try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 1)) { pool in
-            try await pool.withConnection { connection in
-                guard try connection.query("SELECT pg_is_in_recovery() AS r").first?.bool("r") == false else {
-                    throw Fleet.Failure("the URL reached a server in recovery")
+                // Four clients, each playing one visit after the other until told to stop.
+                let load = Load()
+                let clients = (0..<4).map { client in
+                    Task { await load.run(client: client, api: api, dispatcher: dispatcher, customer: customer) }
                 }
-                return Set(
-                    try connection.query("SELECT stream_name, position FROM events").map {
-                        "\(try $0.string("stream_name"))#\(try $0.int64("position"))"
-                    })
-            }
-        }
-        let lost = answered.filter { !stored.contains("visit-\($0.visit)#\($0.version)") }
-        #expect(
-            lost.isEmpty,
-            "of \(answered.count) events answered 201 (\(load.unavailableAnswers) requests answered 503), not on the promoted primary: \(lost.prefix(10))"
-        )
+                do {
+                    try await eventually("20 visits played before the failover", within: 60, pollingEvery: 0.05) {
+                        load.completedVisits.count >= 20
+                    }
+                    try await pair.run("failover")
+                    let before = load.completedVisits.count
+                    try await eventually("20 more visits played after the failover", within: 90, pollingEvery: 0.1) {
+                        load.completedVisits.count >= before + 20
+                    }
+                } catch {
+                    load.stop()
+                    for c in clients { await c.value }
+                    throw error
+                }
+                load.stop()
+                for c in clients { await c.value }
 
-        // Every visit played to the end gets its end at APNs once the worker reconnected (leases of a dead
-        // connection expire after 30 s at the latest).
-        let finished = Set(load.completedVisits.map { token("t\($0)") })
-        try await eventually(
-            "an end at APNs for each of the \(finished.count) visits played to the end", within: 90, pollingEvery: 0.2
-        ) {
-            guard children[1].isRunning else { throw Fleet.Failure("worker exited: \(fleet.output("worker"))") }
-            let ended = Set(
-                fleet.simulator.deliveries().filter { $0.accepted && $0.aps?["event"]?.stringValue == "end" }.compactMap(
-                    \.deviceToken))
-            return finished.isSubset(of: ended)
+                #expect(load.unexpected.isEmpty, "answers other than 201/204/503: \(load.unexpected.prefix(10))")
+                let answered = load.answeredEvents
+                #expect(!answered.isEmpty)
+
+                // Every 201 is on the promoted primary (the URL finds it: the old one is gone).
+                let stored = try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 1)) { pool in
+                    try await pool.withConnection { connection in
+                        guard try connection.query("SELECT pg_is_in_recovery() AS r").first?.bool("r") == false else {
+                            throw Fleet.Failure("the URL reached a server in recovery")
+                        }
+                        return Set(
+                            try connection.query("SELECT stream_name, position FROM events").map {
+                                "\(try $0.string("stream_name"))#\(try $0.int64("position"))"
+                            })
+                    }
+                }
+                let lost = answered.filter { !stored.contains("visit-\($0.visit)#\($0.version)") }
+                #expect(
+                    lost.isEmpty,
+                    "of \(answered.count) events answered 201 (\(load.unavailableAnswers) requests answered 503), not on the promoted primary: \(lost.prefix(10))"
+                )
+
+                // Every visit played to the end gets its end at APNs once the worker reconnected (leases of a dead
+                // connection expire after 30 s at the latest).
+                let finished = Set(load.completedVisits.map { token("t\($0)") })
+                try await eventually(
+                    "an end at APNs for each of the \(finished.count) visits played to the end", within: 90, pollingEvery: 0.2
+                ) {
+                    guard fleet.children[1].isRunning else { throw Fleet.Failure("worker exited: \(fleet.output("worker"))") }
+                    let ended = Set(
+                        fleet.simulator.deliveries().filter { $0.accepted && $0.aps?["event"]?.stringValue == "end" }.compactMap(
+                            \.deviceToken))
+                    return finished.isSubset(of: ended)
+                }
+            }
         }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import TestSupportCore
 
 /// Scratch databases on the project's private PostgreSQL cluster (started by `scripts/pg start`; its URL
 /// comes from `LIVEVISITS_DATABASE_URL`, or from `scripts/pg url` when unset). Each call makes a fresh,
@@ -25,10 +26,10 @@ public enum TestDatabase {
     /// Creates an empty database and returns its URL.
     public static func createEmpty(prefix: String = "lvtest") async throws -> String {
         let name = "\(prefix)_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased())"
-        let admin = PostgresPool(url: serverURL, size: 1)
-        defer { Task { await admin.close() } }
-        try await admin.withConnection { connection in
-            try connection.execute(script: "CREATE DATABASE \"\(name)\"")
+        try await PostgresPool.withPool(PostgresConfiguration(url: serverURL, size: 1)) { admin in
+            try await admin.withConnection { connection in
+                try connection.execute(script: "CREATE DATABASE \"\(name)\"")
+            }
         }
         return url(forDatabase: name)
     }
@@ -42,6 +43,12 @@ public enum TestDatabase {
                 url: url, size: poolSize, acquireTimeoutSeconds: 30, connectTimeoutSeconds: 15))
         try await Migrator(directory: migrationsDirectory).migrate(pool: pool)
         return (url, pool)
+    }
+
+    /// Creates a database, applies the project's migrations and returns its URL: for a test that opens its own
+    /// pools on it or hands it to a process.
+    public static func createMigrated() async throws -> String {
+        try await withTestDatabase(poolSize: 1) { url, _ in url }
     }
 
     /// Adds a connection parameter to a URI or key=value connection string.

@@ -25,6 +25,23 @@ public struct VisitFixtures: Sendable {
         try await make { pool, clock in OutboxPushes(outbox: Outbox(pool: pool, clock: clock)) }
     }
 
+    /// Lends fixtures as `make(pushes:)` builds them to `body` and closes their pool once `body` has returned
+    /// or thrown.
+    public static func with<Result>(
+        pushes: any PushEnqueuer = CountingEnqueuer(), isolation: isolated (any Actor)? = #isolation,
+        _ body: (VisitFixtures) async throws -> Result
+    ) async throws -> Result {
+        try await withResource({ try await make(pushes: pushes) }, close: { await $0.pool.close() }, body)
+    }
+
+    /// Lends fixtures as `withOutbox()` builds them (pushes to the real outbox tables) to `body` and closes
+    /// their pool once `body` has returned or thrown.
+    public static func withOutboxPushes<Result>(
+        isolation: isolated (any Actor)? = #isolation, _ body: (VisitFixtures) async throws -> Result
+    ) async throws -> Result {
+        try await withResource({ try await withOutbox() }, close: { await $0.pool.close() }, body)
+    }
+
     private static func make(pushes: (PostgresPool, ManualClock) -> any PushEnqueuer) async throws -> VisitFixtures {
         let (_, pool) = try await TestDatabase.create(poolSize: 8)
         let rules = try ProjectionRules.load(directory: TestDatabase.projectionsDirectory)

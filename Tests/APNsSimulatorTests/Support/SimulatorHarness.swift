@@ -1,6 +1,7 @@
 import APNsSimulator
 import Foundation
 import Runtime
+import TestSupportCore
 
 /// What curl got back for one request.
 struct PushResponse: Sendable {
@@ -163,4 +164,17 @@ struct SimulatorHarness: Sendable {
         let statuses = result.stdout.split(whereSeparator: \.isNewline).map { Int($0) ?? 0 }
         return (statuses, result)
     }
+}
+
+/// Lends a running simulator (see `SimulatorHarness.start`) to `body` and stops it once `body` has returned or
+/// thrown.
+func withSimulator<Result>(
+    bundleID: String? = SimulatorHarness.bundleID, clock: (any WallClock)? = nil,
+    configure: (inout SimulatorConfiguration) -> Void = { _ in },
+    isolation: isolated (any Actor)? = #isolation,
+    _ body: (SimulatorHarness) async throws -> Result
+) async throws -> Result {
+    try await withResource(
+        { try await SimulatorHarness.start(bundleID: bundleID, clock: clock, configure: configure) },
+        close: { await $0.simulator.stop() }, body)
 }

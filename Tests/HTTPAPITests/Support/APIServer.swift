@@ -55,7 +55,7 @@ final class APIServer: Sendable {
         if let databaseURL {
             url = databaseURL
         } else {
-            url = try await TestDatabase.create(poolSize: 1).url
+            url = try await TestDatabase.createMigrated()
         }
         var configuration = PostgresConfiguration(url: url, size: poolSize)
         if let acquireTimeoutSeconds { configuration.acquireTimeoutSeconds = acquireTimeoutSeconds }
@@ -172,4 +172,27 @@ func pushToken(_ name: String) -> String {
     for byte in Array(name.utf8) { hex += String(format: "%02x", byte) }
     while hex.count < 64 { hex += "a" }
     return String(hex.prefix(64))
+}
+
+/// Lends an `APIServer` started with these arguments (see `APIServer.start`) to `body` and stops it once `body`
+/// has returned or thrown.
+func withAPIServer<Result>(
+    databaseURL: String? = nil, poolSize: Int = 8, acquireTimeoutSeconds: Double? = nil,
+    keyCache: APIKeyCache = APIKeyCache(),
+    listenForRevocations: Bool = false, clock: any WallClock = SystemClock(),
+    personalData: PersonalDataKeys = PersonalDataKeys(current: nil),
+    channelService: (any ChannelService)? = nil, maximumChannels: Int = ChannelStore.defaultMaximumChannels,
+    outboxConfiguration: OutboxConfiguration = OutboxConfiguration(),
+    dataKeyCache: PersonalDataKeyCache = PersonalDataKeyCache(), listenForErasures: Bool = false,
+    isolation: isolated (any Actor)? = #isolation,
+    _ body: (APIServer) async throws -> Result
+) async throws -> Result {
+    try await withResource(
+        {
+            try await APIServer.start(
+                databaseURL: databaseURL, poolSize: poolSize, acquireTimeoutSeconds: acquireTimeoutSeconds,
+                keyCache: keyCache, listenForRevocations: listenForRevocations, clock: clock, personalData: personalData,
+                channelService: channelService, maximumChannels: maximumChannels,
+                outboxConfiguration: outboxConfiguration, dataKeyCache: dataKeyCache, listenForErasures: listenForErasures)
+        }, close: { await $0.stop() }, body)
 }

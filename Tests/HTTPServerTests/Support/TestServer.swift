@@ -35,3 +35,23 @@ func startServer(
     let task = Task { try await server.run() }
     return RunningServer(server: server, task: task)
 }
+
+/// Lends a server started as `startServer` starts it to `body`, then stops it and waits for its graceful
+/// shutdown, also when `body` throws. A server whose `run()` failed fails the test once `body` returned.
+func withServer<Result>(
+    _ configuration: HTTPServerConfiguration = .test(), clock: any WallClock = SystemClock(),
+    metrics: Metrics = Metrics(), handler: @escaping HTTPHandler,
+    isolation: isolated (any Actor)? = #isolation,
+    _ body: (RunningServer) async throws -> Result
+) async throws -> Result {
+    let running = try startServer(configuration, clock: clock, metrics: metrics, handler: handler)
+    let result: Result
+    do {
+        result = try await body(running)
+    } catch {
+        try? await running.stop()
+        throw error
+    }
+    try await running.stop()
+    return result
+}

@@ -2,6 +2,7 @@ import APNsSimulator
 import Foundation
 import JSON
 import Runtime
+import Synchronization
 import TestSupport
 
 #if canImport(FoundationNetworking)
@@ -16,6 +17,7 @@ final class Fleet: Sendable {
     let keyFile: String
     let binary: String
     let folder: URL
+    private let started = Mutex<[RunningChild]>([])
 
     private init(simulator: APNsSimulator, endpoint: SimulatorEndpoint, keyFile: String, binary: String, folder: URL) {
         self.simulator = simulator
@@ -27,8 +29,16 @@ final class Fleet: Sendable {
 
     static let bundleID = "com.example.visits"
 
+    /// Lends a prepared fleet to `body`; once `body` has returned or thrown, stops every child the fleet
+    /// started or adopted (last started first, each waited for), then the simulator, and removes the folder.
+    static func with<Result>(
+        isolation: isolated (any Actor)? = #isolation, _ body: (Fleet) async throws -> Result
+    ) async throws -> Result {
+        try await withResource({ try await prepare() }, close: { await $0.close() }, body)
+    }
+
     /// Builds `livevisits`, starts the simulator and makes the signing key.
-    static func prepare() async throws -> Fleet {
+    private static func prepare() async throws -> Fleet {
         let binary = try await BuiltProduct.livevisits()
         var configuration = SimulatorConfiguration()
         configuration.bundleID = bundleID
@@ -47,26 +57,28 @@ final class Fleet: Sendable {
     }
 
     func environment(databaseURL: String) -> [String: String] {
-        var environment = ProcessInfo.processInfo.environment
-        environment["LIVEVISITS_DATABASE_URL"] = databaseURL
-        environment["LIVEVISITS_MIGRATIONS_DIR"] = TestDatabase.migrationsDirectory.path
-        environment["LIVEVISITS_PROJECTIONS_DIR"] = TestDatabase.projectionsDirectory.path
-        environment["LIVEVISITS_APNS_URL"] = endpoint.url
-        environment["LIVEVISITS_APNS_CHANNELS_URL"] = endpoint.channelsURL
-        environment["LIVEVISITS_APNS_CA_FILE"] = endpoint.caFile
-        environment["LIVEVISITS_APNS_KEY_FILE"] = keyFile
-        environment["LIVEVISITS_APNS_KEY_ID"] = "KEY1234567"
-        environment["LIVEVISITS_APNS_TEAM_ID"] = "TEAM123456"
-        environment["LIVEVISITS_APNS_BUNDLE_ID"] = Fleet.bundleID
-        environment["LIVEVISITS_LOG_LEVEL"] = "error"
-        return environment
+        productEnvironment(
+            databaseURL: databaseURL, apnsURL: endpoint.url, channelsURL: endpoint.channelsURL, caFile: endpoint.caFile,
+            keyFile: keyFile, bundleID: Fleet.bundleID)
     }
 
     /// Starts `livevisits worker` (its output in the fleet's folder, for a failure's message).
+    @discardableResult
     func startWorker(databaseURL: String, name: String, adding extra: [String: String] = [:]) throws -> RunningChild {
-        try ChildProcess(binary, ["worker"], environment: environment(databaseURL: databaseURL).merging(extra) { $1 })
-            .start(stdout: .file(log(name)), stderr: .file(log(name) + ".err"))
+        adopt(
+            try ChildProcess(binary, ["worker"], environment: environment(databaseURL: databaseURL).merging(extra) { $1 })
+                .start(stdout: .file(log(name)), stderr: .file(log(name) + ".err")))
     }
+
+    /// Takes `child` into the fleet: it is stopped with the fleet's other children when the fleet closes.
+    @discardableResult
+    func adopt(_ child: RunningChild) -> RunningChild {
+        started.withLock { $0.append(child) }
+        return child
+    }
+
+    /// The children started or adopted so far, in that order.
+    var children: [RunningChild] { started.withLock { $0 } }
 
     /// Starts `livevisits serve --api-only` on a free loopback port and waits until `/readyz` answers 200.
     func startAPI(
@@ -75,8 +87,9 @@ final class Fleet: Sendable {
         guard let port = LoopbackPort.bindable() else { throw Failure("no free loopback port") }
         var environment = environment(databaseURL: databaseURL).merging(extra) { $1 }
         environment["LIVEVISITS_HTTP_ADDR"] = "127.0.0.1:\(port)"
-        let child = try ChildProcess(binary, ["serve", "--api-only"], environment: environment)
-            .start(stdout: .file(log(name)), stderr: .file(log(name) + ".err"))
+        let child = adopt(
+            try ChildProcess(binary, ["serve", "--api-only"], environment: environment)
+                .start(stdout: .file(log(name)), stderr: .file(log(name) + ".err")))
         let api = APIClient(baseURL: "http://127.0.0.1:\(port)")
         do {
             try await eventually("\(name) ready (/readyz 200)", within: 60, pollingEvery: 0.1) {
@@ -88,6 +101,19 @@ final class Fleet: Sendable {
             throw error
         }
         return (child, api)
+    }
+
+    /// Starts `count` APIs named `api-0`, `api-1`, … (see `startAPI`) and returns their clients in that order.
+    func startAPIs(_ count: Int, databaseURL: String) async throws -> [APIClient] {
+        var apis: [APIClient] = []
+        for n in 0..<count { apis.append(try await startAPI(databaseURL: databaseURL, name: "api-\(n)").api) }
+        return apis
+    }
+
+    /// Runs `livevisits migrate` on `databaseURL`; throws with its stderr when it fails.
+    func migrate(databaseURL: String) async throws {
+        let migrated = try await ChildProcess(binary, ["migrate"], environment: environment(databaseURL: databaseURL)).run()
+        guard migrated.status == 0 else { throw Failure("migrate: \(migrated.stderr)") }
     }
 
     /// Mints a dispatcher key with `livevisits keys create`.
@@ -108,16 +134,9 @@ final class Fleet: Sendable {
         String(((try? String(contentsOfFile: log(name) + ".err", encoding: .utf8)) ?? "").suffix(1500))
     }
 
-    /// Stops the children, last started first, and waits for each: synchronously, for a `defer` (a Task
-    /// started there may never run before the test process exits, and the children would outlive it).
-    static func stopBlocking(_ children: [RunningChild]) {
-        for child in children.reversed() where child.isRunning {
-            child.signal(SIGTERM)
-            _ = child.waitBlocking()
-        }
-    }
-
-    func stop() async {
+    /// Stops the children (last started first, each waited for), then the simulator; removes the folder.
+    private func close() async {
+        for child in children.reversed() { _ = await child.stop() }
         await simulator.stop()
         try? FileManager.default.removeItem(at: folder)
     }

@@ -9,7 +9,19 @@ struct ReplicaPair: Sendable {
     private let script = TestDatabase.repositoryRoot.appendingPathComponent("scripts/pg-replica").path
     private let environment: [String: String]
 
-    init() {
+    /// Lends a started pair to `body` and destroys both servers once `body` has returned or thrown.
+    static func with<Result>(
+        isolation: isolated (any Actor)? = #isolation, _ body: (ReplicaPair) async throws -> Result
+    ) async throws -> Result {
+        try await withResource(
+            {
+                let pair = ReplicaPair()
+                try await pair.run("start")
+                return pair
+            }, close: { try? await $0.run("destroy") }, body)
+    }
+
+    private init() {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("lv-replica-\(UUID().uuidString.prefix(8))")
         environment = ProcessInfo.processInfo.environment.merging(["LIVEVISITS_PGREPLICA_DIR": folder.path]) { $1 }
     }
@@ -20,10 +32,5 @@ struct ReplicaPair: Sendable {
         let outcome = try await ChildProcess(script, [command], environment: environment).run()
         guard outcome.status == 0 else { throw Fleet.Failure("scripts/pg-replica \(command): \(outcome.stderr)") }
         return outcome.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-
-    /// Stops and removes both servers, synchronously (for a `defer`).
-    func destroyBlocking() {
-        _ = try? ChildProcess(script, ["destroy"], environment: environment).runBlocking()
     }
 }
