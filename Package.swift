@@ -122,7 +122,7 @@ let package = Package(
         ),
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "Runtime"]),
         .testTarget(name: "ScaleTests", dependencies: ["APNsSimulator", "JSON", "Postgres", "Runtime", "TestSupport"]),
-        .testTarget(name: "RuntimeTests", dependencies: ["Runtime"]),
+        .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )
