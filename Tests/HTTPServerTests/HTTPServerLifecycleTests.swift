@@ -40,9 +40,15 @@ import Testing
     @Test func cancellationReachesTheTimedOutHandler() async throws {
         let clock = ManualClock(now: 0)
         let (events, signal) = AsyncStream.makeStream(of: String.self)
+        let cancelled = Gate()
         let running = try startServer(.test { $0.requestTimeout = 1 }, clock: clock) { _ in
             signal.yield("started")
-            while !Task.isCancelled { try? await Task.sleep(nanoseconds: 5_000_000) }
+            // Holds until its task is cancelled (the gate opens from the cancellation handler).
+            await withTaskCancellationHandler {
+                await cancelled.wait()
+            } onCancel: {
+                cancelled.open()
+            }
             signal.yield("cancelled")
             return HTTPResponse(status: 200)
         }
