@@ -95,15 +95,23 @@ public final class HTTPServer: Service, Sendable {
         }
         logger.info("http server listening", ["http.address": address.description])
 
-        // Serve; the tick only decides how often overdue handlers are looked for,
-        // the injected clock decides which are overdue.
-        while !Task.isCancelled {
-            do { try await Task.sleep(nanoseconds: 50_000_000) } catch { break }
-            answerOverdue()
-        }
+        await tickUntilCancelled()
         // The shutdown must itself wait on time, which a cancelled task cannot: run it in a fresh task.
         let handle = DaemonHandle(daemon)
         await Task { await self.shutDown(handle) }.value
+    }
+
+    /// How often overdue handlers are looked for (the injected clock decides which are overdue).
+    static let tick = Duration.milliseconds(50)
+    /// How long the stopped server waits for the answers it just gave to be written.
+    static let writeOutLimit = Duration.seconds(1)
+
+    /// Answers overdue handlers every `tick` until the calling task is cancelled.
+    private func tickUntilCancelled() async {
+        while !Task.isCancelled {
+            do { try await Task.sleep(for: Self.tick) } catch { return }
+            answerOverdue()
+        }
     }
 
     /// Answers 503 `timeout` for handlers past `requestTimeout` and cancels their tasks.
@@ -137,9 +145,15 @@ public final class HTTPServer: Service, Sendable {
         if listenFD >= 0 { _ = Glibc.shutdown(listenFD, Int32(SHUT_RDWR)) }
         logger.info("http server draining", ["http.active": String(registry.counts.active)])
 
-        while registry.counts.active > 0, clock.now() < graceEnds {
-            try? await Task.sleep(nanoseconds: 10_000_000)
-            answerOverdue()
+        // Until the last request completes or the grace ends on the clock; handlers that run past their own
+        // deadline meanwhile are still answered (the tick).
+        let clock = self.clock
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.tickUntilCancelled() }
+            await registry.wait(until: .noneActive) {
+                try? await clock.sleep(seconds: graceEnds - clock.now())
+            }
+            group.cancelAll()
         }
         let unfinished = registry.beginStopping()
         if !unfinished.isEmpty {
@@ -150,15 +164,9 @@ public final class HTTPServer: Service, Sendable {
             InlineTaskExecutor.deferringJobs { task?.cancel() }
         }
         // MHD must not be stopped while a connection is suspended: wait for every resume to return.
-        while registry.counts.resuming > 0 || registry.counts.inFlight > 0 {
-            try? await Task.sleep(nanoseconds: 1_000_000)
-        }
-        // Give the answers just resumed a moment to be written (bounded: a peer may not read).
-        var waits = 0
-        while registry.counts.active > 0, waits < 100 {
-            try? await Task.sleep(nanoseconds: 10_000_000)
-            waits += 1
-        }
+        await registry.wait(until: .noneSuspended)
+        // Give the answers just resumed a moment to be written (bounded, in real time: a peer may not read).
+        await registry.wait(until: .noneActive) { try? await Task.sleep(for: Self.writeOutLimit) }
         // MHD_stop_daemon joins MHD's threads: do it off the cooperative pool.
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             Thread.detachNewThread {

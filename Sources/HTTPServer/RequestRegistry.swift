@@ -6,18 +6,42 @@ import Synchronization
 /// Phases: `idle` → `running` → `draining` (shutdown began: no new connections, in-flight requests
 /// finish, responses say `Connection: close`) → `stopping` (grace period over: what is still in flight
 /// is answered 503 and nothing new is dispatched) → `stopped`.
+///
+/// The shutdown sequence waits for a `Quiet` condition through `wait(until:)`: the change that brings it
+/// about (the last request completing, the last resume returning) resumes the waiter; nothing polls.
 final class RequestRegistry: Sendable {
     enum Phase: Sendable, Equatable {
         case idle, running, draining, stopping, stopped
     }
 
-    private struct InFlight {
+    /// What the shutdown sequence waits for.
+    enum Quiet: Sendable {
+        /// No request active (every one answered and reported complete by MHD).
+        case noneActive
+        /// No connection suspended for a handler and no resume still returning: MHD may be stopped.
+        case noneSuspended
+
+        fileprivate func holds(in s: State) -> Bool {
+            switch self {
+            case .noneActive: s.active == 0
+            case .noneSuspended: s.inFlight.isEmpty && s.resuming == 0
+            }
+        }
+    }
+
+    fileprivate struct Waiter {
+        let id: UInt64
+        let quiet: Quiet
+        let continuation: CheckedContinuation<Void, Never>
+    }
+
+    fileprivate struct InFlight {
         let context: RequestContext
         let deadline: Double
         var task: Task<Void, Never>?
     }
 
-    private struct State {
+    fileprivate struct State {
         var phase: Phase = .idle
         var nextSerial: UInt64 = 0
         /// Requests whose headers are in and whose completion MHD has not reported yet.
@@ -26,9 +50,69 @@ final class RequestRegistry: Sendable {
         var inFlight: [UInt64: InFlight] = [:]
         /// Answers claimed whose `MHD_resume_connection` has not returned yet.
         var resuming = 0
+        var nextWaiterID: UInt64 = 0
+        /// The shutdown's waits, resumed by the change that makes their condition hold (or cancellation).
+        var waiters: [Waiter] = []
+
+        /// The waiters whose condition holds now, removed (to resume once the lock is released).
+        mutating func satisfiedWaiters() -> [CheckedContinuation<Void, Never>] {
+            guard !waiters.isEmpty else { return [] }
+            var ready: [CheckedContinuation<Void, Never>] = []
+            var left: [Waiter] = []
+            for w in waiters {
+                if w.quiet.holds(in: self) { ready.append(w.continuation) } else { left.append(w) }
+            }
+            waiters = left
+            return ready
+        }
     }
 
     private let state = Mutex(State())
+
+    /// Applies `change` under the lock, then resumes the waiters it satisfied.
+    private func update<T>(_ change: (inout State) -> T) -> T {
+        let (value, ready) = state.withLock { s in
+            let value = change(&s)
+            return (value, s.satisfiedWaiters())
+        }
+        for waiter in ready { waiter.resume() }
+        return value
+    }
+
+    /// Returns once `quiet` holds (at once if it does now) or the calling task is cancelled (a deadline
+    /// raced against it).
+    func wait(until quiet: Quiet) async {
+        let id = state.withLock { s -> UInt64 in
+            s.nextWaiterID += 1
+            return s.nextWaiterID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { s -> Bool in
+                    if quiet.holds(in: s) || Task.isCancelled { return true }
+                    s.waiters.append(Waiter(id: id, quiet: quiet, continuation: continuation))
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        } onCancel: {
+            let waiter = state.withLock { s -> Waiter? in
+                guard let i = s.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+                return s.waiters.remove(at: i)
+            }
+            waiter?.continuation.resume()
+        }
+    }
+
+    /// `wait(until:)`, given up when `deadline` returns first (a sleep on some clock).
+    func wait(until quiet: Quiet, orUntil deadline: @escaping @Sendable () async -> Void) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.wait(until: quiet) }
+            group.addTask { await deadline() }
+            await group.next()
+            group.cancelAll()
+        }
+    }
 
     /// `idle` → `running`; false if the server already ran.
     func start() -> Bool {
@@ -52,7 +136,7 @@ final class RequestRegistry: Sendable {
 
     /// MHD reported the request complete (answered, aborted or dropped).
     func close() {
-        state.withLock { $0.active -= 1 }
+        update { $0.active -= 1 }
     }
 
     /// Records a suspended connection waiting for its handler. False once stopping: the caller answers
@@ -83,7 +167,7 @@ final class RequestRegistry: Sendable {
     /// Takes the in-flight request to answer it; nil if it was answered already (deadline vs handler).
     /// The caller must resume the connection and then call `resumed()`.
     func claim(_ serial: UInt64) -> RequestContext? {
-        state.withLock { s in
+        update { s in
             guard let entry = s.inFlight.removeValue(forKey: serial) else { return nil }
             s.resuming += 1
             return entry.context
@@ -92,7 +176,7 @@ final class RequestRegistry: Sendable {
 
     /// A claimed connection's `MHD_resume_connection` returned.
     func resumed() {
-        state.withLock { $0.resuming -= 1 }
+        update { $0.resuming -= 1 }
     }
 
     /// In-flight requests past their deadline at `now`, with their handler tasks (to cancel).

@@ -14,7 +14,7 @@ public struct OutboxConfiguration: Sendable {
     /// claims again at once (0: never waits).
     public var claimGatherSeconds: Double = 0.008
     /// A wake-up that comes while a claim loop has a batch on the wire lets a second loop claim beside it only
-    /// once that batch has run this long (real time): a quick batch's own loop claims what came meanwhile,
+    /// once that batch has run this long (on the worker's clock): a quick batch's own loop claims what came meanwhile,
     /// so loops do not race each other into small and empty claims; a slow one does not hold new pushes up.
     public var slowBatchSeconds: Double = 0.01
     /// Sends in flight at once within one batch.

@@ -40,9 +40,9 @@ public final class OutboxWorker: Service {
     /// push that arrives during a slow batch does not wait for it to finish.
     private let busyLoops = Atomic<Int>(0)
     /// Batches finished by the first loop, and the signal of each batch any loop finishes, for an extra loop
-    /// waiting to see whether the batch on the wire is slow. Real time: it is a batching delay, not a due time.
+    /// waiting (on the worker's clock) to see whether the batch on the wire is slow.
     private let firstLoopBatches = Atomic<Int>(0)
-    private let batchFinished = WakeUp(clock: SystemClock())
+    private let batchFinished: WakeUp
     /// Claims that came back full (a backlog): an extra loop woken by one claims at once.
     private let fullClaims = Atomic<Int>(0)
     /// The loops' claims, one at a time (other workers' claims still run beside them, kept apart by SKIP LOCKED).
@@ -58,7 +58,8 @@ public final class OutboxWorker: Service {
     /// - Parameters:
     ///   - sender: the push service behind the outbox's port (`APNsPushSender` over the APNs client; a test double).
     ///   - clock: every time the worker stores or compares (due, lease, expiry, registration) comes from it,
-    ///     and every wait runs on it (the heartbeat, the polls and backoffs of its wake-ups).
+    ///     and every wait runs on it (the heartbeat, the polls and backoffs of its wake-ups, the gathering
+    ///     delay between claims and the wait to see whether a batch on the wire is slow).
     ///   - wakeUp: shared with whoever signals new work; by default one on `clock`.
     ///   - renewer: builds the pushes that renew a still-active visit's Live Activity at
     ///     `activityRenewalSeconds` (contract §9); nil: none is renewed.
@@ -74,6 +75,7 @@ public final class OutboxWorker: Service {
         self.clock = clock
         self.wakeUp = wakeUp ?? WakeUp(clock: clock)
         self.backlog = WakeUp(clock: clock)
+        self.batchFinished = WakeUp(clock: clock)
         self.registry = TokenRegistry(clock: clock)
         self.metrics = metrics
         self.logger = logger
@@ -152,7 +154,7 @@ public final class OutboxWorker: Service {
                 continue
             }
             do {
-                let started = ContinuousClock.now
+                let started = clock.now()
                 // The first loop waits next (for a due time, a wake-up): it learns the due time in the completion.
                 let (handled, nextDue) = try await cycleCountedBusy(firstLoop: loop == 0)
                 failures = 0
@@ -207,9 +209,9 @@ public final class OutboxWorker: Service {
     /// woken, so a push that came during its batch would wait for the poll.
     private func batchOnTheWireIsSlow() async -> Bool {
         let finished = firstLoopBatches.load(ordering: .relaxed)
-        let deadline = Date().timeIntervalSince1970 + configuration.slowBatchSeconds
+        let deadline = clock.now() + configuration.slowBatchSeconds
         while busyLoops.load(ordering: .relaxed) > 0 && firstLoopBatches.load(ordering: .relaxed) == finished {
-            let remaining = deadline - Date().timeIntervalSince1970
+            let remaining = deadline - clock.now()
             if remaining <= 0 || isStopping { return true }
             _ = await batchFinished.wait(upTo: remaining)
         }
@@ -237,13 +239,13 @@ public final class OutboxWorker: Service {
     /// Under a stream of pushes (the last claim took more than one), lets a few more commits land before
     /// the next claim, so that one claim and one completion serve them together: the next claim starts no
     /// sooner than `claimGatherSeconds` after the last cycle started (`since`), so a cycle that already took
-    /// that long (a loaded machine) claims again at once. Monotonic real time, not the worker's clock (it is a
-    /// batching delay, not a due time), and never more than `claimGatherSeconds`.
-    private func gather(since: ContinuousClock.Instant) async {
-        let interval = Duration.seconds(configuration.claimGatherSeconds)
-        let remaining = min(interval, since + interval - ContinuousClock.now)
-        guard remaining > .zero, !isStopping else { return }
-        try? await Task.sleep(for: remaining)
+    /// that long (a loaded machine) claims again at once. On the worker's clock, never more than
+    /// `claimGatherSeconds` (a clock set back does not lengthen it).
+    private func gather(since: Double) async {
+        let interval = configuration.claimGatherSeconds
+        let remaining = min(interval, since + interval - clock.now())
+        guard remaining > 0, !isStopping else { return }
+        try? await clock.sleep(seconds: remaining)
     }
 
     /// Reaps expired leases when due, then claims, sends and completes one batch. Returns how many

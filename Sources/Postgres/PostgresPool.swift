@@ -76,6 +76,9 @@ public final class PostgresPool: Sendable {
     /// The work and acquire timeouts, looked for by one timer.
     private let timeouts = PoolTimeouts()
 
+    /// Work and acquire deadlines set now (for tests: a finished work's deadline is taken out, so it never fires).
+    var deadlinesSet: Int { timeouts.count }
+
     public init(configuration: PostgresConfiguration) {
         self.configuration = configuration
         slots = (0..<configuration.size).map(Slot.init(index:))

@@ -43,6 +43,9 @@ public final class WakeUp: Sendable {
         waiter?.resume(returning: true)
     }
 
+    /// How many wait for a signal now (what a test waits on before signalling).
+    public var waiting: Int { state.withLock { $0.waiters.count } }
+
     /// Takes a pending signal without waiting (true when there was one): for a follower about to look for the
     /// work itself, so that a signal for work it will see anyway does not wake it once more afterwards.
     @discardableResult

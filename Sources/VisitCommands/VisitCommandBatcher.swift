@@ -1,46 +1,49 @@
-import Dispatch
 import EventStore
+import Foundation
 import Postgres
 import Runtime
 import Synchronization
 
-/// Group commit for visit commands: commands submitted at the same time run as one batch (`VisitCommandHandler.executeBatch`: one statement reads their states, one pipeline writes them
-/// in one transaction), each keeping its own outcome. One batch forms at a time: while a batch reads its
-/// states and decides, new commands wait, and they leave together in the next batch once its writes are
-/// sent (up to `maxConcurrentBatches` in flight, of which `maxConcurrentWrites` write at once, one by default:
-/// the next batch reads and decides while the previous one writes) — that waiting is what forms batches; no timer is
-/// involved, so a lone command leaves at once. (A second batch forming beside the first only split the
-/// waiting commands in two and paid PostgreSQL's cost per batch twice; forming while the previous batch
-/// writes and commits is where the overlap pays.) Commands on one visit that wait together leave together,
-/// in order; a command on a visit that is in a batch in flight waits for the next batch, so batches never
-/// race each other on a visit.
+/// Group commit for visit commands: commands submitted at the same time run as one batch
+/// (`VisitCommandHandler.executeBatch`: one statement reads their states, one pipeline writes them in one
+/// transaction), each keeping its own outcome. No timer is involved: a lone command leaves at once.
 ///
-/// A batch that gets its turn to write takes along what came while it waited, where that needs no read: the
-/// waiting commands on visits not in flight whose states this process committed last join it late, decided on
-/// those states (`executeBatch`'s `joining`; `livevisits_command_batch_joined_total`). Under load the commands
-/// come back from one commit while the next batch waits for it; without this they waited for the batch after
-/// that, and a closed loop of N clients ran in batches of N/2 and more than a commit's wait each.
+/// The schedule (`CommandBatchSchedule`) promises:
+/// - One batch forms (reads and decides) at a time; commands that come meanwhile wait and leave together in the
+///   next batch, which is taken as soon as the forming one's writes go out. Up to `maxConcurrentBatches` are in
+///   flight, of which `maxConcurrentWrites` write at once: by default the next batch reads and decides while
+///   the previous one writes, and sends its writes once that commit is back.
+/// - A batch that gets its turn to write takes along what waits where that needs no read: commands on visits
+///   not in flight whose states this process committed last (`executeBatch`'s `joining`).
+/// - Commands on one visit leave in the order they came; a visit is in at most one batch in flight.
+/// - A caller cancelled while its command still waits takes it back: it is never run. Once in a batch, it
+///   runs to its end, whatever happens to its caller.
 ///
 /// Every visit command of the product goes this way, with or without an HTTP `Idempotency-Key` (a keyed
 /// command carries the statement that stores its answer in `alsoRun`). Like `execute(_:on:)`, a lost race
-/// comes back as `wrongExpectedVersion` for the caller to retry on the new state (`LostRace`). A caller
-/// cancelled while its command still waits (the HTTP server gave up on the request) takes it back: it is
-/// never run, so a retry of the request cannot append it twice. Once in a batch, it runs to its end.
+/// comes back as `wrongExpectedVersion` for the caller to retry on the new state (`LostRace`).
+///
+/// Each batch runs in a task of its own (so that no caller's cancellation reaches it), awaited by the caller
+/// of its first command, which answers the others. Why it is shaped so: Docs/performance.md, "Why the
+/// command batcher is shaped this way".
 public final class VisitCommandBatcher: Sendable {
-    private struct Entry: Sendable {
+    fileprivate struct Entry: Sendable, ScheduledCommand {
         let id: UInt64
         let command: VisitCommand
-        let continuation: CheckedContinuation<VisitCommandResult, any Error>
+        let continuation: CheckedContinuation<Turn, any Error>
+        var visitId: String { command.visitId }
+        var sharesItsVisit: Bool { command.sharesItsVisit }
+    }
+
+    /// What a waiting caller is resumed with: its command's answer, or the batch it leads (runs and awaits).
+    fileprivate enum Turn: Sendable {
+        case answered(VisitCommandResult)
+        case lead(Task<Result<VisitCommandResult, any Error>, Never>)
     }
 
     private struct State {
-        var waiting: [Entry] = []
-        var running = 0
-        /// Batches taken that are still reading and deciding (their writes not yet sent): at most one.
-        var forming = 0
-        var inFlight: Set<String> = []
+        var schedule: CommandBatchSchedule<Entry, ParkedWriter>
         var nextId: UInt64 = 0
-        var batches = 0
     }
 
     public let handler: VisitCommandHandler
@@ -48,31 +51,29 @@ public final class VisitCommandBatcher: Sendable {
     public let maxConcurrentBatches: Int
     /// Batches whose writes may be with PostgreSQL at once (at most `maxConcurrentBatches`).
     public let maxConcurrentWrites: Int
-    private let state = Mutex(State())
-    /// The turns to write: with one (the default), the next batch reads and decides while the previous one
-    /// writes and commits, and sends its writes once that commit is back.
-    private let writeTurns: DispatchSemaphore
+    private let state: Mutex<State>
 
     /// Batches in flight at once unless told otherwise: a second batch reads and decides while the first writes
     /// and waits for its commit (`serve` takes `LIVEVISITS_COMMAND_BATCHES`; figures in Docs/performance.md).
     public static let defaultConcurrentBatches = 2
 
-    /// Batches writing at once unless told otherwise: one. Two batches writing at once kept two PostgreSQL
-    /// backends busy with command writes, and on a machine whose cores PostgreSQL shares with the outbox worker
-    /// (or the worker's claims and completions share with them) the deliveries waited behind both: the POST →
-    /// APNs tail. Where PostgreSQL has cores to spare and nothing else waits on them, two write faster
-    /// (`LIVEVISITS_COMMAND_WRITES`; figures in Docs/performance.md, finding 38).
+    /// Batches writing at once unless told otherwise (`LIVEVISITS_COMMAND_WRITES`): one, so that command writes
+    /// keep one PostgreSQL backend busy and leave the others to the outbox's claims and completions (where
+    /// PostgreSQL has cores to spare, two write faster: Docs/performance.md, finding 38).
     public static let defaultConcurrentWrites = 1
 
     public init(
         handler: VisitCommandHandler, maxBatchSize: Int = 64, maxConcurrentBatches: Int = defaultConcurrentBatches,
         maxConcurrentWrites: Int = defaultConcurrentWrites
     ) {
+        let schedule = CommandBatchSchedule<Entry, ParkedWriter>(
+            maxBatchSize: maxBatchSize, maxConcurrentBatches: maxConcurrentBatches,
+            maxConcurrentWrites: maxConcurrentWrites)
         self.handler = handler
-        self.maxBatchSize = max(1, maxBatchSize)
-        self.maxConcurrentBatches = max(1, maxConcurrentBatches)
-        self.maxConcurrentWrites = min(max(1, maxConcurrentWrites), self.maxConcurrentBatches)
-        self.writeTurns = DispatchSemaphore(value: self.maxConcurrentWrites)
+        self.maxBatchSize = schedule.maxBatchSize
+        self.maxConcurrentBatches = schedule.maxConcurrentBatches
+        self.maxConcurrentWrites = schedule.maxConcurrentWrites
+        self.state = Mutex(State(schedule: schedule))
     }
 
     /// Runs `command` in the next batch and returns its own result. The caller tells followers and workers
@@ -82,133 +83,64 @@ public final class VisitCommandBatcher: Sendable {
             s.nextId += 1
             return s.nextId
         }
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                let start = state.withLock { s -> Bool? in
-                    if Task.isCancelled { return nil }
-                    s.waiting.append(Entry(id: id, command: command, continuation: continuation))
-                    guard s.running < maxConcurrentBatches, s.forming == 0 else { return false }
-                    s.running += 1
-                    return true
+        let turn = try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Turn, any Error>) in
+                let start = state.withLock { s -> [Entry]?? in
+                    if Task.isCancelled { return .none }
+                    return .some(s.schedule.submit(Entry(id: id, command: command, continuation: continuation)))
                 }
                 switch start {
-                case nil: continuation.resume(throwing: CancellationError())
-                case true?: Task { await self.drain() }
-                case false?: break
+                case .none: continuation.resume(throwing: CancellationError())
+                case .some(let batch?): self.start(batch)
+                case .some(nil): break
                 }
             }
         } onCancel: {
-            let withdrawn = state.withLock { s -> Entry? in
-                guard let index = s.waiting.firstIndex(where: { $0.id == id }) else { return nil }
-                return s.waiting.remove(at: index)
-            }
+            let withdrawn = state.withLock { $0.schedule.withdraw(id) }
             withdrawn?.continuation.resume(throwing: CancellationError())
+        }
+        switch turn {
+        case .answered(let result): return result
+        // Not cancelled with its caller: the batch carries other callers' commands.
+        case .lead(let batch): return try await batch.value.get()
         }
     }
 
     /// Batches run so far (each may carry many commands).
-    public var batchesRun: Int { state.withLock { $0.batches } }
+    public var batchesRun: Int { state.withLock { $0.schedule.batches } }
 
     /// Commands queued for a batch and not yet taken (what a test waits on before withdrawing one).
-    public var waitingCount: Int { state.withLock { $0.waiting.count } }
+    public var waitingCount: Int { state.withLock { $0.schedule.waiting.count } }
 
-    /// One runner: takes batches until nothing it may take is waiting.
-    private func drain() async {
-        while let batch = take() {
-            let ran = await run(batch)
-            state.withLock { s in for entry in ran { s.inFlight.remove(entry.command.visitId) } }
-        }
+    /// Batches waiting for their turn to write (what a test waits on to see a batch held behind another's write).
+    public var waitingToWrite: Int { state.withLock { $0.schedule.writers.count } }
+
+    /// Starts a batch the schedule took: in a task of its own, led by its first command's caller, who awaits it
+    /// (the others are answered by the batch).
+    private func start(_ batch: [Entry]) {
+        let task = Task { await self.run(batch) }
+        batch[0].continuation.resume(returning: .lead(task))
     }
 
-    /// Of `waiting` (oldest first), the commands a batch takes — at most `room`, none on a visit in flight, a
-    /// visit's first only if `admits` it, its later ones after it while they may share it — and the rest.
-    private static func select(_ waiting: [Entry], room: Int, inFlight: Set<String>, admits: (VisitCommand) -> Bool)
-        -> (taken: [Entry], rest: [Entry], visits: Set<String>)
-    {
-        var taken: [Entry] = []
-        var rest: [Entry] = []
-        // Visits taken, and whether a later command of theirs may still follow.
-        var open: [String: Bool] = [:]
-        // Visits with a command left waiting: their later commands wait too.
-        var held = Set<String>()
-        for entry in waiting {
-            let visit = entry.command.visitId
-            let joins: Bool
-            if taken.count >= room || inFlight.contains(visit) {
-                joins = false
-            } else if let mayFollow = open[visit] {
-                joins = mayFollow && entry.command.sharesItsVisit
-            } else {
-                joins = !held.contains(visit) && admits(entry.command)
-            }
-            if joins {
-                taken.append(entry)
-                open[visit] = entry.command.sharesItsVisit
-            } else {
-                rest.append(entry)
-                held.insert(visit)
-                if open[visit] != nil { open[visit] = false }
-            }
+    /// Runs a batch, answers its commands and those that joined it late (but the first, whose outcome is
+    /// returned to its caller, the batch's leader), and starts the batch the schedule takes in its place.
+    private func run(_ batch: [Entry]) async -> Result<VisitCommandResult, any Error> {
+        let (all, outcomes) = await write(batch)
+        for (entry, outcome) in zip(all, outcomes).dropFirst() {
+            entry.continuation.resume(with: outcome.map(Turn.answered))
         }
-        return (taken, rest, Set(open.keys))
+        if let next = state.withLock({ $0.schedule.finished(all) }) { start(next) }
+        return outcomes[0]
     }
 
-    /// The next batch (oldest first, none on a visit in flight), or nil — in which case this runner has
-    /// stopped. A hot visit's waiting commands leave together, in order (`executeBatch` decides each on the
-    /// state the one before it left), unless one of them may not share its visit (`sharesItsVisit`): that
-    /// one waits for a batch of its own, and the visit's later commands wait behind it, so a visit's
-    /// commands always run in the order they came.
-    private func take() -> [Entry]? {
-        state.withLock { s in
-            // One batch forms at a time: the next leaves once this one's writes are out (`wrote`).
-            if s.forming > 0 {
-                s.running -= 1
-                return nil
-            }
-            let (batch, rest, visits) = Self.select(s.waiting, room: maxBatchSize, inFlight: s.inFlight) { _ in true }
-            guard !batch.isEmpty else {
-                s.running -= 1
-                return nil
-            }
-            s.waiting = rest
-            s.inFlight.formUnion(visits)
-            s.batches += 1
-            s.forming += 1
-            return batch
-        }
-    }
-
-    /// A batch's reads and decisions are done and its writes are going out (or it never got a connection): the
-    /// next batch may form, and if commands wait and another batch may be in flight, it starts now.
+    /// A batch's writes are going out (or it never got a connection): the next batch may form, and starts now
+    /// if commands wait and another batch may be in flight.
     private func wrote() {
-        let start = state.withLock { s -> Bool in
-            s.forming -= 1
-            guard !s.waiting.isEmpty, s.running < maxConcurrentBatches else { return false }
-            s.running += 1
-            return true
-        }
-        if start { Task { await self.drain() } }
+        if let next = state.withLock({ $0.schedule.wrote() }) { start(next) }
     }
 
-    /// Commands that wait now and may join a batch about to write (`executeBatch`'s `joining`): on visits not in
-    /// flight whose state this process committed last (decided without a read), in the order they came, at most
-    /// `room`. They are in flight from now.
-    private func lateJoiners(room: Int) -> [Entry] {
-        guard room > 0 else { return [] }
-        let states = handler.states
-        return state.withLock { s in
-            guard !s.waiting.isEmpty else { return [] }
-            let (joining, rest, visits) = Self.select(s.waiting, room: room, inFlight: s.inFlight) { command in
-                command.sharesItsVisit && states.isAssumed(command.visitId)
-            }
-            s.waiting = rest
-            s.inFlight.formUnion(visits)
-            return joining
-        }
-    }
-
-    /// Runs a batch; returns its commands and those that joined it late, all answered.
-    private func run(_ batch: [Entry]) async -> [Entry] {
+    /// Executes a batch; returns its commands and those that joined it late, with their outcomes in order.
+    private func write(_ batch: [Entry]) async -> ([Entry], [Result<VisitCommandResult, any Error>]) {
         let handler = self.handler
         let commands = batch.map(\.command)
         // The next batch may form once this one's writes are going out (`wrote`), exactly once per batch.
@@ -223,7 +155,6 @@ public final class VisitCommandBatcher: Sendable {
         }
         let joined = Mutex<[Entry]>([])
         let room = maxBatchSize - batch.count
-        let writeTurns = self.writeTurns
         let workTimeout = handler.store.pool.configuration.workTimeoutSeconds
         let outcomes: [Result<VisitCommandResult, any Error>]
         do {
@@ -234,7 +165,7 @@ public final class VisitCommandBatcher: Sendable {
                 let started = ContinuousClock.now
                 var holding = false
                 defer {
-                    if holding { writeTurns.signal() }
+                    if holding { self.releaseTurn() }
                     letTheNextForm()
                 }
                 return handler.executeBatch(
@@ -248,23 +179,29 @@ public final class VisitCommandBatcher: Sendable {
                             letTheNextForm()
                             return true
                         }
-                        if writeTurns.wait(timeout: .now()) == .success {
+                        let writer = ParkedWriter()
+                        let ticket = self.state.withLock { s -> UInt64? in
+                            s.nextId += 1
+                            return s.schedule.requestTurn(s.nextId, writer: writer) ? nil : s.nextId
+                        }
+                        guard let ticket else {
                             holding = true
                             return true
                         }
                         letTheNextForm()
-                        if let workTimeout {
-                            let left = workTimeout / 2 - (ContinuousClock.now - started).inSeconds
-                            holding = left > 0 && writeTurns.wait(timeout: .now() + left) == .success
-                        } else {
-                            writeTurns.wait()
+                        // (This is the connection's own thread, which the synchronous batch holds anyway.)
+                        let left = workTimeout.map { $0 / 2 - (ContinuousClock.now - started).inSeconds }
+                        if writer.wait(seconds: left) || !self.state.withLock({ $0.schedule.abandonTurn(ticket) }) {
                             holding = true
                         }
                         return holding
                     },
                     joining: {
                         // What came while this batch waited for its turn leaves with it rather than a write later.
-                        let entries = self.lateJoiners(room: room)
+                        let states = handler.states
+                        let entries = self.state.withLock { s in
+                            s.schedule.lateJoiners(room: room) { states.isAssumed($0.command.visitId) }
+                        }
                         joined.withLock { $0 = entries }
                         letTheNextForm()
                         return entries.map(\.command)
@@ -274,8 +211,7 @@ public final class VisitCommandBatcher: Sendable {
             // No connection was had (or the work timed out after its writes were told): the next batch may form.
             letTheNextForm()
             let all = batch + joined.withLock { $0 }
-            for entry in all { entry.continuation.resume(throwing: error) }
-            return all
+            return (all, all.map { _ in .failure(error) })
         }
         let all = batch + joined.withLock { $0 }
         Metrics.shared.increment("livevisits_command_batches_total", help: "Visit-command group-commit batches run.")
@@ -287,9 +223,42 @@ public final class VisitCommandBatcher: Sendable {
                 help: "Visit commands that joined a group-commit batch while it waited for its turn to write.",
                 by: Double(all.count - batch.count))
         }
-        for (entry, outcome) in zip(all, outcomes) {
-            entry.continuation.resume(with: outcome)
+        return (all, outcomes)
+    }
+
+    /// A batch holding a turn to write ends: the next in line gets it.
+    private func releaseTurn() {
+        state.withLock { $0.schedule.releaseTurn() }?.wake()
+    }
+}
+
+/// A batch waiting for its turn to write, on its connection's thread (the batch is synchronous there): woken
+/// by the batch whose turn it takes, or given up at its deadline.
+final class ParkedWriter: @unchecked Sendable {
+    // @unchecked Sendable: `woken` is read and written only under `condition`'s lock.
+    private let condition = NSCondition()
+    private var woken = false
+
+    /// Gives the writer its turn (before or while it waits).
+    func wake() {
+        condition.lock()
+        woken = true
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Blocks until woken (true) or `seconds` pass (false); nil: no deadline.
+    func wait(seconds: Double?) -> Bool {
+        let deadline = seconds.map { Date(timeIntervalSinceNow: max(0, $0)) }
+        condition.lock()
+        defer { condition.unlock() }
+        while !woken {
+            if let deadline {
+                if !condition.wait(until: deadline) { return woken }
+            } else {
+                condition.wait()
+            }
         }
-        return all
+        return true
     }
 }

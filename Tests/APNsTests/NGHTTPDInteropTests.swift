@@ -1,5 +1,6 @@
 import Foundation
 import Runtime
+import TestSupport
 import Testing
 
 @testable import APNs
@@ -88,6 +89,18 @@ import Testing
         }
     }
 
+    /// Whether nghttpd reported the HTTP/2 session that carried the first request closed: its `[id=N]` is the
+    /// first one logged after h2 was first negotiated (an earlier one is the probe that saw nghttpd listen),
+    /// and the session's close is `[id=N] [time] closed` (a stream's close names its stream).
+    func firstSessionClosed(_ frames: String) -> Bool {
+        let lines = frames.split(separator: "\n")
+        guard let negotiated = lines.firstIndex(where: { $0.contains("The negotiated protocol: h2") }),
+            let first = lines[negotiated...].first(where: { $0.hasPrefix("[id=") }),
+            let session = first.split(separator: " ").first
+        else { return false }
+        return lines.contains { $0.hasPrefix(session + " ") && $0.hasSuffix("] closed") }
+    }
+
     /// An idle connection older than `maximumIdleTime` is replaced rather than reused.
     @Test func idleConnectionIsReusedThenReplacedAfterMaximumIdleTime() async throws {
         let peer = try NGHTTPDPeer()
@@ -100,7 +113,9 @@ import Testing
         configuration.maximumIdleTime = 1
         let client = APNsClient(configuration: configuration, metrics: Metrics())
         #expect(await client.send(request(1)).classification == nil)
-        try await Task.sleep(nanoseconds: 2_200_000_000)
+        // The client's event loop retires the connection once it has been idle `maximumIdleTime` (on the
+        // transport's monotonic clock): the peer logs the session's close.
+        try await eventually("the idle connection closed", within: 30) { firstSessionClosed(peer.frames) }
         #expect(await client.send(request(2)).classification == nil)
         await client.shutdown()
         #expect(peer.frames.components(separatedBy: "The negotiated protocol: h2").count - 1 == 2)

@@ -260,18 +260,20 @@ struct ComposeFileTests {
     /// The port of the `apns-sim listening on https://127.0.0.1:PORT` line, within 30 s.
     static func listeningPort(printedIn output: String) async throws -> Int {
         let prefix = "apns-sim listening on https://127.0.0.1:"
-        let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline {
-            let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
-            if let port = text.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }).flatMap({
-                Int($0.dropFirst(prefix.count))
-            }) {
-                return port
+        var port: Int?
+        do {
+            try await eventually("apns-sim listening", within: 30, pollingEvery: 0.05) {
+                let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+                port = text.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }).flatMap {
+                    Int($0.dropFirst(prefix.count))
+                }
+                return port != nil
             }
-            try await Task.sleep(nanoseconds: 50_000_000)
+        } catch is WaitTimedOut {
+            let errors = (try? String(contentsOfFile: output + ".err", encoding: .utf8)) ?? ""
+            throw SimulatorDidNotStart(stderr: errors)
         }
-        let errors = (try? String(contentsOfFile: output + ".err", encoding: .utf8)) ?? ""
-        throw SimulatorDidNotStart(stderr: errors)
+        return port!
     }
 
     struct SimulatorDidNotStart: Error, CustomStringConvertible {

@@ -26,10 +26,11 @@ import Testing
         if let last = beforeCommit.last { checkpoint = last.checkpoint }
         try held.execute(script: "COMMIT")
         // Other suites' open transactions hold the cluster-wide horizon too: read until all six arrive.
-        for _ in 0..<500 where seen.count < 6 {
+        try await eventually("all six events read", within: 30) {
             let batch = try await store.readAll(after: checkpoint, limit: 100)
             seen += batch.map(\.globalPosition)
-            if let last = batch.last { checkpoint = last.checkpoint } else { try await Task.sleep(nanoseconds: 20_000_000) }
+            if let last = batch.last { checkpoint = last.checkpoint }
+            return seen.count >= 6
         }
         #expect(seen.contains(early.globalPositions[0]))
         #expect(seen.count == 6)
@@ -126,15 +127,18 @@ import Testing
         // Read while the writers write, then until everything committed has been read (or a deadline).
         var checkpoint = Checkpoint.start
         var committed = -1
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline {
+        try await eventually("every committed event read", within: 60, pollingEvery: 0.005) {
             if committed < 0, finished.value > 0 {
                 committed = try await pool.query("SELECT count(*) AS n FROM events").first!.int("n")
             }
-            if committed >= 0 && seen.count >= committed { break }
-            let batch = try await store.readAll(after: checkpoint, limit: 37)
-            seen.append(batch)
-            if let last = batch.last { checkpoint = last.checkpoint } else { try await Task.sleep(nanoseconds: 5_000_000) }
+            if committed >= 0 && seen.count >= committed { return true }
+            // Follow as a reader does: batch after batch until none is left for now.
+            while true {
+                let batch = try await store.readAll(after: checkpoint, limit: 37)
+                seen.append(batch)
+                guard let last = batch.last else { return false }
+                checkpoint = last.checkpoint
+            }
         }
         try await writing.value
         #expect(committed > 0)

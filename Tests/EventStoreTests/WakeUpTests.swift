@@ -8,16 +8,6 @@ import Testing
 
 /// How readers of the log learn about new events (LISTEN/NOTIFY), and the horizon metric.
 @Suite(.timeLimit(.minutes(5))) struct WakeUpTests {
-    /// Waits (without driving anything) until `condition` holds or `seconds` pass; a bound against hangs.
-    func eventually(within seconds: Double, _ condition: () -> Bool) async throws -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if condition() { return true }
-            try await Task.sleep(nanoseconds: 5_000_000)
-        }
-        return condition()
-    }
-
     /// A commit announced with `eventsCommitted` is heard on `EventStore.channel` by a listener.
     @Test func aCommittedAppendIsAnnouncedOnTheEventsChannel() async throws {
         let (url, pool) = try await TestDatabase.create()
@@ -28,10 +18,12 @@ import Testing
         }
         let listening = Task { try await listener.run() }
         defer { listening.cancel() }
-        #expect(try await eventually(within: 30) { listener.isListening.load(ordering: .sequentiallyConsistent) })
+        try await eventually("the listener listening", within: 30) {
+            listener.isListening.load(ordering: .sequentiallyConsistent)
+        }
         let before = notifications.value
         try await store.append(AppendRequest(streamName: "announced", events: [NewEvent(type: "e", data: "{}")]))
-        #expect(try await eventually(within: 30) { notifications.value > before }, "the append was not announced")
+        try await eventually("the append announced", within: 30) { notifications.value > before }
     }
 
     /// A pool's NOTIFYs are one coalesced stream over every channel: a burst of pokes on two channels is
@@ -44,7 +36,7 @@ import Testing
         }
         let listening = Task { try await listener.run() }
         defer { listening.cancel() }
-        try await TestSupport.eventually("the listener listening") {
+        try await eventually("the listener listening") {
             listener.isListening.load(ordering: .sequentiallyConsistent)
         }
 
@@ -55,13 +47,13 @@ import Testing
         // A poke on a third channel after the burst: once it is heard, so is every NOTIFY the burst caused
         // (the pool sends them in order, and the marker's travels with or after the last of them).
         pool.notifyAfterCommit("lv_test_marker")
-        try await TestSupport.eventually("the marker after the burst") { heard.withLock { $0["lv_test_marker"] != nil } }
+        try await eventually("the marker after the burst") { heard.withLock { $0["lv_test_marker"] != nil } }
         let afterBurst = heard.withLock { $0 }
         #expect(afterBurst["lv_test_a"] != nil && afterBurst["lv_test_b"] != nil, "both channels are heard")
         #expect(afterBurst.values.allSatisfy { $0 < 50 }, "200 pokes per channel coalesce: \(afterBurst)")
 
         pool.notifyAfterCommit("lv_test_b")
-        try await TestSupport.eventually("the poke after the burst heard") {
+        try await eventually("the poke after the burst heard") {
             heard.withLock { $0["lv_test_b"] ?? 0 } > afterBurst["lv_test_b"] ?? 0
         }
         #expect(heard.withLock { $0["lv_test_a"] } == afterBurst["lv_test_a"], "a channel not poked is not notified")
@@ -80,7 +72,7 @@ import Testing
         var text = ""
         // Some transaction is holding the horizon (ours at least), so the age is the oldest one's: above zero
         // once any time has passed since it began.
-        try await TestSupport.eventually("a horizon age above zero") {
+        try await eventually("a horizon age above zero") {
             text = await SnapshotHorizonMetric(store: store).render()
             return (age(text) ?? 0) > 0
         }

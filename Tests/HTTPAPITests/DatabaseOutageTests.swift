@@ -70,6 +70,8 @@ import Testing
                             let started = Date()
                             let answer = try await api.post(visit, "{\"type\":\"progress\",\"kilometresAway\":\(i % 50)}")
                             tally.record(visit, answer, seconds: Date().timeIntervalSince(started))
+                            // A client backing off after a 503, as the contract asks of them: the simulated
+                            // clients' own pace, not a wait for the server.
                             if answer.status == 503 { try await Task.sleep(nanoseconds: 50_000_000) }
                         }
                     }

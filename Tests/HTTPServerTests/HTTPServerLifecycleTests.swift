@@ -40,9 +40,15 @@ import Testing
     @Test func cancellationReachesTheTimedOutHandler() async throws {
         let clock = ManualClock(now: 0)
         let (events, signal) = AsyncStream.makeStream(of: String.self)
+        let cancelled = Gate()
         let running = try startServer(.test { $0.requestTimeout = 1 }, clock: clock) { _ in
             signal.yield("started")
-            while !Task.isCancelled { try? await Task.sleep(nanoseconds: 5_000_000) }
+            // Holds until its task is cancelled (the gate opens from the cancellation handler).
+            await withTaskCancellationHandler {
+                await cancelled.wait()
+            } onCancel: {
+                cancelled.open()
+            }
             signal.yield("cancelled")
             return HTTPResponse(status: 200)
         }
@@ -56,10 +62,12 @@ import Testing
         try await running.stop()
     }
 
+    /// On a clock that never moves, the grace period never ends: `run()` returns because the last request's
+    /// completion ends the drain, not because time passed.
     @Test func gracefulShutdownFinishesInFlightRequests() async throws {
         let (started, startedSignal) = AsyncStream.makeStream(of: Void.self)
         let gate = Gate()
-        let running = try startServer { request in
+        let running = try startServer(clock: ManualClock(now: 0)) { request in
             startedSignal.yield()
             await gate.wait()
             return .json(body: Data(#"{"finished":true}"#.utf8))
@@ -82,7 +90,9 @@ import Testing
         #expect(response.status == 200)
         #expect(response.text == #"{"finished":true}"#)
         #expect(response.headers["connection"]?.lowercased() == "close")
-        try await running.task.value  // run() returns once drained
+        let task = running.task
+        let drained = await withDeadline(seconds: 30) { (try? await task.value) != nil }
+        #expect(drained == true, "run() did not return once the last request finished")
     }
 
     @Test func graceEndsWith503ForWhatStillRuns() async throws {

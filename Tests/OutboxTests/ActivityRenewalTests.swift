@@ -61,7 +61,7 @@ import Testing
             clock.advance(by: 20)
             _ = try await first.runOnce()
             _ = try await two.runOnce()
-            try await f.drain(first, rounds: 5)
+            try await f.runDue(first)
             #expect(sender.calls.map(\.kind) == ["start", "end"])  // the start waits a second behind the end
             clock.advance(by: 1)
             try await f.drain(first)

@@ -62,41 +62,49 @@ import Testing
     /// woken for it is still watching whether the first loop's batch is slow when the other extra loop's batch
     /// ends. That loop claims again only when woken, so the woken one must not take that end for the first
     /// loop's and stand down: it claims the push once the slow batch has been on the wire `slowBatchSeconds`.
+    /// The worker runs on a manual clock: the watch is the only sleeper due within `slowBatchSeconds` (the
+    /// polls and the heartbeats are far longer), so the test sees it begin and ends it by advancing the clock.
     @Test func anotherExtraLoopsBatchEndingDoesNotHoldThePushBack() async throws {
         var configuration = OutboxFixture.fastConfiguration
         configuration.pollIntervalSeconds = 3600  // only wake-ups move the worker in this test
-        configuration.slowBatchSeconds = 2  // long enough to end the middle batch while the check runs
-        let f = try await OutboxFixture.make(configuration: configuration)
+        configuration.leaseSeconds = 600  // heartbeats far beyond the watch
+        configuration.reapIntervalSeconds = 3600
+        configuration.slowBatchSeconds = 2
+        let watch = configuration.slowBatchSeconds
+        let clock = ManualClock(now: Date().timeIntervalSince1970)
+        let f = try await OutboxFixture.make(clock: clock, configuration: configuration)
         defer { Task { await f.close() } }
         for visit in ["v-slow", "v-middle", "v-fast"] {
             try await f.registerActivity(visit: visit, activity: "a", token: token(visit))
         }
         let sender = SlowTokenSender(slowTokens: [token("v-slow"), token("v-middle")])
         defer { sender.openAll() }
-        let metrics = Metrics()
-        let worker = f.worker(sender, metrics: metrics)
+        let worker = f.worker(sender)
         let running = Task { try await worker.run() }
         defer { running.cancel() }
-        // The first loop's first claim (nothing due) over, so that the first push finds it idle and no extra loop
-        // is woken before the middle push.
-        try await eventually("the first loop's first claim") {
-            (metrics.value("livevisits_outbox_claims_total", labels: ["found": "none"]) ?? 0) >= 1
-        }
-        try await Task.sleep(for: .milliseconds(50))
+        // Every loop idle (the first after its first, empty, claim; the extra ones waiting for a backlog), so
+        // that the first push finds the first loop idle and no extra loop is woken before the middle push.
+        try await clock.waitForSleepers(configuration.concurrentBatches)
 
-        let now = Int64(Date().timeIntervalSince1970)
+        let now = Int64(clock.now())
         _ = try await f.enqueue(update("v-slow", timestamp: now))
         worker.wake()
         try await eventually("the slow push held on the wire") { sender.gates[token("v-slow")]!.waiting == 1 }
         _ = try await f.enqueue(update("v-middle", timestamp: now))
         worker.wake()
+        // An extra loop watches the slow batch; once it has been on the wire `slowBatchSeconds`, it claims.
+        try await clock.waitForSleepers(1, dueWithin: watch)
+        clock.advance(by: watch)
         try await eventually("an extra loop holds the middle push on the wire") {
             sender.gates[token("v-middle")]!.waiting == 1
         }
         _ = try await f.enqueue(update("v-fast", timestamp: now))
         worker.wake()
-        try await Task.sleep(for: .milliseconds(300))  // the woken loop is watching the slow batch now
+        try await clock.waitForSleepers(1, dueWithin: watch)  // the woken loop is watching the slow batch now
         sender.gates[token("v-middle")]!.open()
+        try await eventually("the middle push recorded as sent") { try await f.count(.sent) == 1 }
+        // The middle batch's end must not have ended the watch: the slow batch is still on the wire.
+        clock.advance(by: watch)
         try await eventually("the push claimed while the first loop's batch is still on the wire", within: 20) {
             sender.hasFinished(token("v-fast"))
         }

@@ -34,11 +34,7 @@ import Testing
         _ = try await f.enqueue(update("v-1", timestamp: now))
 
         // The request reached the simulator (which holds the answer back for 1.5 s); stop now.
-        let deadline = ContinuousClock.now + .seconds(30)
-        while wire.simulator.statistics().requestsTotal == 0 {
-            try #require(ContinuousClock.now < deadline, "the push never reached the simulator")
-            try await Task.sleep(nanoseconds: 10_000_000)
-        }
+        try await eventually("the push on the wire", within: 30) { wire.simulator.statistics().requestsTotal > 0 }
         running.cancel()
         try await running.value
 
@@ -70,15 +66,19 @@ import Testing
         _ = try await f.enqueue(update("v-1", timestamp: now))
         let worker = try rig.start(databaseURL: f.url)
 
-        let deadline = ContinuousClock.now + .seconds(60)
-        while simulator.statistics().requestsTotal == 0 {
-            if ContinuousClock.now >= deadline || !worker.isRunning {
-                worker.signal(SIGKILL)
-                _ = await worker.wait()
-                Issue.record("the push never reached the simulator")
-                return
+        do {
+            try await eventually("the push on the wire", within: 60) {
+                simulator.statistics().requestsTotal > 0 || !worker.isRunning
             }
-            try await Task.sleep(nanoseconds: 10_000_000)
+        } catch {
+            worker.signal(SIGKILL)
+            _ = await worker.wait()
+            throw error
+        }
+        guard worker.isRunning else {
+            _ = await worker.wait()
+            Issue.record("the worker exited before the push reached the simulator")
+            return
         }
         worker.signal(SIGTERM)
         let status = await worker.stop(SIGTERM, killAfter: 30)

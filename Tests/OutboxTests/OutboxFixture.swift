@@ -86,13 +86,20 @@ struct OutboxFixture {
         try await store.depth()[state] ?? 0
     }
 
-    /// Runs `runOnce` until nothing is claimed or `rounds` passes, letting backoff times come due.
-    func drain(_ worker: OutboxWorker, rounds: Int = 200) async throws {
-        for _ in 0..<rounds {
-            let pending = try await count(.pending) + count(.sending)
-            if pending == 0 { return }
-            if try await worker.runOnce() == 0 { try await Task.sleep(nanoseconds: 10_000_000) }
+    /// Runs `runOnce` until nothing is pending or sending, polling while retries come due (on a system
+    /// clock); throws when that takes longer than `seconds`.
+    func drain(_ worker: OutboxWorker, within seconds: Double = 60) async throws {
+        try await eventually("the outbox drained", within: seconds) {
+            while try await count(.pending) + count(.sending) > 0 {
+                if try await worker.runOnce() == 0 { return false }
+            }
+            return true
         }
+    }
+
+    /// Runs `runOnce` until a claim finds nothing due now (what is due later stays pending).
+    func runDue(_ worker: OutboxWorker) async throws {
+        while try await worker.runOnce() > 0 {}
     }
 
     func close() async { await pool.close() }

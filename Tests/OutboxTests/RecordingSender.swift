@@ -55,6 +55,7 @@ final class RecordingSender: PushSender {
             return s.started - 1
         }
         if let gate { await gate.wait() }
+        // APNs's time to answer (the external party this sender stands in for), not a wait for the worker.
         if delaySeconds > 0 { try? await Task.sleep(nanoseconds: UInt64(delaySeconds * 1e9)) }
         let outcome: PushOutcome
         switch respond(request, index) {

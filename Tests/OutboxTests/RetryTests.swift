@@ -19,7 +19,7 @@ import Testing
                 .fail(429, "TooManyRequests", .retryable), .fail(500, "InternalServerError", .retryable),
             ]
             let sender = RecordingSender { _, n in n < script.count ? script[n] : .ok }
-            try await f.drain(f.worker(sender), rounds: 2000)
+            try await f.drain(f.worker(sender))
             #expect(sender.calls.count == 7)
             #expect(Set(sender.calls.map(\.request.apnsId)).count == 1)
             let delivery = try #require(try await f.store.list().first)
@@ -42,7 +42,7 @@ import Testing
             try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"))
             _ = try await f.enqueue(update("v-1", timestamp: now))
             let sender = RecordingSender { _, _ in .fail(503, "ServiceUnavailable", .retryable) }
-            try await f.drain(f.worker(sender), rounds: 2000)
+            try await f.drain(f.worker(sender))
             let dead = try #require(try await f.store.list(state: .dead).first)
             #expect(dead.lastStatus == 503 && dead.lastReason == "ServiceUnavailable")
             #expect(try await f.store.attempts(deliveryId: dead.id).count == sender.calls.count)

@@ -65,7 +65,7 @@ import Testing
                         "\(seen) requests at the simulator", pollingEvery: 0.005, between: { _ = try await worker.runOnce() }
                     ) { wire.simulator.deliveries().count >= seen }
                 }
-                try await f.drain(worker, rounds: 2000)
+                try await f.drain(worker)
                 let received = wire.simulator.deliveries()
                 #expect(received.map(\.status) == [503, 503, 503, 503, 429, 500, 200])
                 #expect(Set(received.map(\.apnsID)).count == 1)

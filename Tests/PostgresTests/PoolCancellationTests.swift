@@ -8,18 +8,6 @@ import Testing
 /// A caller waiting for a connection gives up when its task is cancelled: it leaves the queue at once and
 /// throws `CancellationError`, the slot it waited for goes to the next waiter, and nothing leaks.
 @Suite(.timeLimit(.minutes(1))) struct PoolCancellationTests {
-    /// Waits (driving nothing) until `condition` holds; fails the test after `seconds`.
-    func waitUntil(within seconds: Double, _ what: String, _ condition: () -> Bool) async throws {
-        let deadline = Date().addingTimeInterval(seconds)
-        while !condition() {
-            guard Date() < deadline else {
-                Issue.record("timed out waiting until \(what)")
-                throw CancellationError()
-            }
-            try await Task.sleep(nanoseconds: 2_000_000)
-        }
-    }
-
     @Test func aCancelledWaiterLeavesTheQueueAndTheSlotGoesToTheNext() async throws {
         let (url, setup) = try await TestDatabase.create(poolSize: 1)
         await setup.close()
@@ -37,9 +25,9 @@ import Testing
             }
         }
         let first = Task { try await pool.withConnection { try $0.query("SELECT 'first' AS w").first!.string("w") } }
-        try await waitUntil(within: 30, "the first waiter is queued") { pool.waitingCount == 1 }
+        try await eventually("the first waiter is queued", within: 30) { pool.waitingCount == 1 }
         let second = Task { try await pool.withConnection { try $0.query("SELECT 'second' AS w").first!.string("w") } }
-        try await waitUntil(within: 30, "the second waiter is queued") { pool.waitingCount == 2 }
+        try await eventually("the second waiter is queued", within: 30) { pool.waitingCount == 2 }
 
         first.cancel()
         // Answered while the connection is still held: the waiter did not wait for it.
@@ -67,7 +55,7 @@ import Testing
 
         let gate = DispatchSemaphore(value: 0)
         let holder = Task { try await pool.withConnection { _ in gate.wait() } }
-        try await waitUntil(within: 30, "the connection is held") { pool.freeCount == 0 }
+        try await eventually("the connection is held", within: 30) { pool.freeCount == 0 }
         let late = Task {
             withUnsafeCurrentTask { $0?.cancel() }
             return try await pool.withConnection { _ in 1 }

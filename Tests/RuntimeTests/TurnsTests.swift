@@ -20,6 +20,8 @@ import Testing
                     await turns.run {
                         let now = counters.inside.add(1, ordering: .relaxed).newValue
                         _ = counters.most.max(now, ordering: .relaxed)
+                        // A section that takes a while, so that one running beside it would be seen in
+                        // `inside` (the work under test, not a wait for it).
                         await Task.yield()
                         try? await Task.sleep(nanoseconds: 200_000)
                         counters.inside.subtract(1, ordering: .relaxed)

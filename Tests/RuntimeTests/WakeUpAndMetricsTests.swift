@@ -1,24 +1,13 @@
 import Runtime
 import Synchronization
+import TestSupportCore
 import Testing
 
 /// `WakeUp.signalOne` (the outbox wakes one extra claim loop per NOTIFY, not all of them) and the
 /// metrics registry's counters and histograms after they became in-place updates.
 @Suite(.timeLimit(.minutes(1))) struct WakeUpAndMetricsTests {
-    /// Until `condition` holds (checked every 5 ms), at most 30 s.
-    func eventually(_ what: String, _ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while !condition() {
-            guard ContinuousClock.now < deadline else {
-                Issue.record("timed out waiting for \(what)")
-                return
-            }
-            try await Task.sleep(for: .milliseconds(5))
-        }
-    }
-
     @Test func signalOneWakesOneWaiterAndTheNextSignalTheOther() async throws {
-        let wakeUp = WakeUp()
+        let wakeUp = WakeUp(clock: ManualClock(now: 0))
         let woken = Count()
         let waiters = (0..<2).map { _ in
             Task {
@@ -26,13 +15,12 @@ import Testing
             }
         }
         // Both wait before the first signal (a signal with nobody waiting is kept for the next one).
-        try await Task.sleep(for: .milliseconds(200))
+        try await eventually("both waiters waiting", within: 30) { wakeUp.waiting == 2 }
         wakeUp.signalOne()
-        try await eventually("one waiter woken") { woken.value.load(ordering: .relaxed) == 1 }
-        try await Task.sleep(for: .milliseconds(200))
-        #expect(woken.value.load(ordering: .relaxed) == 1, "signalOne woke more than one waiter")
+        #expect(wakeUp.waiting == 1, "signalOne woke more than one waiter")
+        try await eventually("one waiter woken", within: 30) { woken.value.load(ordering: .relaxed) == 1 }
         wakeUp.signalOne()
-        try await eventually("the second waiter woken") { woken.value.load(ordering: .relaxed) == 2 }
+        try await eventually("the second waiter woken", within: 30) { woken.value.load(ordering: .relaxed) == 2 }
         for waiter in waiters { await waiter.value }
     }
 

@@ -206,9 +206,10 @@ import VisitTestSupport
             let event = try progress(3)
             return Task { try await batcher.execute(command(v, event)) }
         }
-        // (Not taken by a second batch: they wait while the first forms. Bounded well inside its 3 s.)
+        // (Not taken by a second batch: they wait while the first forms. Bounded well inside its 3 s.) The batcher
+        // decides whether a command starts a batch as it queues it, so once both wait with one batch run, no
+        // second batch can form until the first one's writes go out.
         try await eventually("the next commands waiting", within: 2.5) { batcher.waitingCount == 2 }
-        try await Task.sleep(for: .milliseconds(300))
         #expect(batcher.waitingCount == 2 && batcher.batchesRun == 1, "a second batch formed beside the first")
         #expect(try await first.value.state.version == 2)
         for task in next { #expect(try await task.value.state.version == 2) }
@@ -230,7 +231,7 @@ import VisitTestSupport
         try await eventually("the next batch formed beside the writing one", within: 2) { batcher.batchesRun == 2 }
         if writes == 1 {
             // (Bounded well inside the first write's 3 s.)
-            try await Task.sleep(for: .milliseconds(400))
+            try await eventually("the next batch waiting for its turn to write", within: 2) { batcher.waitingToWrite == 1 }
             #expect(try await sleeping("SELECT pg_sleep(3)", in: f), "the first write ended too soon for the check")
             #expect(try await f.rows()["v-next"]?.version == 1, "the next batch wrote while the first was writing")
         } else {
