@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
 import PackageDescription
 
 // One package, Swift 6 language mode, nothing outside the toolchain.
@@ -147,3 +147,10 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// Warnings are errors in the product's own code (its library and executable targets; not the tests, not the
+// C modules): a warning there is a defect to fix, not noise to scroll past.
+for target in package.targets where target.type == .regular || target.type == .executable {
+    guard !(target.path ?? "").hasPrefix("Tests/") else { continue }
+    target.swiftSettings = (target.swiftSettings ?? []) + [.treatAllWarnings(as: .error)]
+}

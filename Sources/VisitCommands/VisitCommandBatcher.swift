@@ -214,11 +214,11 @@ public final class VisitCommandBatcher: Sendable {
             return (all, all.map { _ in .failure(error) })
         }
         let all = batch + joined.withLock { $0 }
-        Metrics.shared.increment("livevisits_command_batches_total", help: "Visit-command group-commit batches run.")
-        Metrics.shared.increment(
+        handler.store.metrics.increment("livevisits_command_batches_total", help: "Visit-command group-commit batches run.")
+        handler.store.metrics.increment(
             "livevisits_command_batched_total", help: "Visit commands that went through group commit.", by: Double(all.count))
         if all.count > batch.count {
-            Metrics.shared.increment(
+            handler.store.metrics.increment(
                 "livevisits_command_batch_joined_total",
                 help: "Visit commands that joined a group-commit batch while it waited for its turn to write.",
                 by: Double(all.count - batch.count))

@@ -412,7 +412,7 @@ public struct VisitCommandHandler: Sendable {
                     // A visit written without its pushes has a target now (registered through another process):
                     // nothing was written; the batch goes again with every push.
                     states.targetsRegistered(visits: probed.filter(\.skipped).map(\.visitId))
-                    Metrics.shared.increment(
+                    store.metrics.increment(
                         "livevisits_command_batch_targets_appeared_total",
                         help: "Command batches written again with their pushes: a visit known to have no push target had one.")
                     results = try connection.pipeline(try assemble(skipping: false))
@@ -429,7 +429,7 @@ public struct VisitCommandHandler: Sendable {
                     // been behind (another process wrote the visit): none of the batch's visits is assumed again,
                     // and none at all for a while.
                     states.forget(prepared.map(\.prepared.command.visitId), distrusting: !assumed.isEmpty)
-                    Metrics.shared.increment(
+                    store.metrics.increment(
                         "livevisits_command_batches_redone_total",
                         help: "Command batches whose shared write failed and was redone one by one.")
                 }
@@ -445,7 +445,7 @@ public struct VisitCommandHandler: Sendable {
                 }
                 let skipped = Set(probed.filter(\.skipped).map(\.visitId))
                 if !skipped.isEmpty {
-                    Metrics.shared.increment(
+                    store.metrics.increment(
                         "livevisits_command_pushes_skipped_total",
                         help: "Visit commands written without the outbox's statement: their visit had no push target.",
                         by: Double(prepared.filter { skipped.contains($0.prepared.command.visitId) }.count))

@@ -207,12 +207,21 @@ struct DocsDriftTests {
     }
 
     /// The routes `router.add(.method, "template", through: middleware…)` declares, with whether a key is
-    /// needed (any middleware: authentication comes first).
+    /// needed (any middleware: authentication comes first); and the rows of a route table, `(.method, name, …)`
+    /// with `let name = "template"`, which a loop adds through `router.add(route.method, route.path, through:`.
     static func declaredRoutes() throws -> [Route: Bool] {
         var routes: [Route: Bool] = [:]
         for (_, text) in try sources(under: ["HTTPAPI", "WebConsole"]) {
             for match in matches(#"router\.add\(\s*\.(\w+),\s*"([^"]+)"(,\s*through:)?"#, in: text) {
                 routes[Route(method: match[1], path: match[2])] = !match[3].isEmpty
+            }
+            guard let table = matches(#"router\.add\(\s*route\.method,\s*route\.path(,\s*through:)?"#, in: text).first
+            else { continue }
+            var templates: [String: String] = [:]
+            for match in matches(#"let (\w+) = "(/[^"]+)""#, in: text) { templates[match[1]] = match[2] }
+            for match in matches(#"\(\s*\.(\w+),\s*(\w+),"#, in: text) {
+                guard let path = templates[match[2]] else { continue }
+                routes[Route(method: match[1], path: path)] = !table[1].isEmpty
             }
         }
         return routes

@@ -69,10 +69,10 @@ import Testing
             try await api.post(id, #"{"type":"enRoute"}"#)
             let customer = try await api.key(.customer, customerId)
             #expect(try await register(api, id, "a-1", key: customer, version: 2, token: pushToken("here")).status == 204)
-            let appeared = Metrics.shared.value("livevisits_command_batch_targets_appeared_total") ?? 0
+            let appeared = api.environment.metrics.value("livevisits_command_batch_targets_appeared_total") ?? 0
             try await api.post(id, #"{"type":"nearby"}"#)
             #expect(try await deliveries(api, visit: id).filter { $0.activityId == "a-1" }.map(\.kind) == ["update"])
-            #expect((Metrics.shared.value("livevisits_command_batch_targets_appeared_total") ?? 0) == appeared)
+            #expect((api.environment.metrics.value("livevisits_command_batch_targets_appeared_total") ?? 0) == appeared)
         }
     }
 

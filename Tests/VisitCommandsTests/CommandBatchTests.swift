@@ -67,7 +67,7 @@ import VisitTestSupport
         taken.alsoRun = { _ in ["INSERT INTO taken VALUES ('ran')"] }
         var free = command("v-p2", try progress(6))
         free.refuseIfAnyRow = "SELECT 1 WHERE \(false)"
-        let redone = Metrics.shared.value("livevisits_command_batches_redone_total") ?? 0
+        let redone = f.handler.store.metrics.value("livevisits_command_batches_redone_total") ?? 0
         let batch = [command("v-p1", try progress(4)), taken, free]
         let outcomes = try await f.pool.withConnection { c in f.handler.executeBatch(batch, on: c) }
         #expect((try? outcomes[0].get())?.state.version == 2)
@@ -75,7 +75,8 @@ import VisitTestSupport
         #expect((try? outcomes[2].get())?.state.version == 2)
         #expect(try await f.handler.store.readStream("visit-v-taken").count == 1)
         #expect(try await f.pool.withConnection { c in try c.query("SELECT count(*) AS n FROM taken").first?["n"] } == "0")
-        #expect((Metrics.shared.value("livevisits_command_batches_redone_total") ?? 0) == redone, "the batch was not redone")
+        #expect(
+            (f.handler.store.metrics.value("livevisits_command_batches_redone_total") ?? 0) == redone, "the batch was not redone")
     }
 
     /// Each command that asks gets who follows its visit after the batch (live activities, channels with an
@@ -141,7 +142,7 @@ import VisitTestSupport
             command("v-hot", try progress(5)), command("v-cold", try progress(9)), command("v-hot", enRoute),
             command("v-hot", finishing), command("v-hot", try progress(2)), keyed, expectingFive,
         ]
-        let redone = Metrics.shared.value("livevisits_command_batches_redone_total") ?? 0
+        let redone = f.handler.store.metrics.value("livevisits_command_batches_redone_total") ?? 0
         let outcomes = try await f.pool.withConnection { c in f.handler.executeBatch(batch, on: c) }
         let results = outcomes.map { try? $0.get() }
         #expect(results.map { $0?.state.version } == [2, 2, 3, nil, 4, 5, 6])
@@ -153,7 +154,7 @@ import VisitTestSupport
             #expect(r.view == f.readModel.viewText(for: r.state))
         }
         #expect(results[0]?.view != results[4]?.view)
-        #expect(Metrics.shared.value("livevisits_command_batches_redone_total") ?? 0 == redone, "the batch was redone")
+        #expect(f.handler.store.metrics.value("livevisits_command_batches_redone_total") ?? 0 == redone, "the batch was redone")
 
         let stream = try await f.handler.store.readStream("visit-v-hot")
         #expect(stream.map(\.position) == Array(1...6))
@@ -301,7 +302,7 @@ import VisitTestSupport
         let visits = (0..<8).map { "v-j\($0)" }
         for v in visits { _ = try await f.schedule(v) }
         let batcher = VisitCommandBatcher(handler: f.handler, maxConcurrentBatches: 2, maxConcurrentWrites: 1)
-        let joinedBefore = Metrics.shared.value("livevisits_command_batch_joined_total") ?? 0
+        let joinedBefore = f.handler.store.metrics.value("livevisits_command_batch_joined_total") ?? 0
         // 16 writers, each posting 40 commands one after the other to two visits of its own pair.
         let results = try await withThrowingTaskGroup(of: [Int].self) { group -> [[Int]] in
             for w in 0..<16 {
@@ -321,7 +322,7 @@ import VisitTestSupport
             let stream = try await f.handler.store.readStream("visit-\(v)")
             #expect(stream.map(\.position) == Array(1...81), "\(v)")
         }
-        let joined = (Metrics.shared.value("livevisits_command_batch_joined_total") ?? 0) - joinedBefore
+        let joined = (f.handler.store.metrics.value("livevisits_command_batch_joined_total") ?? 0) - joinedBefore
         #expect(joined > 0, "no command joined a batch waiting for its turn in \(batcher.batchesRun) batches")
     }
 
@@ -368,7 +369,7 @@ import VisitTestSupport
     @Test func aCancelledWriteStopsTheBatchUnavailable() async throws {
         let f = try await VisitFixtures.make()
         for v in ["v-cancelled", "v-beside"] { _ = try await f.schedule(v) }
-        let redoneBefore = Metrics.shared.value("livevisits_command_batches_redone_total") ?? 0
+        let redoneBefore = f.handler.store.metrics.value("livevisits_command_batches_redone_total") ?? 0
         var cancelled = command("v-cancelled", try progress(2))
         cancelled.alsoRun = { _ in ["SELECT set_config('statement_timeout', '200', true)", "SELECT pg_sleep(3)"] }
         let handler = f.handler
@@ -381,7 +382,9 @@ import VisitTestSupport
         }
         #expect(try await f.rows()["v-cancelled"]?.version == 1)
         #expect(try await f.rows()["v-beside"]?.version == 1)
-        #expect((Metrics.shared.value("livevisits_command_batches_redone_total") ?? 0) == redoneBefore, "the batch was redone")
+        #expect(
+            (f.handler.store.metrics.value("livevisits_command_batches_redone_total") ?? 0) == redoneBefore,
+            "the batch was redone")
     }
 
     /// A writer outside the batch takes a position the batch counted on: the batch's shared write fails on
@@ -391,7 +394,7 @@ import VisitTestSupport
         _ = try await f.schedule("v-race")
         _ = try await f.schedule("v-other")
         let handler = f.handler
-        let redoneBefore = Metrics.shared.value("livevisits_command_batches_redone_total") ?? 0
+        let redoneBefore = f.handler.store.metrics.value("livevisits_command_batches_redone_total") ?? 0
         // The outsider appends version 2 of v-race inside a transaction it keeps open until the batch
         // waits on its row.
         let held = try await holdOpen(f, appendingTo: "v-race")
@@ -408,7 +411,9 @@ import VisitTestSupport
         #expect(try await f.handler.store.readStream("visit-v-race").map(\.position) == [1, 2, 3])
         #expect(try await f.handler.store.readStream("visit-v-other").map(\.position) == [1, 2])
         #expect(try await f.rows()["v-race"]?.version == 3)
-        #expect((Metrics.shared.value("livevisits_command_batches_redone_total") ?? 0) > redoneBefore, "the batch was not redone")
+        #expect(
+            (f.handler.store.metrics.value("livevisits_command_batches_redone_total") ?? 0) > redoneBefore,
+            "the batch was not redone")
     }
 
     /// A command withdrawn by its caller (the HTTP server gave up) while it waits for a batch never runs.

@@ -23,7 +23,7 @@ import VisitTestSupport
         try await f.pool.withConnection { c in try c.query(query).first!.int("n") }
     }
 
-    func metric(_ name: String) -> Double { Metrics.shared.value(name) ?? 0 }
+    func metric(_ f: VisitFixtures, _ name: String) -> Double { f.handler.store.metrics.value(name) ?? 0 }
 
     /// A scheduled visit of customer `c-1` after one progress command through the batches: its targets known.
     func withVisitWithoutTargets(_ visit: String, _ body: (VisitFixtures) async throws -> Void) async throws {
@@ -38,10 +38,10 @@ import VisitTestSupport
 
     @Test func aVisitWithoutPushTargetsIsWrittenWithoutItsPushes() async throws {
         try await withVisitWithoutTargets("v-p1") { f in
-            let skipped = metric("livevisits_command_pushes_skipped_total")
+            let skipped = metric(f, "livevisits_command_pushes_skipped_total")
             let result = try await batch(f, "v-p1", #"{"type": "enRoute", "kilometresAway": 8}"#)
             #expect(result.state.version == 3 && result.state.status == .enRoute)
-            #expect(metric("livevisits_command_pushes_skipped_total") == skipped + 1)
+            #expect(metric(f, "livevisits_command_pushes_skipped_total") == skipped + 1)
             #expect(try await count(f, "SELECT count(*) AS n FROM deliveries WHERE visit_id = 'v-p1'") == 0)
             #expect(f.handler.states.hasTargets("v-p1") == false)
         }
@@ -56,12 +56,12 @@ import VisitTestSupport
                     visitId: "v-p2", activityId: "a-1", pushToken: String(repeating: "ab", count: 32), environment: .sandbox,
                     on: c)
             }
-            let appeared = metric("livevisits_command_batch_targets_appeared_total")
-            let redone = metric("livevisits_command_batches_redone_total")
+            let appeared = metric(f, "livevisits_command_batch_targets_appeared_total")
+            let redone = metric(f, "livevisits_command_batches_redone_total")
             let result = try await batch(f, "v-p2", #"{"type": "enRoute", "kilometresAway": 8}"#)
             #expect(result.state.version == 3)
-            #expect(metric("livevisits_command_batch_targets_appeared_total") == appeared + 1)
-            #expect(metric("livevisits_command_batches_redone_total") == redone, "written again as a batch, not one by one")
+            #expect(metric(f, "livevisits_command_batch_targets_appeared_total") == appeared + 1)
+            #expect(metric(f, "livevisits_command_batches_redone_total") == redone, "written again as a batch, not one by one")
             #expect(try await count(f, "SELECT count(*) AS n FROM events WHERE stream_name = 'visit-v-p2'") == 3)
             #expect(
                 try await count(
@@ -83,10 +83,10 @@ import VisitTestSupport
                     customerId: "c-1", deviceId: "d-1", pushToken: String(repeating: "cd", count: 32), environment: .sandbox,
                     on: c)
             }
-            let appeared = metric("livevisits_command_batch_targets_appeared_total")
+            let appeared = metric(f, "livevisits_command_batch_targets_appeared_total")
             let result = try await batch(f, "v-p3", #"{"type": "progress", "kilometresAway": 7}"#)
             #expect(result.state.version == 3)
-            #expect(metric("livevisits_command_batch_targets_appeared_total") == appeared + 1)
+            #expect(metric(f, "livevisits_command_batch_targets_appeared_total") == appeared + 1)
             #expect(f.handler.states.hasTargets("v-p3") == true)
         }
     }
@@ -110,9 +110,11 @@ import VisitTestSupport
             #expect(states.hasTargets("v-p6") == true)
             #expect(states.hasTargets("v-elsewhere") == nil, "a visit whose state is not known here stays unknown")
             #expect(states.state("v-p6")?.version == 2, "the state stays")
-            let skipped = Metrics.shared.value("livevisits_command_pushes_skipped_total") ?? 0
+            let skipped = f.handler.store.metrics.value("livevisits_command_pushes_skipped_total") ?? 0
             _ = try await batch(f, "v-p6", #"{"type": "enRoute"}"#)
-            #expect((Metrics.shared.value("livevisits_command_pushes_skipped_total") ?? 0) == skipped, "written with its pushes")
+            #expect(
+                (f.handler.store.metrics.value("livevisits_command_pushes_skipped_total") ?? 0) == skipped,
+                "written with its pushes")
         }
     }
 }

@@ -88,7 +88,7 @@ import VisitTestSupport
             _ = try await f.pool.withConnection { c in
                 other.executeBatch([try VisitFixtures.command("v-c4", #"{"type": "progress", "kilometresAway": 4}"#)], on: c)
             }
-            let redone = Metrics.shared.value("livevisits_command_batches_redone_total") ?? 0
+            let redone = f.handler.store.metrics.value("livevisits_command_batches_redone_total") ?? 0
             let outcomes = try await f.pool.withConnection { c in
                 f.handler.executeBatch(
                     [
@@ -97,7 +97,7 @@ import VisitTestSupport
                     ], on: c)
             }
             #expect(try outcomes[0].get().state.version == 4 && outcomes[1].get().state.version == 3)
-            #expect((Metrics.shared.value("livevisits_command_batches_redone_total") ?? 0) == redone + 1)
+            #expect((f.handler.store.metrics.value("livevisits_command_batches_redone_total") ?? 0) == redone + 1)
             #expect(!f.handler.states.assuming, "a lost bet: no state is assumed for a while")
             let stream = try await f.handler.store.readStream("visit-v-c4")
             #expect(stream.map(\.position) == [1, 2, 3, 4])

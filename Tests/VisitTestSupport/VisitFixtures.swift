@@ -48,7 +48,7 @@ public struct VisitFixtures: Sendable {
         let readModel = try VisitReadModel(projectionsDirectory: TestDatabase.projectionsDirectory, rules: rules)
         let clock = ManualClock(now: Date().timeIntervalSince1970)
         let handler = VisitCommandHandler(
-            store: EventStore(pool: pool), readModel: readModel, pushes: pushes(pool, clock), clock: clock)
+            store: EventStore(pool: pool, metrics: Metrics()), readModel: readModel, pushes: pushes(pool, clock), clock: clock)
         return VisitFixtures(pool: pool, handler: handler, readModel: readModel, clock: clock)
     }
 
