@@ -36,27 +36,22 @@ public struct LiveVisitsAPI: Sendable {
 
     /// Every answer's sealed personal fields opened (plain text, or `null` once the customer is erased) on
     /// the way out: visits, lists, histories and stored idempotent answers all pass here, and nothing
-    /// before this point holds the plain text. A value that fails authentication (a changed row) answers
-    /// `personal_data_unreadable` for that request alone, naming the visit.
+    /// before this point holds the plain text. A value that cannot be read (its key file missing, a
+    /// changed row) reads `null` as an erased one does, in a list and in a single visit alike; the opener
+    /// counts it (`livevisits_personal_data_unreadable_total`) and logs each customer once.
     func openPersonalData(_ response: HTTPResponse) async -> HTTPResponse {
         // Only JSON answers hold visits (the console's files and /metrics are not scanned).
         guard response.headers["Content-Type"]?.hasPrefix("application/json") == true,
             PersonalDataOpener.mayHoldSealed(response.body)
         else { return response }
-        let opener = PersonalDataOpener(keys: environment.personalData, cache: environment.dataKeyCache)
+        let opener = PersonalDataOpener(
+            keys: environment.personalData, cache: environment.dataKeyCache, metrics: environment.metrics)
         do {
             // Keys the cache holds are not read: an answer whose keys are all cached takes no connection.
             let opened = try await opener.open([UInt8](response.body), pool: environment.pool)
             var plain = response
             plain.body = Data(opened.bytes)
             return plain
-        } catch let error as PersonalDataError {
-            logger.error(
-                "personal data unreadable", ["visit.id": error.visitId ?? "?", "error": error.code.description])
-            let visit = error.visitId.map { "visit \($0)" } ?? "a visit"
-            return .error(
-                status: 500, code: APIError.Code.personalDataUnreadable.rawValue,
-                message: "the personal data of \(visit) cannot be read (it fails authentication); other visits are unaffected")
         } catch {
             // The database unreachable, or any other failure to read the keys.
             return .error(status: 503, code: "unavailable", message: APIError.unavailable.message)
