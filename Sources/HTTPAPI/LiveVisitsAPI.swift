@@ -116,13 +116,22 @@ public struct LiveVisitsAPI: Sendable {
 
     /// `/readyz`: 200 when this process can take writes — the database answers within
     /// `readinessTimeoutSeconds`, it is a primary, its commits can finish (it waits for no synchronous
-    /// standby it lacks) and every migration is applied — else 503 with a code naming the first check
+    /// standby it lacks), every migration is applied and its personal-data key file opens the customers'
+    /// data keys (`PersonalDataKeys.keyFileProblem`) — else 503 with a code naming the first check
     /// that failed. Either way `checks` says what each one found, and how LISTEN is doing (a process
     /// that cannot LISTEN polls instead, so that alone is no reason to fail).
     func readiness() async -> HTTPResponse {
         let listen: JSONValue = .string(environment.keyCache.isActive ? "listening" : "polling")
         let readiness = environment.readiness
-        let probe = await withDeadline(seconds: LiveVisitsAPI.readinessTimeoutSeconds) { await readiness.probe() }
+        let personalData = environment.personalData
+        let pool = environment.pool
+        let probe = await withDeadline(seconds: LiveVisitsAPI.readinessTimeoutSeconds) {
+            () async -> (DatabaseReadiness.Finding, PersonalDataKeys.KeyFileProblem?) in
+            let finding = await readiness.probe()
+            guard case .answered = finding else { return (finding, nil) }
+            // A failure to ask is the database's, which the probe just found answering: no key finding then.
+            return (finding, try? await personalData.keyFileProblem(pool: pool))
+        }
         func unready(_ code: String, _ message: String, _ checks: [JSONMember]) -> HTTPResponse {
             LiveVisitsAPI.noteReadiness(code, message)
             let error: JSONValue = ["code": .string(code), "message": .string(message)]
@@ -135,7 +144,7 @@ public struct LiveVisitsAPI: Sendable {
                 [JSONMember("database", "no answer"), JSONMember("listen", listen)])
         }
         let status: DatabaseReadiness.State
-        switch probe {
+        switch probe.0 {
         case .migrationsChanged(let message):
             return unready("migrations_changed", message, [JSONMember("database", "primary"), JSONMember("listen", listen)])
         case .unreachable:
@@ -146,12 +155,14 @@ public struct LiveVisitsAPI: Sendable {
             status = found
         }
         let pending = status.pendingMigrations
+        let keyFileProblem = probe.1
         let checks: [JSONMember] = [
             JSONMember("database", .string(status.inRecovery ? "read-only (in recovery)" : "primary")),
             JSONMember("migrations", .string(pending.isEmpty ? "current" : "pending")),
             JSONMember("replication", .string(status.replication)),
             JSONMember("standbys", .number(Double(status.standbys))),
             JSONMember("listen", listen),
+            JSONMember("personalDataKey", .string(keyFileProblem?.code ?? "opens")),
         ]
         if status.inRecovery {
             return unready(
@@ -169,6 +180,7 @@ public struct LiveVisitsAPI: Sendable {
         guard pending.isEmpty else {
             return unready("migrations_pending", "pending migrations: \(pending.joined(separator: ", "))", checks)
         }
+        if let keyFileProblem { return unready(keyFileProblem.code, keyFileProblem.message, checks) }
         LiveVisitsAPI.noteReadiness(nil, "")
         return .json(.object([JSONMember("status", "ready"), JSONMember("checks", .object(checks))]))
     }
