@@ -1,9 +1,9 @@
 import Postgres
 
 /// The API keys' use cases, on a pool: minting (`POST /v1/keys` and `livevisits keys create` alike), the
-/// caller behind a presented key, and revocation. Live keys are read through `cache` while it hears
-/// revocations; a key revoked here is dropped from it at once, and from other processes' caches when the
-/// revocation's notification reaches them.
+/// caller behind a presented key, revocation, and the audit's list (`GET /v1/keys` and `livevisits keys
+/// list` alike). Live keys are read through `cache` while it hears revocations; a key revoked here is
+/// dropped from it at once, and from other processes' caches when the revocation's notification reaches them.
 public struct APIKeyRegistry: Sendable {
     public let pool: PostgresPool
     public let cache: APIKeyCache
@@ -30,6 +30,12 @@ public struct APIKeyRegistry: Sendable {
             if let stored { cache.remember(stored, readAt: generation) }
         }
         return stored?.caller(presenting: secret)
+    }
+
+    /// Every key (revoked ones too), newest first, for an audit: of `role` only when given, `limit` at most.
+    /// Never a key or its hash.
+    public func list(role: Role? = nil, limit: Int? = nil) async throws -> [KeyStore.ListedKey] {
+        try await pool.withConnection { try KeyStore.list(role: role?.rawValue, limit: limit, on: $0) }
     }
 
     /// Revokes a live key whose role is one of `allowedRoles`; false when there is none. This process's

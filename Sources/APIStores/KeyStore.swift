@@ -39,6 +39,36 @@ public enum KeyStore {
         return Row(keyId: keyId, secretHash: try row.string("secret_hash"), role: try row.string("role"), subject: row["subject"])
     }
 
+    /// A key as an audit shows it (`livevisits keys list`, `GET /v1/keys`): who it is for and when it was
+    /// made and revoked; never the key or its hash.
+    public struct ListedKey: Sendable, Equatable {
+        public let keyId: String
+        public let role: String
+        public let subject: String?
+        /// The key id that minted it over the API, or `cli`.
+        public let createdBy: String?
+        /// Seconds since 1970.
+        public let createdAt: Double
+        public let revokedAt: Double?
+    }
+
+    /// Keys, newest first (then by id, so the order is stable), of one role when given, `limit` at most.
+    public static func list(role: String?, limit: Int?, on connection: PostgresConnection) throws -> [ListedKey] {
+        try connection.query(
+            """
+            SELECT key_id, role, subject, created_by, extract(epoch FROM created_at)::float8 AS created_at,
+                   extract(epoch FROM revoked_at)::float8 AS revoked_at
+            FROM api_keys WHERE \(role)::text IS NULL OR role = \(role)
+            ORDER BY created_at DESC, key_id LIMIT \(limit)
+            """
+        ).rows.map { row in
+            ListedKey(
+                keyId: try row.string("key_id"), role: try row.string("role"), subject: row["subject"],
+                createdBy: row["created_by"], createdAt: try row.double("created_at"),
+                revokedAt: row["revoked_at"].flatMap(Double.init))
+        }
+    }
+
     /// Revokes a live key whose role is one of `roles`, and announces it on `revocationChannel` in the same
     /// statement; false when there is no such key.
     public static func revoke(keyId: String, roles: [String], on connection: PostgresConnection) throws -> Bool {

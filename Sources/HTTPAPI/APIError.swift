@@ -2,6 +2,7 @@ import APIStores
 import CustomerErasure
 import HTTPServer
 import Outbox
+import PersonalData
 import VisitCommands
 import VisitDomain
 
@@ -48,7 +49,8 @@ public struct APIError: Error, HTTPErrorConvertible, Sendable, CustomStringConve
         public static let apnsUnavailable = Code(kind: .apnsUnavailable)
         /// `DELETE /v1/customers/{id}` while a visit of theirs has not ended. HTTP 409.
         public static let customerHasActiveVisits = Code(kind: .customerHasActiveVisits)
-        /// A visit's sealed personal data fails authentication (a changed row): that visit alone. HTTP 500.
+        /// A write needs a customer's data key that this process cannot open (wrapped under a key file it
+        /// lacks, or a changed row): that request alone. HTTP 500. (Reads answer such fields `null`.)
         public static let personalDataUnreadable = Code(kind: .personalDataUnreadable)
         /// A body the domain refuses (400 for malformed JSON, else 422).
         public static func input(_ code: VisitInputError.Code) -> Code { Code(kind: .input(code)) }
@@ -136,6 +138,9 @@ public struct APIError: Error, HTTPErrorConvertible, Sendable, CustomStringConve
             case .activeVisits: return APIError(.customerHasActiveVisits, e.message, underlying: e)
             default: return APIError(.notFound, e.message, underlying: e)
             }
+        // A write that must seal under a customer's data key this process cannot open (a booking for an
+        // existing customer): that request alone fails; the message names the key, never the data.
+        case let e as PersonalDataError: return APIError(.personalDataUnreadable, e.message, underlying: e)
         case let e as ChannelStore.Refusal:
             switch e.code {
             case .exhausted: return APIError(.channelsExhausted, e.message, underlying: e)

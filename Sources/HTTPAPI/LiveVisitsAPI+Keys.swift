@@ -1,6 +1,7 @@
 import APIStores
 import Foundation
 import HTTPServer
+import JSON
 import VisitDomain
 
 extension LiveVisitsAPI {
@@ -9,6 +10,11 @@ extension LiveVisitsAPI {
             .post, "/v1/keys", through: authenticated,
             LiveVisitsAPI.withCaller { request, _, caller in
                 try await mintKey(request, caller: caller)
+            })
+        router.add(
+            .get, "/v1/keys", through: authenticated,
+            LiveVisitsAPI.withCaller { request, _, caller in
+                try await listKeys(request, caller: caller)
             })
         router.add(
             .delete, "/v1/keys/{keyId}", through: authenticated,
@@ -32,6 +38,36 @@ extension LiveVisitsAPI {
             "{\"keyId\":\"\(minted.keyId)\",\"key\":\"\(minted.key)\",\"role\":\"\(minted.role.rawValue)\",\"subject\":"
             + "\(minted.subject.map { jsonString($0) } ?? "null")}"
         return .json(status: 201, body: Data(json.utf8))
+    }
+
+    /// `GET /v1/keys` (ops): the keys for an audit, newest first — id, role, subject, who minted it, when it
+    /// was made and revoked; never a key or its hash. `role` narrows it; `limit` 1 to 1000, default 1000.
+    func listKeys(_ request: HTTPRequest, caller: Caller) async throws -> HTTPResponse {
+        try LiveVisitsAPI.requireOps(caller)
+        var role: Role? = nil
+        if let text = request.queryValue("role") {
+            guard let parsed = Role(rawValue: text) else {
+                throw APIError(.invalidValue, "role: expected one of \(Role.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            role = parsed
+        }
+        var limit = 1000
+        if let text = request.queryValue("limit") {
+            guard let n = Int(text), (1...1000).contains(n) else { throw APIError(.invalidValue, "limit: expected 1 to 1000") }
+            limit = n
+        }
+        let keys = environment.keys
+        let listed = try await mapped { try await keys.list(role: role, limit: limit) }
+        let items: [JSONValue] = listed.map { key in
+            .object([
+                JSONMember("keyId", .string(key.keyId)), JSONMember("role", .string(key.role)),
+                JSONMember("subject", key.subject.map(JSONValue.string) ?? .null),
+                JSONMember("createdBy", key.createdBy.map(JSONValue.string) ?? .null),
+                JSONMember("createdAt", .number(key.createdAt.rounded(.down))),
+                JSONMember("revokedAt", key.revokedAt.map { .number($0.rounded(.down)) } ?? .null),
+            ])
+        }
+        return .json(.object([JSONMember("keys", .array(items))]))
     }
 
     func revokeKey(keyId: String?, caller: Caller) async throws -> HTTPResponse {

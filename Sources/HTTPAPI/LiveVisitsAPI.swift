@@ -36,27 +36,22 @@ public struct LiveVisitsAPI: Sendable {
 
     /// Every answer's sealed personal fields opened (plain text, or `null` once the customer is erased) on
     /// the way out: visits, lists, histories and stored idempotent answers all pass here, and nothing
-    /// before this point holds the plain text. A value that fails authentication (a changed row) answers
-    /// `personal_data_unreadable` for that request alone, naming the visit.
+    /// before this point holds the plain text. A value that cannot be read (its key file missing, a
+    /// changed row) reads `null` as an erased one does, in a list and in a single visit alike; the opener
+    /// counts it (`livevisits_personal_data_unreadable_total`) and logs each customer once.
     func openPersonalData(_ response: HTTPResponse) async -> HTTPResponse {
         // Only JSON answers hold visits (the console's files and /metrics are not scanned).
         guard response.headers["Content-Type"]?.hasPrefix("application/json") == true,
             PersonalDataOpener.mayHoldSealed(response.body)
         else { return response }
-        let opener = PersonalDataOpener(keys: environment.personalData, cache: environment.dataKeyCache)
+        let opener = PersonalDataOpener(
+            keys: environment.personalData, cache: environment.dataKeyCache, metrics: environment.metrics)
         do {
             // Keys the cache holds are not read: an answer whose keys are all cached takes no connection.
             let opened = try await opener.open([UInt8](response.body), pool: environment.pool)
             var plain = response
             plain.body = Data(opened.bytes)
             return plain
-        } catch let error as PersonalDataError {
-            logger.error(
-                "personal data unreadable", ["visit.id": error.visitId ?? "?", "error": error.code.description])
-            let visit = error.visitId.map { "visit \($0)" } ?? "a visit"
-            return .error(
-                status: 500, code: APIError.Code.personalDataUnreadable.rawValue,
-                message: "the personal data of \(visit) cannot be read (it fails authentication); other visits are unaffected")
         } catch {
             // The database unreachable, or any other failure to read the keys.
             return .error(status: 503, code: "unavailable", message: APIError.unavailable.message)
@@ -121,13 +116,22 @@ public struct LiveVisitsAPI: Sendable {
 
     /// `/readyz`: 200 when this process can take writes — the database answers within
     /// `readinessTimeoutSeconds`, it is a primary, its commits can finish (it waits for no synchronous
-    /// standby it lacks) and every migration is applied — else 503 with a code naming the first check
+    /// standby it lacks), every migration is applied and its personal-data key file opens the customers'
+    /// data keys (`PersonalDataKeys.keyFileProblem`) — else 503 with a code naming the first check
     /// that failed. Either way `checks` says what each one found, and how LISTEN is doing (a process
     /// that cannot LISTEN polls instead, so that alone is no reason to fail).
     func readiness() async -> HTTPResponse {
         let listen: JSONValue = .string(environment.keyCache.isActive ? "listening" : "polling")
         let readiness = environment.readiness
-        let probe = await withDeadline(seconds: LiveVisitsAPI.readinessTimeoutSeconds) { await readiness.probe() }
+        let personalData = environment.personalData
+        let pool = environment.pool
+        let probe = await withDeadline(seconds: LiveVisitsAPI.readinessTimeoutSeconds) {
+            () async -> (DatabaseReadiness.Finding, PersonalDataKeys.KeyFileProblem?) in
+            let finding = await readiness.probe()
+            guard case .answered = finding else { return (finding, nil) }
+            // A failure to ask is the database's, which the probe just found answering: no key finding then.
+            return (finding, try? await personalData.keyFileProblem(pool: pool))
+        }
         func unready(_ code: String, _ message: String, _ checks: [JSONMember]) -> HTTPResponse {
             LiveVisitsAPI.noteReadiness(code, message)
             let error: JSONValue = ["code": .string(code), "message": .string(message)]
@@ -140,7 +144,7 @@ public struct LiveVisitsAPI: Sendable {
                 [JSONMember("database", "no answer"), JSONMember("listen", listen)])
         }
         let status: DatabaseReadiness.State
-        switch probe {
+        switch probe.0 {
         case .migrationsChanged(let message):
             return unready("migrations_changed", message, [JSONMember("database", "primary"), JSONMember("listen", listen)])
         case .unreachable:
@@ -151,12 +155,14 @@ public struct LiveVisitsAPI: Sendable {
             status = found
         }
         let pending = status.pendingMigrations
+        let keyFileProblem = probe.1
         let checks: [JSONMember] = [
             JSONMember("database", .string(status.inRecovery ? "read-only (in recovery)" : "primary")),
             JSONMember("migrations", .string(pending.isEmpty ? "current" : "pending")),
             JSONMember("replication", .string(status.replication)),
             JSONMember("standbys", .number(Double(status.standbys))),
             JSONMember("listen", listen),
+            JSONMember("personalDataKey", .string(keyFileProblem?.code ?? "opens")),
         ]
         if status.inRecovery {
             return unready(
@@ -174,6 +180,7 @@ public struct LiveVisitsAPI: Sendable {
         guard pending.isEmpty else {
             return unready("migrations_pending", "pending migrations: \(pending.joined(separator: ", "))", checks)
         }
+        if let keyFileProblem { return unready(keyFileProblem.code, keyFileProblem.message, checks) }
         LiveVisitsAPI.noteReadiness(nil, "")
         return .json(.object([JSONMember("status", "ready"), JSONMember("checks", .object(checks))]))
     }

@@ -1,11 +1,19 @@
 import Foundation
 import JSON
 import Postgres
+import Runtime
+import Synchronization
 
 /// Opens the sealed personal fields of a JSON document on its way out — an API answer (visit, list,
 /// history, a stored idempotent answer) or a push body at send time: each `customerFirstName`,
 /// `serviceAddress` and `jobSummary` whose value is a `SealedText` becomes its plain text, or `null` when
 /// the customer's data key is gone (erased). Everything else is written back as it was.
+///
+/// A value that cannot be read — its data key wrapped under a key file this process lacks, a wrapped key
+/// or a value failing authentication — reads `null` too, as an erased customer's: one such row never fails
+/// a whole list. Each object holding one is counted in `livevisits_personal_data_unreadable_total`, and the
+/// first time in a process a customer's data key is found unreadable one warning names that key (never the
+/// data). `Opened.unreadableFields` tells callers that must not go on with it (a start push) apart.
 ///
 /// The one place plain personal data is made; nothing it returns is stored.
 public struct PersonalDataOpener: Sendable {
@@ -15,9 +23,13 @@ public struct PersonalDataOpener: Sendable {
     /// Keys recently read, used while it hears erasures; nil: every opening reads its keys.
     public let cache: PersonalDataKeyCache?
 
-    public init(keys: PersonalDataKeys, cache: PersonalDataKeyCache? = nil) {
+    /// Where unreadable values are counted.
+    public let metrics: Metrics
+
+    public init(keys: PersonalDataKeys, cache: PersonalDataKeyCache? = nil, metrics: Metrics = .shared) {
         self.keys = keys
         self.cache = cache
+        self.metrics = metrics
     }
 
     /// Whether `bytes` may hold a sealed value (a cheap scan: answers without one pass untouched). Every API
@@ -44,31 +56,71 @@ public struct PersonalDataOpener: Sendable {
         return false
     }
 
-    /// What an opened document is: its bytes, and whether any field read `null` because its key is gone.
+    /// What an opened document is: its bytes, how many fields read `null` because their key is gone
+    /// (erased), and how many because they could not be read (see the type's comment).
     public struct Opened: Sendable {
         public let bytes: [UInt8]
         public let erasedFields: Int
+        public var unreadableFields: Int { unreadable.count }
+        /// Each field that could not be read: its key, the visit it belongs to (when named), why.
+        let unreadable: [Unreadable]
+
+        init(bytes: [UInt8], erasedFields: Int, unreadable: [Unreadable] = []) {
+            self.bytes = bytes
+            self.erasedFields = erasedFields
+            self.unreadable = unreadable
+        }
     }
 
-    /// The document with its sealed personal fields opened. Throws `PersonalDataError` (naming the visit
-    /// when the document does) for a value that fails authentication. Not JSON, or nothing sealed: as given.
-    /// Keys the cache holds are not read; the others are read on `connection`.
+    /// A sealed field answered `null` because it could not be read; `object` numbers the object holding it
+    /// within the document, so that a visit's three fields count once.
+    struct Unreadable: Sendable {
+        let keyId: String
+        let visitId: String?
+        let object: Int
+        let code: PersonalDataError.Code
+    }
+
+    /// The document with its sealed personal fields opened (unreadable ones `null`, counted and logged).
+    /// Not JSON, or nothing sealed: as given. Keys the cache holds are not read; the others are read on
+    /// `connection`. Throws only when reading the keys fails (the database).
     public func open(_ bytes: [UInt8], on connection: PostgresConnection) throws -> Opened {
-        switch try start(bytes) {
-        case .opened(let opened): return opened
-        case .reading(let pending): return try pending.finish(try keys.dataKeys(ids: pending.missing, on: connection))
+        switch start(bytes) {
+        case .opened(let opened): return reported(opened)
+        case .reading(let pending): return reported(pending.finish(try keys.dataKeys(ids: pending.missing, on: connection)))
         }
     }
 
     /// The same, taking a connection of `pool` only when a key is not cached: an answer whose keys are all
     /// cached makes no round trip.
     public func open(_ bytes: [UInt8], pool: PostgresPool) async throws -> Opened {
-        switch try start(bytes) {
-        case .opened(let opened): return opened
+        switch start(bytes) {
+        case .opened(let opened): return reported(opened)
         case .reading(let pending):
             let keys = self.keys
-            return try pending.finish(try await pool.withConnection { try keys.dataKeys(ids: pending.missing, on: $0) })
+            return reported(pending.finish(try await pool.withConnection { try keys.dataKeys(ids: pending.missing, on: $0) }))
         }
+    }
+
+    /// The metric: objects whose personal data read `null` because it could not be read.
+    public static let unreadableMetric = "livevisits_personal_data_unreadable_total"
+
+    /// Counts and logs what `opened` could not read, then hands it back.
+    func reported(_ opened: Opened) -> Opened {
+        guard !opened.unreadable.isEmpty else { return opened }
+        metrics.increment(
+            PersonalDataOpener.unreadableMetric,
+            help: "Objects (a visit, an event, a push body) whose personal data read null because it could not be read.",
+            by: Double(Set(opened.unreadable.map(\.object)).count))
+        for problem in opened.unreadable where UnreadableLog.first(problem.keyId) {
+            UnreadableLog.logger.warning(
+                "personal data unreadable: answered as erased",
+                [
+                    "personal_data.key_id": problem.keyId, "visit.id": problem.visitId ?? "?",
+                    "error": problem.code.description,
+                ])
+        }
+        return opened
     }
 
     /// Where opening a document stands before any key is read: done from the cache alone, or waiting for the
@@ -88,17 +140,17 @@ public struct PersonalDataOpener: Sendable {
         let generation: UInt64?
 
         /// The document opened with the keys read; they are remembered in the cache.
-        func finish(_ read: (keys: [String: PersonalDataKeys.DataKey], unreadable: [String: PersonalDataError])) throws
+        func finish(_ read: (keys: [String: PersonalDataKeys.DataKey], unreadable: [String: PersonalDataError]))
             -> Opened
         {
             if let cache, let generation { cache.remember(read.keys.values, readAt: generation) }
             let keys = cached.merging(read.keys) { cached, _ in cached }
-            return try PersonalDataOpener.opened(document, keys: (keys, read.unreadable))
+            return PersonalDataOpener.opened(document, keys: (keys, read.unreadable))
         }
     }
 
     /// Opens what the cache allows: the fast path, else the general one up to the keys it must read.
-    func start(_ bytes: [UInt8]) throws -> Start {
+    func start(_ bytes: [UInt8]) -> Start {
         if let spans = PersonalDataOpener.sealedSpans(bytes), let keys = cache?.keys(Array(Set(spans.map(\.sealed.keyId)))),
             let opened = PersonalDataOpener.opened(bytes, spans: spans, keys: keys)
         {
@@ -109,7 +161,7 @@ public struct PersonalDataOpener: Sendable {
         }
         let cached = cache?.keys(ids) ?? [:]
         let missing = ids.filter { cached[$0] == nil }
-        guard !missing.isEmpty else { return .opened(try PersonalDataOpener.opened(document, keys: (cached, [:]))) }
+        guard !missing.isEmpty else { return .opened(PersonalDataOpener.opened(document, keys: (cached, [:]))) }
         return .reading(
             Pending(document: document, cached: cached, missing: missing, cache: cache, generation: cache?.generation()))
     }
@@ -185,10 +237,10 @@ public struct PersonalDataOpener: Sendable {
 
     static func opened(
         _ document: JSONValue, keys: (keys: [String: PersonalDataKeys.DataKey], unreadable: [String: PersonalDataError])
-    ) throws -> Opened {
-        var erased = 0
-        let opened = try PersonalDataOpener.replace(document, visitId: nil, keys: keys, erased: &erased)
-        return Opened(bytes: opened.serialized(), erasedFields: erased)
+    ) -> Opened {
+        var tally = Tally()
+        let opened = PersonalDataOpener.replace(document, visitId: nil, keys: keys, tally: &tally)
+        return Opened(bytes: opened.serialized(), erasedFields: tally.erased, unreadable: tally.unreadable)
     }
 
     static func collect(_ value: JSONValue, into ids: inout Set<String>) {
@@ -207,42 +259,71 @@ public struct PersonalDataOpener: Sendable {
         }
     }
 
+    /// What `replace` found on its way through a document.
+    struct Tally {
+        var erased = 0
+        var unreadable: [Unreadable] = []
+        var objects = 0
+    }
+
     static func replace(
         _ value: JSONValue, visitId: String?,
-        keys: (keys: [String: PersonalDataKeys.DataKey], unreadable: [String: PersonalDataError]), erased: inout Int
-    ) throws -> JSONValue {
+        keys: (keys: [String: PersonalDataKeys.DataKey], unreadable: [String: PersonalDataError]), tally: inout Tally
+    ) -> JSONValue {
         switch value {
         case .object(let members):
+            tally.objects += 1
+            let object = tally.objects
             var visit = visitId
             if case .string(let id)? = members.first(where: { $0.key == "visitId" })?.value { visit = id }
             var out: [JSONMember] = []
             out.reserveCapacity(members.count)
             for member in members {
                 if fields.contains(member.key), case .string(let text) = member.value, let sealed = SealedText(text) {
+                    func unreadable(_ code: PersonalDataError.Code) {
+                        tally.unreadable.append(Unreadable(keyId: sealed.keyId, visitId: visit, object: object, code: code))
+                        out.append(JSONMember(member.key, .null))
+                    }
                     if let problem = keys.unreadable[sealed.keyId] {
-                        throw PersonalDataError(code: problem.code, message: problem.message, visitId: visit)
+                        unreadable(problem.code)
+                        continue
                     }
                     guard let key = keys.keys[sealed.keyId] else {
-                        erased += 1
+                        tally.erased += 1
                         out.append(JSONMember(member.key, .null))
                         continue
                     }
+                    // Fails authentication: a changed row.
                     guard let plain = PersonalDataKeys.open(sealed, with: key) else {
-                        throw PersonalDataError(
-                            code: .unreadable,
-                            message: "the \(member.key) of visit \(visit ?? "?") fails authentication (a changed row)",
-                            visitId: visit)
+                        unreadable(.unreadable)
+                        continue
                     }
                     out.append(JSONMember(member.key, .string(plain)))
                 } else {
-                    out.append(JSONMember(member.key, try replace(member.value, visitId: visit, keys: keys, erased: &erased)))
+                    out.append(JSONMember(member.key, replace(member.value, visitId: visit, keys: keys, tally: &tally)))
                 }
             }
             return .object(out)
         case .array(let items):
-            return .array(try items.map { try replace($0, visitId: visitId, keys: keys, erased: &erased) })
+            return .array(items.map { replace($0, visitId: visitId, keys: keys, tally: &tally) })
         default:
             return value
+        }
+    }
+}
+
+/// The customers (by data key id) already named in an "unreadable" warning by this process: each is logged
+/// once. Past `capacity` ids it starts over (a customer may then be named again), so it stays small.
+enum UnreadableLog {
+    static let logger = Logger(label: "personal-data")
+    static let capacity = 10_000
+    private static let named = Mutex<Set<String>>([])
+
+    /// True the first time `keyId` is asked about (since the last start-over).
+    static func first(_ keyId: String) -> Bool {
+        named.withLock { named in
+            if named.count >= capacity { named.removeAll() }
+            return named.insert(keyId).inserted
         }
     }
 }

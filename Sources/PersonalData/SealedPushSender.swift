@@ -62,11 +62,11 @@ public struct SealedPushSender: PushSender {
         let opened: PersonalDataOpener.Opened
         do {
             opened = try await opener.open(push.body, pool: pool)
-        } catch is PersonalDataError {
-            return .failure(Refused(.permanent, "personal_data_unreadable"))
         } catch {
             return .failure(Refused(.retryable, "personal_data_lookup"))
         }
+        // A start never goes out with fields the customer did not give: unreadable ones stop it as erasure does.
+        if opened.unreadableFields > 0 { return .failure(Refused(.permanent, "personal_data_unreadable")) }
         if opened.erasedFields > 0 { return .failure(Refused(.permanent, "customer_erased")) }
         var plain = push
         plain.body = opened.bytes

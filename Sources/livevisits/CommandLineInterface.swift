@@ -20,8 +20,9 @@ enum CommandLineInterface {
             .init("worker", "", "the outbox worker alone"),
             .init("replay", "[PROJECTION]", "rebuild a projection from the event log (default: all)"),
             .init(
-                "keys", "create --role ROLE [--subject ID] | revoke KEY_ID | rotate-personal-data [--new-key-file PATH]",
-                "mint or revoke an API key; rewrap the customers' data keys"),
+                "keys",
+                "create --role ROLE [--subject ID] | revoke KEY_ID | list [--role ROLE] | rotate-personal-data [--new-key-file PATH]",
+                "mint, revoke or list API keys; rewrap the customers' data keys"),
             .init("outbox", "list [--state STATE] [--limit N] | retry ID", "inspect and requeue deliveries"),
             .init("channels", "list | reconcile", "the broadcast channels the product owns; reconcile them with APNs"),
             .init("prune", "", "apply the retention rules once and print what went"),

@@ -4,13 +4,15 @@ import PersonalData
 import Postgres
 import Runtime
 
-/// `livevisits keys create --role ROLE [--subject ID]` (prints the key once) and `keys revoke KEY_ID`.
+/// `livevisits keys create --role ROLE [--subject ID]` (prints the key once), `keys revoke KEY_ID`, `keys list`
+/// (the audit) and `keys rotate-personal-data`.
 enum KeysCommand {
     static let menu = CommandMenu(
         command: "livevisits keys",
         entries: [
             .init("create", "--role ROLE [--subject ID]", "mint an API key; prints it once (only its hash is stored)"),
             .init("revoke", "KEY_ID", "revoke a key by the id 'keys create' printed"),
+            .init("list", "[--role ROLE] [--limit N]", "every key, newest first, for an audit (never a key or its hash)"),
             .init(
                 "rotate-personal-data", "[--new-key-file PATH] [--forget-previous]",
                 "rewrap every customer's data key under a new key file, online"),
@@ -39,6 +41,17 @@ enum KeysCommand {
             .value("--subject", "ID", "the technician or customer id the key acts for"),
         ])
 
+    static let listSyntax = CommandSyntax(
+        command: "livevisits keys list",
+        summary: "Lists the API keys, revoked ones too, newest first: one line each, never a key or its hash.",
+        options: [
+            .value("--role", "ROLE", Role.allCases.map(\.rawValue).joined(separator: "|")),
+            .value("--limit", "N", "at most N lines (default: every key)"),
+        ],
+        details:
+            "Columns, tab-separated: id, role, subject, created-by (the minting key's id, or cli), created, revoked (UTC; - when none)."
+    )
+
     static let revokeSyntax = CommandSyntax(
         command: "livevisits keys revoke", summary: "Revokes a live key.", positionals: "KEY_ID", positionalCount: 1...1)
 
@@ -55,6 +68,10 @@ enum KeysCommand {
                 throw createSyntax.mistake("--role is required")
             }
             try await create(role: role, subject: parsed.value("--subject"))
+        case "list":
+            let parsed = try listSyntax.parse(rest)
+            let role = try parsed.choice("--role", among: Role.allCases.map(\.rawValue)).flatMap(Role.init(rawValue:))
+            try await list(role: role, limit: try parsed.integer("--limit", in: 1...Int.max))
         default:
             let parsed = try revokeSyntax.parse(rest)
             try await revoke(keyId: parsed.positionals[0])
@@ -75,6 +92,27 @@ enum KeysCommand {
         Console.line("role: \(minted.role.rawValue)" + (minted.subject.map { ", subject: \($0)" } ?? ""))
         Console.line("this key is shown once; store it now:")
         Console.line(minted.key)
+    }
+
+    /// The audit's lines: a header, a line per key, and the count.
+    static func list(role: Role?, limit: Int?) async throws {
+        let url = try Configuration().databaseURL()
+        let keys = try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 1)) { pool in
+            try await APIKeyRegistry(pool: pool).list(role: role, limit: limit)
+        }
+        for line in listLines(keys) { Console.line(line) }
+    }
+
+    static func listLines(_ keys: [KeyStore.ListedKey]) -> [String] {
+        let time = ISO8601DateFormatter()
+        func when(_ seconds: Double?) -> String {
+            seconds.map { time.string(from: Date(timeIntervalSince1970: $0.rounded(.down))) } ?? "-"
+        }
+        return ["id\trole\tsubject\tcreated-by\tcreated\trevoked"]
+            + keys.map { key in
+                [key.keyId, key.role, key.subject ?? "-", key.createdBy ?? "-", when(key.createdAt), when(key.revokedAt)]
+                    .joined(separator: "\t")
+            } + ["\(keys.count) keys"]
     }
 
     static func rotate(newKeyFile: String?, forgetPrevious: Bool) async throws {

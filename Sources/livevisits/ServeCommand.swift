@@ -91,6 +91,9 @@ enum ServeCommand {
         // The rules are read by the worker too: the push budget (contract §8) is theirs.
         let rules = try ProjectionRules.load(directory: configuration.projectionsDirectory)
         let personalData = try configuration.personalDataKeys()
+        // A process that cannot open the customers' data keys would answer every one of them as unreadable:
+        // it does not start (Docs/operations.md, "Recovering from a lost personal-data key").
+        if let problem = try await personalData.keyFileProblem(pool: pool) { throw CommandFailure(problem.message) }
         let retention = try configuration.retentionSettings()
         var outboxConfiguration = OutboxConfiguration()
         outboxConfiguration.priority10PerHour = rules.budget.priority10PerHour
