@@ -116,12 +116,12 @@ let package = Package(
                 "Outbox",
             ]
         ),
-        .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "TestSupport", "TestSupportCore"]),
+        .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "TestSupportCore"]),
         .testTarget(
             name: "OutboxTests",
             dependencies: ["Outbox", "OutboxAPNs", "APNs", "APNsSimulator", "TestSupport", "Retention", "EventStore"]),
         .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "JSON", "Runtime", "TestSupportCore"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "JSON", "Runtime", "TestSupport", "TestSupportCore"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "JSON", "Runtime", "TestSupportCore"]),
         .testTarget(
             name: "HTTPAPITests",
             dependencies: [
