@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxTestSupport
 import Runtime
 import Synchronization
 import TestSupport

@@ -2,6 +2,7 @@ import APNs
 import APNsSimulator
 import Foundation
 import Outbox
+import OutboxTestSupport
 import Runtime
 import TestSupport
 import Testing

@@ -1,6 +1,7 @@
 import EventStore
 import Foundation
 import Outbox
+import OutboxTestSupport
 import Postgres
 import Retention
 import Runtime
