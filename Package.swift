@@ -92,6 +92,9 @@ let package = Package(
         // and re-exports the core.
         .target(name: "TestSupportCore", dependencies: ["Runtime"], path: "Tests/TestSupportCore"),
         .target(name: "TestSupport", dependencies: ["Postgres", "Runtime", "TestSupportCore"], path: "Tests/TestSupport"),
+        .target(
+            name: "OutboxTestSupport", dependencies: ["Outbox", "Postgres", "Runtime", "TestSupport"],
+            path: "Tests/OutboxTestSupport"),
         .testTarget(name: "TestSupportCoreTests", dependencies: ["TestSupportCore"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "VisitDomainTests", dependencies: ["VisitDomain", "Runtime"], resources: [.copy("Fixtures")]),
@@ -116,12 +119,15 @@ let package = Package(
                 "Outbox",
             ]
         ),
-        .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "TestSupport", "TestSupportCore"]),
+        .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "TestSupportCore"]),
         .testTarget(
             name: "OutboxTests",
-            dependencies: ["Outbox", "OutboxAPNs", "APNs", "APNsSimulator", "TestSupport", "Retention", "EventStore"]),
+            dependencies: ["Outbox", "OutboxAPNs", "APNs", "APNsSimulator", "TestSupport", "OutboxTestSupport", "EventStore"]),
+        .testTarget(
+            name: "RetentionTests",
+            dependencies: ["Retention", "Outbox", "EventStore", "Postgres", "Runtime", "TestSupport", "OutboxTestSupport"]),
         .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "JSON", "Runtime", "TestSupportCore"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "JSON", "Runtime", "TestSupport", "TestSupportCore"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "JSON", "Runtime", "TestSupportCore"]),
         .testTarget(
             name: "HTTPAPITests",
             dependencies: [

@@ -7,7 +7,7 @@ import Testing
 /// only its hash is stored, a wrong secret or a revoked key is no caller, and subjects are checked.
 @Suite(.timeLimit(.minutes(2))) struct APIKeyRegistryTests {
     @Test func aMintedKeyIsItsCallerUntilRevoked() async throws {
-        try await withTestPool { pool in
+        try await withTestDatabase(poolSize: 1) { _, pool in
             let registry = APIKeyRegistry(pool: pool)
             let minted = try await registry.mint(role: .technician, subject: "t-1", createdBy: "test")
             let caller = try await registry.caller(presenting: minted.key)
@@ -33,7 +33,7 @@ import Testing
     }
 
     @Test func technicianAndCustomerKeysNeedAUsableSubject() async throws {
-        try await withTestPool { pool in
+        try await withTestDatabase(poolSize: 1) { _, pool in
             let registry = APIKeyRegistry(pool: pool)
             let missing = await #expect(throws: APIKeys.KeyError.self) {
                 try await registry.mint(role: .customer, subject: nil, createdBy: nil)

@@ -35,7 +35,7 @@ import Testing
     }
 
     @Test func theFirstOutcomeIsKeptWithTheWriteAndARetryFindsTheKeyTaken() async throws {
-        try await withTestPool { pool in
+        try await withTestDatabase(poolSize: 1) { _, pool in
             let transactions = IdempotentTransactions(pool: pool)
             let claim = IdempotentTransactionsTests.claim("first")
             let outcome = try await transactions.run(
@@ -56,7 +56,7 @@ import Testing
     }
 
     @Test func aRefusalIsKeptWithoutTheWriteAndAnotherErrorKeepsNothing() async throws {
-        try await withTestPool { pool in
+        try await withTestDatabase(poolSize: 1) { _, pool in
             let transactions = IdempotentTransactions(pool: pool)
             let refusedClaim = IdempotentTransactionsTests.claim("refused")
             let outcome = try await transactions.run(

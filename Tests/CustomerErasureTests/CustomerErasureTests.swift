@@ -29,7 +29,7 @@ import VisitTestSupport
     }
 
     @Test func aCustomerWithAnActiveVisitIsRefusedThenErasedOnceItEnded() async throws {
-        try await VisitFixtures.lendingOutbox { fixtures in
+        try await VisitFixtures.withOutboxPushes { fixtures in
             _ = try await fixtures.schedule("v-1", customer: "c-1")
             _ = try await fixtures.schedule("v-2", customer: "c-2")
             let tokens = TokenRegistry(clock: fixtures.clock)
@@ -84,7 +84,7 @@ import VisitTestSupport
     }
 
     @Test func aCustomerNothingIsKnownOfIsNotFoundAndNothingIsRecorded() async throws {
-        try await VisitFixtures.lendingOutbox { fixtures in
+        try await VisitFixtures.withOutboxPushes { fixtures in
             _ = try await fixtures.schedule("v-1", customer: "c-1")
             let refused = await #expect(throws: CustomerErasure.Refusal.self) {
                 try await erasure(fixtures).erase(customerId: "c-9", by: CustomerErasureTests.ops)

@@ -41,183 +41,186 @@ import VisitProjections
 
     @Test func aDumpNeverHoldsThePlainPersonalDataBeforeOrAfterErasure() async throws {
         let file = try PersonalDataTests.keyFile()
-        let api = try await APIServer.start(personalData: PersonalDataKeys(current: file.key))
-        defer { Task { await api.stop() } }
-        let marker = UUID().uuidString.prefix(8).lowercased()
-        let name = "Zelda\(marker)"
-        let address = "\(marker) Marker Lane"
-        let job = "Fix\(marker)boiler"
-        let id = uniqueID("v")
-        let customer = uniqueID("c")
-        let customerKey = try await api.key(.customer, customer)
-        // A push-to-start token first, so the start push (with the attributes) is queued in the outbox; an
-        // Idempotency-Key, so the answer is stored too.
-        let body = PersonalDataTests.visitJSON(id, customer: customer, name: name, address: address, job: job)
-        let token = "{\"pushToken\":\"\(pushToken(id))\",\"environment\":\"sandbox\"}"
-        #expect(
-            try await api.call("PUT", "/v1/customers/\(customer)/push-to-start-tokens/d-1", key: customerKey, json: token).status
-                == 204)
-        let scheduled = try await api.call(
-            "POST", "/v1/visits", key: api.dispatcher,
-            json: body,
-            headers: [("Idempotency-Key", "k-\(id)")])
-        #expect(scheduled.status == 201, "\(scheduled.text)")
-        #expect(attributes(scheduled)?["customerFirstName"] as? String == name)
-        #expect(attributes(scheduled)?["serviceAddress"] as? String == address)
-        let starts = try await api.pool.withConnection { c in
-            try c.query("SELECT body FROM deliveries WHERE visit_id = \(id) AND kind = 'start'").rows.map {
-                try $0.string("body")
+        try await withAPIServer(personalData: PersonalDataKeys(current: file.key)) { api in
+            let marker = UUID().uuidString.prefix(8).lowercased()
+            let name = "Zelda\(marker)"
+            let address = "\(marker) Marker Lane"
+            let job = "Fix\(marker)boiler"
+            let id = uniqueID("v")
+            let customer = uniqueID("c")
+            let customerKey = try await api.key(.customer, customer)
+            // A push-to-start token first, so the start push (with the attributes) is queued in the outbox; an
+            // Idempotency-Key, so the answer is stored too.
+            let body = PersonalDataTests.visitJSON(id, customer: customer, name: name, address: address, job: job)
+            let token = "{\"pushToken\":\"\(pushToken(id))\",\"environment\":\"sandbox\"}"
+            #expect(
+                try await api.call("PUT", "/v1/customers/\(customer)/push-to-start-tokens/d-1", key: customerKey, json: token)
+                    .status
+                    == 204)
+            let scheduled = try await api.call(
+                "POST", "/v1/visits", key: api.dispatcher,
+                json: body,
+                headers: [("Idempotency-Key", "k-\(id)")])
+            #expect(scheduled.status == 201, "\(scheduled.text)")
+            #expect(attributes(scheduled)?["customerFirstName"] as? String == name)
+            #expect(attributes(scheduled)?["serviceAddress"] as? String == address)
+            let starts = try await api.pool.withConnection { c in
+                try c.query("SELECT body FROM deliveries WHERE visit_id = \(id) AND kind = 'start'").rows.map {
+                    try $0.string("body")
+                }
             }
-        }
-        #expect(starts.count == 1 && starts.allSatisfy { $0.contains(SealedText.prefix) }, "the queued start holds them sealed")
+            #expect(
+                starts.count == 1 && starts.allSatisfy { $0.contains(SealedText.prefix) }, "the queued start holds them sealed")
 
-        for text in [try await PersonalDataTests.dump(api.databaseURL)] {
-            #expect(!text.contains(marker), "no plain marker in the dump before erasure")
-            #expect(text.contains(SealedText.prefix))
-            #expect(text.contains(file.key.id), "the data keys are wrapped under the key file")
-        }
-        // The retry of the keyed request is answered from the stored answer, opened.
-        let again = try await api.call(
-            "POST", "/v1/visits", key: api.dispatcher,
-            json: body,
-            headers: [("Idempotency-Key", "k-\(id)")])
-        #expect(again.text == scheduled.text)
+            for text in [try await PersonalDataTests.dump(api.databaseURL)] {
+                #expect(!text.contains(marker), "no plain marker in the dump before erasure")
+                #expect(text.contains(SealedText.prefix))
+                #expect(text.contains(file.key.id), "the data keys are wrapped under the key file")
+            }
+            // The retry of the keyed request is answered from the stored answer, opened.
+            let again = try await api.call(
+                "POST", "/v1/visits", key: api.dispatcher,
+                json: body,
+                headers: [("Idempotency-Key", "k-\(id)")])
+            #expect(again.text == scheduled.text)
 
-        #expect(try await api.post(id, #"{"type":"cancelled","reason":"customer asked"}"#).status == 201)
-        #expect(try await api.call("DELETE", "/v1/customers/\(customer)", key: api.ops).status == 204)
-        let after = try await PersonalDataTests.dump(api.databaseURL)
-        #expect(!after.contains(marker), "no plain marker in the dump after erasure")
-        #expect(!after.contains(file.key.id), "the customer's data key is gone")
-        let replayed = try await api.call(
-            "POST", "/v1/visits", key: api.dispatcher,
-            json: body,
-            headers: [("Idempotency-Key", "k-\(id)")])
-        #expect(attributes(replayed)?["customerFirstName"] is NSNull, "the stored answer reads null after erasure")
+            #expect(try await api.post(id, #"{"type":"cancelled","reason":"customer asked"}"#).status == 201)
+            #expect(try await api.call("DELETE", "/v1/customers/\(customer)", key: api.ops).status == 204)
+            let after = try await PersonalDataTests.dump(api.databaseURL)
+            #expect(!after.contains(marker), "no plain marker in the dump after erasure")
+            #expect(!after.contains(file.key.id), "the customer's data key is gone")
+            let replayed = try await api.call(
+                "POST", "/v1/visits", key: api.dispatcher,
+                json: body,
+                headers: [("Idempotency-Key", "k-\(id)")])
+            #expect(attributes(replayed)?["customerFirstName"] is NSNull, "the stored answer reads null after erasure")
+        }
     }
 
     @Test func erasureIsRefusedWhileAVisitIsActiveThenNullsTheFieldsEverywhereAlsoAfterAReplay() async throws {
-        let api = try await APIServer.start()
-        defer { Task { await api.stop() } }
-        let customer = uniqueID("c")
-        let other = uniqueID("c")
-        let id = uniqueID("v")
-        let otherId = uniqueID("v")
-        let customerKey = try await api.key(.customer, customer)
-        let otherKey = try await api.key(.customer, other)
-        #expect(
-            try await api.call(
-                "POST", "/v1/visits", key: api.dispatcher,
-                json: PersonalDataTests.visitJSON(id, customer: customer, name: "Erin", address: "1 Gone Road", job: "Leak")
-            ).status == 201)
-        #expect(
-            try await api.call(
-                "POST", "/v1/visits", key: api.dispatcher,
-                json: PersonalDataTests.visitJSON(otherId, customer: other, name: "Olga", address: "2 Kept Road", job: "Tap")
-            ).status == 201)
-        #expect(
-            try await api.call(
-                "PUT", "/v1/visits/\(id)/live-activities/a-1", key: customerKey,
-                json: "{\"pushToken\":\"\(pushToken(id))\",\"environment\":\"sandbox\"}"
-            ).status == 204)
-
-        // Only ops; unknown customers are 404; an active visit is 409.
-        #expect(try await api.call("DELETE", "/v1/customers/\(customer)", key: api.dispatcher).status == 403)
-        #expect(try await api.call("DELETE", "/v1/customers/\(uniqueID("c"))", key: api.ops).status == 404)
-        let refused = try await api.call("DELETE", "/v1/customers/\(customer)", key: api.ops)
-        #expect(refused.status == 409)
-        #expect(refused.errorCode == "customer_has_active_visits")
-        #expect(try await api.call("GET", "/v1/visits/\(id)", key: customerKey).status == 200, "nothing was erased")
-
-        #expect(try await api.post(id, #"{"type":"onSite"}"#).status == 201)
-        #expect(try await api.post(id, #"{"type":"completed"}"#).status == 201)
-        let erased = try await api.call("DELETE", "/v1/customers/\(customer)", key: api.ops)
-        #expect(erased.status == 204, "\(erased.text)")
-
-        func checkErased() async throws {
-            let visit = try await api.call("GET", "/v1/visits/\(id)", key: api.dispatcher)
-            #expect(visit.status == 200)
-            for field in ["customerFirstName", "serviceAddress", "jobSummary"] {
-                #expect(attributes(visit)?[field] is NSNull, "\(field) reads null")
-            }
-            #expect(visit.json?["status"] as? String == "completed", "the rest of the visit stands")
-            let list = try await api.call("GET", "/v1/visits?customerId=\(customer)", key: api.dispatcher)
-            let listed = (list.json?["visits"] as? [[String: Any]]) ?? []
-            #expect(listed.count == 1)
-            #expect((listed.first?["attributes"] as? [String: Any])?["serviceAddress"] is NSNull)
-            let history = try await api.call("GET", "/v1/visits/\(id)/events", key: api.dispatcher)
-            let events = (history.json?["events"] as? [[String: Any]]) ?? []
-            #expect(events.count == 3)
-            let data = events.first?["data"] as? [String: Any]
-            #expect((data?["attributes"] as? [String: Any])?["customerFirstName"] is NSNull)
-            #expect(!history.text.contains("Erin") && !history.text.contains("Gone Road"))
-            #expect(try await api.call("GET", "/v1/visits/\(id)", key: customerKey).status == 401, "their keys stop working")
-            let kept = try await api.call("GET", "/v1/visits/\(otherId)", key: otherKey)
-            #expect(kept.status == 200)
-            #expect(attributes(kept)?["customerFirstName"] as? String == "Olga", "other customers are untouched")
-            #expect(attributes(kept)?["serviceAddress"] as? String == "2 Kept Road")
-        }
-        try await checkErased()
-        let leftovers = try await api.pool.withConnection { c in
-            try c.query(
-                """
-                SELECT (SELECT count(*) FROM live_activities WHERE visit_id = \(id)) +
-                       (SELECT count(*) FROM api_keys WHERE subject = \(customer)) +
-                       (SELECT count(*) FROM personal_data_keys WHERE customer_id = \(customer)) AS n,
-                       (SELECT count(*) FROM personal_data_keys WHERE customer_id = \(other)) AS others
-                """
-            ).first
-        }
-        #expect(leftovers?["n"] == "0", "tokens, keys and the data key are gone")
-        #expect(leftovers?["others"] == "1")
-        // The audit record: who and when, none of the data.
-        let audit = try await api.pool.withConnection { c in
-            try c.query(
-                "SELECT type, data::text AS data, metadata::text AS metadata FROM events WHERE stream_name = \("customer-" + customer)"
-            )
-        }
-        #expect(audit.count == 1)
-        #expect(audit.first?["type"] == "customerErased")
-        #expect(audit.first?["metadata"]?.contains("ops") == true)
-        #expect(audit.first?["data"]?.contains("Erin") == false)
-
-        // A replay folds the same sealed events: still null, the other customer still readable.
-        let replay = VisitReplay(pool: api.pool, readModel: api.environment.readModel)
-        _ = try await replay.run()
-        try await checkErased()
-    }
-
-    @Test func aTamperedCiphertextReadsAsErasedForThatVisitAlone() async throws {
-        let api = try await APIServer.start()
-        defer { Task { await api.stop() } }
-        let customer = uniqueID("c")
-        let id = uniqueID("v")
-        let otherId = uniqueID("v")
-        for visit in [id, otherId] {
+        try await withAPIServer { api in
+            let customer = uniqueID("c")
+            let other = uniqueID("c")
+            let id = uniqueID("v")
+            let otherId = uniqueID("v")
+            let customerKey = try await api.key(.customer, customer)
+            let otherKey = try await api.key(.customer, other)
             #expect(
                 try await api.call(
                     "POST", "/v1/visits", key: api.dispatcher,
-                    json: PersonalDataTests.visitJSON(visit, customer: customer, name: "Tess", address: "3 Flip St", job: "Gas")
+                    json: PersonalDataTests.visitJSON(id, customer: customer, name: "Erin", address: "1 Gone Road", job: "Leak")
                 ).status == 201)
+            #expect(
+                try await api.call(
+                    "POST", "/v1/visits", key: api.dispatcher,
+                    json: PersonalDataTests.visitJSON(otherId, customer: other, name: "Olga", address: "2 Kept Road", job: "Tap")
+                ).status == 201)
+            #expect(
+                try await api.call(
+                    "PUT", "/v1/visits/\(id)/live-activities/a-1", key: customerKey,
+                    json: "{\"pushToken\":\"\(pushToken(id))\",\"environment\":\"sandbox\"}"
+                ).status == 204)
+
+            // Only ops; unknown customers are 404; an active visit is 409.
+            #expect(try await api.call("DELETE", "/v1/customers/\(customer)", key: api.dispatcher).status == 403)
+            #expect(try await api.call("DELETE", "/v1/customers/\(uniqueID("c"))", key: api.ops).status == 404)
+            let refused = try await api.call("DELETE", "/v1/customers/\(customer)", key: api.ops)
+            #expect(refused.status == 409)
+            #expect(refused.errorCode == "customer_has_active_visits")
+            #expect(try await api.call("GET", "/v1/visits/\(id)", key: customerKey).status == 200, "nothing was erased")
+
+            #expect(try await api.post(id, #"{"type":"onSite"}"#).status == 201)
+            #expect(try await api.post(id, #"{"type":"completed"}"#).status == 201)
+            let erased = try await api.call("DELETE", "/v1/customers/\(customer)", key: api.ops)
+            #expect(erased.status == 204, "\(erased.text)")
+
+            func checkErased() async throws {
+                let visit = try await api.call("GET", "/v1/visits/\(id)", key: api.dispatcher)
+                #expect(visit.status == 200)
+                for field in ["customerFirstName", "serviceAddress", "jobSummary"] {
+                    #expect(attributes(visit)?[field] is NSNull, "\(field) reads null")
+                }
+                #expect(visit.json?["status"] as? String == "completed", "the rest of the visit stands")
+                let list = try await api.call("GET", "/v1/visits?customerId=\(customer)", key: api.dispatcher)
+                let listed = (list.json?["visits"] as? [[String: Any]]) ?? []
+                #expect(listed.count == 1)
+                #expect((listed.first?["attributes"] as? [String: Any])?["serviceAddress"] is NSNull)
+                let history = try await api.call("GET", "/v1/visits/\(id)/events", key: api.dispatcher)
+                let events = (history.json?["events"] as? [[String: Any]]) ?? []
+                #expect(events.count == 3)
+                let data = events.first?["data"] as? [String: Any]
+                #expect((data?["attributes"] as? [String: Any])?["customerFirstName"] is NSNull)
+                #expect(!history.text.contains("Erin") && !history.text.contains("Gone Road"))
+                #expect(try await api.call("GET", "/v1/visits/\(id)", key: customerKey).status == 401, "their keys stop working")
+                let kept = try await api.call("GET", "/v1/visits/\(otherId)", key: otherKey)
+                #expect(kept.status == 200)
+                #expect(attributes(kept)?["customerFirstName"] as? String == "Olga", "other customers are untouched")
+                #expect(attributes(kept)?["serviceAddress"] as? String == "2 Kept Road")
+            }
+            try await checkErased()
+            let leftovers = try await api.pool.withConnection { c in
+                try c.query(
+                    """
+                    SELECT (SELECT count(*) FROM live_activities WHERE visit_id = \(id)) +
+                           (SELECT count(*) FROM api_keys WHERE subject = \(customer)) +
+                           (SELECT count(*) FROM personal_data_keys WHERE customer_id = \(customer)) AS n,
+                           (SELECT count(*) FROM personal_data_keys WHERE customer_id = \(other)) AS others
+                    """
+                ).first
+            }
+            #expect(leftovers?["n"] == "0", "tokens, keys and the data key are gone")
+            #expect(leftovers?["others"] == "1")
+            // The audit record: who and when, none of the data.
+            let audit = try await api.pool.withConnection { c in
+                try c.query(
+                    "SELECT type, data::text AS data, metadata::text AS metadata FROM events WHERE stream_name = \("customer-" + customer)"
+                )
+            }
+            #expect(audit.count == 1)
+            #expect(audit.first?["type"] == "customerErased")
+            #expect(audit.first?["metadata"]?.contains("ops") == true)
+            #expect(audit.first?["data"]?.contains("Erin") == false)
+
+            // A replay folds the same sealed events: still null, the other customer still readable.
+            let replay = VisitReplay(pool: api.pool, readModel: api.environment.readModel)
+            _ = try await replay.run()
+            try await checkErased()
         }
-        // Change one character of the sealed name in the read model's state, which the view is drawn from (the
-        // bytes an attacker with the database, or a damaged disk, would change).
-        try await api.pool.withConnection { c in
-            let state = try c.query("SELECT state FROM visits WHERE visit_id = \(id)").first!.string("state")
-            let range = state.range(of: SealedText.prefix)!
-            let start = state.index(range.upperBound, offsetBy: 30)
-            let flipped = state[start] == "A" ? "B" : "A"
-            let changed = state.replacingCharacters(in: start...start, with: flipped)
-            try c.query("UPDATE visits SET state = \(changed) WHERE visit_id = \(id)")
+    }
+
+    @Test func aTamperedCiphertextReadsAsErasedForThatVisitAlone() async throws {
+        try await withAPIServer { api in
+            let customer = uniqueID("c")
+            let id = uniqueID("v")
+            let otherId = uniqueID("v")
+            for visit in [id, otherId] {
+                #expect(
+                    try await api.call(
+                        "POST", "/v1/visits", key: api.dispatcher,
+                        json: PersonalDataTests.visitJSON(
+                            visit, customer: customer, name: "Tess", address: "3 Flip St", job: "Gas")
+                    ).status == 201)
+            }
+            // Change one character of the sealed name in the read model's state, which the view is drawn from (the
+            // bytes an attacker with the database, or a damaged disk, would change).
+            try await api.pool.withConnection { c in
+                let state = try c.query("SELECT state FROM visits WHERE visit_id = \(id)").first!.string("state")
+                let range = state.range(of: SealedText.prefix)!
+                let start = state.index(range.upperBound, offsetBy: 30)
+                let flipped = state[start] == "A" ? "B" : "A"
+                let changed = state.replacingCharacters(in: start...start, with: flipped)
+                try c.query("UPDATE visits SET state = \(changed) WHERE visit_id = \(id)")
+            }
+            let failed = try await api.call("GET", "/v1/visits/\(id)", key: api.dispatcher)
+            #expect(failed.status == 200)
+            #expect(attributes(failed)?["customerFirstName"] is NSNull, "the changed field reads as erased")
+            #expect(!failed.text.contains(SealedText.prefix), "no sealed text in the answer")
+            let fine = try await api.call("GET", "/v1/visits/\(otherId)", key: api.dispatcher)
+            #expect(fine.status == 200)
+            #expect(attributes(fine)?["customerFirstName"] as? String == "Tess")
+            // Its history (the events are intact) still answers.
+            #expect(try await api.call("GET", "/v1/visits/\(id)/events", key: api.dispatcher).status == 200)
         }
-        let failed = try await api.call("GET", "/v1/visits/\(id)", key: api.dispatcher)
-        #expect(failed.status == 200)
-        #expect(attributes(failed)?["customerFirstName"] is NSNull, "the changed field reads as erased")
-        #expect(!failed.text.contains(SealedText.prefix), "no sealed text in the answer")
-        let fine = try await api.call("GET", "/v1/visits/\(otherId)", key: api.dispatcher)
-        #expect(fine.status == 200)
-        #expect(attributes(fine)?["customerFirstName"] as? String == "Tess")
-        // Its history (the events are intact) still answers.
-        #expect(try await api.call("GET", "/v1/visits/\(id)/events", key: api.dispatcher).status == 200)
     }
 
     /// `livevisits keys rotate-personal-data`: every data key rewrapped under the new file, online; a process
@@ -225,55 +228,57 @@ import VisitProjections
     @Test func rotationRewrapsEveryDataKeyWhileTheOldFileStillReads() async throws {
         let old = try PersonalDataTests.keyFile()
         let new = try PersonalDataTests.keyFile()
-        let oldAPI = try await APIServer.start(personalData: PersonalDataKeys(current: old.key))
-        defer { Task { await oldAPI.stop() } }
-        var ids: [String] = []
-        for n in 0..<5 {
-            let id = uniqueID("v")
-            ids.append(id)
-            #expect(
-                try await oldAPI.call(
-                    "POST", "/v1/visits", key: oldAPI.dispatcher,
-                    json: PersonalDataTests.visitJSON(
-                        id, customer: uniqueID("c"), name: "Rita\(n)", address: "4 Turn St", job: "Key")
-                ).status == 201)
-        }
-        let rotation = try await PersonalDataKeys(current: old.key).rotate(to: new.key, pool: oldAPI.pool, batchSize: 2)
-        #expect(rotation.rewrapped == 5)
-        #expect(rotation.batches == 3, "batches of at most 2")
-        let wraps = try await oldAPI.pool.withConnection { c in
-            try c.query("SELECT DISTINCT wrapping_key_id AS w FROM personal_data_keys").rows.map { try $0.string("w") }
-        }
-        #expect(wraps == [new.key.id])
-        #expect(try await PersonalDataKeys(current: old.key).rotate(to: new.key, pool: oldAPI.pool).rewrapped == 0)
+        try await withAPIServer(personalData: PersonalDataKeys(current: old.key)) { oldAPI in
+            var ids: [String] = []
+            for n in 0..<5 {
+                let id = uniqueID("v")
+                ids.append(id)
+                #expect(
+                    try await oldAPI.call(
+                        "POST", "/v1/visits", key: oldAPI.dispatcher,
+                        json: PersonalDataTests.visitJSON(
+                            id, customer: uniqueID("c"), name: "Rita\(n)", address: "4 Turn St", job: "Key")
+                    ).status == 201)
+            }
+            let rotation = try await PersonalDataKeys(current: old.key).rotate(to: new.key, pool: oldAPI.pool, batchSize: 2)
+            #expect(rotation.rewrapped == 5)
+            #expect(rotation.batches == 3, "batches of at most 2")
+            let wraps = try await oldAPI.pool.withConnection { c in
+                try c.query("SELECT DISTINCT wrapping_key_id AS w FROM personal_data_keys").rows.map { try $0.string("w") }
+            }
+            #expect(wraps == [new.key.id])
+            #expect(try await PersonalDataKeys(current: old.key).rotate(to: new.key, pool: oldAPI.pool).rewrapped == 0)
 
-        let newAPI = try await APIServer.start(
-            databaseURL: oldAPI.databaseURL, personalData: PersonalDataKeys(current: new.key, previous: [old.key]))
-        defer { Task { await newAPI.stop() } }
-        for (n, id) in ids.enumerated() {
-            for api in [oldAPI, newAPI] {
-                let visit = try await api.call("GET", "/v1/visits/\(id)", key: api.dispatcher)
-                #expect(attributes(visit)?["customerFirstName"] as? String == "Rita\(n)")
+            try await withAPIServer(
+                databaseURL: oldAPI.databaseURL, personalData: PersonalDataKeys(current: new.key, previous: [old.key])
+            ) { newAPI in
+                for (n, id) in ids.enumerated() {
+                    for api in [oldAPI, newAPI] {
+                        let visit = try await api.call("GET", "/v1/visits/\(id)", key: api.dispatcher)
+                        #expect(attributes(visit)?["customerFirstName"] as? String == "Rita\(n)")
+                    }
+                }
+                // A customer made by the new process is readable by an old one until the switch is complete.
+                let late = uniqueID("v")
+                #expect(
+                    try await newAPI.call(
+                        "POST", "/v1/visits", key: newAPI.dispatcher,
+                        json: PersonalDataTests.visitJSON(
+                            late, customer: uniqueID("c"), name: "Lena", address: "5 Turn St", job: "Key")
+                    ).status == 201)
+                #expect(
+                    attributes(try await oldAPI.call("GET", "/v1/visits/\(late)", key: oldAPI.dispatcher))?["customerFirstName"]
+                        as? String == "Lena")
+
+                #expect(try await PersonalDataKeys.forgetPreviousWraps(pool: oldAPI.pool) == 6)
+                let unreadable = try await oldAPI.call("GET", "/v1/visits/\(ids[0])", key: oldAPI.dispatcher)
+                #expect(attributes(unreadable)?["customerFirstName"] is NSNull, "the old file alone no longer opens anything")
+                let readable = try await newAPI.call("GET", "/v1/visits/\(ids[0])", key: newAPI.dispatcher)
+                #expect(attributes(readable)?["customerFirstName"] as? String == "Rita0")
+                let dump = try await PersonalDataTests.dump(oldAPI.databaseURL)
+                #expect(!dump.contains(old.key.id), "no wrap under the old file is left")
             }
         }
-        // A customer made by the new process is readable by an old one until the switch is complete.
-        let late = uniqueID("v")
-        #expect(
-            try await newAPI.call(
-                "POST", "/v1/visits", key: newAPI.dispatcher,
-                json: PersonalDataTests.visitJSON(late, customer: uniqueID("c"), name: "Lena", address: "5 Turn St", job: "Key")
-            ).status == 201)
-        #expect(
-            attributes(try await oldAPI.call("GET", "/v1/visits/\(late)", key: oldAPI.dispatcher))?["customerFirstName"]
-                as? String == "Lena")
-
-        #expect(try await PersonalDataKeys.forgetPreviousWraps(pool: oldAPI.pool) == 6)
-        let unreadable = try await oldAPI.call("GET", "/v1/visits/\(ids[0])", key: oldAPI.dispatcher)
-        #expect(attributes(unreadable)?["customerFirstName"] is NSNull, "the old file alone no longer opens anything")
-        let readable = try await newAPI.call("GET", "/v1/visits/\(ids[0])", key: newAPI.dispatcher)
-        #expect(attributes(readable)?["customerFirstName"] as? String == "Rita0")
-        let dump = try await PersonalDataTests.dump(oldAPI.databaseURL)
-        #expect(!dump.contains(old.key.id), "no wrap under the old file is left")
     }
 
     @Test func keyFilesOfTheWrongSizeOrUnreadableAreRefusedNamingTheVariable() throws {

@@ -1,6 +1,6 @@
 import Foundation
 import Runtime
-import TestSupport
+import TestSupportCore
 import Testing
 
 @testable import HTTPServer

@@ -1,6 +1,6 @@
 import Foundation
 import Synchronization
-import TestSupport
+import TestSupportCore
 import Testing
 
 @testable import HTTPServer

@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxTestSupport
 import Postgres
 import Runtime
 import TestSupport

@@ -1,4 +1,5 @@
 import Outbox
+import OutboxTestSupport
 import Testing
 
 @Suite(.timeLimit(.minutes(5))) struct BackoffTests {

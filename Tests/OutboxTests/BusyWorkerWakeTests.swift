@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxTestSupport
 import Runtime
 import Synchronization
 import TestSupport
@@ -32,30 +33,30 @@ import Testing
     @Test func aPushArrivingDuringASlowBatchIsNotHeldBehindIt() async throws {
         var configuration = OutboxFixture.fastConfiguration
         configuration.pollIntervalSeconds = 3600  // only wake-ups move the worker in this test
-        let f = try await OutboxFixture.make(configuration: configuration)
-        defer { Task { await f.close() } }
-        try await f.registerActivity(visit: "v-slow", activity: "a", token: token("slow"))
-        try await f.registerActivity(visit: "v-fast", activity: "a", token: token("fast"))
-        let sender = SlowTokenSender(slowToken: token("slow"))
-        defer { sender.gate.open() }
-        let worker = f.worker(sender)
-        let running = Task { try await worker.run() }
-        defer { running.cancel() }
+        try await withOutboxFixture(configuration: configuration) { f in
+            try await f.registerActivity(visit: "v-slow", activity: "a", token: token("slow"))
+            try await f.registerActivity(visit: "v-fast", activity: "a", token: token("fast"))
+            let sender = SlowTokenSender(slowToken: token("slow"))
+            let worker = f.worker(sender)
+            try await withRunning({ try await worker.run() }) { _ in
+                defer { sender.gate.open() }
 
-        let now = Int64(Date().timeIntervalSince1970)
-        _ = try await f.enqueue(update("v-slow", timestamp: now))
-        worker.wake()
-        try await eventually("the slow push held on the wire") { sender.gate.waiting == 1 }
+                let now = Int64(Date().timeIntervalSince1970)
+                _ = try await f.enqueue(update("v-slow", timestamp: now))
+                worker.wake()
+                try await eventually("the slow push held on the wire") { sender.gate.waiting == 1 }
 
-        _ = try await f.enqueue(update("v-fast", timestamp: now))
-        worker.wake()
-        // The slow push cannot finish before the gate opens, so the fast one finishing first is the proof.
-        try await eventually("the second push sent while the slow batch is still on the wire") {
-            sender.hasFinished(token("fast"))
+                _ = try await f.enqueue(update("v-fast", timestamp: now))
+                worker.wake()
+                // The slow push cannot finish before the gate opens, so the fast one finishing first is the proof.
+                try await eventually("the second push sent while the slow batch is still on the wire") {
+                    sender.hasFinished(token("fast"))
+                }
+                #expect(!sender.hasFinished(token("slow")))
+                sender.gate.open()
+                try await eventually("both pushes recorded as sent") { try await f.count(.sent) == 2 }
+            }
         }
-        #expect(!sender.hasFinished(token("slow")))
-        sender.gate.open()
-        try await eventually("both pushes recorded as sent") { try await f.count(.sent) == 2 }
     }
 
     /// The first loop is stuck on a slow batch and an extra loop on another; a push arrives, and the extra loop
@@ -72,44 +73,44 @@ import Testing
         configuration.slowBatchSeconds = 2
         let watch = configuration.slowBatchSeconds
         let clock = ManualClock(now: Date().timeIntervalSince1970)
-        let f = try await OutboxFixture.make(clock: clock, configuration: configuration)
-        defer { Task { await f.close() } }
-        for visit in ["v-slow", "v-middle", "v-fast"] {
-            try await f.registerActivity(visit: visit, activity: "a", token: token(visit))
-        }
-        let sender = SlowTokenSender(slowTokens: [token("v-slow"), token("v-middle")])
-        defer { sender.openAll() }
-        let worker = f.worker(sender)
-        let running = Task { try await worker.run() }
-        defer { running.cancel() }
-        // Every loop idle (the first after its first, empty, claim; the extra ones waiting for a backlog), so
-        // that the first push finds the first loop idle and no extra loop is woken before the middle push.
-        try await clock.waitForSleepers(configuration.concurrentBatches)
+        try await withOutboxFixture(clock: clock, configuration: configuration) { f in
+            for visit in ["v-slow", "v-middle", "v-fast"] {
+                try await f.registerActivity(visit: visit, activity: "a", token: token(visit))
+            }
+            let sender = SlowTokenSender(slowTokens: [token("v-slow"), token("v-middle")])
+            let worker = f.worker(sender)
+            try await withRunning({ try await worker.run() }) { _ in
+                defer { sender.openAll() }
+                // Every loop idle (the first after its first, empty, claim; the extra ones waiting for a backlog), so
+                // that the first push finds the first loop idle and no extra loop is woken before the middle push.
+                try await clock.waitForSleepers(configuration.concurrentBatches)
 
-        let now = Int64(clock.now())
-        _ = try await f.enqueue(update("v-slow", timestamp: now))
-        worker.wake()
-        try await eventually("the slow push held on the wire") { sender.gates[token("v-slow")]!.waiting == 1 }
-        _ = try await f.enqueue(update("v-middle", timestamp: now))
-        worker.wake()
-        // An extra loop watches the slow batch; once it has been on the wire `slowBatchSeconds`, it claims.
-        try await clock.waitForSleepers(1, dueWithin: watch)
-        clock.advance(by: watch)
-        try await eventually("an extra loop holds the middle push on the wire") {
-            sender.gates[token("v-middle")]!.waiting == 1
+                let now = Int64(clock.now())
+                _ = try await f.enqueue(update("v-slow", timestamp: now))
+                worker.wake()
+                try await eventually("the slow push held on the wire") { sender.gates[token("v-slow")]!.waiting == 1 }
+                _ = try await f.enqueue(update("v-middle", timestamp: now))
+                worker.wake()
+                // An extra loop watches the slow batch; once it has been on the wire `slowBatchSeconds`, it claims.
+                try await clock.waitForSleepers(1, dueWithin: watch)
+                clock.advance(by: watch)
+                try await eventually("an extra loop holds the middle push on the wire") {
+                    sender.gates[token("v-middle")]!.waiting == 1
+                }
+                _ = try await f.enqueue(update("v-fast", timestamp: now))
+                worker.wake()
+                try await clock.waitForSleepers(1, dueWithin: watch)  // the woken loop is watching the slow batch now
+                sender.gates[token("v-middle")]!.open()
+                try await eventually("the middle push recorded as sent") { try await f.count(.sent) == 1 }
+                // The middle batch's end must not have ended the watch: the slow batch is still on the wire.
+                clock.advance(by: watch)
+                try await eventually("the push claimed while the first loop's batch is still on the wire", within: 20) {
+                    sender.hasFinished(token("v-fast"))
+                }
+                #expect(!sender.hasFinished(token("v-slow")))
+                sender.openAll()
+                try await eventually("all three recorded as sent") { try await f.count(.sent) == 3 }
+            }
         }
-        _ = try await f.enqueue(update("v-fast", timestamp: now))
-        worker.wake()
-        try await clock.waitForSleepers(1, dueWithin: watch)  // the woken loop is watching the slow batch now
-        sender.gates[token("v-middle")]!.open()
-        try await eventually("the middle push recorded as sent") { try await f.count(.sent) == 1 }
-        // The middle batch's end must not have ended the watch: the slow batch is still on the wire.
-        clock.advance(by: watch)
-        try await eventually("the push claimed while the first loop's batch is still on the wire", within: 20) {
-            sender.hasFinished(token("v-fast"))
-        }
-        #expect(!sender.hasFinished(token("v-slow")))
-        sender.openAll()
-        try await eventually("all three recorded as sent") { try await f.count(.sent) == 3 }
     }
 }

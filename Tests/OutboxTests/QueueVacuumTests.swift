@@ -1,3 +1,4 @@
+import OutboxTestSupport
 import Postgres
 import Testing
 

@@ -3,6 +3,7 @@ import APNsSimulator
 import Foundation
 import Outbox
 import OutboxAPNs
+import OutboxTestSupport
 import Postgres
 import Runtime
 import TestSupport

@@ -1,4 +1,5 @@
 import Foundation
+import OutboxTestSupport
 import Postgres
 import TestSupport
 import Testing

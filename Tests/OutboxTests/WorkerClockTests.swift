@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxTestSupport
 import Postgres
 import Runtime
 import Synchronization
@@ -203,24 +204,24 @@ import Testing
         configuration.leaseSeconds = 600
         configuration.reapIntervalSeconds = 3600
         configuration.claimGatherSeconds = 5  // the only sleeper due this soon
-        let f = try await OutboxFixture.make(clock: clock, configuration: configuration)
-        defer { Task { await f.close() } }
-        for v in ["v-1", "v-2", "v-3"] { try await f.registerActivity(visit: v, activity: "a", token: token(v)) }
-        let sender = RecordingSender()
-        let worker = f.worker(sender)
-        let running = Task { try await worker.run() }
-        defer { running.cancel() }
-        try await clock.waitForSleepers(1)  // idle after its first, empty, claim
+        try await withOutboxFixture(clock: clock, configuration: configuration) { f in
+            for v in ["v-1", "v-2", "v-3"] { try await f.registerActivity(visit: v, activity: "a", token: token(v)) }
+            let sender = RecordingSender()
+            let worker = f.worker(sender)
+            try await withRunning({ try await worker.run() }) { _ in
+                try await clock.waitForSleepers(1)  // idle after its first, empty, claim
 
-        for v in ["v-1", "v-2"] { try await f.enqueue(update(v, timestamp: Int64(Self.t0))) }
-        worker.wake()
-        try await eventually("the first two sent") { try await f.count(.sent) == 2 }
-        try await f.enqueue(update("v-3", timestamp: Int64(Self.t0)))
-        worker.wake()
-        let gathering = await withDeadline(seconds: 30) { try? await clock.waitForSleepers(1, dueWithin: 5) }
-        try #require(gathering != nil, "the worker did not wait claimGatherSeconds on its clock")
-        #expect(sender.calls.count == 2, "the next claim did not wait for the gathering")
-        clock.advance(by: 5)
-        try await eventually("the third sent once the clock moved on") { try await f.count(.sent) == 3 }
+                for v in ["v-1", "v-2"] { try await f.enqueue(update(v, timestamp: Int64(Self.t0))) }
+                worker.wake()
+                try await eventually("the first two sent") { try await f.count(.sent) == 2 }
+                try await f.enqueue(update("v-3", timestamp: Int64(Self.t0)))
+                worker.wake()
+                let gathering = await withDeadline(seconds: 30) { try? await clock.waitForSleepers(1, dueWithin: 5) }
+                try #require(gathering != nil, "the worker did not wait claimGatherSeconds on its clock")
+                #expect(sender.calls.count == 2, "the next claim did not wait for the gathering")
+                clock.advance(by: 5)
+                try await eventually("the third sent once the clock moved on") { try await f.count(.sent) == 3 }
+            }
+        }
     }
 }

@@ -1,5 +1,6 @@
 import APNsSimulator
 import Foundation
+import OutboxTestSupport
 import Runtime
 import TestSupport
 

@@ -14,14 +14,16 @@ import Testing
 
     /// A customer's data key and three sealed values, one with a name that needs JSON escapes.
     static func sealed() async throws -> (keys: Keys, values: [String], other: String) {
-        let (_, pool) = try await TestDatabase.create(poolSize: 1)
-        defer { Task { await pool.close() } }
-        let store = PersonalDataKeys(current: try WrappingKey.temporary())
-        return try await pool.withConnection { c in
-            let key = try store.dataKey(forCustomer: "c-1", on: c)
-            let otherKey = try store.dataKey(forCustomer: "c-2", on: c)
-            let values = try [#"Zoë "Z" \ the 2nd"# + "\n", "12 Elm Row", "Boiler check 🔧"].map { try store.seal($0, with: key) }
-            return ([key.id: key], values, try store.seal("Olga", with: otherKey))
+        try await withTestDatabase(poolSize: 1) { _, pool in
+            let store = PersonalDataKeys(current: try WrappingKey.temporary())
+            return try await pool.withConnection { c in
+                let key = try store.dataKey(forCustomer: "c-1", on: c)
+                let otherKey = try store.dataKey(forCustomer: "c-2", on: c)
+                let values = try [#"Zoë "Z" \ the 2nd"# + "\n", "12 Elm Row", "Boiler check 🔧"].map {
+                    try store.seal($0, with: key)
+                }
+                return ([key.id: key], values, try store.seal("Olga", with: otherKey))
+            }
         }
     }
 

@@ -25,23 +25,23 @@ import Testing
             try? FileManager.default.removeItem(at: data)
         }
         let url = try pg(data, "url")
-        let pool = PostgresPool(configuration: PostgresConfiguration(url: url, size: 2, acquireTimeoutSeconds: 2))
-        #expect(try await pool.query("SELECT 1 AS one").first!.int("one") == 1)
+        try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 2, acquireTimeoutSeconds: 2)) { pool in
+            #expect(try await pool.query("SELECT 1 AS one").first!.int("one") == 1)
 
-        _ = try pg(data, "stop")
-        let started = Date()
-        do {
-            try await pool.query("SELECT 1 AS one")
-            Issue.record("a query succeeded while the database was down")
-        } catch let error as PostgresError {
-            #expect(error.isUnavailable)
+            _ = try pg(data, "stop")
+            let started = Date()
+            do {
+                try await pool.query("SELECT 1 AS one")
+                Issue.record("a query succeeded while the database was down")
+            } catch let error as PostgresError {
+                #expect(error.isUnavailable)
+            }
+            // "quickly": far below any request timeout (not a benchmark; a generous bound against hangs).
+            #expect(Date().timeIntervalSince(started) < 10)
+
+            _ = try pg(data, "start")
+            #expect(try await pool.query("SELECT 2 AS two").first!.int("two") == 2)
+            #expect(try await pool.query("SELECT 3 AS three").first!.int("three") == 3)
         }
-        // "quickly": far below any request timeout (not a benchmark; a generous bound against hangs).
-        #expect(Date().timeIntervalSince(started) < 10)
-
-        _ = try pg(data, "start")
-        #expect(try await pool.query("SELECT 2 AS two").first!.int("two") == 2)
-        #expect(try await pool.query("SELECT 3 AS three").first!.int("three") == 3)
-        await pool.close()
     }
 }

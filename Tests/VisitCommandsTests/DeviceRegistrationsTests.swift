@@ -23,7 +23,7 @@ import VisitTestSupport
     }
 
     @Test func aLiveActivityIsTheCustomersOwnAndCatchesUpWhenBehind() async throws {
-        try await VisitFixtures.lendingOutbox { fixtures in
+        try await VisitFixtures.withOutboxPushes { fixtures in
             let scheduled = try await fixtures.schedule("v-1", customer: "c-1")
             let devices = registrations(fixtures)
             let token = String(repeating: "ab", count: 32)

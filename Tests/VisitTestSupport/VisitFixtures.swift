@@ -20,11 +20,6 @@ public struct VisitFixtures: Sendable {
         try await make { _, _ in pushes }
     }
 
-    /// Pushes go to the real outbox tables (`OutboxPushes`), for tests that count what was enqueued.
-    public static func withOutbox() async throws -> VisitFixtures {
-        try await make { pool, clock in OutboxPushes(outbox: Outbox(pool: pool, clock: clock)) }
-    }
-
     /// Lends fixtures as `make(pushes:)` builds them to `body` and closes their pool once `body` has returned
     /// or thrown.
     public static func with<Result>(
@@ -34,12 +29,14 @@ public struct VisitFixtures: Sendable {
         try await withResource({ try await make(pushes: pushes) }, close: { await $0.pool.close() }, body)
     }
 
-    /// Lends fixtures as `withOutbox()` builds them (pushes to the real outbox tables) to `body` and closes
-    /// their pool once `body` has returned or thrown.
+    /// Lends fixtures whose pushes go to the real outbox tables (`OutboxPushes`, for tests that count what was
+    /// enqueued) to `body` and closes their pool once `body` has returned or thrown.
     public static func withOutboxPushes<Result>(
         isolation: isolated (any Actor)? = #isolation, _ body: (VisitFixtures) async throws -> Result
     ) async throws -> Result {
-        try await withResource({ try await withOutbox() }, close: { await $0.pool.close() }, body)
+        try await withResource(
+            { try await make { pool, clock in OutboxPushes(outbox: Outbox(pool: pool, clock: clock)) } },
+            close: { await $0.pool.close() }, body)
     }
 
     private static func make(pushes: (PostgresPool, ManualClock) -> any PushEnqueuer) async throws -> VisitFixtures {

@@ -1,6 +1,6 @@
 import Foundation
 import Runtime
-import TestSupport
+import TestSupportCore
 
 #if canImport(Glibc)
     import Glibc

@@ -1,4 +1,5 @@
 import Outbox
+import OutboxTestSupport
 import Testing
 
 /// Expects of a delivery's `attempts` (oldest first, the last one the success) that the backoff chosen

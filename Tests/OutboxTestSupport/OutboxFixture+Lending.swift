@@ -3,7 +3,7 @@ import Runtime
 import TestSupport
 
 /// Lends a fresh `OutboxFixture` to `body` and closes it once `body` has returned or thrown.
-func withOutboxFixture<Result>(
+public func withOutboxFixture<Result>(
     clock: any WallClock = SystemClock(), configuration: OutboxConfiguration = OutboxFixture.fastConfiguration,
     isolation: isolated (any Actor)? = #isolation,
     _ body: (OutboxFixture) async throws -> Result

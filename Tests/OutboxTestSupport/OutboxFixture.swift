@@ -6,17 +6,17 @@ import Synchronization
 import TestSupport
 
 /// A scratch database with the outbox's pieces on it, and intent builders.
-struct OutboxFixture {
-    let url: String
-    let pool: PostgresPool
-    let clock: any WallClock
-    let configuration: OutboxConfiguration
-    let outbox: Outbox
-    let registry: TokenRegistry
-    let store: OutboxStore
+public struct OutboxFixture {
+    public let url: String
+    public let pool: PostgresPool
+    public let clock: any WallClock
+    public let configuration: OutboxConfiguration
+    public let outbox: Outbox
+    public let registry: TokenRegistry
+    public let store: OutboxStore
 
     /// Test defaults: short waits so retries and polls happen in milliseconds.
-    static var fastConfiguration: OutboxConfiguration {
+    public static var fastConfiguration: OutboxConfiguration {
         var c = OutboxConfiguration()
         c.backoff = Backoff(baseSeconds: 0.02, capSeconds: 1)
         c.pollIntervalSeconds = 0.05
@@ -26,7 +26,8 @@ struct OutboxFixture {
         return c
     }
 
-    static func make(clock: any WallClock = SystemClock(), configuration: OutboxConfiguration = fastConfiguration) async throws
+    public static func make(clock: any WallClock = SystemClock(), configuration: OutboxConfiguration = fastConfiguration)
+        async throws
         -> OutboxFixture
     {
         let (url, pool) = try await TestDatabase.create(poolSize: 8)
@@ -36,7 +37,7 @@ struct OutboxFixture {
             registry: TokenRegistry(clock: clock), store: OutboxStore(pool: pool, clock: clock))
     }
 
-    func worker(
+    public func worker(
         _ sender: any PushSender, metrics: Metrics = Metrics(), configuration: OutboxConfiguration? = nil,
         logger: Logger = Logger(label: "outbox")
     ) -> OutboxWorker {
@@ -45,7 +46,7 @@ struct OutboxFixture {
             logger: logger)
     }
 
-    func enqueue(_ intents: PushIntent...) async throws -> Outbox.EnqueueResult {
+    public func enqueue(_ intents: PushIntent...) async throws -> Outbox.EnqueueResult {
         let outbox = self.outbox
         let result = try await pool.withTransaction { try outbox.enqueue(intents, on: $0) }
         outbox.committed()
@@ -53,7 +54,7 @@ struct OutboxFixture {
     }
 
     @discardableResult
-    func registerActivity(
+    public func registerActivity(
         visit: String, activity: String, token: String, device: String? = nil, environment: PushEnvironment = .sandbox
     ) async throws
         -> TokenRegistry.Registration
@@ -65,7 +66,7 @@ struct OutboxFixture {
         }
     }
 
-    func registerStart(customer: String, device: String, token: String) async throws {
+    public func registerStart(customer: String, device: String, token: String) async throws {
         let registry = self.registry
         _ = try await pool.withConnection {
             try registry.registerPushToStart(
@@ -73,7 +74,7 @@ struct OutboxFixture {
         }
     }
 
-    func setPreferences(customer: String, device: String, enabled: Bool, frequent: Bool = true) async throws {
+    public func setPreferences(customer: String, device: String, enabled: Bool, frequent: Bool = true) async throws {
         let registry = self.registry
         try await pool.withConnection {
             try registry.setPreferences(
@@ -82,13 +83,13 @@ struct OutboxFixture {
         }
     }
 
-    func count(_ state: DeliveryState) async throws -> Int {
+    public func count(_ state: DeliveryState) async throws -> Int {
         try await store.depth()[state] ?? 0
     }
 
     /// Runs `runOnce` until nothing is pending or sending, polling while retries come due (on a system
     /// clock); throws when that takes longer than `seconds`.
-    func drain(_ worker: OutboxWorker, within seconds: Double = 60) async throws {
+    public func drain(_ worker: OutboxWorker, within seconds: Double = 60) async throws {
         try await eventually("the outbox drained", within: seconds) {
             while try await count(.pending) + count(.sending) > 0 {
                 if try await worker.runOnce() == 0 { return false }
@@ -98,33 +99,34 @@ struct OutboxFixture {
     }
 
     /// Runs `runOnce` until a claim finds nothing due now (what is due later stays pending).
-    func runDue(_ worker: OutboxWorker) async throws {
+    public func runDue(_ worker: OutboxWorker) async throws {
         while try await worker.runOnce() > 0 {}
     }
 
-    func close() async { await pool.close() }
+    public func close() async { await pool.close() }
 }
 
 /// The lines a `Logger` wrote (give `logger` to the code under test).
-final class LogLines: Sendable {
+public final class LogLines: Sendable {
     private let lines = Mutex<[String]>([])
-    var logger: Logger { Logger(label: "outbox") { [self] line in self.lines.withLock { $0.append(line) } } }
-    var all: [String] { lines.withLock { $0 } }
+    public init() {}
+    public var logger: Logger { Logger(label: "outbox") { [self] line in self.lines.withLock { $0.append(line) } } }
+    public var all: [String] { lines.withLock { $0 } }
 }
 
 /// A hex token unique to `name`.
-func token(_ name: String) -> String {
+public func token(_ name: String) -> String {
     var hex = ""
     for byte in Array(name.utf8) { hex += String(format: "%02x", byte) }
     while hex.count < 64 { hex += "0" }
     return String(hex.prefix(64))
 }
 
-func body(_ kind: PushIntent.Kind, timestamp: Int64, note: String = "") -> [UInt8] {
+public func body(_ kind: PushIntent.Kind, timestamp: Int64, note: String = "") -> [UInt8] {
     Array("{\"aps\":{\"timestamp\":\(timestamp),\"event\":\"\(kind.rawValue)\",\"content-state\":{\"note\":\"\(note)\"}}}".utf8)
 }
 
-func update(
+public func update(
     _ visit: String, customer: String = "c-1", timestamp: Int64, stale: Int64? = nil, version: Int64 = 2,
     audience: PushIntent.Audience = .liveActivities, note: String = ""
 ) -> PushIntent {
@@ -134,13 +136,13 @@ func update(
         eventRecordedAt: Date().timeIntervalSince1970)
 }
 
-func end(_ visit: String, customer: String = "c-1", timestamp: Int64, version: Int64 = 9) -> PushIntent {
+public func end(_ visit: String, customer: String = "c-1", timestamp: Int64, version: Int64 = 9) -> PushIntent {
     PushIntent(
         visitId: visit, customerId: customer, kind: .end, audience: .liveActivities, priority: 10, apsTimestamp: timestamp,
         body: body(.end, timestamp: timestamp), visitVersion: version, eventRecordedAt: Date().timeIntervalSince1970)
 }
 
-func start(
+public func start(
     _ visit: String, customer: String = "c-1", timestamp: Int64, notBefore: Double? = nil, arrival: Int64? = nil,
     audience: PushIntent.Audience = .pushToStartTokens
 ) -> PushIntent {

@@ -5,23 +5,23 @@ import TestSupport
 
 /// A `PushSender` for worker tests: records every request, answers by a script, and notices when two
 /// pushes to one token are in flight at once.
-final class RecordingSender: PushSender {
+public final class RecordingSender: PushSender {
     /// What the scripted APNs answers.
-    enum Answer: Sendable {
+    public enum Answer: Sendable {
         case ok
         /// `status` nil: no answer (a timeout). A dead token's retirement reason follows from `reason`.
         case fail(Int?, String, Verdict, timestamp: Int64? = nil)
     }
     /// The failure's class as the script names it.
-    enum Verdict: Sendable {
+    public enum Verdict: Sendable {
         case retryable, tokenDead, configuration, permanent
     }
-    struct Call: Sendable {
-        let request: OutgoingPush
-        let startedAt: Double
-        let outcome: PushOutcome
+    public struct Call: Sendable {
+        public let request: OutgoingPush
+        public let startedAt: Double
+        public let outcome: PushOutcome
         /// `aps.event` of the body.
-        var kind: String? { event(of: request.body) }
+        public var kind: String? { event(of: request.body) }
     }
     private struct State {
         var calls: [Call] = []
@@ -37,7 +37,7 @@ final class RecordingSender: PushSender {
     /// - Parameters:
     ///   - gate: when given, every send waits at it (after it counts as started) until the test opens it.
     ///   - respond: the outcome of the n-th send (0-based, in start order).
-    init(
+    public init(
         delaySeconds: Double = 0, gate: Gate? = nil,
         respond: @escaping @Sendable (OutgoingPush, Int) -> Answer = { _, _ in .ok }
     ) {
@@ -46,7 +46,7 @@ final class RecordingSender: PushSender {
         self.respond = respond
     }
 
-    func send(_ request: OutgoingPush) async -> PushOutcome {
+    public func send(_ request: OutgoingPush) async -> PushOutcome {
         let startedAt = Date().timeIntervalSince1970
         let index = state.withLock { s -> Int in
             s.inFlight[request.deviceToken, default: 0] += 1
@@ -84,16 +84,16 @@ final class RecordingSender: PushSender {
         return outcome
     }
 
-    var calls: [Call] { state.withLock { $0.calls } }
+    public var calls: [Call] { state.withLock { $0.calls } }
     /// Sends started, answered or not.
-    var started: Int { state.withLock { $0.started } }
-    var accepted: [Call] { calls.filter { if case .accepted = $0.outcome { true } else { false } } }
+    public var started: Int { state.withLock { $0.started } }
+    public var accepted: [Call] { calls.filter { if case .accepted = $0.outcome { true } else { false } } }
     /// Times a second push to a token started while one was in flight.
-    var overlaps: Int { state.withLock { $0.overlaps } }
+    public var overlaps: Int { state.withLock { $0.overlaps } }
 }
 
 /// The `aps.timestamp` of a body the tests built.
-func apsTimestamp(of body: [UInt8]) -> Int64? {
+public func apsTimestamp(of body: [UInt8]) -> Int64? {
     guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
         let aps = object["aps"] as? [String: Any], let ts = aps["timestamp"] as? NSNumber
     else { return nil }
@@ -101,7 +101,7 @@ func apsTimestamp(of body: [UInt8]) -> Int64? {
 }
 
 /// The `aps.event` of a body.
-func event(of body: [UInt8]) -> String? {
+public func event(of body: [UInt8]) -> String? {
     guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
         let aps = object["aps"] as? [String: Any]
     else { return nil }
