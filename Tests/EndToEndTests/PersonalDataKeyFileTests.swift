@@ -20,11 +20,10 @@ import Testing
 
         static func make() async throws -> Rig {
             let livevisits = try await BuiltProduct.livevisits()
-            let database = try await TestDatabase.create(poolSize: 1)
-            await database.pool.close()
+            let databaseURL = try await TestDatabase.createMigrated()
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("lv-kf-\(UUID().uuidString.prefix(8))")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            return Rig(livevisits: livevisits, databaseURL: database.url, folder: folder)
+            return Rig(livevisits: livevisits, databaseURL: databaseURL, folder: folder)
         }
 
         /// A new 32-byte key file in the folder.

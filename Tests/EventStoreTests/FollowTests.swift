@@ -8,145 +8,151 @@ import Testing
 @Suite(.timeLimit(.minutes(5))) struct FollowTests {
     /// A writer that took a lower global position but commits after others must not be skipped.
     @Test func aReaderNeverSkipsALateCommit() async throws {
-        let (url, pool) = try await TestDatabase.create()
-        let store = EventStore(pool: pool)
-        let held = try PostgresConnection(url: url)
-        try held.execute(script: "BEGIN")
-        let early = try EventStore.append(AppendRequest(streamName: "late", events: [NewEvent(type: "e", data: "{}")]), on: held)
-        // Others commit after the held transaction took its position.
-        for i in 0..<5 {
-            try await store.append(AppendRequest(streamName: "other-\(i)", events: [NewEvent(type: "e", data: "{}")]))
+        try await withTestDatabase { url, pool async throws in
+            let store = EventStore(pool: pool)
+            let held = try PostgresConnection(url: url)
+            try held.execute(script: "BEGIN")
+            let early = try EventStore.append(
+                AppendRequest(streamName: "late", events: [NewEvent(type: "e", data: "{}")]), on: held)
+            // Others commit after the held transaction took its position.
+            for i in 0..<5 {
+                try await store.append(AppendRequest(streamName: "other-\(i)", events: [NewEvent(type: "e", data: "{}")]))
+            }
+            var seen: [Int64] = []
+            var checkpoint = Checkpoint.start
+            let beforeCommit = try await store.readAll(after: checkpoint, limit: 100)
+            // Nothing committed after the held transaction started can be read yet: its order is not final.
+            #expect(beforeCommit.isEmpty)
+            seen += beforeCommit.map(\.globalPosition)
+            if let last = beforeCommit.last { checkpoint = last.checkpoint }
+            try held.execute(script: "COMMIT")
+            // Other suites' open transactions hold the cluster-wide horizon too: read until all six arrive.
+            try await eventually("all six events read", within: 30) {
+                let batch = try await store.readAll(after: checkpoint, limit: 100)
+                seen += batch.map(\.globalPosition)
+                if let last = batch.last { checkpoint = last.checkpoint }
+                return seen.count >= 6
+            }
+            #expect(seen.contains(early.globalPositions[0]))
+            #expect(seen.count == 6)
+            #expect(Set(seen).count == 6)
         }
-        var seen: [Int64] = []
-        var checkpoint = Checkpoint.start
-        let beforeCommit = try await store.readAll(after: checkpoint, limit: 100)
-        // Nothing committed after the held transaction started can be read yet: its order is not final.
-        #expect(beforeCommit.isEmpty)
-        seen += beforeCommit.map(\.globalPosition)
-        if let last = beforeCommit.last { checkpoint = last.checkpoint }
-        try held.execute(script: "COMMIT")
-        // Other suites' open transactions hold the cluster-wide horizon too: read until all six arrive.
-        try await eventually("all six events read", within: 30) {
-            let batch = try await store.readAll(after: checkpoint, limit: 100)
-            seen += batch.map(\.globalPosition)
-            if let last = batch.last { checkpoint = last.checkpoint }
-            return seen.count >= 6
-        }
-        #expect(seen.contains(early.globalPositions[0]))
-        #expect(seen.count == 6)
-        #expect(Set(seen).count == 6)
     }
 
     /// Follow order compares transaction ids as numbers: 9 comes before 10 (as text it would not).
     /// A fresh cluster crossing from 3- to 4-digit ids once made a follower redeliver and reorder events.
     @Test func followOrderIsNumericAcrossDigitBoundaries() async throws {
-        let (_, pool) = try await TestDatabase.create()
-        let store = EventStore(pool: pool)
-        try await pool.withConnection { c in
-            try c.execute(
-                script: """
-                    INSERT INTO events (stream_name, position, type, data, transaction_id) VALUES
-                        ('a', 1, 'e', '{}', '10'), ('b', 1, 'e', '{}', '9'), ('c', 1, 'e', '{}', '100'), ('d', 1, 'e', '{}', '99')
-                    """)
+        try await withTestDatabase { _, pool async throws in
+            let store = EventStore(pool: pool)
+            try await pool.withConnection { c in
+                try c.execute(
+                    script: """
+                        INSERT INTO events (stream_name, position, type, data, transaction_id) VALUES
+                            ('a', 1, 'e', '{}', '10'), ('b', 1, 'e', '{}', '9'), ('c', 1, 'e', '{}', '100'), ('d', 1, 'e', '{}', '99')
+                        """)
+            }
+            let all = try await store.readAll(after: .start, limit: 10)
+            #expect(all.map(\.streamName) == ["b", "a", "d", "c"])
+            #expect(all.map(\.transactionId) == [9, 10, 99, 100])
+            // Resuming from a checkpoint in the middle continues in the same order.
+            let rest = try await store.readAll(after: all[1].checkpoint, limit: 10)
+            #expect(rest.map(\.streamName) == ["d", "c"])
+            let head = try await pool.withConnection { try EventStore.head(on: $0) }
+            #expect(head.transactionId == 100)
         }
-        let all = try await store.readAll(after: .start, limit: 10)
-        #expect(all.map(\.streamName) == ["b", "a", "d", "c"])
-        #expect(all.map(\.transactionId) == [9, 10, 99, 100])
-        // Resuming from a checkpoint in the middle continues in the same order.
-        let rest = try await store.readAll(after: all[1].checkpoint, limit: 10)
-        #expect(rest.map(\.streamName) == ["d", "c"])
-        let head = try await pool.withConnection { try EventStore.head(on: $0) }
-        #expect(head.transactionId == 100)
     }
 
     @Test func theHorizonHolderIsNamed() async throws {
-        let (url, pool) = try await TestDatabase.create()
-        let store = EventStore(pool: pool)
-        let held = try PostgresConnection(url: TestDatabase.url(url, adding: "application_name=holder"))
-        try held.execute(script: "BEGIN")
-        try EventStore.append(AppendRequest(streamName: "x", events: [NewEvent(type: "e", data: "{}")]), on: held)
-        let holder = try await store.snapshotHorizonHolder()
-        #expect(holder != nil)
-        try held.execute(script: "ROLLBACK")
+        try await withTestDatabase { url, pool async throws in
+            let store = EventStore(pool: pool)
+            let held = try PostgresConnection(url: TestDatabase.url(url, adding: "application_name=holder"))
+            try held.execute(script: "BEGIN")
+            try EventStore.append(AppendRequest(streamName: "x", events: [NewEvent(type: "e", data: "{}")]), on: held)
+            let holder = try await store.snapshotHorizonHolder()
+            #expect(holder != nil)
+            try held.execute(script: "ROLLBACK")
+        }
     }
 
     @Test func checkpointsAdvanceByCompareAndSet() async throws {
-        let (_, pool) = try await TestDatabase.create()
-        let a = Checkpoint(transactionId: 10, globalPosition: 5)
-        let b = Checkpoint(transactionId: 12, globalPosition: 9)
-        try await pool.withTransaction { c in
-            try EventStore.advanceCheckpoint(named: "p", from: .start, to: a, on: c)
-        }
-        #expect(try await pool.withConnection { try EventStore.checkpoint(named: "p", on: $0) } == a)
-        await #expect(throws: EventStoreError.self) {
+        try await withTestDatabase { _, pool async throws in
+            let a = Checkpoint(transactionId: 10, globalPosition: 5)
+            let b = Checkpoint(transactionId: 12, globalPosition: 9)
             try await pool.withTransaction { c in
-                try EventStore.advanceCheckpoint(named: "p", from: .start, to: b, on: c)
+                try EventStore.advanceCheckpoint(named: "p", from: .start, to: a, on: c)
             }
+            #expect(try await pool.withConnection { try EventStore.checkpoint(named: "p", on: $0) } == a)
+            await #expect(throws: EventStoreError.self) {
+                try await pool.withTransaction { c in
+                    try EventStore.advanceCheckpoint(named: "p", from: .start, to: b, on: c)
+                }
+            }
+            try await pool.withTransaction { c in
+                try EventStore.advanceCheckpoint(named: "p", from: a, to: b, on: c)
+            }
+            #expect(try await pool.withConnection { try EventStore.checkpoint(named: "p", on: $0) } == b)
         }
-        try await pool.withTransaction { c in
-            try EventStore.advanceCheckpoint(named: "p", from: a, to: b, on: c)
-        }
-        #expect(try await pool.withConnection { try EventStore.checkpoint(named: "p", on: $0) } == b)
     }
 
     /// Many writers sleep at random inside their transactions while a reader follows the log from its
     /// checkpoint in small batches: it must see every committed event exactly once, in a stable order.
     @Test func tortureManyWritersOneReader() async throws {
-        let (url, pool) = try await TestDatabase.create(poolSize: 12)
-        let store = EventStore(pool: pool)
-        let seen = SeenLog()
-        let writers = 10
-        let perWriter = 30
-        let finished = Counter()
-        let writing = Task {
-            defer { finished.add() }
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for w in 0..<writers {
-                    group.addTask {
-                        try await onOwnThread {
-                            let connection = try PostgresConnection(url: url)
-                            for i in 0..<perWriter {
-                                do {
-                                    try connection.transaction { c in
-                                        try EventStore.append(
-                                            AppendRequest(
-                                                streamName: "w\(w)-\(i % 3)",
-                                                events: [NewEvent(type: "e", data: #"{"w":\#(w),"i":\#(i)}"#)]),
-                                            on: c)
-                                        if Bool.random() { usleep(UInt32.random(in: 0...15_000)) }
-                                        if i % 11 == 0 { throw CancellationError() }  // some transactions roll back
-                                    }
-                                } catch is CancellationError {}
+        try await withTestDatabase(poolSize: 12) { url, pool async throws in
+            let store = EventStore(pool: pool)
+            let seen = SeenLog()
+            let writers = 10
+            let perWriter = 30
+            let finished = Counter()
+            let writing = Task {
+                defer { finished.add() }
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for w in 0..<writers {
+                        group.addTask {
+                            try await onOwnThread {
+                                let connection = try PostgresConnection(url: url)
+                                for i in 0..<perWriter {
+                                    do {
+                                        try connection.transaction { c in
+                                            try EventStore.append(
+                                                AppendRequest(
+                                                    streamName: "w\(w)-\(i % 3)",
+                                                    events: [NewEvent(type: "e", data: #"{"w":\#(w),"i":\#(i)}"#)]),
+                                                on: c)
+                                            if Bool.random() { usleep(UInt32.random(in: 0...15_000)) }
+                                            if i % 11 == 0 { throw CancellationError() }  // some transactions roll back
+                                        }
+                                    } catch is CancellationError {}
+                                }
                             }
                         }
                     }
+                    try await group.waitForAll()
                 }
-                try await group.waitForAll()
             }
+            // Read while the writers write, then until everything committed has been read (or a deadline).
+            var checkpoint = Checkpoint.start
+            var committed = -1
+            try await eventually("every committed event read", within: 60, pollingEvery: 0.005) {
+                if committed < 0, finished.value > 0 {
+                    committed = try await pool.query("SELECT count(*) AS n FROM events").first!.int("n")
+                }
+                if committed >= 0 && seen.count >= committed { return true }
+                // Follow as a reader does: batch after batch until none is left for now.
+                while true {
+                    let batch = try await store.readAll(after: checkpoint, limit: 37)
+                    seen.append(batch)
+                    guard let last = batch.last else { return false }
+                    checkpoint = last.checkpoint
+                }
+            }
+            try await writing.value
+            #expect(committed > 0)
+            let positions = seen.positions
+            #expect(positions.count == committed)
+            #expect(Set(positions).count == committed, "an event was delivered twice")
+            let all = try await store.readAll(after: .start, limit: 100_000).map(\.globalPosition)
+            #expect(all == positions, "the reader's order differs from a fresh full read")
         }
-        // Read while the writers write, then until everything committed has been read (or a deadline).
-        var checkpoint = Checkpoint.start
-        var committed = -1
-        try await eventually("every committed event read", within: 60, pollingEvery: 0.005) {
-            if committed < 0, finished.value > 0 {
-                committed = try await pool.query("SELECT count(*) AS n FROM events").first!.int("n")
-            }
-            if committed >= 0 && seen.count >= committed { return true }
-            // Follow as a reader does: batch after batch until none is left for now.
-            while true {
-                let batch = try await store.readAll(after: checkpoint, limit: 37)
-                seen.append(batch)
-                guard let last = batch.last else { return false }
-                checkpoint = last.checkpoint
-            }
-        }
-        try await writing.value
-        #expect(committed > 0)
-        let positions = seen.positions
-        #expect(positions.count == committed)
-        #expect(Set(positions).count == committed, "an event was delivered twice")
-        let all = try await store.readAll(after: .start, limit: 100_000).map(\.globalPosition)
-        #expect(all == positions, "the reader's order differs from a fresh full read")
     }
 }
 

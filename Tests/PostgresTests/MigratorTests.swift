@@ -71,8 +71,9 @@ import Testing
     }
 
     @Test func theProjectsMigrationsApplyToAnEmptyDatabase() async throws {
-        let (_, pool) = try await TestDatabase.create()
-        let pending = try await Migrator(directory: TestDatabase.migrationsDirectory).pending(pool: pool)
-        #expect(pending.isEmpty)
+        try await withTestDatabase { _, pool async throws in
+            let pending = try await Migrator(directory: TestDatabase.migrationsDirectory).pending(pool: pool)
+            #expect(pending.isEmpty)
+        }
     }
 }

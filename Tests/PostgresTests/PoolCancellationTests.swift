@@ -9,8 +9,7 @@ import Testing
 /// throws `CancellationError`, the slot it waited for goes to the next waiter, and nothing leaks.
 @Suite(.timeLimit(.minutes(1))) struct PoolCancellationTests {
     @Test func aCancelledWaiterLeavesTheQueueAndTheSlotGoesToTheNext() async throws {
-        let (url, setup) = try await TestDatabase.create(poolSize: 1)
-        await setup.close()
+        let url = try await TestDatabase.createMigrated()
         // A waiter that ignored cancellation would wait this long and then answer `.poolTimeout`, while
         // the connection is still held: the test would see that instead of CancellationError.
         try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 1, acquireTimeoutSeconds: 20)) { pool in

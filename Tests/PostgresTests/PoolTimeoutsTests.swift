@@ -44,7 +44,7 @@ import Testing
     /// The acquire timeout through the pool: a caller waiting behind a busy connection gets `.poolTimeout`
     /// (not before its timeout; the busy work takes longer), and the connection, once free, serves the next caller at once.
     @Test func aWaiterGetsThePoolTimeoutAndTheSlotStillServes() async throws {
-        let url = try await TestDatabase.create(poolSize: 1).url
+        let url = try await TestDatabase.createMigrated()
         let configuration = PostgresConfiguration(url: url, size: 1, acquireTimeoutSeconds: 0.3)
         try await PostgresPool.withPool(configuration) { pool in
             let busy = Task { try await pool.withConnection { try $0.execute(script: "SELECT pg_sleep(1.5)") } }

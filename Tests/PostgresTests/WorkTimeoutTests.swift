@@ -10,7 +10,7 @@ import Testing
 /// which `statement_timeout` does not (`SynchronousStandbyTests` in ScaleTests shows that case).
 @Suite(.timeLimit(.minutes(1))) struct WorkTimeoutTests {
     @Test func workPastTheTimeoutIsCancelledAndItsConnectionReplaced() async throws {
-        let url = try await TestDatabase.create(poolSize: 1).url
+        let url = try await TestDatabase.createMigrated()
         try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 1, workTimeoutSeconds: 1)) { pool in
             let before = try await pool.query("SELECT pg_backend_pid() AS pid").first?.int("pid")
             do {
@@ -26,7 +26,7 @@ import Testing
     }
 
     @Test func workThatFinishedInTimeKeepsItsConnection() async throws {
-        let url = try await TestDatabase.create(poolSize: 1).url
+        let url = try await TestDatabase.createMigrated()
         try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 1, workTimeoutSeconds: 1)) { pool in
             let first = try await pool.query("SELECT pg_backend_pid() AS pid").first?.int("pid")
             // The first work's deadline was taken out as it finished: its watchdog can never cancel or drop
@@ -41,7 +41,7 @@ import Testing
     }
 
     @Test func withoutATimeoutLongWorkRuns() async throws {
-        let url = try await TestDatabase.create(poolSize: 1).url
+        let url = try await TestDatabase.createMigrated()
         let configuration = PostgresConfiguration(url: url, size: 1, workTimeoutSeconds: 1).withoutWorkTimeout
         #expect(configuration.workTimeoutSeconds == nil)
         try await PostgresPool.withPool(configuration) { pool in
