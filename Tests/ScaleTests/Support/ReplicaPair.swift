@@ -9,16 +9,41 @@ struct ReplicaPair: Sendable {
     private let script = TestDatabase.repositoryRoot.appendingPathComponent("scripts/pg-replica").path
     private let environment: [String: String]
 
-    /// Lends a started pair to `body` and destroys both servers once `body` has returned or thrown.
+    /// Lends a started pair to `body` and destroys both servers once `body` has returned or thrown. One pair
+    /// at a time in a test process, whatever the suites running beside it: a failover frees its primary's
+    /// port, and a server of another pair started meanwhile could take that port and be reached through the
+    /// first pair's multi-host URL.
     static func with<Result>(
         isolation: isolated (any Actor)? = #isolation, _ body: (ReplicaPair) async throws -> Result
     ) async throws -> Result {
-        try await withResource(
-            {
-                let pair = ReplicaPair()
-                try await pair.run("start")
-                return pair
-            }, close: { try? await $0.run("destroy") }, body)
+        try await withResource({ await turn.take() }, close: { _ in await turn.give() }) { _ in
+            try await withResource(
+                {
+                    let pair = ReplicaPair()
+                    try await pair.run("start")
+                    return pair
+                }, close: { try? await $0.run("destroy") }, body)
+        }
+    }
+
+    /// The turn to hold a pair: taken in order of asking.
+    private static let turn = Turn()
+
+    private actor Turn {
+        private var held = false
+        private var waiting: [CheckedContinuation<Void, Never>] = []
+
+        func take() async {
+            guard held else {
+                held = true
+                return
+            }
+            await withCheckedContinuation { waiting.append($0) }
+        }
+
+        func give() {
+            if waiting.isEmpty { held = false } else { waiting.removeFirst().resume() }
+        }
     }
 
     private init() {
