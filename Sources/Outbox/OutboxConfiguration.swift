@@ -48,8 +48,12 @@ public struct OutboxConfiguration: Sendable {
     /// A still-active visit's Live Activity is renewed this long after it began (the rules'
     /// `activityRenewalSeconds`; contract §9), by a worker with an `ActivityRenewer`.
     public var activityRenewalSeconds: Double = 27_000
-    /// How often a worker looks for activities due for renewal.
-    public var renewalIntervalSeconds: Double = 60
+    /// How often a worker looks for activities due for renewal: one probe of the partial index, the
+    /// renewal's transaction only when one is due. Short, whatever `activityRenewalSeconds` is, so a
+    /// renewal's `end` reaches APNs within 10 s of the activity falling due (contract §9); an activity may
+    /// register with a `beganAt` already in the past (a push-to-start's acknowledgement), so the due times
+    /// known at one pass cannot stand in for looking again.
+    public var renewalIntervalSeconds: Double = 5
     /// A broadcast channel is deleted at APNs this long after its visit's `end` broadcast was acknowledged
     /// (the rules' `channels.deleteAfterEndSeconds`; contract §7).
     public var channelDeleteAfterEndSeconds: Double = 3600

@@ -405,6 +405,18 @@ public struct OutboxStore: Sendable {
         ).map { (try $0.string("visit_id"), try $0.string("activity_id")) }
     }
 
+    /// Whether a live activity begun at or before `beganBeforeMs` was never looked at by a renewal pass: the
+    /// claim's condition, read along the partial index `live_activities_renewal_due` (one probe, no lock).
+    static func renewalDue(beganBeforeMs: Int64, on connection: PostgresConnection) throws -> Bool {
+        try connection.query(
+            """
+            SELECT EXISTS (SELECT 1 FROM live_activities
+                           WHERE renewal_checked_at_ms IS NULL AND retired_at_ms IS NULL
+                             AND began_at_ms <= \(beganBeforeMs)) AS due
+            """
+        ).first.map { try $0.bool("due") } ?? false
+    }
+
     /// Whether the customer has a live push-to-start token on a device with Live Activities on.
     static func hasPushToStartToken(customerId: String, on connection: PostgresConnection) throws -> Bool {
         try connection.query(

@@ -608,11 +608,12 @@ public final class OutboxWorker: Service {
 
     // MARK: renewal
 
-    /// Contract §9: every `renewalIntervalSeconds`, renews the Live Activities that reached
-    /// `activityRenewalSeconds`, in one transaction: the claim (one UPDATE, so no two workers renew one
-    /// activity), then per visit still active whose customer has a push-to-start token the `end`s to the old
-    /// activities, their retirement (no longer live: the new start is not blocked by them, nothing more goes
-    /// to them) and the `start`.
+    /// Contract §9: every `renewalIntervalSeconds` (a few seconds, so within 10 s of due whatever
+    /// `activityRenewalSeconds` is), looks whether a Live Activity reached `activityRenewalSeconds` (one
+    /// probe, no transaction) and if so renews those in one transaction: the claim (one UPDATE, so no two
+    /// workers renew one activity), then per visit still active whose customer has a push-to-start token the
+    /// `end`s to the old activities, their retirement (no longer live: the new start is not blocked by them,
+    /// nothing more goes to them) and the `start`.
     /// A failed pass is logged and tried again at the next interval; it never holds up the deliveries.
     private func renewIfDue() async {
         guard let renewer else { return }
@@ -630,6 +631,8 @@ public final class OutboxWorker: Service {
         let beganBeforeMs = Int64(((now - configuration.activityRenewalSeconds) * 1000).rounded(.down))
         let outbox = Outbox(pool: pool, configuration: configuration, clock: clock)
         let limit = configuration.batchSize
+        guard try await pool.withConnection({ try OutboxStore.renewalDue(beganBeforeMs: beganBeforeMs, on: $0) })
+        else { return }
         let renewed = try await pool.withTransaction { c -> Int in
             let due = try OutboxStore.claimRenewals(beganBeforeMs: beganBeforeMs, nowMs: nowMs, limit: limit, on: c)
             var byVisit: [String: [String]] = [:]

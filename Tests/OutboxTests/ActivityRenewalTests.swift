@@ -84,6 +84,40 @@ import Testing
         }
     }
 
+    /// Contract §9: the renewal's `end` reaches APNs within 10 s of the activity falling due, whatever
+    /// `activityRenewalSeconds` is — a short value (how staging tries renewal) included, with the workers'
+    /// own pass interval, each of which had a pass just before the activity fell due.
+    @Test func aShortRenewalSettingIsRenewedWithinTenSecondsOfDue() async throws {
+        let clock = ManualClock(now: Self.t0)
+        var configuration = OutboxFixture.fastConfiguration
+        configuration.activityRenewalSeconds = 6
+        try await withOutboxFixture(clock: clock, configuration: configuration) { f in
+            try await f.registerStart(customer: "c-1", device: "d-1", token: token("s1"))
+            let sender = RecordingSender()
+            let metrics = Metrics()
+            let workers = (0..<2).map { _ in
+                OutboxWorker(
+                    pool: f.pool, sender: sender, configuration: configuration, clock: clock, metrics: metrics,
+                    renewer: Renewer(ended: []))
+            }
+            for w in workers { try await f.runDue(w) }
+            try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"), device: "d-1")
+
+            clock.advance(by: 5)
+            for w in workers { try await f.runDue(w) }
+            #expect(sender.calls.isEmpty)  // not due yet
+
+            clock.advance(by: 10)  // due + 9 s
+            for w in workers { try await f.runDue(w) }
+            #expect(sender.calls.map(\.kind) == ["end"])
+            #expect(sender.calls.map(\.request.deviceToken) == [token("a1")])
+            clock.advance(by: 1)
+            for w in workers { try await f.drain(w) }
+            #expect(sender.calls.map(\.kind) == ["end", "start"])
+            #expect(metrics.value("livevisits_activities_renewed_total") == 1)
+        }
+    }
+
     @Test func withoutAPushToStartTokenOrOnceEndedNothingIsRenewed() async throws {
         let clock = ManualClock(now: Self.t0)
         try await withOutboxFixture(clock: clock, configuration: Self.everyPass) { f in
