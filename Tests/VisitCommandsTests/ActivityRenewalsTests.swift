@@ -18,11 +18,9 @@ import VisitTestSupport
             let renewer = ActivityRenewals(rules: rules)
             let now = f.clock.now() + Double(rules.activityRenewalSeconds)
             let renewal = try #require(
-                try await f.pool.withConnection { try renewer.renewal(visitId: "v-1", activityIds: ["a-1"], now: now, on: $0) })
+                try await f.pool.withConnection { try renewer.renewal(visitId: "v-1", now: now, on: $0) })
             #expect(renewal.customerId == "c-1")
-            #expect(renewal.ends.map(\.audience) == [.activity("a-1")])
-            #expect(renewal.start.audience == .renewalStart("a-1"))
-            let end = try #require(renewal.ends.first)
+            let end = renewal.end
             #expect(end.kind == .end)
             #expect(renewal.start.kind == .start)
             #expect(end.apsTimestamp < renewal.start.apsTimestamp)
@@ -31,11 +29,14 @@ import VisitTestSupport
             #expect(aps["dismissal-date"] == .number(Double(end.apsTimestamp)))
             let start = try #require(try JSONValue.parse(renewal.start.body)["aps"])
             #expect(start["content-state"]?["status"] == .string("enRoute"))
+            // Its own alert, never the booking's.
+            #expect(start["alert"]?["title"] == .string(rules.renewalAlert.title))
+            #expect(start["alert"]?["title"] != .string("Visit booked"))
             #expect(start["input-push-token"] == .number(1))
 
             try await f.post("v-1", #"{"type": "cancelled", "reason": "customer away"}"#)
             let ended = try await f.pool.withConnection {
-                try renewer.renewal(visitId: "v-1", activityIds: ["a-1"], now: now, on: $0)
+                try renewer.renewal(visitId: "v-1", now: now, on: $0)
             }
             #expect(ended == nil)
         }

@@ -81,7 +81,7 @@ public enum PushPlanner {
         starting.apsTimestamp += 1
         return (
             end(ending, rules: rules, isCatchUp: false, dismissalDate: ending.apsTimestamp),
-            start(starting, rules: rules, isCatchUp: false)
+            start(starting, rules: rules, isCatchUp: false, alert: rules.renewalAlert)
         )
     }
 
@@ -100,11 +100,17 @@ public enum PushPlanner {
         if !pushes.contains(where: { $0.kind == .start }), let start = lateStart(for: state, rules: rules) {
             candidates.append(start)
         }
+        // A renewal's start differs from the booking's only by its alert: built when that alert is the larger.
+        let booking = rules.rule(for: .scheduled).alert
+        if !state.hasEnded, rules.renewalAlert.json.serialized().count > (booking?.json.serialized().count ?? 0) {
+            candidates.append(start(state, rules: rules, isCatchUp: false, alert: rules.renewalAlert))
+        }
         return candidates.max { $0.bodySize < $1.bodySize }
     }
 
-    static func start(_ state: VisitState, rules: ProjectionRules, isCatchUp: Bool) -> PushPlan {
-        let alert = rules.rule(for: .scheduled).alert ?? AlertContent(title: "", body: "")
+    /// A `start` with the current state; its alert is the booking's unless given (a renewal's is its own).
+    static func start(_ state: VisitState, rules: ProjectionRules, isCatchUp: Bool, alert: AlertContent? = nil) -> PushPlan {
+        let alert = alert ?? rules.rule(for: .scheduled).alert ?? AlertContent(title: "", body: "")
         let staleDate = rules.startIncludesStaleDate ? state.staleDate(rules) : nil
         let relevance = rules.startIncludesRelevanceScore ? state.relevanceScore(rules) : nil
         var aps: [JSONMember] = [

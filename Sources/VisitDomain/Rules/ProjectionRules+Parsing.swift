@@ -20,6 +20,7 @@ extension ProjectionRules {
         try document.rejectUnknown(allowed: [
             "comment", "schemaVersion", "statuses", "priorities", "startEndExpirationSeconds", "start",
             "maximumPushBytes", "budget", "progressIntervalSeconds", "activityRenewalSeconds", "channels",
+            "renewalAlert", "maxRenewals", "activityLifetimeSeconds",
         ])
         let schemaVersion = try document.integer("schemaVersion")
         guard schemaVersion == 1 else { throw document.invalid("schemaVersion", "only version 1 is known") }
@@ -80,6 +81,29 @@ extension ProjectionRules {
             }
             rules.activityRenewalSeconds = seconds
         }
+        if let alertObject = try document.optionalObject("renewalAlert") {
+            try alertObject.rejectUnknown(allowed: ["title", "body", "sound"])
+            rules.renewalAlert = AlertContent(
+                title: try alertObject.string("title", maxBytes: 512),
+                body: try alertObject.string("body", maxBytes: 1024),
+                sound: try alertObject.optionalString("sound", maxBytes: 256))
+        }
+        if let renewals = try document.optionalInteger("maxRenewals") {
+            guard renewals >= 0 else { throw document.invalid("maxRenewals", "must not be negative") }
+            rules.maxRenewals = renewals
+        }
+        if let seconds = try document.optionalInteger("activityLifetimeSeconds") {
+            guard seconds > 0, seconds <= 8 * 3600 else {
+                throw document.invalid("activityLifetimeSeconds", "must be positive and at most 28800 (iOS's 8 hours)")
+            }
+            rules.activityLifetimeSeconds = seconds
+        }
+        // A renewal after the activity lapsed would come too late: the lapse is iOS's end.
+        guard rules.activityLifetimeSeconds > rules.activityRenewalSeconds else {
+            throw document.invalid(
+                "activityLifetimeSeconds",
+                "must be greater than activityRenewalSeconds (\(rules.activityRenewalSeconds))")
+        }
         if let channels = try document.optionalObject("channels") {
             try channels.rejectUnknown(allowed: ["deleteAfterEndSeconds"])
             if let seconds = try channels.optionalInteger("deleteAfterEndSeconds") {
@@ -134,7 +158,11 @@ extension ProjectionRules {
             case "default": rule.dismissal = .default
             case "after":
                 let seconds = try dismissal.integer("seconds")
-                guard seconds >= 0 else { throw dismissal.invalid("seconds", "must not be negative") }
+                // iOS keeps an ended activity on the Lock Screen for at most 4 hours.
+                guard (0...14_400).contains(seconds) else {
+                    throw dismissal.invalid(
+                        "seconds", "must be between 0 and 14400 (iOS keeps an ended activity 4 hours at most)")
+                }
                 rule.dismissal = .after(seconds: seconds)
             default:
                 throw dismissal.invalid("policy", "expected \"immediate\", \"default\" or \"after\"")

@@ -33,6 +33,15 @@ public struct ProjectionRules: Sendable, Hashable {
     /// A visit's broadcast channel is deleted at APNs this long after its `end` broadcast was
     /// acknowledged (`"channels": {"deleteAfterEndSeconds": N}`, contract §7).
     public var channelDeleteAfterEndSeconds: Int = 3600
+    /// The alert of a renewal's `start` (contract §13): never the booking's, whatever the status.
+    public var renewalAlert = AlertContent(title: "Still on its way", body: "Your visit continues here.")
+    /// A visit's activities are renewed at most this many times (each renewal gives another
+    /// `activityRenewalSeconds` of tracking; the default 2 is 24 hours).
+    public var maxRenewals: Int = 2
+    /// An activity that is not renewed lapses this long after it began (iOS ends it at 8 hours):
+    /// nothing more is pushed to it and its device gets the fallback notifications. Greater than
+    /// `activityRenewalSeconds`.
+    public var activityLifetimeSeconds: Int = 28_800
 
     /// Rules from their parts.
     public init(

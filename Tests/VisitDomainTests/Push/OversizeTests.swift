@@ -34,6 +34,10 @@ import Testing
                 let among = PushPlanner.largestPossiblePush(among: accepted.pushes, for: state, rules: .contractDefault)
                 var everything = PushPlanner.pushes(for: state, rules: .contractDefault)
                 if let late = PushPlanner.lateStart(for: state, rules: .contractDefault) { everything.append(late) }
+                // A renewal's start carries its own alert (longer than the booking's in the shipped rules).
+                if let renewal = PushPlanner.renewal(for: state, rules: .contractDefault, now: state.lastRecordedAt) {
+                    everything.append(renewal.start)
+                }
                 let largest = everything.map(\.bodySize).max()
                 #expect(among?.bodySize == largest, "\(status) v\(state.version)")
                 #expect(afresh?.bodySize == largest, "\(status) v\(state.version)")
