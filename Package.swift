@@ -13,7 +13,9 @@ let package = Package(
         .library(
             name: "LiveVisitsKit",
             targets: [
-                "APIStores", "APNs", "APNsSimulator", "EventStore", "HTTPAPI", "HTTPServer", "JSON", "Outbox", "OutboxAPNs",
+                "APIStores", "APNs", "APNsSimulator", "EventStore", "HTTPAPI", "HTTPServer", "JSON", "LiveActivityLedger",
+                "Outbox",
+                "OutboxAPNs",
                 "PersonalData",
                 "Postgres", "Retention", "Runtime", "VisitCommands", "VisitDomain", "VisitProjections",
             ]
@@ -43,13 +45,16 @@ let package = Package(
         // HTTP/2 frames over a non-blocking OpenSSL connection, shared by the APNs client and the simulator.
         .target(name: "HTTP2TLS", dependencies: ["CNGHTTP2", "COpenSSL"]),
         .target(name: "APNs", dependencies: ["CNGHTTP2", "COpenSSL", "HTTP2TLS", "JSON", "Runtime"]),
-        .target(name: "Outbox", dependencies: ["Postgres", "Runtime"]),
+        // The Live Activity ledger (§13): each activity a customer's device shows, its tokens and the
+        // customer's push-to-start and notification tokens; every delivery rule reads it.
+        .target(name: "LiveActivityLedger", dependencies: ["Postgres", "Runtime"]),
+        .target(name: "Outbox", dependencies: ["LiveActivityLedger", "Postgres", "Runtime"]),
         // Customers' personal data sealed (AES-256-GCM) under per-customer keys, opened on the way out (§10).
         .target(name: "PersonalData", dependencies: ["COpenSSL", "JSON", "Postgres", "Runtime", "Outbox"]),
         // Retention (§10): the prune rules, `livevisits prune` and the workers' hourly pass.
         .target(name: "Retention", dependencies: ["Postgres", "Runtime"]),
         // The APNs side of the outbox: the sender over the APNs client, the fleet's provider token in PostgreSQL.
-        .target(name: "OutboxAPNs", dependencies: ["Outbox", "APNs", "Postgres"]),
+        .target(name: "OutboxAPNs", dependencies: ["LiveActivityLedger", "Outbox", "APNs", "Postgres"]),
         .target(name: "APNsSimulator", dependencies: ["CNGHTTP2", "COpenSSL", "HTTP2TLS", "JSON", "Runtime"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "JSON", "Runtime"]),
         // The API's own tables and their use cases: API keys (minting, hashing, the caller behind a key,
@@ -66,13 +71,15 @@ let package = Package(
         .target(
             name: "VisitCommands",
             dependencies: [
-                "VisitDomain", "EventStore", "VisitProjections", "Outbox", "Postgres", "Runtime", "PersonalData", "JSON",
+                "VisitDomain", "EventStore", "VisitProjections", "LiveActivityLedger", "Outbox", "Postgres", "Runtime",
+                "PersonalData", "JSON",
             ]
         ),
         .target(
             name: "HTTPAPI",
             dependencies: [
-                "HTTPServer", "VisitDomain", "VisitProjections", "VisitCommands", "Outbox", "Runtime", "APIStores",
+                "HTTPServer", "VisitDomain", "VisitProjections", "VisitCommands", "LiveActivityLedger", "Outbox", "Runtime",
+                "APIStores",
                 "CustomerErasure", "WebConsole", "PersonalData",
             ]
         ),
@@ -82,7 +89,7 @@ let package = Package(
             name: "livevisits",
             dependencies: [
                 "Runtime", "VisitDomain", "Postgres", "EventStore", "VisitProjections", "VisitCommands", "APNs", "Outbox",
-                "OutboxAPNs",
+                "OutboxAPNs", "LiveActivityLedger",
                 "APNsSimulator", "HTTPServer", "HTTPAPI", "APIStores", "JSON", "PersonalData", "Retention",
             ]
         ),
@@ -93,7 +100,7 @@ let package = Package(
         .target(name: "TestSupportCore", dependencies: ["Runtime"], path: "Tests/TestSupportCore"),
         .target(name: "TestSupport", dependencies: ["Postgres", "Runtime", "TestSupportCore"], path: "Tests/TestSupport"),
         .target(
-            name: "OutboxTestSupport", dependencies: ["Outbox", "Postgres", "Runtime", "TestSupport"],
+            name: "OutboxTestSupport", dependencies: ["LiveActivityLedger", "Outbox", "Postgres", "Runtime", "TestSupport"],
             path: "Tests/OutboxTestSupport"),
         .testTarget(name: "TestSupportCoreTests", dependencies: ["TestSupportCore"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
@@ -110,19 +117,23 @@ let package = Package(
             name: "VisitProjectionsTests",
             dependencies: [
                 "VisitProjections", "VisitCommands", "VisitDomain", "EventStore", "Outbox", "VisitTestSupport", "TestSupport",
+                "LiveActivityLedger",
             ]
         ),
         .testTarget(
             name: "VisitCommandsTests",
             dependencies: [
                 "VisitCommands", "VisitProjections", "VisitDomain", "EventStore", "Postgres", "VisitTestSupport", "TestSupport",
-                "Outbox",
+                "Outbox", "LiveActivityLedger",
             ]
         ),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "TestSupportCore"]),
         .testTarget(
             name: "OutboxTests",
-            dependencies: ["Outbox", "OutboxAPNs", "APNs", "APNsSimulator", "TestSupport", "OutboxTestSupport", "EventStore"]),
+            dependencies: [
+                "LiveActivityLedger", "Outbox", "OutboxAPNs", "APNs", "APNsSimulator", "TestSupport", "OutboxTestSupport",
+                "EventStore",
+            ]),
         .testTarget(
             name: "RetentionTests",
             dependencies: ["Retention", "Outbox", "EventStore", "Postgres", "Runtime", "TestSupport", "OutboxTestSupport"]),
@@ -134,6 +145,7 @@ let package = Package(
                 "HTTPAPI", "HTTPServer", "Outbox", "OutboxAPNs", "APNs", "APNsSimulator", "VisitDomain", "VisitProjections",
                 "Postgres", "Runtime",
                 "APIStores", "VisitCommands", "TestSupport", "PersonalData", "Retention", "JSON", "EventStore",
+                "LiveActivityLedger",
             ]
         ),
         .testTarget(name: "PersonalDataTests", dependencies: ["PersonalData", "JSON", "Postgres", "TestSupport"]),
@@ -142,7 +154,7 @@ let package = Package(
             name: "CustomerErasureTests",
             dependencies: [
                 "CustomerErasure", "APIStores", "EventStore", "Outbox", "PersonalData", "Postgres", "Runtime", "TestSupport",
-                "VisitTestSupport",
+                "VisitTestSupport", "LiveActivityLedger",
             ]
         ),
         .testTarget(

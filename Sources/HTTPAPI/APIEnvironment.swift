@@ -1,6 +1,7 @@
 import APIStores
 import CustomerErasure
 import Foundation
+import LiveActivityLedger
 import Outbox
 import PersonalData
 import Runtime
@@ -18,7 +19,9 @@ public final class APIEnvironment: Sendable {
     /// Group commit for commands without an idempotency key.
     public let batcher: VisitCommandBatcher
     public let pushes: OutboxPushes
-    public let tokens: TokenRegistry
+    public var tokens: TokenRegistry { ledger.tokens }
+    /// The Live Activity ledger: what each customer device shows.
+    public let ledger: LiveActivityLedger
     public let outboxStore: OutboxStore
     public let migrator: SchemaMigrations
     public let clock: any WallClock
@@ -76,13 +79,14 @@ public final class APIEnvironment: Sendable {
             pool: pool, metrics: metrics, readModel: readModel, pushes: pushes, clock: clock, personalData: personalData)
         self.batcher = VisitCommandBatcher(
             handler: commands, maxConcurrentBatches: commandBatches, maxConcurrentWrites: commandWrites)
-        self.tokens = TokenRegistry(clock: clock)
+        self.ledger = LiveActivityLedger(
+            settings: LiveActivityLedger.Settings(rules: readModel.rules), clock: clock, metrics: metrics)
         self.outboxStore = OutboxStore(pool: pool, clock: clock)
         self.migrator = migrator
         self.clock = clock
         self.devices = DeviceRegistrations(
-            tokens: tokens, pushes: pushes, states: commands.states, rules: readModel.rules)
-        self.visits = VisitQueries(pool: pool)
+            ledger: ledger, pushes: pushes, states: commands.states, rules: readModel.rules)
+        self.visits = VisitQueries(pool: pool, ledger: ledger, rules: readModel.rules)
         self.transactions = IdempotentTransactions(pool: pool)
         self.deliveries = VisitDeliveries(pool: pool)
         self.sendingPause = SendingPauseView(pool: pool)

@@ -1,6 +1,7 @@
 import APIStores
 import CustomerErasure
 import HTTPServer
+import LiveActivityLedger
 import Outbox
 import PersonalData
 import VisitCommands
@@ -132,7 +133,10 @@ public struct APIError: Error, HTTPErrorConvertible, Sendable, CustomStringConve
         case let e as VisitDecisionError: return APIError(.decision(e.code), e.message, underlying: e)
         case let e as VersionMismatch: return APIError(.versionConflict, e.description, underlying: e)
         case is DeviceRegistrations.VisitNotFound: return .notFound("visit")
+        case is DeviceRegistrations.ActivityNotFound: return .notFound("live activity")
         case let e as OutboxError: return APIError.fromOutbox(e)
+        case let e as LedgerError where e.code == .invalidToken:
+            return APIError(.invalidValue, "pushToken: \(e.message)", underlying: e)
         case let e as CustomerErasure.Refusal:
             switch e.code {
             case .activeVisits: return APIError(.customerHasActiveVisits, e.message, underlying: e)
@@ -158,7 +162,6 @@ public struct APIError: Error, HTTPErrorConvertible, Sendable, CustomStringConve
 
     static func fromOutbox(_ error: OutboxError) -> APIError? {
         switch error.code {
-        case .invalidToken: APIError(.invalidValue, "pushToken: \(error.message)", underlying: error)
         case .notFound: APIError(.notFound, error.message, underlying: error)
         case .notRetryable: APIError(.notRetryable, error.message, underlying: error)
         default: nil

@@ -1,6 +1,7 @@
 import APIStores
 import Foundation
 import HTTPServer
+import LiveActivityLedger
 import Outbox
 import VisitCommands
 import VisitDomain

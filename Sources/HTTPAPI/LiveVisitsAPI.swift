@@ -73,6 +73,7 @@ public struct LiveVisitsAPI: Sendable {
         }
         addVisitRoutes(to: &router)
         addDeviceRoutes(to: &router)
+        addLiveActivityRoutes(to: &router)
         addChannelRoutes(to: &router)
         addKeyRoutes(to: &router)
         addOpsRoutes(to: &router)

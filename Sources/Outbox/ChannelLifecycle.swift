@@ -1,4 +1,5 @@
 import Foundation
+import LiveActivityLedger
 import Postgres
 import Runtime
 

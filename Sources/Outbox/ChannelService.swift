@@ -1,3 +1,5 @@
+import LiveActivityLedger
+
 /// The port to APNs' channel management (iOS 18 broadcast channels), in the outbox's words, as
 /// `PushSender` is for pushes. In production `APNsChannelService` (in `OutboxAPNs`) stands behind it.
 /// Implementations never throw and never block Swift's cooperative pool.

@@ -1,3 +1,5 @@
+import LiveActivityLedger
+
 /// A delivery a worker holds under its lease, with everything resolved at claim time: the token (so a
 /// rotated one is used), whether it was retired, the device's preference, what the target already got.
 struct ClaimedDelivery: Sendable, Hashable {

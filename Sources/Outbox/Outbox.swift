@@ -210,7 +210,10 @@ public final class Outbox: Sendable {
         FROM live_activities la
         LEFT JOIN device_preferences p ON p.customer_id = i.customer_id AND p.device_id = la.device_id
         WHERE i.audience IN ('liveActivities', 'activity') AND la.visit_id = i.visit_id
-          AND la.retired_at_ms IS NULL AND COALESCE(p.live_activities_enabled, true)
+          -- An activity the server ends itself (renewed, replaced) still gets that end.
+          AND (la.retired_at_ms IS NULL
+               OR (i.audience = 'activity' AND i.kind = 'end' AND la.retired_reason IN ('renewed', 'replaced')))
+          AND COALESCE(p.live_activities_enabled, true)
           AND (i.activity IS NULL OR la.activity_id = i.activity)
         """
     // Contract §7: every state change of the visit also goes once to each of its broadcast channels (a target
@@ -220,9 +223,13 @@ public final class Outbox: Sendable {
         FROM channels ch
         WHERE i.audience = 'liveActivities' AND ch.visit_id = i.visit_id AND ch.state = 'active'
         """
-    // One target per visit and push-to-start token (contract §6), named by the token's md5
-    // (`delivery_start_target`, migration 0007): a token registered under two device ids is one target (the
-    // newest registration's device is used), a rotated token a new one.
+    // One target per visit and push-to-start token, named by the token's md5 (`delivery_start_target`,
+    // migration 0007): a token registered under two device ids is one target (the newest registration's device
+    // is used), a rotated token a new one. Starts per device, from the ledger: a device that has or had an
+    // activity of the visit (or dismissed one) gets no start of it, and an activity registered without a
+    // device could be on any of them, so while one exists no device does. A renewal's start goes to the
+    // device whose activity it renews (or to every device showing none, for one without a device), never
+    // to a device that dismissed an activity of the visit.
     private static let startTargets = """
         SELECT * FROM (
             SELECT DISTINCT ON (target) target, activity_id, device_id FROM (
@@ -234,14 +241,22 @@ public final class Outbox: Sendable {
                   AND t.customer_id = i.customer_id AND t.retired_at_ms IS NULL
                   AND COALESCE(p.live_activities_enabled, true)
                   AND (i.device IS NULL OR t.device_id = i.device)
-                  AND NOT EXISTS (SELECT 1 FROM live_activities la
-                                  WHERE la.visit_id = i.visit_id AND la.retired_at_ms IS NULL)
+                  AND NOT (SELECT EXISTS (
+                      SELECT 1 FROM live_activities la
+                      WHERE la.visit_id = i.visit_id
+                        AND CASE WHEN i.audience = 'renewalStart'
+                                 THEN la.device_id = t.device_id
+                                      AND (la.retired_at_ms IS NULL OR la.retired_reason = 'dismissed')
+                                 ELSE la.device_id = t.device_id OR la.device_id IS NULL END))
             ) tokens
             ORDER BY target, registered_at_ms DESC
         ) starts
         """
-    // Notification devices (contract §9): one target per visit and device; off wins (a device with Live
-    // Activities off gets the notification even with an activity of the visit).
+    // Notification devices: one target per visit and device. A device that dismissed an activity of the visit
+    // gets none (the customer's choice wins over everything); otherwise off wins (a device with Live
+    // Activities off gets the notification even with an activity of the visit), and a device showing no
+    // activity of the visit gets it when no start can reach it (no push-to-start token) or when its activity
+    // lapsed (not renewed: nothing shows the visit there any more).
     private static let alertTargets = """
         SELECT 'alert' || json_build_array(i.visit_id, n.customer_id, n.device_id)::text,
                NULL::text, n.device_id
@@ -249,13 +264,19 @@ public final class Outbox: Sendable {
         LEFT JOIN device_preferences p ON p.customer_id = n.customer_id AND p.device_id = n.device_id
         WHERE i.audience = 'fallbackDevices' AND n.customer_id = i.customer_id AND n.retired_at_ms IS NULL
           -- (Scalar subqueries, probes per device: as NOT EXISTS the planner may hash every token.)
+          AND NOT (SELECT EXISTS (SELECT 1 FROM live_activities la
+                                  WHERE la.visit_id = i.visit_id AND la.device_id = n.device_id
+                                    AND la.retired_reason = 'dismissed'))
           AND (NOT COALESCE(p.live_activities_enabled, true)
-               OR (NOT (SELECT EXISTS (SELECT 1 FROM push_to_start_tokens s
-                                       WHERE s.customer_id = n.customer_id AND s.device_id = n.device_id
-                                         AND s.retired_at_ms IS NULL))
-                   AND NOT (SELECT EXISTS (SELECT 1 FROM live_activities la
+               OR (NOT (SELECT EXISTS (SELECT 1 FROM live_activities la
+                                       WHERE la.visit_id = i.visit_id AND la.device_id = n.device_id
+                                         AND la.retired_at_ms IS NULL))
+                   AND (NOT (SELECT EXISTS (SELECT 1 FROM push_to_start_tokens s
+                                            WHERE s.customer_id = n.customer_id AND s.device_id = n.device_id
+                                              AND s.retired_at_ms IS NULL))
+                        OR (SELECT EXISTS (SELECT 1 FROM live_activities la
                                            WHERE la.visit_id = i.visit_id AND la.device_id = n.device_id
-                                             AND la.retired_at_ms IS NULL))))
+                                             AND la.retired_reason = 'lapsed')))))
         """
     // The waiting starts' own targets (so a start enqueued for a token rotated since is not re-planned for
     // the new one: it is cancelled at claim, and the new token has its own).
@@ -266,7 +287,7 @@ public final class Outbox: Sendable {
             WHERE i.audience = 'pendingStarts' AND d.visit_id = i.visit_id AND d.kind = 'start'
               AND d.state = 'pending' AND d.outcome_unknown_since IS NULL
               AND NOT EXISTS (SELECT 1 FROM live_activities la
-                              WHERE la.visit_id = i.visit_id AND la.retired_at_ms IS NULL)
+                              WHERE la.visit_id = i.visit_id AND (la.device_id = d.device_id OR la.device_id IS NULL))
         ) waiting
         """
 
@@ -288,7 +309,7 @@ public final class Outbox: Sendable {
             case .pushToStartTokens: ("pushToStartTokens", nil, nil, intent.visitId)
             case .pushToStartDevice(let id): ("pushToStartDevice", nil, id, intent.visitId)
             // A renewal's start targets are its own: the visit's first start to the token must not block it.
-            case .renewalStart(let key): ("renewalStart", nil, nil, intent.visitId + " renewal " + key)
+            case .renewalStart(let key, let device): ("renewalStart", nil, device, intent.visitId + " renewal " + key)
             case .pendingStarts: ("pendingStarts", nil, nil, nil)
             case .fallbackDevices: ("fallbackDevices", nil, nil, nil)
             }

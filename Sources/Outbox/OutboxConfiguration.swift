@@ -48,6 +48,9 @@ public struct OutboxConfiguration: Sendable {
     /// A still-active visit's Live Activity is renewed this long after it began (the rules'
     /// `activityRenewalSeconds`; contract §9), by a worker with an `ActivityRenewer`.
     public var activityRenewalSeconds: Double = 27_000
+    /// A visit's activities are renewed at most this many times along a device's chain (the rules'
+    /// `maxRenewals`); past it they lapse at `activityLifetimeSeconds`.
+    public var maxRenewals: Int = 2
     /// How often a worker looks for activities due for renewal: one probe of the partial index, the
     /// renewal's transaction only when one is due. Short, whatever `activityRenewalSeconds` is, so a
     /// renewal's `end` reaches APNs within 10 s of the activity falling due (contract §9); an activity may

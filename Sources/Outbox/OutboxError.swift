@@ -1,18 +1,15 @@
-/// An error from the outbox: invalid input to the registry or enqueue, or an operations request that
+/// An error from the outbox: invalid input to enqueue, or an operations request that
 /// cannot be honoured. Messages never carry a push token.
 public struct OutboxError: Error, Sendable, CustomStringConvertible {
     /// A small, extensible set of codes.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Kind: String, Sendable {
-            case invalidToken = "invalid_token"
             case invalidIntent = "invalid_intent"
             case notFound = "not_found"
             case notRetryable = "not_retryable"
         }
         private let kind: Kind
         private init(_ kind: Kind) { self.kind = kind }
-        /// A push token that is not hex of a sane length.
-        public static let invalidToken = Code(.invalidToken)
         /// A push intent that cannot be delivered as given (bad priority, empty body, update without stale date).
         public static let invalidIntent = Code(.invalidIntent)
         /// No delivery with that id.

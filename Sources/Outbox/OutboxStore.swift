@@ -1,4 +1,5 @@
 import Foundation
+import LiveActivityLedger
 import Postgres
 import Runtime
 
@@ -204,9 +205,9 @@ public struct OutboxStore: Sendable {
                    c.kind, c.priority, c.aps_timestamp, c.body, c.stale_date, c.expires_after_sending, c.event_recorded_at,
                    c.created_at, c.attempts, c.outcome_unknown_since,
                    tok.push_token, tok.environment, tok.registered_at_ms,
-                   -- A renewed activity (contract §9) is retired for everything but its own end.
+                   -- An activity the server ended (renewed, replaced) is retired for everything but its own end.
                    (tok.retired_at_ms IS NOT NULL
-                    AND NOT (c.kind = 'end' AND tok.retired_reason IS NOT DISTINCT FROM 'renewed')) AS retired,
+                    AND NOT (c.kind = 'end' AND tok.retired_reason IN ('renewed', 'replaced'))) AS retired,
                    tok.began_at_ms,
                    COALESCE(pref.live_activities_enabled, true) AS enabled,
                    COALESCE(pref.frequent_pushes_enabled, false) AS frequent,
@@ -220,13 +221,21 @@ public struct OutboxStore: Sendable {
                    -- a renewal's); one rotated since has a start of its own.
                    (c.kind = 'start' AND tok.push_token IS NOT NULL
                     AND c.target NOT LIKE '%"' || md5(tok.push_token) || '"]') AS token_replaced,
-                   -- A start goes only while its visit has no Live Activity (a second start, a second activity).
+                   -- A start goes only while its device shows no activity of the visit, did not dismiss one, and
+                   -- had none since the start was planned; and while no activity without a device (it could be
+                   -- on this one) lives (a second start, a second activity).
                    (c.kind = 'start' AND (SELECT EXISTS (
-                        SELECT 1 FROM live_activities r WHERE r.visit_id = c.visit_id AND r.retired_at_ms IS NULL)))
+                        SELECT 1 FROM live_activities r
+                        WHERE r.visit_id = c.visit_id
+                          AND ((r.device_id IS NULL AND r.retired_at_ms IS NULL)
+                               OR (r.device_id = c.device_id
+                                   AND (r.retired_at_ms IS NULL OR r.retired_reason = 'dismissed'
+                                        OR r.began_at_ms >= (c.created_at * 1000)::bigint))))))
                        AS visit_has_activity,
                    (c.outcome_unknown_since IS NOT NULL AND (SELECT EXISTS (
                         SELECT 1 FROM live_activities r
                         WHERE r.visit_id = c.visit_id AND r.retired_at_ms IS NULL
+                          AND (r.device_id IS NULL OR r.device_id = c.device_id)
                           AND r.registered_at_ms >= (c.outcome_unknown_since * 1000)::bigint))) AS registered_since
             FROM claimed c
             -- LATERAL with LIMIT: one index probe per claimed row, never a join over every token.
@@ -347,12 +356,13 @@ public struct OutboxStore: Sendable {
                 ON CONFLICT DO NOTHING
             ),
             marked AS (
-                INSERT INTO delivery_targets (target, last_sent_timestamp, last_paced_at)
-                SELECT target, max(aps_timestamp), max(claimed_at) FILTER (WHERE paced_seconds IS NOT NULL)
+                INSERT INTO delivery_targets (target, last_sent_timestamp, last_paced_at, last_sent_at)
+                SELECT target, max(aps_timestamp), max(claimed_at) FILTER (WHERE paced_seconds IS NOT NULL), \(now)::float8
                 FROM done WHERE state = 'sent' GROUP BY target
                 ON CONFLICT (target) DO UPDATE
                 SET last_sent_timestamp = GREATEST(delivery_targets.last_sent_timestamp, EXCLUDED.last_sent_timestamp),
-                    last_paced_at = GREATEST(delivery_targets.last_paced_at, EXCLUDED.last_paced_at)
+                    last_paced_at = GREATEST(delivery_targets.last_paced_at, EXCLUDED.last_paced_at),
+                    last_sent_at = EXCLUDED.last_sent_at
             )
             SELECT id FROM done
             """
@@ -384,59 +394,6 @@ public struct OutboxStore: Sendable {
             UPDATE deliveries SET state = 'pending', lease_token = NULL, lease_expires_at = NULL, attempts = attempts - 1
             WHERE id = ANY(\(ids)::bigint[]) AND lease_token = \(lease)::uuid AND state = 'sending'
             """)
-    }
-
-    /// Claims the Live Activities due for renewal (contract §9): live, begun `activityRenewalSeconds` or
-    /// more ago, never looked at by a renewal pass. One statement; each activity is claimed once, whichever
-    /// worker runs it (an ineligible one, of an ended visit or a customer without push-to-start token, is
-    /// not looked at again: it lapses at 8 hours).
-    static func claimRenewals(beganBeforeMs: Int64, nowMs: Int64, limit: Int, on connection: PostgresConnection) throws
-        -> [(visitId: String, activityId: String)]
-    {
-        try connection.query(
-            """
-            UPDATE live_activities la SET renewal_checked_at_ms = \(nowMs)
-            FROM (SELECT visit_id, activity_id FROM live_activities
-                  WHERE renewal_checked_at_ms IS NULL AND retired_at_ms IS NULL AND began_at_ms <= \(beganBeforeMs)
-                  ORDER BY began_at_ms LIMIT \(limit) FOR UPDATE SKIP LOCKED) due
-            WHERE la.visit_id = due.visit_id AND la.activity_id = due.activity_id
-            RETURNING la.visit_id, la.activity_id
-            """
-        ).map { (try $0.string("visit_id"), try $0.string("activity_id")) }
-    }
-
-    /// Whether a live activity begun at or before `beganBeforeMs` was never looked at by a renewal pass: the
-    /// claim's condition, read along the partial index `live_activities_renewal_due` (one probe, no lock).
-    static func renewalDue(beganBeforeMs: Int64, on connection: PostgresConnection) throws -> Bool {
-        try connection.query(
-            """
-            SELECT EXISTS (SELECT 1 FROM live_activities
-                           WHERE renewal_checked_at_ms IS NULL AND retired_at_ms IS NULL
-                             AND began_at_ms <= \(beganBeforeMs)) AS due
-            """
-        ).first.map { try $0.bool("due") } ?? false
-    }
-
-    /// Whether the customer has a live push-to-start token on a device with Live Activities on.
-    static func hasPushToStartToken(customerId: String, on connection: PostgresConnection) throws -> Bool {
-        try connection.query(
-            """
-            SELECT EXISTS (SELECT 1 FROM push_to_start_tokens t
-                           LEFT JOIN device_preferences p ON p.customer_id = t.customer_id AND p.device_id = t.device_id
-                           WHERE t.customer_id = \(customerId) AND t.retired_at_ms IS NULL
-                             AND COALESCE(p.live_activities_enabled, true)) AS present
-            """
-        ).first.map { try $0.bool("present") } ?? false
-    }
-
-    /// Retires renewed activities: no longer live for their visit (reason `renewed`; their end still goes).
-    static func retireRenewed(visitId: String, activityIds: [String], nowMs: Int64, on connection: PostgresConnection) throws {
-        _ = try connection.query(
-            """
-            UPDATE live_activities SET retired_at_ms = \(nowMs), retired_reason = 'renewed'
-            WHERE visit_id = \(visitId) AND activity_id = ANY (\(activityIds)::text[]) AND retired_at_ms IS NULL
-            """
-        )
     }
 
     /// Makes deliveries whose lease ran out (their worker died) claimable again. A start among them may

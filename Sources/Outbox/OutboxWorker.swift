@@ -1,4 +1,5 @@
 import Foundation
+import LiveActivityLedger
 import Postgres
 import Runtime
 import Synchronization
@@ -32,6 +33,8 @@ public final class OutboxWorker: Service {
     /// The visit side of the 8-hour renewal; nil: no renewal (activities lapse at 8 hours).
     private let renewer: (any ActivityRenewer)?
     private let renewalSchedule = ReapSchedule()
+    /// The Live Activity ledger: which activities are due for renewal or lapsed, and which are renewed.
+    private let ledger: LiveActivityLedger
     /// Signalled when a claim came back full (a backlog): the extra claim loops join in only then, so a
     /// trickle of pushes costs one claim per wake-up, not one per loop.
     private let backlog: WakeUp
@@ -77,6 +80,12 @@ public final class OutboxWorker: Service {
         self.backlog = WakeUp(clock: clock)
         self.batchFinished = WakeUp(clock: clock)
         self.registry = TokenRegistry(clock: clock)
+        self.ledger = LiveActivityLedger(
+            settings: LiveActivityLedger.Settings(
+                renewalSeconds: configuration.activityRenewalSeconds, lifetimeSeconds: configuration.activityLifetimeSeconds,
+                maxRenewals: configuration.maxRenewals, priority10PerHour: configuration.priority10PerHour,
+                priority10PerHourFrequent: configuration.priority10PerHourFrequent),
+            clock: clock, metrics: metrics)
         self.metrics = metrics
         self.logger = logger
         self.pause = SendingPause(configuration: configuration)
@@ -297,11 +306,6 @@ public final class OutboxWorker: Service {
             }
             switch DeliveryPolicy.preflight(d, now: claimedAt, configuration: configuration) {
             case .finish(let completion):
-                if completion.reason == DeliveryPolicy.lapsedReason {
-                    metrics.increment(
-                        "livevisits_activities_lapsed_total",
-                        help: "Pushes not sent because their Live Activity is past iOS's 8 hours.")
-                }
                 completions.append(completion)
             case .send(let push):
                 if push.priority.rawValue != d.priority {
@@ -606,51 +610,67 @@ public final class OutboxWorker: Service {
         }
     }
 
-    // MARK: renewal
+    // MARK: renewal and lapse
 
-    /// Contract §9: every `renewalIntervalSeconds` (a few seconds, so within 10 s of due whatever
-    /// `activityRenewalSeconds` is), looks whether a Live Activity reached `activityRenewalSeconds` (one
-    /// probe, no transaction) and if so renews those in one transaction: the claim (one UPDATE, so no two
-    /// workers renew one activity), then per visit still active whose customer has a push-to-start token the
-    /// `end`s to the old activities, their retirement (no longer live: the new start is not blocked by them,
-    /// nothing more goes to them) and the `start`.
+    /// Every `renewalIntervalSeconds` (a few seconds, so within 10 s of due whatever `activityRenewalSeconds`
+    /// is), looks whether a Live Activity reached `activityRenewalSeconds` or its lifetime (one probe each, no
+    /// transaction) and if so, in one transaction: renews those the ledger says are renewed — the claim (one
+    /// UPDATE, so no two workers renew one activity), then per visit still active the `end` to each, its
+    /// retirement (`renewed`: nothing more goes to it but that end) and the `start` to its device — and lapses
+    /// the live activities whose lifetime ran out (those not renewed: no push-to-start token, or the visit's
+    /// cap reached).
     /// A failed pass is logged and tried again at the next interval; it never holds up the deliveries.
     private func renewIfDue() async {
-        guard let renewer else { return }
         let now = clock.now()
         guard renewalSchedule.claim(now: now, interval: configuration.renewalIntervalSeconds) else { return }
         do {
-            try await renew(now: now, renewer: renewer)
+            try await renewAndLapse(now: now)
         } catch {
             logger.warning("live activity renewal pass failed; trying again later", ["error": "\(error)"])
         }
     }
 
-    private func renew(now: Double, renewer: any ActivityRenewer) async throws {
-        let nowMs = Int64((now * 1000).rounded(.down))
-        let beganBeforeMs = Int64(((now - configuration.activityRenewalSeconds) * 1000).rounded(.down))
+    private func renewAndLapse(now: Double) async throws {
+        let ledger = self.ledger
+        let renewer = self.renewer
         let outbox = Outbox(pool: pool, configuration: configuration, clock: clock)
         let limit = configuration.batchSize
-        guard try await pool.withConnection({ try OutboxStore.renewalDue(beganBeforeMs: beganBeforeMs, on: $0) })
-        else { return }
-        let renewed = try await pool.withTransaction { c -> Int in
-            let due = try OutboxStore.claimRenewals(beganBeforeMs: beganBeforeMs, nowMs: nowMs, limit: limit, on: c)
-            var byVisit: [String: [String]] = [:]
-            for (visit, activity) in due { byVisit[visit, default: []].append(activity) }
+        let (renewalDue, lapseDue) = try await pool.withConnection { c in
+            let renewalDue = try renewer != nil && ledger.renewalDue(now: now, on: c)
+            return (renewalDue, try ledger.lapseDue(now: now, on: c))
+        }
+        guard renewalDue || lapseDue else { return }
+        let (renewed, lapsed) = try await pool.withTransaction { c -> (Int, Int) in
             var renewed = 0
-            for (visit, activities) in byVisit.sorted(by: { $0.key < $1.key }) {
-                guard let renewal = try renewer.renewal(visitId: visit, activityIds: activities.sorted(), now: now, on: c),
-                    try OutboxStore.hasPushToStartToken(customerId: renewal.customerId, on: c)
-                else { continue }
-                try outbox.enqueue(renewal.ends, on: c)
-                try OutboxStore.retireRenewed(visitId: visit, activityIds: activities, nowMs: nowMs, on: c)
-                // The end first: the start is due a second later, never in the same batch as the end.
-                var start = renewal.start
-                start.notBefore = now + 1
-                try outbox.enqueue([start], on: c)
-                renewed += activities.count
+            if let renewer, renewalDue {
+                let due = try ledger.claimRenewals(now: now, limit: limit, on: c)
+                for (visit, activities) in Dictionary(grouping: due, by: \.visitId).sorted(by: { $0.key < $1.key }) {
+                    guard let renewal = try renewer.renewal(visitId: visit, now: now, on: c) else { continue }
+                    let devices = try ledger.pushToStartDevices(customerId: renewal.customerId, on: c)
+                    let renewing = activities.filter { ledger.renews($0, devices: devices) }
+                        .sorted { $0.activityId < $1.activityId }
+                    guard !renewing.isEmpty else { continue }
+                    try outbox.enqueue(
+                        renewing.map { activity in
+                            var end = renewal.end
+                            end.audience = .activity(activity.activityId)
+                            return end
+                        }, on: c)
+                    try ledger.retireEnding(
+                        visitId: visit, activityIds: renewing.map(\.activityId), as: .renewed, on: c)
+                    // The end first: the starts are due a second later, never in the same batch as the ends.
+                    try outbox.enqueue(
+                        renewing.map { activity in
+                            var start = renewal.start
+                            start.audience = .renewalStart(key: activity.activityId, device: activity.deviceId)
+                            start.notBefore = now + 1
+                            return start
+                        }, on: c)
+                    renewed += renewing.count
+                }
             }
-            return renewed
+            let lapsed = lapseDue ? try ledger.lapse(now: now, limit: limit, on: c) : 0
+            return (renewed, lapsed)
         }
         if renewed > 0 {
             outbox.committed()
@@ -659,6 +679,13 @@ public final class OutboxWorker: Service {
                 help: "Live Activities renewed at activityRenewalSeconds: an end, then a start to push-to-start tokens.",
                 by: Double(renewed))
             logger.info("renewed live activities before iOS's 8 hours", ["outbox.count": String(renewed)])
+        }
+        if lapsed > 0 {
+            metrics.increment(
+                "livevisits_activities_lapsed_total",
+                help: "Live Activities that lapsed: not renewed before their lifetime (iOS's 8 hours) ran out.",
+                by: Double(lapsed))
+            logger.info("live activities lapsed without renewal", ["outbox.count": String(lapsed)])
         }
     }
 

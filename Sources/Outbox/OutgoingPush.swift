@@ -1,3 +1,4 @@
+import LiveActivityLedger
 import Runtime
 
 /// One push as the worker hands it to its `PushSender`: where it goes, the headers the outbox decided,

@@ -1,3 +1,5 @@
+import LiveActivityLedger
+
 /// A push that was refused or never answered, as the outbox needs to judge it: what to do about it
 /// (`classification`), and what to record with the attempt.
 public struct PushFailure: Sendable, Hashable, CustomStringConvertible {

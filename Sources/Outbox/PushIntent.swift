@@ -25,10 +25,12 @@ public struct PushIntent: Sendable, Hashable {
         /// (contract §9): Live Activities off on the device, or neither a push-to-start token nor a Live
         /// Activity of the visit registered with its device id. An `alert`.
         case fallbackDevices
-        /// The customer's push-to-start tokens, for the start that renews a visit's Live Activity at
-        /// `activityRenewalSeconds` (contract §9). Its targets are this renewal's own (named by the key, the
-        /// renewed activity), so the visit's first start does not block it; at most one per renewal and token.
-        case renewalStart(String)
+        /// The start that renews a Live Activity at `activityRenewalSeconds`: to the push-to-start token of
+        /// the renewed activity's `device`, or, for an activity without a device, of every device of the
+        /// customer that shows no other activity of the visit and did not dismiss one. Its targets are this
+        /// renewal's own (named by the key, the renewed activity), so the visit's first start does not block
+        /// it; at most one per renewal and token.
+        case renewalStart(key: String, device: String?)
     }
 
     public var visitId: String

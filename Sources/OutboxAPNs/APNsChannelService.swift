@@ -1,4 +1,5 @@
 import APNs
+import LiveActivityLedger
 import Outbox
 
 /// The outbox's `ChannelService` over the APNs client's channel management: environments and answers

@@ -1,4 +1,5 @@
 import APNs
+import LiveActivityLedger
 import Outbox
 
 /// The outbox's `PushSender` over the APNs client: turns an `OutgoingPush` into an `APNsRequest` and the

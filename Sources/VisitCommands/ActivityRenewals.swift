@@ -1,10 +1,11 @@
+import LiveActivityLedger
 import Outbox
 import Postgres
 import VisitDomain
 import VisitProjections
 
-/// The visit side of the outbox's 8-hour renewal (contract §9): the visit's current state, from the read
-/// model, as the end to each old activity and the start to the customer's push-to-start tokens.
+/// The visit side of the outbox's renewal: the visit's current state, from the read model, as the end to
+/// each renewed activity and the start (with the rules' `renewalAlert`) to the push-to-start tokens.
 public struct ActivityRenewals: ActivityRenewer {
     public let rules: ProjectionRules
 
@@ -12,9 +13,7 @@ public struct ActivityRenewals: ActivityRenewer {
         self.rules = rules
     }
 
-    public func renewal(visitId: String, activityIds: [String], now: Double, on connection: PostgresConnection) throws
-        -> ActivityRenewal?
-    {
+    public func renewal(visitId: String, now: Double, on connection: PostgresConnection) throws -> ActivityRenewal? {
         guard let state = try VisitReadModel.state(visitId: visitId, on: connection),
             let plans = PushPlanner.renewal(for: state, rules: rules, now: Int(now))
         else { return nil }
@@ -25,7 +24,17 @@ public struct ActivityRenewals: ActivityRenewer {
             return intent
         }
         return ActivityRenewal(
-            customerId: state.customerId, ends: activityIds.map { renewing(plans.end, .activity($0)) },
-            start: renewing(plans.start, .renewalStart(activityIds.first ?? visitId)))
+            customerId: state.customerId, end: renewing(plans.end, .activity(visitId)),
+            start: renewing(plans.start, .renewalStart(key: visitId, device: nil)))
+    }
+}
+
+extension LiveActivityLedger.Settings {
+    /// The ledger's settings from the projection rules: renewal, lifetime, cap and the push budget.
+    public init(rules: ProjectionRules) {
+        self.init(
+            renewalSeconds: Double(rules.activityRenewalSeconds), lifetimeSeconds: Double(rules.activityLifetimeSeconds),
+            maxRenewals: rules.maxRenewals, priority10PerHour: rules.budget.priority10PerHour,
+            priority10PerHourFrequent: rules.budget.priority10PerHourFrequent)
     }
 }

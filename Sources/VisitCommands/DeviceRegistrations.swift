@@ -1,3 +1,4 @@
+import LiveActivityLedger
 import Outbox
 import Postgres
 import VisitDomain
@@ -8,14 +9,15 @@ import VisitProjections
 /// under an Idempotency-Key); the steps that may enqueue pushes say whether they did, so the outbox is
 /// woken after the commit (`OutboxPushes.committed`).
 public struct DeviceRegistrations: Sendable {
-    public let tokens: TokenRegistry
+    public let ledger: LiveActivityLedger
+    public var tokens: TokenRegistry { ledger.tokens }
     public let pushes: OutboxPushes
     /// Told of every registered target, so the visits' next commands are written with their pushes.
     public let states: VisitStateCache
     public let rules: ProjectionRules
 
-    public init(tokens: TokenRegistry, pushes: OutboxPushes, states: VisitStateCache, rules: ProjectionRules) {
-        self.tokens = tokens
+    public init(ledger: LiveActivityLedger, pushes: OutboxPushes, states: VisitStateCache, rules: ProjectionRules) {
+        self.ledger = ledger
         self.pushes = pushes
         self.states = states
         self.rules = rules
@@ -24,8 +26,13 @@ public struct DeviceRegistrations: Sendable {
     /// The visit does not exist, or is not the customer's.
     public struct VisitNotFound: Error, Sendable {}
 
+    /// The visit has no Live Activity by that id.
+    public struct ActivityNotFound: Error, Sendable {}
+
     /// A Live Activity of the customer's visit; when the app is behind the visit's `version` (or says none),
-    /// the latest state is pushed to it at once. Returns whether a push was enqueued.
+    /// the latest state is pushed to it at once. With `deviceId`, the visit's other activities on that device
+    /// are replaced: retired, each with an `end` that dismisses it at once (one activity per visit and device).
+    /// Returns whether a push was enqueued.
     public func registerLiveActivity(
         visitId: String, activityId: String, customerId: String?, pushToken: String, environment: PushEnvironment,
         version: Int?, deviceId: String?
@@ -34,18 +41,46 @@ public struct DeviceRegistrations: Sendable {
             guard let state = try VisitReadModel.state(visitId: visitId, on: c), state.customerId == customerId else {
                 throw VisitNotFound()
             }
-            try tokens.registerLiveActivity(
+            let registration = try tokens.registerLiveActivity(
                 visitId: visitId, activityId: activityId, pushToken: pushToken, environment: environment, deviceId: deviceId,
                 on: c)
+            if registration == .new { ledger.counted(.active) }
             // The visit's next commands are written with their pushes (else the first batch's targets probe would
             // find this one, and the batch would go again).
             states.targetsRegistered(visits: [visitId])
+            var enqueued = false
+            if let deviceId {
+                let older = try ledger.others(visitId: visitId, deviceId: deviceId, than: activityId, on: c)
+                if !older.isEmpty {
+                    // Retired first, then their end (which supersedes what was still pending for them): a
+                    // `replaced` activity still gets its own end. An ended visit's activities already had theirs.
+                    try ledger.retireEnding(visitId: visitId, activityIds: older, as: .replaced, on: c)
+                    if let end = PushPlanner.renewal(for: state, rules: rules, now: Int(ledger.now()))?.end {
+                        for old in older { try pushes.enqueueCatchUp(end, for: state, activityId: old, on: c) }
+                        enqueued = true
+                    }
+                }
+            }
             let behind = version.map { $0 < state.version } ?? true
             if behind {
                 let plan = PushPlanner.catchUp(for: state, rules: rules)
                 try pushes.enqueueCatchUp(plan, for: state, activityId: activityId, on: c)
             }
-            return behind
+            return behind || enqueued
+        }
+    }
+
+    /// What the app reports from `activityStateUpdates` for an activity of the customer's visit.
+    public func reportState(visitId: String, activityId: String, customerId: String?, state: ReportedActivityState)
+        -> @Sendable (PostgresConnection) throws -> Void
+    {
+        { c in
+            guard let row = try VisitReadModel.row(visitId: visitId, on: c), row.customerId == customerId else {
+                throw VisitNotFound()
+            }
+            guard try ledger.report(state, visitId: visitId, activityId: activityId, on: c) != .unknown else {
+                throw ActivityNotFound()
+            }
         }
     }
 
@@ -72,8 +107,8 @@ public struct DeviceRegistrations: Sendable {
         }
     }
 
-    /// A device's push-to-start token: the customer's active visits without a Live Activity yet get their
-    /// start on this device. Returns whether a start was enqueued.
+    /// A device's push-to-start token: the customer's active visits that this device shows nothing of (and
+    /// never dismissed) get their start on it. Returns whether a start was enqueued.
     public func registerPushToStart(customerId: String, deviceId: String, pushToken: String, environment: PushEnvironment)
         -> @Sendable (PostgresConnection) throws -> Bool
     {
@@ -85,11 +120,13 @@ public struct DeviceRegistrations: Sendable {
             var after: (Int64, Int64)? = nil
             while true {
                 let page = try VisitReadModel.list(.init(customerId: customerId, ended: false, limit: 200, after: after), on: c)
-                for row in page.prefix(200) where try tokens.liveActivityCount(visitId: row.visitId, on: c) == 0 {
+                // The outbox applies the starts per device: none where this device has, had or dismissed an
+                // activity of the visit, or while an activity without a device could be on it.
+                for row in page.prefix(200) {
                     if let state = try VisitReadModel.state(visitId: row.visitId, on: c),
-                        let plan = PushPlanner.lateStart(for: state, rules: rules)
-                    {
+                        let plan = PushPlanner.lateStart(for: state, rules: rules),
                         try pushes.enqueueLateStart(plan, for: state, deviceId: deviceId, on: c)
+                    {
                         started = true
                     }
                 }

@@ -42,11 +42,14 @@ public struct OutboxPushes: PushEnqueuer {
         _ = try outbox.enqueue([OutboxPushes.intent(plan, state: state, audience: .activity(activityId))], on: connection)
     }
 
-    /// A start for one push-to-start device registered after scheduling.
+    /// A start for one push-to-start device registered after scheduling. Returns whether one was enqueued
+    /// (none for a device the start rules leave out).
+    @discardableResult
     public func enqueueLateStart(_ plan: PushPlan, for state: VisitState, deviceId: String, on connection: PostgresConnection)
-        throws
+        throws -> Bool
     {
-        _ = try outbox.enqueue([OutboxPushes.intent(plan, state: state, audience: .pushToStartDevice(deviceId))], on: connection)
+        let intent = OutboxPushes.intent(plan, state: state, audience: .pushToStartDevice(deviceId))
+        return try outbox.enqueue([intent], on: connection).created > 0
     }
 
     static func intent(_ plan: PushPlan, state: VisitState, audience: PushIntent.Audience?) -> PushIntent {

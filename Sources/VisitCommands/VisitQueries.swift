@@ -1,7 +1,9 @@
 import EventStore
 import JSON
+import LiveActivityLedger
 import Outbox
 import Postgres
+import VisitDomain
 import VisitProjections
 
 /// The API's reads of visits: a visit with who follows it, a page of visits, a visit's history. Each takes
@@ -9,9 +11,29 @@ import VisitProjections
 /// joins the read model with the outbox's followers (live activities, channels).
 public struct VisitQueries: Sendable {
     public let pool: PostgresPool
+    public let ledger: LiveActivityLedger
+    public let rules: ProjectionRules
 
-    public init(pool: PostgresPool) {
+    public init(pool: PostgresPool, ledger: LiveActivityLedger = LiveActivityLedger(), rules: ProjectionRules = .contractDefault)
+    {
         self.pool = pool
+        self.ledger = ledger
+        self.rules = rules
+    }
+
+    /// A visit's Live Activity ledger (newest first); nil when the visit does not exist or `visible` says no.
+    public func liveActivities(_ visitId: String, visible: @escaping @Sendable (VisitReadModel.Row) -> Bool) async throws
+        -> [LiveActivityEntry]?
+    {
+        let (ledger, rules) = (self.ledger, self.rules)
+        return try await pool.withConnection { c in
+            guard let row = try VisitReadModel.row(visitId: visitId, on: c), visible(row),
+                let state = try VisitReadModel.state(visitId: visitId, on: c)
+            else { return nil }
+            let facts = LiveActivityLedger.VisitFacts(
+                visitId: visitId, customerId: row.customerId, ended: row.ended, staleDate: state.staleDate(rules).map(Int64.init))
+            return try ledger.entries(of: facts, on: c)
+        }
     }
 
     /// A visit's row, or nil when it does not exist.

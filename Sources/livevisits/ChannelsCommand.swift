@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import LiveActivityLedger
 import Outbox
 import OutboxAPNs
 import Postgres

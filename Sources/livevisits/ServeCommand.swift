@@ -3,6 +3,7 @@ import EventStore
 import Foundation
 import HTTPAPI
 import HTTPServer
+import LiveActivityLedger
 import Outbox
 import OutboxAPNs
 import PersonalData
@@ -99,6 +100,8 @@ enum ServeCommand {
         outboxConfiguration.priority10PerHour = rules.budget.priority10PerHour
         outboxConfiguration.priority10PerHourFrequent = rules.budget.priority10PerHourFrequent
         outboxConfiguration.activityRenewalSeconds = Double(rules.activityRenewalSeconds)
+        outboxConfiguration.activityLifetimeSeconds = Double(rules.activityLifetimeSeconds)
+        outboxConfiguration.maxRenewals = rules.maxRenewals
         var transport: [any Service] = []
         var intake: [any Service] = []
         // One cache of unwrapped data keys for the API's answers and the worker's start pushes, used while
@@ -164,6 +167,7 @@ enum ServeCommand {
         }
         OutboxStore(pool: pool, clock: clock).registerDepthCollector()
         ChannelStore(pool: pool, clock: clock).registerCollector()
+        LiveActivityLedger(settings: LiveActivityLedger.Settings(rules: rules), clock: clock).registerCollector(pool: pool)
         SnapshotHorizonMetric(store: EventStore(pool: pool)).install()
         ProjectionLagMetric(pool: pool, synchronousProjections: [VisitReadModel.name]).install()
         return ServiceGroup(stages: [transport, intake], logger: logger)

@@ -2,6 +2,7 @@ import APIStores
 import CustomerErasure
 import EventStore
 import Foundation
+import LiveActivityLedger
 import Outbox
 import PersonalData
 import Postgres

@@ -14,18 +14,12 @@ import Testing
     /// The visit side, as the outbox sees it: the visits named in `ended` are over (not renewed).
     struct Renewer: ActivityRenewer {
         let ended: Set<String>
-        func renewal(visitId: String, activityIds: [String], now: Double, on connection: PostgresConnection) throws
-            -> ActivityRenewal?
-        {
+        func renewal(visitId: String, now: Double, on connection: PostgresConnection) throws -> ActivityRenewal? {
             guard !ended.contains(visitId) else { return nil }
             let at = Int64(now) - 1
-            let ends = activityIds.map { id in
-                var e = end(visitId, timestamp: at)
-                e.audience = .activity(id)
-                return e
-            }
-            let renewed = start(visitId, timestamp: at + 1, audience: .renewalStart(activityIds[0]))
-            return ActivityRenewal(customerId: "c-1", ends: ends, start: renewed)
+            return ActivityRenewal(
+                customerId: "c-1", end: end(visitId, timestamp: at),
+                start: start(visitId, timestamp: at + 1, audience: .renewalStart(key: visitId, device: nil)))
         }
     }
 

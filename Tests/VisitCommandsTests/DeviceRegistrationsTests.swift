@@ -1,4 +1,5 @@
 import Foundation
+import LiveActivityLedger
 import Outbox
 import Postgres
 import TestSupport
@@ -11,7 +12,7 @@ import VisitTestSupport
 @Suite(.timeLimit(.minutes(2))) struct DeviceRegistrationsTests {
     func registrations(_ fixtures: VisitFixtures) -> DeviceRegistrations {
         DeviceRegistrations(
-            tokens: TokenRegistry(clock: fixtures.clock),
+            ledger: LiveActivityLedger(clock: fixtures.clock),
             pushes: OutboxPushes(outbox: Outbox(pool: fixtures.pool, clock: fixtures.clock)),
             states: fixtures.handler.states, rules: fixtures.readModel.rules)
     }
@@ -44,7 +45,7 @@ import VisitTestSupport
 
             let behind = devices.registerLiveActivity(
                 visitId: "v-1", activityId: "a-2", customerId: "c-1", pushToken: token, environment: .sandbox,
-                version: 0, deviceId: "d-1")
+                version: 0, deviceId: "d-2")
             #expect(try await fixtures.pool.withTransaction { try behind($0) })
             #expect(try await deliveries(fixtures, "v-1") == before + 1, "an app behind gets the latest state")
         }

@@ -1,4 +1,5 @@
 import Foundation
+import LiveActivityLedger
 import Outbox
 import Postgres
 import Runtime

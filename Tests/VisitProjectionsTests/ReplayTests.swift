@@ -1,5 +1,6 @@
 import EventStore
 import Foundation
+import LiveActivityLedger
 import Outbox
 import Postgres
 import TestSupport

@@ -2,6 +2,7 @@ import APNs
 import APNsSimulator
 import EventStore
 import Foundation
+import LiveActivityLedger
 import Outbox
 import OutboxAPNs
 import Postgres

@@ -35,6 +35,18 @@ public struct TokenRegistry: Sendable {
         case renewed
         /// A broadcast channel APNs no longer knows (`BadChannelId`, `ChannelNotRegistered`): forgotten.
         case channelGone
+        /// The app reported the activity ended (`activityStateUpdates`).
+        case ended
+        /// The app reported the person swiped it away: kept, so no start of the visit goes to its device again.
+        case dismissed
+        /// A newer activity of the visit registered from the same device; only its end goes to it.
+        case replaced
+        /// Not renewed before its lifetime (iOS's 8 hours) ran out.
+        case lapsed
+
+        /// Retirements that are the activity's own fate, not its token's: a registration of the same activity
+        /// does not bring it back (a forgotten or refused token comes back when registered again).
+        static let final: [RetirementReason] = [.ended, .dismissed, .replaced, .renewed, .lapsed]
     }
 
     /// What a push token is registered for: the two kinds of token share one implementation.
@@ -60,6 +72,7 @@ public struct TokenRegistry: Sendable {
         let token = try TokenRegistry.normalized(pushToken)
         let nowMs = Int64((clock.now() * 1000).rounded(.down))
         let table = holder.table
+        let final = TokenRegistry.RetirementReason.final.map(\.rawValue)
         let rows = try connection.query(
             """
             WITH previous AS (
@@ -71,7 +84,10 @@ public struct TokenRegistry: Sendable {
             SET push_token = EXCLUDED.push_token, environment = EXCLUDED.environment,
                 device_id = COALESCE(EXCLUDED.device_id, \(identifier: table).device_id),
                 registered_at_ms = GREATEST(EXCLUDED.registered_at_ms, \(identifier: table).registered_at_ms + 1),
-                retired_at_ms = NULL, retired_reason = NULL
+                retired_at_ms = CASE WHEN \(identifier: table).retired_reason = ANY (\(final)::text[])
+                                     THEN \(identifier: table).retired_at_ms END,
+                retired_reason = CASE WHEN \(identifier: table).retired_reason = ANY (\(final)::text[])
+                                      THEN \(identifier: table).retired_reason END
             RETURNING (SELECT push_token FROM previous) AS previous_token,
                       (SELECT retired_at_ms FROM previous) IS NOT NULL AS was_retired
             """)
@@ -224,7 +240,7 @@ public struct TokenRegistry: Sendable {
         guard lower.utf8.count >= 16, lower.utf8.count <= 400, lower.utf8.count % 2 == 0,
             lower.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) })
         else {
-            throw OutboxError(code: .invalidToken, message: "pushToken must be hex (16 to 400 characters, even length)")
+            throw LedgerError(code: .invalidToken, message: "pushToken must be hex (16 to 400 characters, even length)")
         }
         return lower
     }
@@ -257,18 +273,40 @@ extension TokenRegistry.Holder {
     /// The columns a registration inserts besides the token: the key and the device.
     var insertColumns: PostgresQuery {
         switch self {
-        case .liveActivity: "visit_id, activity_id, device_id, began_at_ms"
+        case .liveActivity: "visit_id, activity_id, device_id, began_at_ms, origin, renewals"
         case .pushToStart, .notificationDevice: "customer_id, device_id"
         }
     }
 
     /// The values of `insertColumns`. A Live Activity's device is optional; a push-to-start token's is its key.
-    /// A Live Activity also records when it began (its first registration; a rotation keeps it).
+    ///
+    /// A new Live Activity enters the ledger with how it came to be. From a device that a `start` of the visit
+    /// reached since its last activity began, it is that start's activity: origin `pushToStart` (or `renewal`
+    /// for a renewal's start), begun when APNs acknowledged the start (iOS counts its 8 hours from there).
+    /// Otherwise the app started it, now. It counts the renewals before it: one more than the newest renewed
+    /// activity of its device (or of the visit, without a device), so the visit's cap holds along each chain.
     func insertValues(deviceId: String?, nowMs: Int64) -> PostgresQuery {
         switch self {
-        case .liveActivity(let visitId, let activityId): "\(visitId), \(activityId), \(deviceId), \(nowMs)"
+        case .liveActivity(let visitId, let activityId):
+            let started: PostgresQuery = """
+                (SELECT d.finished_at, strpos(d.target, ' renewal ') > 0 AS renewal
+                 FROM deliveries d
+                 WHERE d.visit_id = \(visitId) AND d.kind = 'start' AND d.state = 'sent'
+                   AND d.device_id = \(deviceId)::text
+                   AND d.finished_at * 1000 > COALESCE((SELECT max(r.began_at_ms) FROM live_activities r
+                                                        WHERE r.visit_id = \(visitId) AND r.device_id = \(deviceId)::text), 0)
+                 ORDER BY d.id DESC LIMIT 1)
+                """
+            return """
+                \(visitId), \(activityId), \(deviceId),
+                COALESCE((SELECT (s.finished_at * 1000)::bigint FROM \(started) s), \(nowMs)),
+                COALESCE((SELECT CASE WHEN s.renewal THEN 'renewal' ELSE 'pushToStart' END FROM \(started) s), 'app'),
+                COALESCE((SELECT max(r.renewals) + 1 FROM live_activities r
+                          WHERE r.visit_id = \(visitId) AND r.retired_reason = 'renewed'
+                            AND (\(deviceId)::text IS NULL OR r.device_id = \(deviceId)::text OR r.device_id IS NULL)), 0)
+                """
         case .pushToStart(let customerId, let deviceId), .notificationDevice(let customerId, let deviceId):
-            "\(customerId), \(deviceId)"
+            return "\(customerId), \(deviceId)"
         }
     }
 
