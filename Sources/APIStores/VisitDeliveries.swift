@@ -1,8 +1,9 @@
 import Postgres
 
-/// A visit's deliveries as the console shows them (`GET /v1/visits/{id}/deliveries`, contract §11): the
-/// outbox's `deliveries` rows of one visit, newest first, never a token (none is stored in them: a
-/// delivery names its target, the token is looked up at send time).
+/// A visit's deliveries as the console shows them (`GET /v1/visits/{id}/deliveries`, contract §11 and §13):
+/// the outbox's `deliveries` rows of one visit, newest first, never a token (none is stored in them: a
+/// delivery names its target, the token is looked up at send time). Each names what it went to (activity,
+/// device or channel) and the ids Apple's Push Notifications Console looks a push up by.
 public struct VisitDeliveries: Sendable {
     public let pool: PostgresPool
 
@@ -35,23 +36,43 @@ public struct VisitDeliveries: Sendable {
         public let createdAt: Double
         /// When APNs accepted it (a sent delivery's finish time), else nil.
         public let sentAt: Double?
+        /// The Live Activity it goes to, for an `activity` target; else nil.
+        public let activityId: String?
+        /// The device it goes to, for a `pushToStart` or `device` target; else nil.
+        public let deviceId: String?
+        /// The broadcast channel it goes to, for a `channel` target: the one it was last sent to, or before a
+        /// send the visit's channel in its environment (nil when there is none).
+        public let channelId: String?
+        /// Its `apns-id` (lower-case), the same on every attempt.
+        public let apnsId: String
+        /// The `apns-unique-id` APNs acknowledged it with (sandbox pushes only), else nil.
+        public let apnsUniqueId: String?
     }
 
     /// The visit's newest `limit` deliveries, by id descending.
     public static func list(visitId: String, limit: Int = 100, on connection: PostgresConnection) throws -> [Row] {
         try connection.query(
             """
-            SELECT id, kind, split_part(target, '[', 1) AS target_kind, COALESCE(sent_priority, priority) AS priority, state, attempts, last_status, last_reason,
-                   created_at, CASE WHEN state = 'sent' THEN finished_at END AS sent_at
-            FROM deliveries WHERE visit_id = \(visitId)
-            ORDER BY id DESC LIMIT \(limit)
+            SELECT d.id, d.kind, split_part(d.target, '[', 1) AS target_kind, COALESCE(d.sent_priority, d.priority) AS priority,
+                   d.state, d.attempts, d.last_status, d.last_reason, d.created_at,
+                   CASE WHEN d.state = 'sent' THEN d.finished_at END AS sent_at,
+                   d.activity_id, d.device_id, d.apns_id::text AS apns_id, d.apns_unique_id::text AS apns_unique_id,
+                   -- A broadcast not sent yet goes to the channel the visit has now (its target names the channel).
+                   COALESCE(d.channel_id, (SELECT ch.channel_id FROM channels ch WHERE ch.target = d.target)) AS channel_id
+            FROM deliveries d WHERE d.visit_id = \(visitId)
+            ORDER BY d.id DESC LIMIT \(limit)
             """
         ).map { row in
-            Row(
-                id: try row.int64("id"), kind: try row.string("kind"), target: targetName(try row.string("target_kind")),
+            let target = targetName(try row.string("target_kind"))
+            return Row(
+                id: try row.int64("id"), kind: try row.string("kind"), target: target,
                 priority: try row.int("priority"), state: try row.string("state"), attempts: try row.int("attempts"),
                 lastStatus: row.optionalInt64("last_status").map(Int.init), lastReason: row["last_reason"],
-                createdAt: try row.double("created_at"), sentAt: row.optionalDouble("sent_at"))
+                createdAt: try row.double("created_at"), sentAt: row.optionalDouble("sent_at"),
+                activityId: target == "activity" ? row["activity_id"] : nil,
+                deviceId: target == "pushToStart" || target == "device" ? row["device_id"] : nil,
+                channelId: target == "channel" ? row["channel_id"] : nil,
+                apnsId: try row.string("apns_id"), apnsUniqueId: row["apns_unique_id"])
         }
     }
 

@@ -150,7 +150,9 @@ public final class APNsClient: Service {
                 APNsFailure(cause: cause, apnsId: request.apnsId, latency: latency, classification: classification))
         case .response(let status, let headers, let body):
             let apnsId = headers["apns-id"] ?? request.apnsId
-            if status == 200 { return .success(apnsId: apnsId, latency: latency) }
+            if status == 200 {
+                return .success(apnsId: apnsId, uniqueId: headers["apns-unique-id"].flatMap(Self.uuid), latency: latency)
+            }
             let (reason, timestamp) = Self.parseErrorBody(body)
             let classification = classifyRefusal(status: status, reason: reason, token: token)
             return .failure(
@@ -158,6 +160,11 @@ public final class APNsClient: Service {
                     cause: .rejected, status: status, reason: reason, timestamp: timestamp, apnsId: apnsId,
                     latency: latency, classification: classification))
         }
+    }
+
+    /// `text` lower-cased when it is a UUID, else nil: a header value goes no further unchecked.
+    static func uuid(_ text: String) -> String? {
+        UUID(uuidString: text) == nil ? nil : text.lowercased()
     }
 
     /// Maps a transport failure to a cause: deadlines and broken connections are retryable, an untrusted
@@ -229,11 +236,16 @@ public final class APNsClient: Service {
             "livevisits_apns_send_seconds", help: "Seconds from submitting a push to its outcome",
             value: result.latency)
         switch result {
-        case .success(let apnsId, _):
+        case .success(let apnsId, let uniqueId, _):
             metrics.increment("livevisits_apns_responses_total", help: help, labels: ["status": "200", "reason": ""])
             alerts.clearAll()
             if Logger.minimumLevel.withLock({ $0 }) <= .debug {
-                logger.debug("push accepted", ["apns.id": apnsId, "apns.token": Logger.fingerprint(request.deviceToken)])
+                logger.debug(
+                    "push accepted",
+                    [
+                        "apns.id": apnsId, "apns.unique_id": uniqueId ?? "-",
+                        "apns.token": Logger.fingerprint(request.deviceToken),
+                    ])
             }
         case .failure(let failure):
             metrics.increment(

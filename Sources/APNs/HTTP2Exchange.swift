@@ -17,7 +17,7 @@ struct HTTP2Exchange: Sendable {
     var timeoutMilliseconds: Int
 
     /// The answer headers the transport keeps (lower-case): all others are skipped unread.
-    static let keptHeaders = ["apns-id", "apns-channel-id", "apns-request-id"]
+    static let keptHeaders = ["apns-id", "apns-unique-id", "apns-channel-id", "apns-request-id"]
 
     /// Why an exchange got no answer.
     struct Failure: Error, Equatable {

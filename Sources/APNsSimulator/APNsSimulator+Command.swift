@@ -20,6 +20,7 @@ extension APNsSimulator {
         let simulator = try APNsSimulator(configuration: config)
         let endpoint = try await simulator.start()
         APNsSimulator.printLine("apns-sim listening on \(endpoint.url)")
+        APNsSimulator.printLine("sandbox pushes on \(endpoint.sandboxURL)")
         APNsSimulator.printLine("channels on \(endpoint.channelsURL)")
         APNsSimulator.printLine("ca file: \(endpoint.caFile)")
         if config.providerKeys.isEmpty {

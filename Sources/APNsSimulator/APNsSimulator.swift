@@ -63,34 +63,47 @@ public final class APNsSimulator: Service {
         }
         let tls = try TLSContext(files: files)
         let server = try SimulatorServer(host: config.host, port: config.port, core: core, tls: tls)
+        let sandbox: SimulatorServer
         let management: SimulatorServer
+        do {
+            sandbox = try SimulatorServer(
+                host: config.host, port: config.sandboxPort, core: core, tls: tls, listener: .sandboxPushes)
+        } catch {
+            await server.stop()
+            throw error
+        }
         do {
             management = try SimulatorServer(
                 host: config.host, port: config.channelsPort, core: core, tls: tls, listener: .channels)
         } catch {
             await server.stop()
+            await sandbox.stop()
             throw error
         }
         let host = config.host == "localhost" ? "127.0.0.1" : config.host
         let endpoint = SimulatorEndpoint(
             url: "https://\(host):\(server.port)", port: server.port, caFile: files.caFile,
+            sandboxURL: "https://\(host):\(sandbox.port)", sandboxPort: sandbox.port,
             channelsURL: "https://\(host):\(management.port)", channelsPort: management.port)
         let won = lifecycle.withLock { state -> Bool in
             guard case .idle = state else { return false }
-            state = .running([server, management], endpoint)
+            state = .running([server, sandbox, management], endpoint)
             return true
         }
         guard won else {
             await server.stop()
+            await sandbox.stop()
             await management.stop()
             throw SimulatorError(.alreadyRunning, "the simulator was already started")
         }
         server.start()
+        sandbox.start()
         management.start()
         config.logger.info(
             "apns simulator listening",
             [
-                "apns_sim.url": endpoint.url, "apns_sim.channels_url": endpoint.channelsURL, "apns_sim.ca_file": endpoint.caFile,
+                "apns_sim.url": endpoint.url, "apns_sim.sandbox_url": endpoint.sandboxURL,
+                "apns_sim.channels_url": endpoint.channelsURL, "apns_sim.ca_file": endpoint.caFile,
                 "apns_sim.verifies_jwt": String(core.verifiesSignatures),
             ])
         return endpoint

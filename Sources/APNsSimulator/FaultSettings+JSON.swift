@@ -11,7 +11,8 @@ extension FaultSettings {
         ])
         var listener: SimulatorListener?
         if let text = try body.optionalString("listener") {
-            guard let given = SimulatorListener(rawValue: text) else {
+            // The two push listeners share one plan: `pushes` names it.
+            guard let given = SimulatorListener(rawValue: text), given != .sandboxPushes else {
                 throw body.invalid("listener", "expected \"pushes\" or \"channels\"")
             }
             listener = given

@@ -91,7 +91,7 @@ public struct FaultSettings: Sendable, Equatable {
     public var expireProviderTokens: Bool?
 
     /// Which listener's requests the faults above meet: `pushes` (the default: device pushes and
-    /// broadcasts) or `channels` (channel management). Each listener has its own plan.
+    /// broadcasts, to either push host) or `channels` (channel management). Each has its own plan.
     public var listener: SimulatorListener?
     /// How many channels the app may hold (Apple: 10,000); a create beyond it answers 400
     /// `CannotCreateChannelConfig`. `clear` restores Apple's.

@@ -41,6 +41,8 @@ public struct SimulatedDelivery: Sendable, Equatable {
     public var answered: Bool
     /// When the answer was handed to HTTP/2 (or abandoned), clock seconds since 1970.
     public var answeredAt: Double?
+    /// The `apns-unique-id` answered: set on a push accepted by the sandbox listener only.
+    public var uniqueID: String?
 
     /// Builds a record by hand (the simulator makes them; tests of printers may too).
     public init(
@@ -48,7 +50,7 @@ public struct SimulatedDelivery: Sendable, Equatable {
         path: String, deviceToken: String?, headers: [(name: String, value: String)] = [],
         providerToken: ProviderTokenSummary? = nil, payload: String, payloadSize: Int? = nil, json: JSONValue? = nil,
         status: Int, reason: String? = nil, apnsID: String, unregisteredTimestamp: Int64? = nil, answered: Bool = true,
-        answeredAt: Double? = nil
+        answeredAt: Double? = nil, uniqueID: String? = nil
     ) {
         self.sequence = sequence
         self.receivedAt = receivedAt
@@ -68,6 +70,7 @@ public struct SimulatedDelivery: Sendable, Equatable {
         self.unregisteredTimestamp = unregisteredTimestamp
         self.answered = answered
         self.answeredAt = answeredAt
+        self.uniqueID = uniqueID
     }
 
     public static func == (a: SimulatedDelivery, b: SimulatedDelivery) -> Bool {
@@ -77,7 +80,7 @@ public struct SimulatedDelivery: Sendable, Equatable {
             && a.providerToken == b.providerToken && a.payload == b.payload && a.payloadSize == b.payloadSize
             && a.json == b.json && a.status == b.status && a.reason == b.reason && a.apnsID == b.apnsID
             && a.unregisteredTimestamp == b.unregisteredTimestamp && a.answered == b.answered
-            && a.answeredAt == b.answeredAt
+            && a.answeredAt == b.answeredAt && a.uniqueID == b.uniqueID
     }
 
     /// The last value of header `name` (lowercase).

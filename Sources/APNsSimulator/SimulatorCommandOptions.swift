@@ -6,6 +6,7 @@ public struct SimulatorCommandOptions: Sendable, Equatable {
     public var host = "127.0.0.1"
     public var port: UInt16 = 0
     public var channelsPort: UInt16 = 0
+    public var sandboxPort: UInt16 = 0
     public var certificateDirectory: String?
     public var publicKeyFile: String?
     public var teamID: String?
@@ -24,6 +25,10 @@ public struct SimulatorCommandOptions: Sendable, Equatable {
             "A local APNs (HTTP/2 over TLS) for development and tests. Prints its URL and CA file, then one line per push, until SIGTERM/SIGINT.",
         options: [
             .value("--port", "N", "port to bind (default 0: a free one)"),
+            .value(
+                "--sandbox-port", "N",
+                "port of the sandbox push listener, which answers apns-unique-id as Apple's development environment does (default 0: a free one)"
+            ),
             .value("--channels-port", "N", "port of the channel-management listener (default 0: a free one)"),
             .value("--host", "ADDR", "address to bind (default 127.0.0.1)"),
             .value("--cert-dir", "DIR", "reuse ca.pem/server.pem/server-key.pem from DIR, or generate them there"),
@@ -50,6 +55,7 @@ public struct SimulatorCommandOptions: Sendable, Equatable {
         do {
             parsed = try syntax.parse(arguments)
             if let port = try parsed.integer("--port", in: 0...65535) { options.port = UInt16(port) }
+            if let port = try parsed.integer("--sandbox-port", in: 0...65535) { options.sandboxPort = UInt16(port) }
             if let port = try parsed.integer("--channels-port", in: 0...65535) { options.channelsPort = UInt16(port) }
         } catch is HelpRequest {
             options.help = true
@@ -77,6 +83,7 @@ public struct SimulatorCommandOptions: Sendable, Equatable {
         var config = SimulatorConfiguration()
         config.host = host
         config.port = port
+        config.sandboxPort = sandboxPort
         config.channelsPort = channelsPort
         config.tls = .generate(directory: certificateDirectory)
         config.bundleID = topic

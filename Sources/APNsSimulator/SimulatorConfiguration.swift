@@ -7,6 +7,8 @@ public struct SimulatorConfiguration: Sendable {
     public var host: String = "127.0.0.1"
     /// Port to bind; 0 picks a free one (read it from `start()`'s endpoint).
     public var port: UInt16 = 0
+    /// Port of the sandbox push listener (`SimulatorListener.sandboxPushes`); 0 picks a free one.
+    public var sandboxPort: UInt16 = 0
     /// Port of the channel-management listener (Apple's are 2195 and 2196); 0 picks a free one.
     public var channelsPort: UInt16 = 0
     /// TLS certificate source.

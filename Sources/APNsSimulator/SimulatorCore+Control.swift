@@ -91,6 +91,7 @@ extension SimulatorCore {
             JSONMember("reason", optional(d.reason)), JSONMember("apnsId", .string(d.apnsID)),
         ]
         if let t = d.unregisteredTimestamp { members.append(JSONMember("timestamp", .number(Double(t)))) }
+        if let u = d.uniqueID { members.append(JSONMember("uniqueId", .string(u))) }
         members.append(JSONMember("answered", .bool(d.answered)))
         if let t = d.answeredAt { members.append(JSONMember("answeredAt", .number(t))) }
         return .object(members)

@@ -80,6 +80,9 @@ final class SimulatorCore: Sendable {
             verdict.status = 404
             verdict.reason = SimulatorReason.channelNotRegistered
         }
+        // Apple's development environment answers an accepted push with an id of its own, for looking it up
+        // in the Push Notifications Console; production does not.
+        let uniqueID = request.listener == .sandboxPushes && verdict.status == 200 ? UUID().uuidString.lowercased() : nil
         let record = SimulatedDelivery(
             sequence: sequence, receivedAt: now, connectionID: request.connectionID, streamID: request.streamID,
             method: request.method, path: request.path, deviceToken: request.deviceToken,
@@ -87,7 +90,7 @@ final class SimulatorCore: Sendable {
             providerToken: verdict.providerToken,
             payload: String(decoding: request.body, as: UTF8.self), payloadSize: request.bodySize,
             json: verdict.json, status: verdict.status, reason: verdict.reason, apnsID: apnsID,
-            unregisteredTimestamp: unregisteredAt, answered: false)
+            unregisteredTimestamp: unregisteredAt, answered: false, uniqueID: uniqueID)
         if let mode = decision.drop {
             var dropped = record
             dropped.status = 0
@@ -95,6 +98,7 @@ final class SimulatorCore: Sendable {
             return ResponsePlan(action: .drop(mode), delay: 0, record: dropped)
         }
         var headers: [(String, String)] = [("apns-id", apnsID)]
+        if let uniqueID { headers.append(("apns-unique-id", uniqueID)) }
         var body: [UInt8] = []
         if let reason = verdict.reason {
             headers.append(("content-type", "application/json"))
@@ -150,7 +154,7 @@ final class SimulatorCore: Sendable {
         let nowMilliseconds = Int64(configuration.clock.now() * 1000)
         state.withLock { s in
             switch faults.listener ?? .pushes {
-            case .pushes: s.plan.apply(faults, nowMilliseconds: nowMilliseconds)
+            case .pushes, .sandboxPushes: s.plan.apply(faults, nowMilliseconds: nowMilliseconds)
             case .channels: s.channelPlan.apply(faults, nowMilliseconds: nowMilliseconds)
             }
             if faults.clear == true { s.channels.limit = SimulatedChannels.appleLimit }

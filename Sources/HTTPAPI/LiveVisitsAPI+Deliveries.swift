@@ -5,8 +5,8 @@ import JSON
 import VisitProjections
 
 extension LiveVisitsAPI {
-    /// `GET /v1/visits/{id}/deliveries` (dispatcher, ops; contract §11): the visit's pushes, newest first,
-    /// never a token.
+    /// `GET /v1/visits/{id}/deliveries` (dispatcher, ops; contract §11 and §13): the visit's pushes, newest
+    /// first, each with its target's id and its APNs ids, never a token.
     func visitDeliveries(_ request: HTTPRequest, id: String?, caller: Caller) async throws -> HTTPResponse {
         guard caller.role == .dispatcher || caller.role == .ops else {
             throw APIError.forbidden("a visit's deliveries need a dispatcher or ops key")
@@ -34,6 +34,11 @@ extension LiveVisitsAPI {
                 JSONMember("lastReason", d.lastReason.map(JSONValue.string) ?? .null),
                 JSONMember("createdAt", .number(Double(Int64(d.createdAt)))),
                 JSONMember("sentAt", d.sentAt.map { .number(Double(Int64($0))) } ?? .null),
+                JSONMember("activityId", d.activityId.map(JSONValue.string) ?? .null),
+                JSONMember("deviceId", d.deviceId.map(JSONValue.string) ?? .null),
+                JSONMember("channelId", d.channelId.map(JSONValue.string) ?? .null),
+                JSONMember("apnsId", .string(d.apnsId)),
+                JSONMember("apnsUniqueId", d.apnsUniqueId.map(JSONValue.string) ?? .null),
             ])
         }
         return .json(.object([JSONMember("deliveries", .array(items))]))

@@ -16,4 +16,8 @@ struct DeliveryCompletion: Sendable, Hashable {
     var sentPriority: Int?
     /// For a retry: the backoff chosen (seconds from now).
     var retryAfter: Double?
+    /// For `sent`: the `apns-unique-id` APNs acknowledged the attempt with (sandbox only), else nil.
+    var uniqueId: String?
+    /// For a broadcast sent under this claim: the channel it went to (kept, as the channel row is not).
+    var channelId: String?
 }

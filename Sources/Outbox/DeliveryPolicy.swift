@@ -87,6 +87,7 @@ enum DeliveryPolicy {
             sentPriority: sentPriority)
         guard case .failed(let failure) = outcome else {
             c.status = 200
+            if case .accepted(_, let uniqueId) = outcome { c.uniqueId = uniqueId }
             return c
         }
         c.status = failure.status

@@ -292,7 +292,8 @@ public struct OutboxStore: Sendable {
     /// whenever the completion applies, and as a `delivery_attempts` row unless it is the acknowledged
     /// attempt that made the delivery `sent` (the common case, kept on the delivery row alone: no insert,
     /// no index entry, no foreign-key check). Targets remember the newest `aps.timestamp` they
-    /// acknowledged. Returns the ids actually completed.
+    /// acknowledged. An acknowledged attempt's `apns-unique-id` and a broadcast's channel id are kept on the
+    /// delivery row by the same statement. Returns the ids actually completed.
     ///
     /// With `findingNextDue`, the same round trip then reads `nextDue` as the completion left it (a worker about
     /// to wait learns when to claim next without a round trip of its own); `nextDue` is nil otherwise.
@@ -314,6 +315,8 @@ public struct OutboxStore: Sendable {
         let latencies = PostgresBinaryArray(completions.map(\.latency))
         let retryAfters = PostgresBinaryArray(completions.map(\.retryAfter))
         let sentPriorities = PostgresBinaryArray(completions.map(\.sentPriority))
+        let uniqueIds = PostgresBinaryArray(completions.map(\.uniqueId))
+        let channelIds = PostgresBinaryArray(completions.map(\.channelId))
         // Each completed row by its primary key, one probe per input row. The lease and state the rows must
         // still have travel as columns of `input`, so they are join conditions, not restrictions: as
         // restrictions (`state = 'sending' AND lease_token = …`, a handful of rows by the statistics) the
@@ -325,9 +328,10 @@ public struct OutboxStore: Sendable {
                 SELECT x.*, \(lease)::uuid AS lease, 'sending'::text AS held
                 FROM unnest(\(ids)::bigint[], \(states)::text[], \(next)::float8[], \(statuses)::int[],
                             \(reasons)::text[], \(unknown)::float8[], \(attempts)::int[], \(attemptedAt)::float8[],
-                            \(latencies)::float8[], \(retryAfters)::float8[], \(sentPriorities)::int[])
+                            \(latencies)::float8[], \(retryAfters)::float8[], \(sentPriorities)::int[],
+                            \(uniqueIds)::uuid[], \(channelIds)::text[])
                     AS x(id, state, next_attempt_at, status, reason, unknown_since, attempt, attempted_at, latency, retry_after,
-                         sent_priority)
+                         sent_priority, unique_id, channel_id)
             ),
             done AS (
                 UPDATE deliveries d
@@ -341,6 +345,8 @@ public struct OutboxStore: Sendable {
                     outcome_unknown_since = CASE WHEN i.state = 'pending' THEN i.unknown_since ELSE d.outcome_unknown_since END,
                     finished_at = CASE WHEN i.state = 'pending' THEN NULL ELSE \(now)::float8 END,
                     sent_priority = COALESCE(i.sent_priority, d.sent_priority),
+                    apns_unique_id = COALESCE(i.unique_id, d.apns_unique_id),
+                    channel_id = COALESCE(i.channel_id, d.channel_id),
                     lease_token = NULL, lease_expires_at = NULL
                 FROM input i
                 WHERE d.id = i.id AND d.lease_token = i.lease AND d.state = i.held

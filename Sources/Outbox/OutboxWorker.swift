@@ -535,11 +535,13 @@ public final class OutboxWorker: Service {
                 pause.accepted()
                 setAlert(false)
             }
-            return DeliveryPolicy.completion(
+            var completion = DeliveryPolicy.completion(
                 of: s.delivery, outcome: s.outcome, sentPriority: s.push.priority.rawValue, attemptedAt: s.attemptedAt,
                 now: now,
                 tokenRetired: retired[s.delivery.id] ?? false, configuration: configuration,
                 random: Double.random(in: 0...1))
+            completion.channelId = s.push.channelId
+            return completion
         }
     }
 

@@ -46,8 +46,8 @@ public struct APNsPushSender: PushSender {
     /// The outcome as the outbox judges it.
     static func outcome(_ result: APNsResult) -> PushOutcome {
         switch result {
-        case .success(_, let latency):
-            return .accepted(latency: latency)
+        case .success(_, let uniqueId, let latency):
+            return .accepted(latency: latency, uniqueId: uniqueId)
         case .failure(let f):
             return .failed(
                 PushFailure(

@@ -42,6 +42,39 @@ import Testing
         }
     }
 
+    /// Apple's development environment answers an accepted push with an `apns-unique-id` (for its Push
+    /// Notifications Console), production never: the simulator's sandbox host does the same, and the client
+    /// hands the id on with the success. A refused push has none.
+    @Test func onlyTheSandboxHostAnswersAUniqueId() async throws {
+        try await withSimulatedAPNs { apns in
+            let configuration = try apns.configuration(
+                baseURLs: [.sandbox: apns.endpoint.sandboxURL, .production: apns.endpoint.url])
+            try await withClient(APNsClient(configuration: configuration, metrics: Metrics())) { client in
+                let sandbox = SimulatedAPNs.request(token: SimulatedAPNs.token(1), environment: .sandbox)
+                let production = SimulatedAPNs.request(token: SimulatedAPNs.token(2), environment: .production)
+                let sandboxResult = await client.send(sandbox)
+                let productionResult = await client.send(production)
+                apns.simulator.failNext(1, status: 503, reason: "ServiceUnavailable")
+                let refused = await client.send(SimulatedAPNs.request(token: SimulatedAPNs.token(3), environment: .sandbox))
+                await client.shutdown()
+                let deliveries = apns.simulator.deliveries()
+                await apns.stop()
+
+                let atSandbox = try #require(deliveries.first { $0.deviceToken == sandbox.deviceToken })
+                let uniqueId = try #require(atSandbox.uniqueID)
+                #expect(UUID(uuidString: uniqueId) != nil && uniqueId == uniqueId.lowercased())
+                #expect(sandboxResult == .success(apnsId: sandbox.apnsId, uniqueId: uniqueId, latency: sandboxResult.latency))
+                #expect(sandboxResult.uniqueId == uniqueId)
+                let atProduction = try #require(deliveries.first { $0.deviceToken == production.deviceToken })
+                #expect(atProduction.accepted && atProduction.uniqueID == nil)
+                #expect(productionResult == .success(apnsId: production.apnsId, latency: productionResult.latency))
+                #expect(productionResult.uniqueId == nil)
+                #expect(refused.classification == .retryable && refused.uniqueId == nil)
+                #expect(deliveries.first { $0.deviceToken == SimulatedAPNs.token(3) }?.uniqueID == nil)
+            }
+        }
+    }
+
     @Test(arguments: [
         (429, "TooManyRequests", APNsFailureClass.retryable), (500, "InternalServerError", .retryable),
         (503, "ServiceUnavailable", .retryable), (403, "InvalidProviderToken", .configuration),

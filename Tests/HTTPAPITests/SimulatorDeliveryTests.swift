@@ -47,7 +47,7 @@ import Testing
             let simulator = try APNsSimulator(configuration: settings)
             let endpoint = try await simulator.start()
             let apns = APNsConfiguration(
-                baseURLs: [.sandbox: endpoint.url, .production: endpoint.url],
+                baseURLs: [.sandbox: endpoint.sandboxURL, .production: endpoint.url],
                 trustedCertificates: try APNsTrustedCertificates(contentsOfFile: endpoint.caFile),
                 signingKey: try APNsSigningKey(pem: Array(pem.utf8)), keyId: keyID, teamId: teamID, bundleId: bundleID)
             let client = APNsClient(configuration: apns, metrics: Metrics())

@@ -1,4 +1,6 @@
+import APNsSimulator
 import Foundation
+import TestSupport
 import Testing
 
 /// `GET /v1/visits/{id}/deliveries` (contract §11): a visit's pushes for dispatchers and ops, newest first,
@@ -36,9 +38,12 @@ import Testing
                 #expect(
                     Set(d.keys) == [
                         "id", "kind", "target", "priority", "state", "attempts", "lastStatus", "lastReason", "createdAt",
-                        "sentAt",
+                        "sentAt", "activityId", "deviceId", "channelId", "apnsId", "apnsUniqueId",
                     ])
                 #expect(d["target"] as? String == "activity")
+                #expect(d["activityId"] as? String == "a-1")
+                #expect(d["deviceId"] is NSNull && d["channelId"] is NSNull && d["apnsUniqueId"] is NSNull)
+                #expect((d["apnsId"] as? String).flatMap(UUID.init(uuidString:)) != nil)
                 #expect([5, 10].contains(d["priority"] as? Int ?? 0))
                 #expect(d["sentAt"] is NSNull)
             }
@@ -83,6 +88,85 @@ import Testing
             #expect(pairs.contains("alert device"), "\(pairs)")
             #expect(pairs.contains("update activity"), "\(pairs)")
             #expect(pairs.isSubset(of: ["start pushToStart", "alert device", "update activity"]), "\(pairs)")
+        }
+    }
+
+    /// Contract §13: a delivery names what it went to and carries the ids Apple's Push Notifications Console
+    /// looks a push up by: its `apns-id` (the one APNs received) and, for an accepted sandbox push, the
+    /// `apns-unique-id` APNs answered; a production push has none. Delivered for real through the simulator.
+    @Test func anAcceptedPushIsTraceableToApplesConsole() async throws {
+        try await SimulatorDeliveryTests.Harness.with { h in
+            let api = h.api
+            let customerId = uniqueID("c")
+            let customer = try await api.key(.customer, customerId)
+            let phone = uniqueID("d")
+            let starter = pushToken("trace-start-\(phone)")
+            #expect(
+                try await api.call(
+                    "PUT", "/v1/customers/\(customerId)/push-to-start-tokens/\(phone)", key: customer,
+                    json: "{\"pushToken\":\"\(starter)\",\"environment\":\"production\"}"
+                ).status == 204)
+            let id = uniqueID("v")
+            try await api.schedule(id, customer: customerId)
+            try await h.drain(until: starter)
+            let tablet = uniqueID("d")
+            let token = pushToken("trace-la-\(id)")
+            #expect(
+                try await api.call(
+                    "PUT", "/v1/visits/\(id)/live-activities/a-1", key: customer,
+                    json: "{\"pushToken\":\"\(token)\",\"environment\":\"sandbox\",\"deviceId\":\"\(tablet)\",\"version\":1}"
+                ).status == 204)
+            #expect(try await api.post(id, #"{"type":"enRoute"}"#).status == 201)
+            try await h.drain(until: token)
+
+            let start = try #require(h.delivered(to: starter).first { $0.accepted })
+            let update = try #require(h.delivered(to: token).first { $0.accepted })
+            #expect(start.uniqueID == nil, "production answers no apns-unique-id")
+            let uniqueID = try #require(update.uniqueID, "the sandbox host answers one")
+            var answer = try await api.call("GET", "/v1/visits/\(id)/deliveries", key: api.ops)
+            try await eventually("both deliveries recorded as sent", within: 30) {
+                answer = try await api.call("GET", "/v1/visits/\(id)/deliveries", key: api.ops)
+                return deliveries(answer).filter { $0["state"] as? String == "sent" }.count >= 2
+            }
+            #expect(!answer.text.lowercased().contains(token) && !answer.text.lowercased().contains(starter))
+            let list = deliveries(answer)
+            let sentStart = try #require(list.first { $0["kind"] as? String == "start" })
+            #expect(sentStart["target"] as? String == "pushToStart")
+            #expect(sentStart["deviceId"] as? String == phone)
+            #expect(sentStart["activityId"] is NSNull && sentStart["channelId"] is NSNull)
+            #expect(sentStart["apnsId"] as? String == start.header("apns-id")?.lowercased())
+            #expect(sentStart["apnsUniqueId"] is NSNull)
+            let sentUpdate = try #require(list.first { $0["apnsId"] as? String == update.header("apns-id")?.lowercased() })
+            #expect(sentUpdate["state"] as? String == "sent")
+            #expect(sentUpdate["target"] as? String == "activity")
+            #expect(sentUpdate["activityId"] as? String == "a-1")
+            #expect(sentUpdate["deviceId"] is NSNull && sentUpdate["channelId"] is NSNull)
+            #expect(sentUpdate["apnsUniqueId"] as? String == uniqueID)
+        }
+    }
+
+    /// A broadcast names its channel: the id the push went to, kept after the server forgets the channel.
+    @Test func aBroadcastNamesItsChannel() async throws {
+        try await ChannelRouteTests.Harness.with { h in
+            let api = h.api
+            let id = uniqueID("v")
+            let customerId = uniqueID("c")
+            #expect(try await api.schedule(id, customer: customerId).status == 201)
+            let customer = try await api.key(.customer, customerId)
+            let channel = try #require(
+                ChannelRouteTests.channelId(
+                    try await api.call("PUT", "/v1/visits/\(id)/channel", key: customer, json: #"{"environment":"sandbox"}"#)))
+            #expect(try await api.post(id, #"{"type":"enRoute"}"#).status == 201)
+            try await h.drain("the broadcast") { h.broadcasts(to: channel).contains { $0.accepted } }
+            let broadcast = try #require(h.broadcasts(to: channel).first { $0.accepted })
+            _ = try await api.pool.withConnection { try $0.query("DELETE FROM channels WHERE channel_id = \(channel)") }
+
+            let list = deliveries(try await api.call("GET", "/v1/visits/\(id)/deliveries", key: api.dispatcher))
+            let sent = try #require(list.first { $0["target"] as? String == "channel" })
+            #expect(sent["state"] as? String == "sent")
+            #expect(sent["channelId"] as? String == channel)
+            #expect(sent["activityId"] is NSNull && sent["deviceId"] is NSNull)
+            #expect(sent["apnsId"] as? String == broadcast.header("apns-id")?.lowercased())
         }
     }
 

@@ -73,5 +73,9 @@ import Testing
             APNsPushSender.outcome(Self.failure(.connectionFailed("refused"), status: nil, reason: nil)).failure?.outcomeUnknown
                 == false)
         #expect(APNsPushSender.outcome(.success(apnsId: "x", latency: 0.5)) == .accepted(latency: 0.5))
+        let unique = "6c1a8f3e-2b4d-4e5f-9a7b-1c2d3e4f5a6b"
+        #expect(
+            APNsPushSender.outcome(.success(apnsId: "x", uniqueId: unique, latency: 0.5))
+                == .accepted(latency: 0.5, uniqueId: unique))
     }
 }
