@@ -129,6 +129,9 @@ let package = Package(
         ),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "TestSupportCore"]),
         .testTarget(
+            name: "LiveActivityLedgerTests",
+            dependencies: ["LiveActivityLedger", "Outbox", "OutboxTestSupport", "Postgres", "Runtime", "TestSupport"]),
+        .testTarget(
             name: "OutboxTests",
             dependencies: [
                 "LiveActivityLedger", "Outbox", "OutboxAPNs", "APNs", "APNsSimulator", "TestSupport", "OutboxTestSupport",

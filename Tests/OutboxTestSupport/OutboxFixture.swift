@@ -75,6 +75,44 @@ public struct OutboxFixture {
         }
     }
 
+    /// The ledger as the fixture's workers see it (their configuration's renewal, lifetime, cap and budget).
+    public var ledger: LiveActivityLedger {
+        LiveActivityLedger(
+            settings: LiveActivityLedger.Settings(
+                renewalSeconds: configuration.activityRenewalSeconds, lifetimeSeconds: configuration.activityLifetimeSeconds,
+                maxRenewals: configuration.maxRenewals, priority10PerHour: configuration.priority10PerHour,
+                priority10PerHourFrequent: configuration.priority10PerHourFrequent),
+            clock: clock, metrics: Metrics())
+    }
+
+    /// A device's ordinary notification token (the fallback notifications go to it).
+    public func registerNotification(customer: String, device: String, token: String) async throws {
+        let registry = self.registry
+        _ = try await pool.withConnection {
+            try registry.register(
+                .notificationDevice(customerId: customer, deviceId: device), pushToken: token, environment: .production,
+                on: $0)
+        }
+    }
+
+    /// What the app reports for an activity (`activityStateUpdates`).
+    @discardableResult
+    public func report(_ state: ReportedActivityState, visit: String, activity: String) async throws
+        -> LiveActivityLedger.ReportOutcome
+    {
+        let ledger = self.ledger
+        return try await pool.withTransaction { try ledger.report(state, visitId: visit, activityId: activity, on: $0) }
+    }
+
+    /// The visit's ledger (customer `c-1`; `staleDate` far ahead unless given).
+    public func entries(visit: String, customer: String = "c-1", ended: Bool = false, staleDate: Int64? = nil) async throws
+        -> [LiveActivityEntry]
+    {
+        let ledger = self.ledger
+        let facts = LiveActivityLedger.VisitFacts(visitId: visit, customerId: customer, ended: ended, staleDate: staleDate)
+        return try await pool.withConnection { try ledger.entries(of: facts, on: $0) }
+    }
+
     public func setPreferences(customer: String, device: String, enabled: Bool, frequent: Bool = true) async throws {
         let registry = self.registry
         try await pool.withConnection {
