@@ -53,13 +53,26 @@ struct RequestBody {
 
 /// Path and header checks shared by the routes.
 enum RequestChecks {
-    /// Ids in paths: 1–128 bytes of URL-unreserved characters.
-    static func id(_ value: String?, name: String) throws -> String {
-        guard let value, !value.isEmpty, value.utf8.count <= 128,
-            value.utf8.allSatisfy({ c in
+    /// Whether `value` is an id: 1–128 bytes of URL-unreserved characters (`A–Z a–z 0–9 . _ ~ -`).
+    static func isId(_ value: String) -> Bool {
+        !value.isEmpty && value.utf8.count <= 128
+            && value.utf8.allSatisfy({ c in
                 (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c == 45 || c == 46 || c == 95 || c == 126
             })
-        else { throw APIError(.notFound, "\(name) not found") }
+    }
+
+    /// Ids in paths: an id, or the thing it names is not found.
+    static func id(_ value: String?, name: String) throws -> String {
+        guard let value, isId(value) else { throw APIError(.notFound, "\(name) not found") }
+        return value
+    }
+
+    /// An optional id in a body, refused with 422 naming `field` when it is not one.
+    static func bodyId(_ value: String?, field: String) throws -> String? {
+        guard let value else { return nil }
+        guard isId(value) else {
+            throw APIError(.invalidValue, "\(field): expected 1 to 128 of A-Z a-z 0-9 . _ ~ -")
+        }
         return value
     }
 
