@@ -475,9 +475,12 @@ public final class OutboxWorker: Service {
                     } else {
                         continue
                     }
-                    out[d.id] = try registry.retire(
+                    let retired = try registry.retire(
                         holder, token: s.push.deviceToken, reason: reason,
                         notRegisteredAfterMs: s.outcome.failure?.tokenInvalidSinceMs, on: connection)
+                    out[d.id] = retired
+                    // APNs no longer knows the activity's token: iOS ended it (a change of the ledger).
+                    if retired, case .liveActivity = holder { ledger.counted(.ended) }
                 }
                 return out
             }

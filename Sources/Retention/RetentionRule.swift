@@ -34,7 +34,7 @@ public struct RetentionRule: Sendable {
     /// pending or sending never matches.
     public static let all: [RetentionRule] = [
         finishedDeliveries, idempotencyRecords,
-        retiredTokens(table: "live_activities"), retiredTokens(table: "push_to_start_tokens"),
+        retiredActivities, retiredTokens(table: "push_to_start_tokens"),
         retiredTokens(table: "notification_tokens"), endedVisitActivities, endedVisitChannels,
     ]
 
@@ -86,15 +86,17 @@ public struct RetentionRule: Sendable {
             """
     }
 
-    /// Tokens retired longer ago than the retention (`<table>_retired_age`).
-    public static func retiredTokens(table: String) -> RetentionRule {
+    /// Tokens retired longer ago than the retention (`<table>_retired_age`). `keeping` (SQL on the table's
+    /// row `t`) holds back rows that must stay whatever their age.
+    public static func retiredTokens(table: String, keeping: String = "false") -> RetentionRule {
         RetentionRule(name: "retired \(table)") { settings, now in
             let cutoffMs = Int64((now - Double(settings.retentionDays) * 86_400) * 1_000)
             return PostgresQuery(
                 sql: """
                     WITH gone AS (
                         DELETE FROM \(table) WHERE ctid = ANY(ARRAY(
-                            SELECT ctid FROM \(table) WHERE retired_at_ms IS NOT NULL AND retired_at_ms < $1::bigint
+                            SELECT ctid FROM \(table) t WHERE retired_at_ms IS NOT NULL AND retired_at_ms < $1::bigint
+                              AND NOT (\(keeping))
                             ORDER BY retired_at_ms LIMIT $2::int))
                         AND retired_at_ms < $1::bigint
                         RETURNING 1
@@ -103,6 +105,13 @@ public struct RetentionRule: Sendable {
                     """, binds: [.text(String(cutoffMs)), .text(String(settings.batchSize))])
         }
     }
+
+    /// Retired Live Activities older than the retention, but those of a visit still active: they are the
+    /// ledger's memory of what each device had (a dismissal withholds the visit's starts and fallbacks from
+    /// its device for as long as the visit runs). They go with the visit's other tokens 12 hours after it ends.
+    public static let retiredActivities = retiredTokens(
+        table: "live_activities",
+        keeping: "EXISTS (SELECT 1 FROM visits v WHERE v.visit_id = t.visit_id AND NOT v.ended)")
 
     /// Every live-activity token, retired or not, of a visit that ended more than 12 hours ago (its last
     /// event, the end, is the stream's newest: one probe of the events' stream index per visit).

@@ -63,8 +63,10 @@ import Testing
                                ('k', 'POST /v1/visits', 'fresh', 'sha256:x', now() - interval '47 hours');
                         """)
                 // Tokens: retired long ago, retired lately, live; and live ones of visits that ended 13 h and 1 h ago.
+                // A visit still active keeps its retired activities whatever their age (the ledger's memory).
                 for (visit, activity, retired) in [
-                    ("v-live", "retired-old", nowMs - 40 * 86_400_000), ("v-live", "retired-fresh", nowMs - 86_400_000),
+                    ("v-ended-lately", "retired-old", nowMs - 40 * 86_400_000),
+                    ("v-live", "dismissed-old", nowMs - 40 * 86_400_000), ("v-live", "retired-fresh", nowMs - 86_400_000),
                     ("v-live", "live", nil as Int64?), ("v-ended-long", "live", nil), ("v-ended-lately", "live", nil),
                 ] {
                     try c.query(
@@ -135,7 +137,7 @@ import Testing
             #expect(left.0 == [ids["freshSent"]!, ids["oldPending"]!, ids["oldSending"]!].sorted())
             #expect(left.1 == 3, "the attempts of the three deliveries that stay")
             #expect(left.2 == ["fresh"])
-            #expect(left.3 == ["v-ended-lately/live", "v-live/live", "v-live/retired-fresh"])
+            #expect(left.3 == ["v-ended-lately/live", "v-live/dismissed-old", "v-live/live", "v-live/retired-fresh"])
             #expect(left.4 == 3, "events are never deleted")
 
             // A second pass finds nothing; a pass while another holds the fleet's lock does nothing.
