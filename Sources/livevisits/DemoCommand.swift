@@ -19,6 +19,12 @@ enum DemoCommand {
     static let bundleId = "com.example.fieldservice"
     /// How long one push may take to reach the simulator before the demo gives up.
     static let pushTimeoutSeconds = 60.0
+    /// The demo's `activityRenewalSeconds`: visit A's iPhone activity is renewed this long after its start was
+    /// acknowledged, while the demo waits for it. Long enough for the steps before that wait (a few requests)
+    /// to be done first, short enough to watch.
+    static let renewalSeconds = 10
+    /// The demo's `activityLifetimeSeconds`: longer than the whole demo, so nothing lapses while it plays.
+    static let lifetimeSeconds = 600
 
     struct Options {
         var keepRunning = false
@@ -214,15 +220,20 @@ enum DemoCommand {
     }
 
     /// The project's projections with the demo's rules: a priority-10 allowance of 1 per hour (so the second
-    /// alert of visit A goes at priority 5) and a 5-second progress interval (so a run of distance updates
-    /// is coalesced without a long wait); everything else as shipped. Returns the directory.
+    /// alert of visit A goes at priority 5), a 5-second progress interval (so a run of distance updates
+    /// is coalesced without a long wait), and a renewal after `renewalSeconds` at most once per device
+    /// (`maxRenewals` 1, so the renewed activity is not renewed again while the visit plays) with a lifetime
+    /// of `lifetimeSeconds`; everything else as shipped. Returns the directory.
     static func demoRules(project: URL, folder: URL) throws -> String {
         let shipped = project.appendingPathComponent("Projections")
         let directory = folder.appendingPathComponent("projections")
         do {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             let rules = try JSONValue.parse(Array(try Data(contentsOf: shipped.appendingPathComponent("rules.json"))))
-            let members = (rules.objectMembers ?? []).filter { !["budget", "progressIntervalSeconds"].contains($0.key) }
+            let replaced = [
+                "budget", "progressIntervalSeconds", "activityRenewalSeconds", "activityLifetimeSeconds", "maxRenewals",
+            ]
+            let members = (rules.objectMembers ?? []).filter { !replaced.contains($0.key) }
             let demo = JSONValue.object(
                 members + [
                     JSONMember(
@@ -231,6 +242,9 @@ enum DemoCommand {
                             JSONMember("priority10PerHour", .number(1)), JSONMember("priority10PerHourFrequent", .number(1)),
                         ])),
                     JSONMember("progressIntervalSeconds", .number(5)),
+                    JSONMember("activityRenewalSeconds", .number(Double(renewalSeconds))),
+                    JSONMember("activityLifetimeSeconds", .number(Double(lifetimeSeconds))),
+                    JSONMember("maxRenewals", .number(1)),
                 ])
             try Data(demo.indentedSerialized()).write(to: directory.appendingPathComponent("rules.json"))
             let sql = directory.appendingPathComponent("visits.sql")
@@ -239,7 +253,9 @@ enum DemoCommand {
         } catch {
             throw CommandFailure("the demo's rules in \(directory.path): \(error)")
         }
-        progress("rules: \(directory.path)/rules.json (priority-10 allowance 1 per hour, progress interval 5 s)")
+        progress(
+            "rules: \(directory.path)/rules.json (priority-10 allowance 1 per hour, progress interval 5 s, "
+                + "renewal after \(renewalSeconds) s at most once, lifetime \(lifetimeSeconds) s)")
         return directory.path
     }
 
@@ -273,6 +289,7 @@ enum DemoCommand {
             Try:
               curl -fsS \(baseURL)/v1/visits/\(scenario.visitA) -H 'Authorization: Bearer \(keys.customerA)'
               curl -fsS \(baseURL)/v1/visits/\(scenario.visitA)/events -H 'Authorization: Bearer \(keys.dispatcher)'
+              curl -fsS \(baseURL)/v1/visits/\(scenario.visitA)/live-activities -H 'Authorization: Bearer \(keys.dispatcher)'
               curl -fsS -X POST \(baseURL)/v1/visits -H 'Authorization: Bearer \(keys.dispatcher)' -d '{"customerId": "\(scenario.customerA)", "attributes": {"customerFirstName": "Alex", "serviceAddress": "12 Elm Row", "jobSummary": "Boiler check"}, "technician": {"id": "\(scenario.technicianId)", "name": "Sam", "avatarSymbol": "person.crop.circle", "vanDescription": "White van"}, "arrivalWindow": {"start": \(Int(Date().timeIntervalSince1970) + 900), "end": \(Int(Date().timeIntervalSince1970) + 2700)}, "kilometresAway": 9.5}'
               curl -fsS \(baseURL)/metrics | grep livevisits_outbox
               curl -fsS --http2 --cacert \(endpoint.caFile) \(endpoint.url)/_sim/deliveries

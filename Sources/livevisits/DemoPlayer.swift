@@ -38,8 +38,17 @@ struct DemoPlayer: Sendable {
         var expectedCount: [DemoScenario.Device: Int] = [:]
         for (index, step) in steps.enumerated() {
             try Task.checkCancellation()
-            DemoCommand.progress("[\(index + 1)/\(steps.count)] \(step.actor) \(step.description) — \(step.method) \(step.path)")
-            let answer = try await client.send(step.method, step.path, key: step.key, body: step.body, expect: step.expect)
+            if step.waitsForTheServer {
+                DemoCommand.progress("[\(index + 1)/\(steps.count)] \(step.actor) \(step.description)")
+            } else {
+                DemoCommand.progress(
+                    "[\(index + 1)/\(steps.count)] \(step.actor) \(step.description) — \(step.method) \(step.path)")
+            }
+            let answer =
+                step.waitsForTheServer
+                ? JSONValue.null
+                : try await client.send(step.method, step.path, key: step.key, body: step.body, expect: step.expect)
+            if let expected = step.ledger { try check(ledger: answer, against: expected) }
             if step.answersChannel {
                 guard let id = answer["channelId"]?.stringValue else {
                     throw CommandFailure("PUT …/channel answered no channelId")
@@ -56,6 +65,25 @@ struct DemoPlayer: Sendable {
             }
         }
         return keys
+    }
+
+    /// Prints a ledger answer, one entry a line, and fails unless it holds exactly the expected activities in
+    /// the expected states (a `starting` entry, say, would be a start the rules should have withheld).
+    private func check(ledger answer: JSONValue, against expected: [String: String]) throws {
+        let entries = answer["liveActivities"]?.arrayElements ?? []
+        var found: [String: String] = [:]
+        for entry in entries {
+            let activity = entry["activityId"]?.stringValue ?? "(none)"
+            let state = entry["state"]?.stringValue ?? "-"
+            let device = entry["deviceId"]?.stringValue ?? "-"
+            let origin = entry["origin"]?.stringValue ?? "-"
+            DemoCommand.progress("    ledger: \(activity) on \(device): \(state) (origin \(origin))")
+            found[activity] = state
+        }
+        guard entries.count == expected.count, found == expected else {
+            let want = expected.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+            throw CommandFailure("the Live Activity ledger is not what the steps imply (expected \(want))")
+        }
     }
 
     /// Polls the simulator's records until `count` pushes reached `device`.

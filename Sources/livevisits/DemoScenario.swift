@@ -4,19 +4,31 @@ import JSON
 import Synchronization
 
 /// The two visits the demo plays through the HTTP API, step by step, and the pushes each step must make
-/// APNs receive. Visit A is followed from booking to completion by a customer whose iPhone registered a
-/// push-to-start token; visit B's customer started the Live Activity in the app and registers its update
-/// token; B is cancelled. The demo's rules (`DemoCommand.demoRules`) show contract §8 and §9 at work: A's
-/// distance updates are coalesced, A's second alert is over its priority-10 allowance of 1 and goes at 5,
-/// and customer B's iPad, with Live Activities off, gets ordinary notifications instead. Visit B is also
-/// followed through a broadcast channel (contract §7) by two more devices of the household (a second iPhone
-/// and the kitchen iPad): both ask for the visit's channel, get the same id, and B's en-route update and
-/// its end each reach them as one broadcast.
+/// APNs receive. Visit A is followed from booking to completion by a customer whose iPhone and iPad
+/// registered push-to-start tokens: the booking starts an activity on each. The customer swipes the iPad's
+/// away (the app reports `dismissed`), and the iPad's push-to-start token then rotates: no start reaches it
+/// (a dismissal is kept, contract §13). Before the technician sets off, the iPhone's activity reaches the
+/// demo's short `activityRenewalSeconds` and the server renews it: an end to it, then a start with the
+/// renewal's own alert to the iPhone only; the renewed activity registers and follows the rest of the
+/// visit, and the ledger (`GET …/live-activities`) shows the three activities. Visit B's customer started
+/// the Live Activity in the app and registers its update token; B is cancelled. The demo's rules
+/// (`DemoCommand.demoRules`) show contract §8 and §9 at work: A's distance updates are coalesced, A's second
+/// alert is over its priority-10 allowance of 1 and goes at 5, and customer B's iPad, with Live Activities
+/// off, gets ordinary notifications instead. Visit B is also followed through a broadcast channel (contract
+/// §7) by two more devices of the household (a second iPhone and the kitchen iPad): both ask for the visit's
+/// channel, get the same id, and B's en-route update and its end each reach them as one broadcast.
 struct DemoScenario: Sendable {
     /// Which simulated device a push went to.
-    enum Device: String, Sendable {
+    enum Device: String, Sendable, CaseIterable {
         case pushToStart = "push-to-start"
+        /// Customer A's iPad: its push-to-start token, then the token it rotates to (which must get nothing).
+        case pushToStartTablet = "push-to-start-iPad"
+        case pushToStartTabletRotated = "push-to-start-iPad-rotated"
+        /// The iPhone's first activity of visit A (renewed), and the one the renewal's start began.
         case activityA = "activity-A"
+        case activityARenewed = "activity-A-renewed"
+        /// The iPad's activity of visit A, dismissed by the customer: nothing may reach it after the booking.
+        case activityTablet = "activity-A-iPad"
         case activityB = "activity-B"
         /// Customer B's iPad: Live Activities off, an ordinary notification token.
         case notificationB = "notification-B"
@@ -47,6 +59,8 @@ struct DemoScenario: Sendable {
         var priority: String
         var hasAlert: Bool
         var dismissal: Dismissal = .none
+        /// The alert's title, when the step cares which alert it is (a booking's or a renewal's start).
+        var alertTitle: String? = nil
     }
 
     /// One thing a person does, and the push it must cause (nil: none).
@@ -66,9 +80,20 @@ struct DemoScenario: Sendable {
         /// The step asks for a visit's channel: its answer's `channelId` is this run's (and must equal the
         /// ones before it).
         var answersChannel = false
+        /// The step sends nothing: it waits for what the server does by itself (a renewal).
+        var waitsForTheServer = false
+        /// The step reads a visit's ledger: the states it must show, by activity id (and nothing else).
+        var ledger: [String: String]? = nil
 
         /// The pushes the step must cause.
         var pushes: [ExpectedPush] { [push, alsoPush, broadcast].compactMap { $0 } }
+
+        /// A step that only waits for the server.
+        static func waiting(_ actor: String, _ description: String, push: ExpectedPush, alsoPush: ExpectedPush) -> Step {
+            Step(
+                actor: actor, description: description, method: "", path: "", key: "", body: nil, expect: 0, push: push,
+                alsoPush: alsoPush, waitsForTheServer: true)
+        }
     }
 
     let run: String
@@ -78,7 +103,13 @@ struct DemoScenario: Sendable {
     let customerB: String
     let technicianId = "t-42"
     let deviceId = "iphone-1"
+    /// Customer A's iPad.
+    let tabletA = "ipad-a"
     let tabletId = "ipad-b"
+    /// The activity ids of visit A: the iPhone's, its renewal's, the iPad's.
+    var activityA: String { "la-\(run)-a" }
+    var activityARenewed: String { "la-\(run)-a2" }
+    var activityTablet: String { "la-\(run)-a-ipad" }
     let tokens: [Device: String]
     let channels = Channels()
 
@@ -92,7 +123,7 @@ struct DemoScenario: Sendable {
         func token() -> String {
             (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
         }
-        tokens = [.pushToStart: token(), .activityA: token(), .activityB: token(), .notificationB: token()]
+        tokens = Dictionary(uniqueKeysWithValues: Device.allCases.filter { $0 != .channelB }.map { ($0, token()) })
     }
 
     /// The device a recorded push went to, when it is one of this run's.
@@ -125,11 +156,23 @@ struct DemoScenario: Sendable {
         }
         func update(_ status: String, alert: Bool = false, priority: String? = nil) -> ExpectedPush {
             ExpectedPush(
-                device: .activityA, event: "update", status: status, priority: priority ?? (alert ? "10" : "5"),
+                device: .activityARenewed, event: "update", status: status, priority: priority ?? (alert ? "10" : "5"),
                 hasAlert: alert)
         }
         func notification(_ status: String) -> ExpectedPush {
             ExpectedPush(device: .notificationB, event: "alert", status: status, priority: "10", hasAlert: true)
+        }
+        func start(_ device: Device, alert: String) -> ExpectedPush {
+            ExpectedPush(device: device, event: "start", status: "scheduled", priority: "10", hasAlert: true, alertTitle: alert)
+        }
+        func register(_ activity: String, _ token: Device, from device: String, _ description: String) -> Step {
+            Step(
+                actor: "customer A", description: description, method: "PUT",
+                path: "/v1/visits/\(visitA)/live-activities/\(activity)", key: customerAKey,
+                body: [
+                    "pushToken": .string(tokens[token]!), "environment": "sandbox", "version": 1, "deviceId": .string(device),
+                ],
+                expect: 204, push: nil)
         }
         let eventsA = "/v1/visits/\(visitA)/events"
         return [
@@ -138,18 +181,44 @@ struct DemoScenario: Sendable {
                 path: "/v1/customers/\(customerA)/push-to-start-tokens/\(deviceId)", key: customerAKey,
                 body: ["pushToken": .string(tokens[.pushToStart]!), "environment": "sandbox"], expect: 204, push: nil),
             Step(
-                actor: "dispatcher", description: "books visit \(visitA), arrival window opens in 15 min", method: "POST",
-                path: "/v1/visits", key: dispatcher, body: schedule(visitA, customer: customerA, summary: "Boiler check"),
-                expect: 201,
-                push: ExpectedPush(device: .pushToStart, event: "start", status: "scheduled", priority: "10", hasAlert: true)),
+                actor: "customer A", description: "the iPad registers its push-to-start token", method: "PUT",
+                path: "/v1/customers/\(customerA)/push-to-start-tokens/\(tabletA)", key: customerAKey,
+                body: ["pushToken": .string(tokens[.pushToStartTablet]!), "environment": "sandbox"], expect: 204, push: nil),
             Step(
-                actor: "customer A", description: "the started Live Activity registers its update token (version 1)",
-                method: "PUT", path: "/v1/visits/\(visitA)/live-activities/la-\(run)-a", key: customerAKey,
-                body: [
-                    "pushToken": .string(tokens[.activityA]!), "environment": "sandbox", "version": 1,
-                    "deviceId": .string(deviceId),
-                ],
-                expect: 204, push: nil),
+                actor: "dispatcher",
+                description: "books visit \(visitA), arrival window opens in 15 min (a start on each device)",
+                method: "POST", path: "/v1/visits", key: dispatcher,
+                body: schedule(visitA, customer: customerA, summary: "Boiler check"), expect: 201,
+                push: start(.pushToStart, alert: "Visit booked"), alsoPush: start(.pushToStartTablet, alert: "Visit booked")),
+            register(
+                activityA, .activityA, from: deviceId, "the iPhone's started Live Activity registers its update token (version 1)"
+            ),
+            register(
+                activityTablet, .activityTablet, from: tabletA,
+                "the iPad's started Live Activity registers its update token (version 1)"),
+            Step(
+                actor: "customer A", description: "swipes the iPad's Live Activity away: the app reports it dismissed",
+                method: "PUT", path: "/v1/visits/\(visitA)/live-activities/\(activityTablet)/state", key: customerAKey,
+                body: ["state": "dismissed"], expect: 204, push: nil),
+            Step(
+                actor: "customer A", description: "the iPad's push-to-start token rotates (no start: the dismissal is kept)",
+                method: "PUT", path: "/v1/customers/\(customerA)/push-to-start-tokens/\(tabletA)", key: customerAKey,
+                body: ["pushToken": .string(tokens[.pushToStartTabletRotated]!), "environment": "sandbox"], expect: 204,
+                push: nil),
+            .waiting(
+                "the server",
+                "renews the iPhone's activity at activityRenewalSeconds (\(DemoCommand.renewalSeconds) s): an end, then a start with "
+                    + "the renewal's alert, to the iPhone only",
+                push: ExpectedPush(
+                    device: .activityA, event: "end", status: "scheduled", priority: "10", hasAlert: false, dismissal: .immediate),
+                alsoPush: start(.pushToStart, alert: "Still on its way")),
+            register(
+                activityARenewed, .activityARenewed, from: deviceId,
+                "the activity the renewal started registers its update token (version 1)"),
+            Step(
+                actor: "dispatcher", description: "reads visit \(visitA)'s Live Activity ledger", method: "GET",
+                path: "/v1/visits/\(visitA)/live-activities", key: dispatcher, body: nil, expect: 200, push: nil,
+                ledger: [activityARenewed: "active", activityTablet: "dismissed", activityA: "renewed"]),
             Step(
                 actor: "technician", description: "is en route, 14.5 km away", method: "POST", path: eventsA, key: technician,
                 body: event("enRoute", ["kilometresAway": 14.5]), expect: 201, push: update("enRoute")),
@@ -177,7 +246,7 @@ struct DemoScenario: Sendable {
                 actor: "technician", description: "completed the visit", method: "POST", path: eventsA, key: technician,
                 body: event("completed"), expect: 201,
                 push: ExpectedPush(
-                    device: .activityA, event: "end", status: "completed", priority: "10", hasAlert: false,
+                    device: .activityARenewed, event: "end", status: "completed", priority: "10", hasAlert: false,
                     dismissal: .afterOneHour)),
             Step(
                 actor: "customer B", description: "the iPad registers its notification token", method: "PUT",

@@ -30,7 +30,12 @@ struct DemoVerdict {
                 }
                 lastTimestamp[device] = timestamp
             }
-            guard let wanted = expectedByDevice[device], nth < wanted.count else { continue }
+            // A device the steps give no (more) push: a dismissed activity, a rotated token after a dismissal.
+            guard let wanted = expectedByDevice[device], nth < wanted.count else {
+                let event = aps?["event"]?.stringValue ?? "-"
+                problems.append("\(label): an unexpected \(event) reached \(device.rawValue)")
+                continue
+            }
             let want = wanted[nth]
             let isAlert = delivery.header("apns-push-type") == "alert"
             let event = aps?["event"]?.stringValue ?? (isAlert ? "alert" : "-")
@@ -43,6 +48,10 @@ struct DemoVerdict {
             }
             if (aps?["alert"] != nil) != want.hasAlert {
                 problems.append("\(label): alert \(want.hasAlert ? "missing" : "unexpected")")
+            }
+            if let title = want.alertTitle, aps?["alert"]?["title"]?.stringValue != title {
+                problems.append(
+                    "\(label): alert \"\(aps?["alert"]?["title"]?.stringValue ?? "none")\", expected \"\(title)\"")
             }
             if event == "start", aps?["attributes"]?["visitId"]?.stringValue != scenario.visitA {
                 problems.append("\(label): the start's attributes.visitId is not \(scenario.visitA)")

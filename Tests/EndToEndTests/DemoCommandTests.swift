@@ -14,7 +14,7 @@ import Testing
 
         let outcome = try await Subprocess.run(livevisits, ["demo", "--dir", folder.path, "--record", record.path])
         #expect(outcome.status == 0, "demo failed: \(outcome.stderr.suffix(2000))")
-        #expect(outcome.stdout.components(separatedBy: "APNs ←").count - 1 == 14, "one printed line per push")
+        #expect(outcome.stdout.components(separatedBy: "APNs ←").count - 1 == 17, "one printed line per push")
         #expect(outcome.stdout.contains("stopped the PostgreSQL cluster"), "the demo stops the cluster it started")
         #expect(outcome.stdout.contains("livevisits demo --keep-running"))
 
@@ -33,10 +33,10 @@ import Testing
         }
         #expect(activityPushes.allSatisfy { $0["pushType"] as? String == "liveactivity" })
         #expect(activityPushes.allSatisfy { $0["topic"] as? String == "com.example.fieldservice.push-type.liveactivity" })
-        #expect(events("start").count == 1)
+        #expect(events("start").count == 3)
         #expect(events("update").count == 8)
-        #expect(events("end").count == 3)
-        #expect(deliveries.count == 14)
+        #expect(events("end").count == 4)
+        #expect(deliveries.count == 17)
 
         // Contract §7: visit B is also followed through one broadcast channel by two devices (both asked for
         // it and got the same id): its en-route update and its end, each once, byte for byte the activity's.
@@ -57,12 +57,36 @@ import Testing
         #expect(notifications.allSatisfy { $0["topic"] as? String == "com.example.fieldservice" })
         #expect(notifications.allSatisfy { $0["priority"] as? Int == 10 })
 
-        let start = try #require(events("start").first)
-        #expect(start["device"] as? String == "push-to-start")
-        #expect(start["priority"] as? Int == 10)
-        #expect(start["alertTitle"] as? String == "Visit booked")
+        // The booking starts an activity on each of customer A's devices, with the booking's alert.
+        let bookings = events("start").filter { $0["alertTitle"] as? String == "Visit booked" }
+        #expect(Set(bookings.compactMap { $0["device"] as? String }) == ["push-to-start", "push-to-start-iPad"])
+        #expect(bookings.count == 2)
+        #expect(events("start").allSatisfy { $0["priority"] as? Int == 10 && $0["visitId"] as? String == completed })
+
+        // Contract §13: the iPad's activity was dismissed, then its push-to-start token rotated. Nothing reaches
+        // either: no update to the dismissed activity, no start to the new token.
+        #expect(!deliveries.contains { $0["device"] as? String == "activity-A-iPad" })
+        #expect(!deliveries.contains { $0["device"] as? String == "push-to-start-iPad-rotated" })
+        #expect(outcome.stdout.contains("ledger: la-"), "the demo prints the ledger")
+        #expect(outcome.stdout.contains(": dismissed (origin pushToStart)"), "the ledger shows the iPad's dismissal")
+        #expect(outcome.stdout.contains(": renewed (origin pushToStart)"))
+        #expect(outcome.stdout.contains(": active (origin renewal)"))
+
+        // Renewal: the iPhone's first activity gets only the renewal's end (dismissed at once), then the iPhone's
+        // push-to-start token a start with the renewal's own alert, newer than the end.
+        let renewalEnds = deliveries.filter { $0["device"] as? String == "activity-A" }
+        #expect(renewalEnds.map { $0["event"] as? String } == ["end"])
+        let renewalEnd = try #require(renewalEnds.first)
+        let renewalEndTimestamp = try #require(renewalEnd["timestamp"] as? Int)
+        #expect(renewalEnd["dismissal-date"] as? Int == renewalEndTimestamp)
+        #expect(contentState(renewalEnd)["status"] as? String == "scheduled")
+        let renewalStarts = events("start").filter { $0["alertTitle"] as? String == "Still on its way" }
+        #expect(renewalStarts.map { $0["device"] as? String } == ["push-to-start"])
+        let renewalStart = try #require(renewalStarts.first)
+        #expect((renewalStart["timestamp"] as? Int ?? 0) > renewalEndTimestamp)
 
         let updates = events("update").filter { $0["visitId"] as? String == completed }
+        #expect(updates.allSatisfy { $0["device"] as? String == "activity-A-renewed" }, "the renewed activity follows the visit")
         #expect(
             updates.map { contentState($0)["status"] as? String ?? "?" }
                 == ["enRoute", "enRoute", "enRoute", "nearby", "onSite", "finishing"])
@@ -73,7 +97,7 @@ import Testing
         #expect(updates.map { $0["priority"] as? Int ?? 0 } == [5, 5, 5, 10, 5, 5])
 
         let ends = events("end").filter { $0["device"] as? String != "channel-B" }
-        let completedEnd = try #require(ends.first { $0["visitId"] as? String == completed })
+        let completedEnd = try #require(ends.first { $0["device"] as? String == "activity-A-renewed" })
         let cancelledEnd = try #require(ends.first { $0["visitId"] as? String == cancelled })
         let completedTimestamp = try #require(completedEnd["timestamp"] as? Int)
         let cancelledTimestamp = try #require(cancelledEnd["timestamp"] as? Int)
@@ -82,11 +106,12 @@ import Testing
         #expect(contentState(completedEnd)["status"] as? String == "completed")
         #expect(contentState(cancelledEnd)["status"] as? String == "cancelled")
 
+        // The iPhone's activities of visit A, the renewal's end first, then the renewed activity's pushes.
         let timestamps =
             deliveries
-            .filter { $0["visitId"] as? String == completed && $0["device"] as? String != "push-to-start" }
+            .filter { $0["visitId"] as? String == completed && $0["event"] as? String != "start" }
             .compactMap { $0["timestamp"] as? Int }
-        #expect(timestamps.count == 7)
+        #expect(timestamps.count == 8)
         #expect(zip(timestamps, timestamps.dropFirst()).allSatisfy { $0 < $1 }, "strictly increasing aps.timestamp")
     }
 

@@ -32,12 +32,13 @@ import Testing
             throw error
         }
         let curls = text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { $0.hasPrefix("curl ") }
-        #expect(curls.count == 5, "the printed curl session: \(text.suffix(1500))")
+        #expect(curls.count == 6, "the printed curl session: \(text.suffix(1500))")
         for command in curls {
             let outcome = try await Subprocess.run("/bin/sh", ["-c", command])
             #expect(outcome.status == 0, "\(command.prefix(120)) → \(outcome.stderr)")
             #expect(!outcome.stdout.isEmpty, "\(command.prefix(120)) printed nothing")
             if command.contains("/events") { #expect(outcome.stdout.contains("completed")) }
+            if command.contains("/live-activities") { #expect(outcome.stdout.contains("\"dismissed\"")) }
             if command.contains("/_sim/deliveries") { #expect(outcome.stdout.contains("\"status\"")) }
         }
 
