@@ -454,6 +454,7 @@ public final class OutboxWorker: Service {
         }
         if !dead.isEmpty {
             let registry = self.registry
+            let ledger = self.ledger
             retired = try await pool.withConnection { connection in
                 var out: [Int64: Bool] = [:]
                 for (s, reason) in dead {
