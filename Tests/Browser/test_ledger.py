@@ -52,6 +52,7 @@ def test_the_visit_page_shows_the_ledger_and_a_dismissal_marks_the_visit(stack, 
     expect(entry).to_have_attribute("data-state", "dismissed", timeout=TWO_SECONDS_AND_A_REQUEST)
     expect(entry.get_by_test_id("ledger-state")).to_have_text("Dismissed by the customer")
     expect(entry).to_contain_text("No longer: retired")
+    expect(page.locator("main")).to_contain_text("· 0 Live Activities")
     page.screenshot(path=artifacts / "ledger-dismissed.png", full_page=True)
 
     page.goto(stack.base + "/console/#/board")

@@ -72,11 +72,16 @@ export function showVisit(view, visitId) {
     status.dataset.testid = 'visit-status';
     replace(events, legalEvents(visit.status, session.role).map((type) =>
       h('button', { type: 'button', class: 'event ' + type, testid: 'event-' + type, onclick: () => act(type) }, ACTIONS[type])));
+    drawSummary();
+    drawActivity(preview, visit);
+  }
+
+  // Also between versions: the count of live activities moves with the app's registrations and reports.
+  function drawSummary() {
     const a = visit.attributes || {};
     const c = visit.contentState || {};
     who.textContent = `For ${a.customerFirstName ?? '(erased)'} (${visit.customerId}) · ${a.jobSummary ?? ''} at ${a.serviceAddress ?? ''}` +
       ` · technician ${c.technicianName || ''} · version ${visit.version} · ${visit.liveActivities ?? 0} Live Activit${visit.liveActivities === 1 ? 'y' : 'ies'}`;
-    drawActivity(preview, visit);
   }
 
   async function act(type) {
@@ -135,6 +140,7 @@ export function showVisit(view, visitId) {
         drawVisit();
         await refreshHistory();
       } else {
+        drawSummary();
         drawActivity(preview, visit); // the countdown and the stale date move with the clock
       }
       if (mayReadDeliveries) await Promise.all([refreshDeliveries(changed), refreshLedger()]);
