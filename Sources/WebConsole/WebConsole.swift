@@ -38,6 +38,7 @@ public enum WebConsole {
             Asset("board.js", "text/javascript; charset=utf-8", PackageResources.board_js),
             Asset("visit.js", "text/javascript; charset=utf-8", PackageResources.visit_js),
             Asset("activity.js", "text/javascript; charset=utf-8", PackageResources.activity_js),
+            Asset("ledger.js", "text/javascript; charset=utf-8", PackageResources.ledger_js),
             Asset("ops.js", "text/javascript; charset=utf-8", PackageResources.ops_js),
             Asset("transitions.js", "text/javascript; charset=utf-8", PackageResources.transitions_js),
         ]

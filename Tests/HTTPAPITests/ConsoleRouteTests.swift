@@ -33,7 +33,9 @@ import Testing
     /// No page of the console puts HTML together from strings: user text goes in through textContent.
     @Test func theScriptsNeverWriteHTML() async throws {
         try await withAPIServer { api in
-            for file in ["app.js", "api.js", "dom.js", "board.js", "visit.js", "activity.js", "ops.js", "transitions.js"] {
+            for file in [
+                "app.js", "api.js", "dom.js", "board.js", "visit.js", "activity.js", "ledger.js", "ops.js", "transitions.js",
+            ] {
                 let script = try await api.call("GET", "/console/\(file)", key: nil)
                 #expect(script.status == 200, "\(file)")
                 for sink in ["innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "localStorage", "eval("] {

@@ -1,9 +1,11 @@
-// The visits board: the caller's visits (newest scheduled first), filters, booking, the legal events of each visit.
-// An idle board costs one GET /v1/visits every 2 seconds.
+// The visits board: the caller's visits (newest scheduled first), filters, booking, the legal events of each visit,
+// and the exception of a visit no customer device shows. An idle board costs one GET /v1/visits every 2 seconds,
+// plus a ledger read for an active visit with no live activity, at most every 30 s each (ledger.js).
 import { api, session } from './api.js';
 import { h, replace, clock } from './dom.js';
 import { ACTIONS, LABELS, STATUSES, legalEvents, isEnded } from './transitions.js';
 import { postEvent } from './visit.js';
+import { followWatch } from './ledger.js';
 
 const POLL_MS = 2000;
 const PAGE = 100;
@@ -14,6 +16,10 @@ export function showBoard(view) {
   let pages = 1;
   const rows = new Map(); // visitId → { json, tr }
   const filters = { status: '', technicianId: '', customerId: '' };
+  // Dispatchers and ops may read ledgers; a technician's board has no unfollowed mark.
+  const follows = session.role === 'dispatcher' || session.role === 'ops'
+    ? followWatch((visitId) => { const entry = rows.get(visitId); if (entry) drawExceptions(entry.tr, visitId); })
+    : null;
 
   const message = h('p', { class: 'error', role: 'alert' });
   const tbody = h('tbody');
@@ -72,6 +78,7 @@ export function showBoard(view) {
   function render(visits) {
     const shown = filters.status && !['active', 'ended'].includes(filters.status)
       ? visits.filter((v) => v.status === filters.status) : visits;
+    if (follows) follows.update(shown);
     const seen = new Set();
     let previous = null;
     for (const v of shown) {
@@ -80,6 +87,7 @@ export function showBoard(view) {
       let entry = rows.get(v.visitId);
       if (!entry || entry.json !== json) {
         const tr = row(v);
+        drawExceptions(tr, v.visitId);
         if (entry) entry.tr.replaceWith(tr);
         entry = { json, tr };
         rows.set(v.visitId, entry);
@@ -92,6 +100,20 @@ export function showBoard(view) {
     count.textContent = `${shown.length} shown`;
   }
 
+  /** The exception badges of a visit's row (contract §11's `exception`); today only `unfollowed`. The box says
+   * whether the visit's devices are known yet (`data-followed`), so a reader can tell "not marked" from "not
+   * read yet". */
+  function drawExceptions(tr, visitId) {
+    const mark = follows ? follows.mark(visitId) : null;
+    const box = tr.querySelector('.exceptions');
+    if (mark) box.dataset.followed = mark === 'followed' ? 'yes' : 'no'; else delete box.dataset.followed;
+    replace(box, mark === 'unfollowed'
+      ? h('span', { class: 'exception unfollowed', testid: 'exception', 'data-kind': 'unfollowed',
+        title: 'Active, and no customer device shows it: every Live Activity lapsed, was dismissed or ended, or there is none.' },
+      'Customer sees nothing')
+      : null);
+  }
+
   function row(v) {
     const a = v.attributes || {};
     const c = v.contentState || {};
@@ -100,7 +122,8 @@ export function showBoard(view) {
       h('button', { type: 'button', class: 'event ' + type, testid: 'event-' + type, onclick: () => act(v, type) }, ACTIONS[type]));
     return h('tr', { testid: 'visit-row', 'data-visit-id': v.visitId },
       h('td', {}, link),
-      h('td', {}, h('span', { class: 'status ' + v.status, testid: 'visit-status' }, LABELS[v.status] || v.status)),
+      h('td', {}, h('span', { class: 'status ' + v.status, testid: 'visit-status' }, LABELS[v.status] || v.status),
+        h('div', { class: 'exceptions' })),
       h('td', {}, a.customerFirstName ?? '(erased)', h('div', { class: 'muted small' }, v.customerId)),
       h('td', {}, c.technicianName || ''),
       h('td', {}, a.jobSummary ?? '', h('div', { class: 'muted small' }, a.serviceAddress ?? '')),
@@ -140,7 +163,7 @@ export function showBoard(view) {
   }
 
   refresh();
-  return { stop() { stopped = true; clearTimeout(timer); } };
+  return { stop() { stopped = true; clearTimeout(timer); if (follows) follows.stop(); } };
 }
 
 /** The booking form: its inputs are named like the fields of POST /v1/visits; the API's own errors are shown. */

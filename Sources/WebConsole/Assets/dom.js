@@ -40,6 +40,16 @@ export function clock(epoch) {
   return new Date(epoch * 1000).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
 }
 
+/** Epoch seconds as a moment a dispatcher reads at a glance: the time of day when it falls on the browser's
+ * today, else the day and month with it (never only a relative word). */
+export function moment(epoch) {
+  if (epoch === null || epoch === undefined) return '—';
+  const date = new Date(epoch * 1000);
+  const time = date.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+  if (date.toDateString() === new Date().toDateString()) return time;
+  return `${date.toLocaleDateString([], { day: 'numeric', month: 'short' })}, ${time}`;
+}
+
 /** Seconds as m:ss or h:mm:ss. */
 export function duration(seconds) {
   const s = Math.max(0, Math.floor(seconds));

@@ -1,8 +1,10 @@
-// A visit's page: its events offered, history, Live Activity as the customer sees it, and its deliveries.
+// A visit's page: its events offered, history, Live Activity as the customer sees it beside the ledger of what
+// each customer device shows, and its deliveries.
 import { api, session } from './api.js';
 import { h, replace, when, ask } from './dom.js';
 import { ACTIONS, LABELS, legalEvents } from './transitions.js';
 import { drawActivity } from './activity.js';
+import { drawLedger, ledgerPath } from './ledger.js';
 
 const POLL_MS = 2000;
 
@@ -46,6 +48,7 @@ export function showVisit(view, visitId) {
   const events = h('div', { class: 'events' });
   const who = h('p', { class: 'muted' });
   const preview = h('div', { class: 'activity' });
+  const ledger = h('ul', { class: 'ledger', testid: 'ledger' });
   const history = h('ol', { class: 'history', testid: 'history' });
   const deliveries = h('tbody');
 
@@ -54,7 +57,9 @@ export function showVisit(view, visitId) {
     h('div', { class: 'toolbar' }, title, status, events),
     who, message,
     h('div', { class: 'visit-grid' },
-      h('section', { class: 'card' }, h('h2', {}, 'Live Activity'), preview),
+      h('section', { class: 'card' }, h('h2', {}, 'Live Activity'),
+        h('div', { class: 'activity-and-ledger' }, preview,
+          mayReadDeliveries ? h('div', { class: 'ledger-panel' }, h('h3', {}, "On the customer's devices"), ledger) : null)),
       h('section', { class: 'card' }, h('h2', {}, 'History'), history)),
     mayReadDeliveries ? h('section', { class: 'card' }, h('h2', {}, 'Deliveries'),
       h('div', { class: 'table-wrap' }, h('table', { testid: 'deliveries' },
@@ -67,11 +72,16 @@ export function showVisit(view, visitId) {
     status.dataset.testid = 'visit-status';
     replace(events, legalEvents(visit.status, session.role).map((type) =>
       h('button', { type: 'button', class: 'event ' + type, testid: 'event-' + type, onclick: () => act(type) }, ACTIONS[type])));
+    drawSummary();
+    drawActivity(preview, visit);
+  }
+
+  // Also between versions: the count of live activities moves with the app's registrations and reports.
+  function drawSummary() {
     const a = visit.attributes || {};
     const c = visit.contentState || {};
     who.textContent = `For ${a.customerFirstName ?? '(erased)'} (${visit.customerId}) · ${a.jobSummary ?? ''} at ${a.serviceAddress ?? ''}` +
       ` · technician ${c.technicianName || ''} · version ${visit.version} · ${visit.liveActivities ?? 0} Live Activit${visit.liveActivities === 1 ? 'y' : 'ies'}`;
-    drawActivity(preview, visit);
   }
 
   async function act(type) {
@@ -105,6 +115,20 @@ export function showVisit(view, visitId) {
         h('td', {}, when(d.createdAt)), h('td', {}, when(d.sentAt)))));
   }
 
+  // The ledger is read when the visit or its count of live activities changed (a report, a registration, a
+  // retirement changes the count), else every fifth cycle: a start's expiry or a lapse changes nothing else.
+  let ledgerCycles = 0;
+  let ledgerKey = '';
+  async function refreshLedger() {
+    const key = `${visit.version}/${visit.liveActivities}`;
+    if (key === ledgerKey && ledgerCycles % 5 !== 0) { ledgerCycles += 1; return; }
+    const { liveActivities: list } = await api('GET', ledgerPath(visitId));
+    if (stopped) return;
+    ledgerKey = key;
+    ledgerCycles = 1;
+    drawLedger(ledger, list);
+  }
+
   async function refresh() {
     clearTimeout(timer);
     try {
@@ -116,9 +140,10 @@ export function showVisit(view, visitId) {
         drawVisit();
         await refreshHistory();
       } else {
+        drawSummary();
         drawActivity(preview, visit); // the countdown and the stale date move with the clock
       }
-      if (mayReadDeliveries) await refreshDeliveries(changed);
+      if (mayReadDeliveries) await Promise.all([refreshDeliveries(changed), refreshLedger()]);
       if (message.dataset.kind === 'poll') { message.textContent = ''; delete message.dataset.kind; }
     } catch (e) {
       if (stopped) return;
