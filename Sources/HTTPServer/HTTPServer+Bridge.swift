@@ -108,7 +108,7 @@ extension HTTPServer {
 
         // Framing two parties could read two ways (a proxy one way, this server the other: request
         // smuggling) is refused, and the connection closed, since where the next request starts is unknown.
-        let lengths = headers(connection, only: "Content-Length").fields.map(\.value)
+        let lengths = contentLengths(connection)
         if Set(lengths).count > 1 || (!lengths.isEmpty && headerValue(connection, "Transfer-Encoding") != nil) {
             request.closesConnection = true
             return queue(
@@ -253,23 +253,37 @@ extension HTTPServer {
         MHD_lookup_connection_value(connection, .HEADER_KIND, name).map { String(cString: $0) }
     }
 
-    /// The request's header fields in order; only those named `only` (any case) when given.
-    private func headers(_ connection: OpaquePointer, only: String? = nil) -> HTTPHeaders {
+    /// The values of every `Content-Length` field, in order (names compared in C: no String per header).
+    private func contentLengths(_ connection: OpaquePointer) -> [String] {
         final class Collector {
-            let only: String?
-            var headers = HTTPHeaders()
-            init(only: String?) { self.only = only }
+            var values: [String] = []
         }
-        let collector = Collector(only: only)
+        let collector = Collector()
+        withExtendedLifetime(collector) {
+            _ = MHD_get_connection_values(
+                connection, .HEADER_KIND,
+                { context, _, key, value in
+                    guard let context, let key, strcasecmp(key, "Content-Length") == 0 else { return .YES }
+                    let collector = Unmanaged<Collector>.fromOpaque(context).takeUnretainedValue()
+                    collector.values.append(value.map { String(cString: $0) } ?? "")
+                    return .YES
+                }, Unmanaged.passUnretained(collector).toOpaque())
+        }
+        return collector.values
+    }
+
+    private func headers(_ connection: OpaquePointer) -> HTTPHeaders {
+        final class Collector {
+            var headers = HTTPHeaders()
+        }
+        let collector = Collector()
         withExtendedLifetime(collector) {
             _ = MHD_get_connection_values(
                 connection, .HEADER_KIND,
                 { context, _, key, value in
                     guard let context, let key else { return .YES }
                     let collector = Unmanaged<Collector>.fromOpaque(context).takeUnretainedValue()
-                    let name = String(cString: key)
-                    if let only = collector.only, !HTTPHeaders.sameName(name, only) { return .YES }
-                    collector.headers.add(name: name, value: value.map { String(cString: $0) } ?? "")
+                    collector.headers.add(name: String(cString: key), value: value.map { String(cString: $0) } ?? "")
                     return .YES
                 }, Unmanaged.passUnretained(collector).toOpaque())
         }
