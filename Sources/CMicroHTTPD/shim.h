@@ -23,11 +23,13 @@ struct lv_mhd_options {
     int turbo;                        /* MHD_USE_TURBO */
 };
 
-/** Starts an internally polled (epoll) daemon with suspend/resume on an existing listen socket. */
+/** Starts an internally polled (epoll) daemon with suspend/resume on an existing listen socket.
+    `notify` hears every connection open and close (MHD calls it with CLOSED before it closes the socket). */
 static inline struct MHD_Daemon *lv_mhd_start(
     const struct lv_mhd_options *o,
     MHD_AccessHandlerCallback handler, void *handler_cls,
     MHD_RequestCompletedCallback completed, void *completed_cls,
+    MHD_NotifyConnectionCallback notify, void *notify_cls,
     lv_mhd_unescape_callback unescape, void *unescape_cls)
 {
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC;
@@ -36,6 +38,7 @@ static inline struct MHD_Daemon *lv_mhd_start(
     int n = 0;
     items[n++] = (struct MHD_OptionItem){ MHD_OPTION_LISTEN_SOCKET, (intptr_t)o->listen_fd, NULL };
     items[n++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, completed_cls };
+    items[n++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)notify, notify_cls };
     items[n++] = (struct MHD_OptionItem){ MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)unescape, unescape_cls };
     if (o->thread_pool_size > 1)
         items[n++] = (struct MHD_OptionItem){ MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)o->thread_pool_size, NULL };
@@ -56,6 +59,13 @@ static inline const struct sockaddr *lv_mhd_client_address(struct MHD_Connection
 {
     const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     return info ? info->client_addr : NULL;
+}
+
+/** The socket of a connection, or -1. */
+static inline int lv_mhd_connection_fd(struct MHD_Connection *connection)
+{
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info ? info->connect_fd : -1;
 }
 
 /** The number of open connections of a daemon. */

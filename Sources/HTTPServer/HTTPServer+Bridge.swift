@@ -29,12 +29,25 @@ extension HTTPServer {
                     uploadSize: uploadSize, slot: slot)
             },
             context,
-            { context, _, slot, termination in
-                guard let context, let slot, let raw = slot.pointee else { return }
-                slot.pointee = nil
+            { context, connection, slot, termination in
+                guard let context else { return }
                 let server = Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
+                // The next request on this connection is being received from now.
+                if let connection { server.deadlines.answered(connection, at: server.clock.now()) }
+                guard let slot, let raw = slot.pointee else { return }
+                slot.pointee = nil
                 let request = Unmanaged<RequestContext>.fromOpaque(raw).takeRetainedValue()
                 server.completed(request, termination: termination)
+            },
+            context,
+            { context, connection, _, code in
+                guard let context, let connection else { return }
+                let server = Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
+                if code == .CONNECTION_NOTIFY_STARTED {
+                    server.deadlines.opened(connection, socket: lv_mhd_connection_fd(connection), at: server.clock.now())
+                } else {
+                    server.deadlines.closed(connection)
+                }
             },
             context,
             // Keep the path and query raw: decoding here would turn `%2F` into a path separator.
@@ -90,10 +103,21 @@ extension HTTPServer {
             method: method.map { String(cString: $0) } ?? "",
             rawPath: url.map { String(cString: $0) } ?? "",
             version: version.map { String(cString: $0) } ?? "",
-            requestID: requestID, headersAt: clock.now(), tracker: liveContexts)
+            requestID: requestID, tracker: liveContexts)
         slot.pointee = Unmanaged.passRetained(request).toOpaque()
 
-        if let declared = headerValue(connection, "Content-Length") {
+        // Framing two parties could read two ways (a proxy one way, this server the other: request
+        // smuggling) is refused, and the connection closed, since where the next request starts is unknown.
+        let lengths = contentLengths(connection)
+        if Set(lengths).count > 1 || (!lengths.isEmpty && headerValue(connection, "Transfer-Encoding") != nil) {
+            request.closesConnection = true
+            return queue(
+                .error(
+                    status: 400, code: "malformed_request",
+                    message: "The request's framing is ambiguous (Content-Length with Transfer-Encoding, or two lengths)."),
+                for: request)
+        }
+        if let declared = lengths.first {
             // MHD has already refused a malformed Content-Length with 400.
             if let length = Int(declared), length <= configuration.maxBodyBytes {
                 request.body.reserveCapacity(length)
@@ -107,10 +131,6 @@ extension HTTPServer {
 
     /// A piece of body: keep it while under the limit, count and drop it after.
     private func receive(_ request: RequestContext, bytes: UnsafePointer<CChar>?, count: Int) -> MHD_Result {
-        if clock.now() - request.headersAt > configuration.bodyReadTimeout {
-            logger.warning("http upload too slow, closing", ["http.request_id": request.requestID])
-            return .NO
-        }
         if !request.overflowed, request.body.count + count <= configuration.maxBodyBytes, let bytes {
             bytes.withMemoryRebound(to: UInt8.self, capacity: count) { request.body.append($0, count: count) }
             return .YES
@@ -126,6 +146,7 @@ extension HTTPServer {
     /// The request is complete: suspend the connection and run the handler in a Swift task.
     private func dispatch(_ request: RequestContext) -> MHD_Result {
         let connection = request.connection
+        deadlines.arrived(connection)
         guard let segments = PercentDecoding.pathSegments(request.rawPath), let query = queryItems(connection) else {
             return queue(
                 .error(status: 400, code: "malformed_request", message: "The request target is not valid."),
@@ -173,6 +194,7 @@ extension HTTPServer {
         for field in response.headers {
             if HTTPHeaders.sameName(field.name, "Content-Length") || HTTPHeaders.sameName(field.name, "Transfer-Encoding")
                 || HTTPHeaders.sameName(field.name, "X-Request-Id") || HTTPHeaders.sameName(field.name, "Connection")
+                || HTTPHeaders.sameName(field.name, "X-Content-Type-Options")
             {
                 continue
             }
@@ -180,7 +202,8 @@ extension HTTPServer {
             _ = MHD_add_response_header(made, field.name, field.value)
         }
         _ = MHD_add_response_header(made, "X-Request-Id", request.requestID)
-        if !configuration.keepAlive || request.overflowed || registry.isShuttingDown {
+        _ = MHD_add_response_header(made, "X-Content-Type-Options", "nosniff")
+        if !configuration.keepAlive || request.overflowed || request.closesConnection || registry.isShuttingDown {
             _ = MHD_add_response_header(made, "Connection", "close")
         }
         let status = (200...599).contains(response.status) ? response.status : 500
@@ -228,6 +251,25 @@ extension HTTPServer {
 
     private func headerValue(_ connection: OpaquePointer, _ name: String) -> String? {
         MHD_lookup_connection_value(connection, .HEADER_KIND, name).map { String(cString: $0) }
+    }
+
+    /// The values of every `Content-Length` field, in order (names compared in C: no String per header).
+    private func contentLengths(_ connection: OpaquePointer) -> [String] {
+        final class Collector {
+            var values: [String] = []
+        }
+        let collector = Collector()
+        withExtendedLifetime(collector) {
+            _ = MHD_get_connection_values(
+                connection, .HEADER_KIND,
+                { context, _, key, value in
+                    guard let context, let key, strcasecmp(key, "Content-Length") == 0 else { return .YES }
+                    let collector = Unmanaged<Collector>.fromOpaque(context).takeUnretainedValue()
+                    collector.values.append(value.map { String(cString: $0) } ?? "")
+                    return .YES
+                }, Unmanaged.passUnretained(collector).toOpaque())
+        }
+        return collector.values
     }
 
     private func headers(_ connection: OpaquePointer) -> HTTPHeaders {

@@ -36,6 +36,7 @@ public final class HTTPServer: Service, Sendable {
     let logger: Logger
     let requestMetrics: HTTPRequestMetrics
     let registry = RequestRegistry()
+    let deadlines = ConnectionDeadlines()
     let liveContexts = InstanceCounter()
     let socket: ListeningSocket
 
@@ -71,6 +72,9 @@ public final class HTTPServer: Service, Sendable {
     /// Requests received and not yet completed (in a handler, uploading, or being sent).
     public var activeRequests: Int { registry.counts.active }
 
+    /// Connections open now (accepted by libmicrohttpd and not yet closed).
+    public var openConnections: Int { deadlines.openCount }
+
     /// Requests finished so far for one `livevisits_http_requests_total` series
     /// (`route` is the template or `unmatched`, `status` the code sent or `none`).
     public func requestCount(route: String, method: String, status: String) -> UInt64 {
@@ -101,7 +105,7 @@ public final class HTTPServer: Service, Sendable {
         await Task { await self.shutDown(handle) }.value
     }
 
-    /// How often overdue handlers are looked for (the injected clock decides which are overdue).
+    /// How often overdue handlers and requests are looked for (the injected clock decides which are overdue).
     static let tick = Duration.milliseconds(50)
     /// How long the stopped server waits for the answers it just gave to be written.
     static let writeOutLimit = Duration.seconds(1)
@@ -111,6 +115,15 @@ public final class HTTPServer: Service, Sendable {
         while !Task.isCancelled {
             do { try await Task.sleep(for: Self.tick) } catch { return }
             answerOverdue()
+            dropSlowRequests()
+        }
+    }
+
+    /// Closes the connections whose request has not arrived whole within `requestReceiveTimeout`.
+    func dropSlowRequests() {
+        let dropped = deadlines.shutOverdue(at: clock.now(), limit: configuration.requestReceiveTimeout)
+        if dropped > 0 {
+            logger.warning("http requests too slow to arrive, connections closed", ["http.closed": String(dropped)])
         }
     }
 

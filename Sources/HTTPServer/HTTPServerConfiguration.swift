@@ -9,16 +9,20 @@ public struct HTTPServerConfiguration: Sendable {
     /// (libmicrohttpd's `MHD_OPTION_CONNECTION_MEMORY_LIMIT`). Larger headers are answered 431 by
     /// libmicrohttpd. Default 32 KiB.
     public var maxHeaderBytes: Int
-    /// Most connections open at once; more are accepted and closed at once. Default 1024.
+    /// Most connections open at once (`MHD_OPTION_CONNECTION_LIMIT`); at the limit, new connections
+    /// wait in the listen backlog until one closes. Default 1024.
     public var connectionLimit: Int
-    /// Most connections open at once from one IP address; 0 means no per-address limit.
+    /// Most connections open at once from one IP address (`MHD_OPTION_PER_IP_CONNECTION_LIMIT`); one
+    /// more is accepted and closed at once. 0 means no per-address limit. Default 128.
     public var perAddressConnectionLimit: Int
-    /// Seconds a connection may stay silent (idle keep-alive, half-open peer, stalled upload)
-    /// before it is closed. Default 15.
+    /// Seconds a connection may stay silent (a slow reader of an answer, a half-open peer) before it
+    /// is closed. Default 15.
     public var idleTimeoutSeconds: Int
-    /// Seconds a request may take to upload its body once its headers are in; a client that
-    /// trickles bytes to stay under the idle timeout is cut off here. Default 30.
-    public var bodyReadTimeout: Double
+    /// Seconds a request may take to arrive whole, headers and body, however slowly it trickles:
+    /// counted from the connection's opening for its first request, and from the previous answer's
+    /// end for the next one on a kept-alive connection (so an idle kept-alive connection is closed
+    /// after this long too). Past it the connection is closed without an answer. Default 10.
+    public var requestReceiveTimeout: Double
     /// Seconds a handler may take; after that the client gets 503 `timeout` and the handler's task
     /// is cancelled. Default 10.
     public var requestTimeout: Double
@@ -41,9 +45,9 @@ public struct HTTPServerConfiguration: Sendable {
         maxBodyBytes: Int = 64 * 1024,
         maxHeaderBytes: Int = 32 * 1024,
         connectionLimit: Int = 1024,
-        perAddressConnectionLimit: Int = 0,
+        perAddressConnectionLimit: Int = 128,
         idleTimeoutSeconds: Int = 15,
-        bodyReadTimeout: Double = 30,
+        requestReceiveTimeout: Double = 10,
         requestTimeout: Double = 10,
         shutdownGracePeriod: Double = 10,
         keepAlive: Bool = true,
@@ -57,7 +61,7 @@ public struct HTTPServerConfiguration: Sendable {
         self.connectionLimit = connectionLimit
         self.perAddressConnectionLimit = perAddressConnectionLimit
         self.idleTimeoutSeconds = idleTimeoutSeconds
-        self.bodyReadTimeout = bodyReadTimeout
+        self.requestReceiveTimeout = requestReceiveTimeout
         self.requestTimeout = requestTimeout
         self.shutdownGracePeriod = shutdownGracePeriod
         self.keepAlive = keepAlive
@@ -84,7 +88,7 @@ public struct HTTPServerConfiguration: Sendable {
         guard connectionLimit >= 1, connectionLimit <= Int(Int32.max) else { throw fail("connectionLimit must be at least 1") }
         guard perAddressConnectionLimit >= 0 else { throw fail("perAddressConnectionLimit must not be negative") }
         guard idleTimeoutSeconds >= 0, idleTimeoutSeconds <= 86_400 else { throw fail("idleTimeoutSeconds out of range") }
-        guard bodyReadTimeout > 0, requestTimeout > 0, shutdownGracePeriod >= 0 else {
+        guard requestReceiveTimeout > 0, requestTimeout > 0, shutdownGracePeriod >= 0 else {
             throw fail("timeouts must be positive")
         }
         guard threadCount >= 1, threadCount <= 256 else { throw fail("threadCount must be 1…256") }

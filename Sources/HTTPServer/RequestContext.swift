@@ -20,8 +20,6 @@ final class RequestContext: @unchecked Sendable {
     let requestID: String
     /// Monotonic start, for the duration in the log line and the latency histogram.
     let startedAt: ContinuousClock.Instant
-    /// The server clock's time when the headers were in, for the body-upload deadline.
-    let headersAt: Double
 
     /// Counts live contexts per server, so tests can prove aborted requests are released.
     let tracker: InstanceCounter
@@ -30,6 +28,9 @@ final class RequestContext: @unchecked Sendable {
     /// The body went over the limit: the rest is discarded and the answer is 413.
     var overflowed = false
     var discardedBytes = 0
+    /// The answer closes the connection (the request's framing is ambiguous: the rest of the stream
+    /// cannot be read as a next request).
+    var closesConnection = false
     /// The handler was started; the next call must find its answer in `pending`.
     var dispatched = false
     /// Set once a response is queued with MHD.
@@ -42,7 +43,7 @@ final class RequestContext: @unchecked Sendable {
 
     init(
         serial: UInt64, connection: OpaquePointer, method: String, rawPath: String, version: String,
-        requestID: String, headersAt: Double, tracker: InstanceCounter
+        requestID: String, tracker: InstanceCounter
     ) {
         self.serial = serial
         self.connection = connection
@@ -50,7 +51,6 @@ final class RequestContext: @unchecked Sendable {
         self.rawPath = rawPath
         self.version = version
         self.requestID = requestID
-        self.headersAt = headersAt
         self.startedAt = ContinuousClock.now
         self.tracker = tracker
         tracker.value.add(1, ordering: .relaxed)

@@ -124,6 +124,19 @@ struct Configuration {
         try wholeNumber("LIVEVISITS_HTTP_THREADS", in: 1...64) ?? max(1, ProcessInfo.processInfo.activeProcessorCount / 2)
     }
 
+    /// `LIVEVISITS_HTTP_MAX_CONNECTIONS` (1–1,000,000, default 1024): connections the API holds open at once;
+    /// more wait in the listen backlog until one closes.
+    func httpMaxConnections() throws -> Int {
+        try wholeNumber("LIVEVISITS_HTTP_MAX_CONNECTIONS", in: 1...1_000_000) ?? 1024
+    }
+
+    /// `LIVEVISITS_HTTP_MAX_CONNECTIONS_PER_IP` (0–1,000,000, default 128): connections one client address
+    /// holds open at once; one more is closed at once. 0 lifts the limit (behind a proxy, whose connections
+    /// all come from its address).
+    func httpMaxConnectionsPerAddress() throws -> Int {
+        try wholeNumber("LIVEVISITS_HTTP_MAX_CONNECTIONS_PER_IP", in: 0...1_000_000) ?? 128
+    }
+
     var projectionsDirectory: URL {
         URL(fileURLWithPath: environment["LIVEVISITS_PROJECTIONS_DIR"] ?? "./Projections")
     }

@@ -154,10 +154,15 @@ enum ServeCommand {
                 commandBatches: try configuration.commandBatches(), commandWrites: try configuration.commandWrites())
             let api = LiveVisitsAPI(environment: environment)
             let threads = try configuration.httpThreads()
+            let maxConnections = try configuration.httpMaxConnections()
+            let maxConnectionsPerAddress = try configuration.httpMaxConnectionsPerAddress()
+            try OpenFilesLimit.fit(connections: maxConnections, databaseConnections: pool.configuration.size)
             let server: HTTPServer
             do {
                 var httpConfiguration = try HTTPServerConfiguration(environment: configuration.environment)
                 httpConfiguration.threadCount = threads
+                httpConfiguration.connectionLimit = maxConnections
+                httpConfiguration.perAddressConnectionLimit = maxConnectionsPerAddress
                 server = try HTTPServer(configuration: httpConfiguration, clock: clock, handler: api.handler())
             } catch {
                 throw ConfigurationError("LIVEVISITS_HTTP_ADDR: \(error.message)")

@@ -42,7 +42,12 @@ struct ComposeFileTests {
         for name in ["credentials", "migrate"] {
             #expect(try compose.service(name).string("restart") == "no", "\(name) runs once")
         }
-        #expect(try compose.service("api").value("ports") as? [String] == ["8080:8080"])
+        #expect(try compose.service("api").value("ports") as? [String] == ["127.0.0.1:8080:8080"])
+        for name in compose.serviceNames {
+            for port in try compose.service(name).value("ports") as? [String] ?? [] {
+                #expect(port.hasPrefix("127.0.0.1:"), "\(name) publishes \(port) beyond the loopback interface")
+            }
+        }
         let namedVolumes = Set((compose.document["volumes"] as? [String: Any] ?? [:]).keys)
         for name in compose.serviceNames {
             for volume in try compose.service(name).volumes {

@@ -10,6 +10,9 @@ import Testing
         ("LIVEVISITS_HTTP_THREADS", "two", "1 to 64"), ("LIVEVISITS_COMMAND_BATCHES", "0", "1 to 16"),
         ("LIVEVISITS_COMMAND_BATCHES", "17", "1 to 16"), ("LIVEVISITS_COMMAND_BATCHES", "one", "1 to 16"),
         ("LIVEVISITS_COMMAND_WRITES", "0", "1 to 16"), ("LIVEVISITS_COMMAND_WRITES", "two", "1 to 16"),
+        ("LIVEVISITS_HTTP_MAX_CONNECTIONS", "0", "1 to 1000000"), ("LIVEVISITS_HTTP_MAX_CONNECTIONS", "many", "1 to 1000000"),
+        ("LIVEVISITS_HTTP_MAX_CONNECTIONS_PER_IP", "-1", "0 to 1000000"),
+        ("LIVEVISITS_HTTP_MAX_CONNECTIONS_PER_IP", "1e3", "0 to 1000000"),
     ])
     func aBadTuningValueIsAConfigurationError(_ variable: String, _ value: String, _ range: String) async throws {
         let livevisits = try await BuiltProduct.livevisits()
@@ -23,6 +26,23 @@ import Testing
         let outcome = try await Subprocess.run(livevisits, ["serve", "--api-only"], environment: environment)
         #expect(outcome.status == 2)
         #expect(outcome.stderr.contains("\(variable) must be a whole number from \(range), not \(value)"))
+    }
+
+    /// More connections than the open-files hard limit allows: refused at start, naming the variable.
+    @Test func moreConnectionsThanOpenFilesIsRefused() async throws {
+        let livevisits = try await BuiltProduct.livevisits()
+        let databaseURL = try await TestDatabase.createMigrated()
+        var environment = ProcessInfo.processInfo.environment
+        environment["LIVEVISITS_DATABASE_URL"] = databaseURL
+        environment["LIVEVISITS_HTTP_ADDR"] = "127.0.0.1:0"
+        environment["LIVEVISITS_HTTP_MAX_CONNECTIONS"] = "5000"
+        environment["LIVEVISITS_MIGRATIONS_DIR"] = TestDatabase.migrationsDirectory.path
+        environment["LIVEVISITS_PROJECTIONS_DIR"] = TestDatabase.projectionsDirectory.path
+        let outcome = try await Subprocess.run(
+            "/usr/bin/prlimit", ["--nofile=1024:1024", livevisits, "serve", "--api-only"], environment: environment)
+        #expect(outcome.status == 2)
+        #expect(outcome.stderr.contains("LIVEVISITS_HTTP_MAX_CONNECTIONS=5000 needs"), "\(outcome.stderr)")
+        #expect(outcome.stderr.contains("the hard limit is 1024"), "\(outcome.stderr)")
     }
 
     /// `LIVEVISITS_PERSONAL_DATA_KEY_FILE` of the wrong size, or unreadable: refused at start, naming it.

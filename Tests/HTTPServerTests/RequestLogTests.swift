@@ -10,7 +10,7 @@ import Testing
         RequestContext(
             serial: 1, connection: OpaquePointer(bitPattern: 0x10)!, method: method,
             rawPath: "/v1/visits/secret-customer/events", version: "HTTP/1.1", requestID: "abc123",
-            headersAt: 0, tracker: InstanceCounter())
+            tracker: InstanceCounter())
     }
 
     @Test func fieldsOfAnAnsweredRequest() {

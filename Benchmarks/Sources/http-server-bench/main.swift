@@ -136,7 +136,9 @@ defer { try? FileManager.default.removeItem(atPath: script) }
 let router = makeRouter()
 let server = try HTTPServer(
     configuration: HTTPServerConfiguration(
-        listenAddress: ListenAddress(host: "127.0.0.1", port: 0), threadCount: options.serverThreads, turbo: options.turbo),
+        // wrk is one client address with many connections, as a proxy is: no per-address limit.
+        listenAddress: ListenAddress(host: "127.0.0.1", port: 0), perAddressConnectionLimit: 0,
+        threadCount: options.serverThreads, turbo: options.turbo),
     logger: Logger(label: "http-bench"), handler: router.handler)
 let serving = Task { try await server.run() }
 try await Task.sleep(nanoseconds: 200_000_000)

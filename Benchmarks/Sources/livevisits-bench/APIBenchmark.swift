@@ -110,6 +110,8 @@ struct APIBenchmark {
         var environment = ProcessInfo.processInfo.environment
         environment["LIVEVISITS_DATABASE_URL"] = database.url
         environment["LIVEVISITS_HTTP_ADDR"] = "127.0.0.1:\(port)"
+        // wrk is one client address with many connections, as a proxy is: no per-address limit.
+        environment["LIVEVISITS_HTTP_MAX_CONNECTIONS_PER_IP"] = "0"
         environment["LIVEVISITS_PROJECTIONS_DIR"] = projections.path
         environment["LIVEVISITS_MIGRATIONS_DIR"] = root.appendingPathComponent("Migrations").path
         environment["LIVEVISITS_LOG_LEVEL"] = "warning"

@@ -322,6 +322,8 @@ struct ScaleBenchmark {
             guard let port = LoopbackPort.bindable() else { throw BenchmarkUsageError(message: "no free loopback port") }
             var environment = environment(databaseURL: databaseURL)
             environment["LIVEVISITS_HTTP_ADDR"] = "127.0.0.1:\(port)"
+            // The load comes from one address with many connections, as through a proxy: no per-address limit.
+            environment["LIVEVISITS_HTTP_MAX_CONNECTIONS_PER_IP"] = "0"
             let child = try ChildProcess(livevisits, arguments, environment: environment).start(stderr: .inherit)
             let client = Client(baseURL: "http://127.0.0.1:\(port)")
             let deadline = ContinuousClock.now + .seconds(60)

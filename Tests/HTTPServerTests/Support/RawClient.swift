@@ -25,18 +25,33 @@ final class RawClient: @unchecked Sendable {
     private let fd: Int32
     private var buffer: [UInt8] = []
 
-    init(port: UInt16, host: String = "127.0.0.1", receiveTimeout: Int = 20) throws {
+    /// Connects to `host:port`; from `source` (an IPv4 address of this machine, any of 127.0.0.0/8 on
+    /// loopback) when given, so that one test can be many clients to per-address limits.
+    init(port: UInt16, host: String = "127.0.0.1", source: String? = nil, receiveTimeout: Int = 20) throws {
         // The descriptor is made and connected before `self` exists: a throwing init that has set
         // every property still runs deinit, which would close the descriptor a second time.
-        fd = try RawClient.connected(host: host, port: port, receiveTimeout: receiveTimeout)
+        fd = try RawClient.connected(host: host, port: port, source: source, receiveTimeout: receiveTimeout)
     }
 
-    private static func connected(host: String, port: UInt16, receiveTimeout: Int) throws -> Int32 {
+    private static func connected(host: String, port: UInt16, source: String?, receiveTimeout: Int) throws -> Int32 {
         let v6 = host.contains(":")
         let fd = socket(v6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw Failure(description: "socket failed") }
+        guard fd >= 0 else { throw Failure(description: "socket failed: errno \(errno)") }
         var timeout = timeval(tv_sec: receiveTimeout, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        if let source, !v6 {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            inet_pton(AF_INET, source, &local.sin_addr)
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard bound == 0 else {
+                let code = errno
+                Glibc.close(fd)
+                throw Failure(description: "bind to \(source) failed: errno \(code)")
+            }
+        }
         let result: Int32
         if v6 {
             var address = sockaddr_in6()
