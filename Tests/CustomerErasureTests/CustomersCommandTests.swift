@@ -63,10 +63,7 @@ import VisitTestSupport
             try await fixtures.post("v-legacy", #"{"type":"cancelled"}"#)
             let erased = try await erase(fixtures, [legacy])
             #expect(erased.status == 0, "\(erased.stderr)")
-            #expect(
-                erased.stdout == "erased customer Jane Doe: 1 visits, 1 keys deleted, 1 data keys destroyed\n"
-                    || erased.stdout == "erased customer Jane Doe: 1 visits, 1 keys deleted, 0 data keys destroyed\n",
-                "\(erased.stdout)")
+            #expect(erased.stdout == "erased customer Jane Doe: 1 visits, 1 keys deleted, 0 data keys destroyed\n")
             #expect(try await count(fixtures, "api_keys", "subject", legacy) == 0)
             #expect(try await count(fixtures, "device_preferences", "customer_id", legacy) == 0)
             #expect(try await count(fixtures, "personal_data_keys", "customer_id", legacy) == 0)
@@ -76,7 +73,7 @@ import VisitTestSupport
             // The other customer, whose visit is still active, was not touched.
             #expect(try await count(fixtures, "visits", "customer_id", "a@b") == 1)
 
-            let again = try await erase(fixtures, [legacy])
+            let again = try await erase(fixtures, ["Nobody Known"])
             #expect(again.status == 1 && again.stderr == "livevisits: customer not found\n", "\(again.stderr)")
             let missing = try await erase(fixtures, [])
             #expect(missing.status == 2 && missing.stderr.split(separator: "\n").count == 1, "\(missing.stderr)")
