@@ -1,6 +1,7 @@
 import COpenSSL
 import Foundation
 import Postgres
+import VisitDomain
 
 /// The roles of contract §4.
 public enum Role: String, Sendable, CaseIterable {
@@ -36,18 +37,25 @@ public enum APIKeys {
         public var description: String { message }
     }
 
-    /// Creates a key. Technician and customer keys need a subject; dispatcher and ops keys may have one.
-    public static func mint(role: Role, subject: String?, createdBy: String?, on connection: PostgresConnection) throws
-        -> MintedKey
-    {
+    /// Refuses (`KeyError`) a key `mint` would refuse, before any database work: a technician or customer key
+    /// without a subject, or a subject that is not an id. A subject is the customer or technician id the key
+    /// acts for, so it follows the one id grammar (contract §15): a customer key's subject is always an id
+    /// the device and erasure paths can name.
+    public static func check(role: Role, subject: String?) throws {
         if (role == .technician || role == .customer) && (subject ?? "").isEmpty {
             throw KeyError(message: "a \(role.rawValue) key needs a subject (the \(role.rawValue) id)")
         }
-        if let subject,
-            subject.utf8.count > 128 || subject.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
-        {
-            throw KeyError(message: "subject must be at most 128 bytes without control characters")
+        if let subject, !IdGrammar.accepts(subject) {
+            throw KeyError(message: "subject: \(IdGrammar.requirement)")
         }
+    }
+
+    /// Creates a key. Technician and customer keys need a subject; dispatcher and ops keys may have one. A
+    /// subject is an id (`IdGrammar`).
+    public static func mint(role: Role, subject: String?, createdBy: String?, on connection: PostgresConnection) throws
+        -> MintedKey
+    {
+        try check(role: role, subject: subject)
         let keyId = randomHex(bytes: 8)
         let secret = randomHex(bytes: 24)
         try KeyStore.insert(

@@ -17,6 +17,7 @@ public struct APIError: Error, HTTPErrorConvertible, Sendable, CustomStringConve
             case idempotencyKeyInUse, idempotencyKeyReused, notRetryable, unavailable
             case visitEnded, channelsExhausted, apnsUnavailable
             case customerHasActiveVisits, personalDataUnreadable
+            case tooManyActivities, tooManyDevices
             case input(VisitInputError.Code)
             case decision(VisitDecisionError.Code)
         }
@@ -53,6 +54,11 @@ public struct APIError: Error, HTTPErrorConvertible, Sendable, CustomStringConve
         /// A write needs a customer's data key that this process cannot open (wrapped under a key file it
         /// lacks, or a changed row): that request alone. HTTP 500. (Reads answer such fields `null`.)
         public static let personalDataUnreadable = Code(kind: .personalDataUnreadable)
+        /// The visit holds `TokenRegistry.maximumLiveActivitiesPerVisit` live activities (contract §15). 409.
+        public static let tooManyActivities = Code(kind: .tooManyActivities)
+        /// The customer has `TokenRegistry.maximumDevicesPerCustomer` devices with a live token
+        /// (contract §15). 409.
+        public static let tooManyDevices = Code(kind: .tooManyDevices)
         /// A body the domain refuses (400 for malformed JSON, else 422).
         public static func input(_ code: VisitInputError.Code) -> Code { Code(kind: .input(code)) }
         /// An event the state machine refuses (409, or 404 for a visit that does not exist).
@@ -76,6 +82,8 @@ public struct APIError: Error, HTTPErrorConvertible, Sendable, CustomStringConve
             case .apnsUnavailable: "apns_unavailable"
             case .customerHasActiveVisits: "customer_has_active_visits"
             case .personalDataUnreadable: "personal_data_unreadable"
+            case .tooManyActivities: "too_many_activities"
+            case .tooManyDevices: "too_many_devices"
             case .input(let code): code.rawValue
             case .decision(let code): code.rawValue
             }
@@ -93,7 +101,7 @@ public struct APIError: Error, HTTPErrorConvertible, Sendable, CustomStringConve
                 .channelsExhausted:
                 409
             case .unavailable, .apnsUnavailable: 503
-            case .customerHasActiveVisits: 409
+            case .customerHasActiveVisits, .tooManyActivities, .tooManyDevices: 409
             case .personalDataUnreadable: 500
             case .input(let code): code.httpStatus
             case .decision(let code): code.httpStatus
@@ -105,18 +113,22 @@ public struct APIError: Error, HTTPErrorConvertible, Sendable, CustomStringConve
 
     public let code: Code
     public let message: String
+    /// The body's field at fault, answered as `"field"` (`invalid_id` names it, contract §15).
+    public let field: String?
     /// What the API was refusing, when it was another error.
     public let underlying: (any Error)?
 
-    public init(_ code: Code, _ message: String, underlying: (any Error)? = nil) {
+    public init(_ code: Code, _ message: String, field: String? = nil, underlying: (any Error)? = nil) {
         self.code = code
         self.message = message
+        self.field = field
         self.underlying = underlying
     }
 
     public var httpStatus: Int { code.httpStatus }
     public var httpCode: String { code.rawValue }
     public var httpMessage: String { message }
+    public var httpField: String? { field }
     public var description: String { "\(httpStatus) \(httpCode): \(httpMessage)" }
 
     static let unauthorized = APIError(.unauthorized, "a valid API key is required: Authorization: Bearer <key>")
@@ -129,14 +141,19 @@ public struct APIError: Error, HTTPErrorConvertible, Sendable, CustomStringConve
     static func map(_ error: any Error) -> APIError? {
         switch error {
         case let e as APIError: return e
-        case let e as VisitInputError: return APIError(.input(e.code), e.message, underlying: e)
+        case let e as VisitInputError: return APIError.input(e)
         case let e as VisitDecisionError: return APIError(.decision(e.code), e.message, underlying: e)
         case let e as VersionMismatch: return APIError(.versionConflict, e.description, underlying: e)
         case is DeviceRegistrations.VisitNotFound: return .notFound("visit")
         case is DeviceRegistrations.ActivityNotFound: return .notFound("live activity")
         case let e as OutboxError: return APIError.fromOutbox(e)
-        case let e as LedgerError where e.code == .invalidToken:
-            return APIError(.invalidValue, "pushToken: \(e.message)", underlying: e)
+        case let e as LedgerError:
+            switch e.code {
+            case .tooManyActivities: return APIError(.tooManyActivities, e.message, underlying: e)
+            case .tooManyDevices: return APIError(.tooManyDevices, e.message, underlying: e)
+            case .invalidToken: return APIError(.invalidValue, "pushToken: \(e.message)", underlying: e)
+            default: return nil
+            }
         case let e as CustomerErasure.Refusal:
             switch e.code {
             case .activeVisits: return APIError(.customerHasActiveVisits, e.message, underlying: e)
@@ -158,6 +175,11 @@ public struct APIError: Error, HTTPErrorConvertible, Sendable, CustomStringConve
             case .invalidEvent: return APIError(.invalidValue, failure.message, underlying: error)
             }
         }
+    }
+
+    /// A body the domain refuses; an id outside the grammar names its field (contract §15).
+    static func input(_ error: VisitInputError) -> APIError {
+        APIError(.input(error.code), error.message, field: error.code == .invalidId ? error.field : nil, underlying: error)
     }
 
     static func fromOutbox(_ error: OutboxError) -> APIError? {

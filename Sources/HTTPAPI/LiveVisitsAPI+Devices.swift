@@ -72,7 +72,7 @@ extension LiveVisitsAPI {
         let token = try body.requiredString("pushToken", maxBytes: 400)
         let pushEnvironment = try LiveVisitsAPI.environment(body)
         let version = try body.integer("version")
-        let deviceId = try RequestChecks.bodyId(try body.string("deviceId", maxBytes: 1024), field: "deviceId")
+        let deviceId = try body.optionalId("deviceId")
         return LiveVisitsAPI.deviceWrite(
             environment.devices.registerLiveActivity(
                 visitId: visitId, activityId: activityId, customerId: caller.subject, pushToken: token,

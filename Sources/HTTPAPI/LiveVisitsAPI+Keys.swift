@@ -31,7 +31,7 @@ extension LiveVisitsAPI {
         guard let role = Role(rawValue: roleText), role == .technician || role == .customer else {
             throw APIError(.invalidValue, "role: a dispatcher mints technician or customer keys")
         }
-        let subject = try body.requiredString("subject", maxBytes: 128)
+        let subject = try body.id("subject")
         let keys = environment.keys
         let minted = try await mapped { try await keys.mint(role: role, subject: subject, createdBy: caller.keyId) }
         let json =

@@ -243,7 +243,9 @@ public struct LiveVisitsAPI: Sendable {
         init(error: APIError) {
             status = error.httpStatus
             body = String(
-                decoding: HTTPResponse.error(status: error.httpStatus, code: error.httpCode, message: error.httpMessage).body,
+                decoding: HTTPResponse.error(
+                    status: error.httpStatus, code: error.httpCode, message: error.httpMessage, field: error.httpField
+                ).body,
                 as: UTF8.self)
         }
     }

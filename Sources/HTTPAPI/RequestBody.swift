@@ -14,7 +14,7 @@ struct RequestBody {
 
     /// The API's answer to a refused body or field (the domain's code, message and status).
     private static func refusal(_ error: VisitInputError) -> APIError {
-        APIError(.input(error.code), error.message, underlying: error)
+        APIError.input(error)
     }
 
     /// Runs a read, turning its refusal into the API's error for that field.
@@ -39,6 +39,16 @@ struct RequestBody {
         return text
     }
 
+    /// A required id (`IdGrammar`): one outside the grammar answers 422 `invalid_id` naming the field.
+    func id(_ key: String) throws -> String {
+        do { return try reader.id(key) } catch { throw Self.refusal(error) }
+    }
+
+    /// An optional id, checked like `id(_:)` when present.
+    func optionalId(_ key: String) throws -> String? {
+        do { return try reader.optionalId(key) } catch { throw Self.refusal(error) }
+    }
+
     func bool(_ key: String) throws -> Bool {
         try read { () throws(FieldProblem) in try reader.bool(key) }
     }
@@ -53,26 +63,9 @@ struct RequestBody {
 
 /// Path and header checks shared by the routes.
 enum RequestChecks {
-    /// Whether `value` is an id: 1–128 bytes of URL-unreserved characters (`A–Z a–z 0–9 . _ ~ -`).
-    static func isId(_ value: String) -> Bool {
-        !value.isEmpty && value.utf8.count <= 128
-            && value.utf8.allSatisfy({ c in
-                (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c == 45 || c == 46 || c == 95 || c == 126
-            })
-    }
-
-    /// Ids in paths: an id, or the thing it names is not found.
+    /// Ids in paths: an id (`IdGrammar`), or the thing it names is not found.
     static func id(_ value: String?, name: String) throws -> String {
-        guard let value, isId(value) else { throw APIError(.notFound, "\(name) not found") }
-        return value
-    }
-
-    /// An optional id in a body, refused with 422 naming `field` when it is not one.
-    static func bodyId(_ value: String?, field: String) throws -> String? {
-        guard let value else { return nil }
-        guard isId(value) else {
-            throw APIError(.invalidValue, "\(field): expected 1 to 128 of A-Z a-z 0-9 . _ ~ -")
-        }
+        guard let value, IdGrammar.accepts(value) else { throw APIError(.notFound, "\(name) not found") }
         return value
     }
 

@@ -36,17 +36,20 @@ public struct HTTPResponse: Sendable {
         json(status: status, body: Data(value.serialized()), headers: headers)
     }
 
-    /// The contract's error shape: `{"error":{"code":"…","message":"…"}}`.
-    public static func error(status: Int, code: String, message: String, headers: HTTPHeaders = HTTPHeaders())
-        -> HTTPResponse
-    {
-        json(status: status, body: ErrorBody.render(code: code, message: message), headers: headers)
+    /// The contract's error shape: `{"error":{"code":"…","message":"…"}}`, with `"field"` naming the body's
+    /// field at fault when there is one (`invalid_id`).
+    public static func error(
+        status: Int, code: String, message: String, field: String? = nil, headers: HTTPHeaders = HTTPHeaders()
+    ) -> HTTPResponse {
+        json(status: status, body: ErrorBody.render(code: code, message: message, field: field), headers: headers)
     }
 }
 
 /// The one place that renders the JSON error shape.
 enum ErrorBody {
-    static func render(code: String, message: String) -> Data {
-        Data(JSONValue.object([JSONMember("error", ["code": .string(code), "message": .string(message)])]).serialized())
+    static func render(code: String, message: String, field: String?) -> Data {
+        var members = [JSONMember("code", .string(code)), JSONMember("message", .string(message))]
+        if let field { members.append(JSONMember("field", .string(field))) }
+        return Data(JSONValue.object([JSONMember("error", .object(members))]).serialized())
     }
 }

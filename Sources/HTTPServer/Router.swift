@@ -130,7 +130,8 @@ public struct Router: Sendable {
             do {
                 response = try await route.handler(request, RouteParameters(template: route.template.text, values: values))
             } catch let error as HTTPErrorConvertible {
-                response = .error(status: error.httpStatus, code: error.httpCode, message: error.httpMessage)
+                response = .error(
+                    status: error.httpStatus, code: error.httpCode, message: error.httpMessage, field: error.httpField)
             } catch is CancellationError {
                 response = .error(status: 503, code: "timeout", message: "The request took too long to process; try again.")
             } catch {

@@ -32,7 +32,8 @@ public struct DeviceRegistrations: Sendable {
     /// A Live Activity of the customer's visit; when the app is behind the visit's `version` (or says none),
     /// the latest state is pushed to it at once. With `deviceId`, the visit's other activities on that device
     /// are replaced: retired, each with an `end` that dismisses it at once (one activity per visit and device).
-    /// Returns whether a push was enqueued.
+    /// Returns whether a push was enqueued. Beyond the visit's cap, `LedgerError.Code.tooManyActivities`
+    /// (`TokenRegistry.admitLiveActivity`).
     public func registerLiveActivity(
         visitId: String, activityId: String, customerId: String?, pushToken: String, environment: PushEnvironment,
         version: Int?, deviceId: String?
@@ -41,6 +42,7 @@ public struct DeviceRegistrations: Sendable {
             guard let state = try VisitReadModel.state(visitId: visitId, on: c), state.customerId == customerId else {
                 throw VisitNotFound()
             }
+            try tokens.admitLiveActivity(visitId: visitId, activityId: activityId, deviceId: deviceId, on: c)
             let registration = try tokens.registerLiveActivity(
                 visitId: visitId, activityId: activityId, pushToken: pushToken, environment: environment, deviceId: deviceId,
                 on: c)
@@ -108,11 +110,13 @@ public struct DeviceRegistrations: Sendable {
     }
 
     /// A device's push-to-start token: the customer's active visits that this device shows nothing of (and
-    /// never dismissed) get their start on it. Returns whether a start was enqueued.
+    /// never dismissed) get their start on it. Returns whether a start was enqueued. Beyond the customer's cap,
+    /// `LedgerError.Code.tooManyDevices` (`TokenRegistry.admitDevice`).
     public func registerPushToStart(customerId: String, deviceId: String, pushToken: String, environment: PushEnvironment)
         -> @Sendable (PostgresConnection) throws -> Bool
     {
         { c in
+            try tokens.admitDevice(customerId: customerId, deviceId: deviceId, on: c)
             try tokens.registerPushToStart(
                 customerId: customerId, deviceId: deviceId, pushToken: pushToken, environment: environment, on: c)
             states.targetsRegistered(customer: customerId)
@@ -137,11 +141,13 @@ public struct DeviceRegistrations: Sendable {
         }
     }
 
-    /// A device's ordinary APNs token (contract §9): the fallback notifications go to it.
+    /// A device's ordinary APNs token (contract §9): the fallback notifications go to it. Beyond the customer's
+    /// cap, `LedgerError.Code.tooManyDevices`.
     public func registerNotificationToken(
         customerId: String, deviceId: String, pushToken: String, environment: PushEnvironment
     ) -> @Sendable (PostgresConnection) throws -> Void {
         { c in
+            try tokens.admitDevice(customerId: customerId, deviceId: deviceId, on: c)
             try tokens.register(
                 .notificationDevice(customerId: customerId, deviceId: deviceId), pushToken: pushToken,
                 environment: environment, on: c)

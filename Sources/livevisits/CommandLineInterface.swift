@@ -23,6 +23,7 @@ enum CommandLineInterface {
                 "keys",
                 "create --role ROLE [--subject ID] | revoke KEY_ID | list [--role ROLE] | rotate-personal-data [--new-key-file PATH]",
                 "mint, revoke or list API keys; rewrap the customers' data keys"),
+            .init("customers", "erase CUSTOMER_ID", "erase a customer by any id the database holds"),
             .init("outbox", "list [--state STATE] [--limit N] | retry ID", "inspect and requeue deliveries"),
             .init("channels", "list | reconcile", "the broadcast channels the product owns; reconcile them with APNs"),
             .init("prune", "", "apply the retention rules once and print what went"),
@@ -45,6 +46,7 @@ enum CommandLineInterface {
             case "serve": try await ServeCommand.run(rest)
             case "worker": try await ServeCommand.run(rest, parts: .worker)
             case "keys": try await KeysCommand.run(rest)
+            case "customers": try await CustomersCommand.run(rest)
             case "outbox": try await OutboxCommand.run(rest)
             case "channels": try await ChannelsCommand.run(rest)
             case "prune": try await PruneCommand.run(rest)

@@ -38,7 +38,8 @@ enum KeysCommand {
         summary: "Mints an API key and prints it once; only its hash is stored.",
         options: [
             .value("--role", "ROLE", Role.allCases.map(\.rawValue).joined(separator: "|"), required: true),
-            .value("--subject", "ID", "the technician or customer id the key acts for"),
+            .value(
+                "--subject", "ID", "the technician or customer id the key acts for (1-128 of A-Z a-z 0-9 . _ ~ -)"),
         ])
 
     static let listSyntax = CommandSyntax(
@@ -79,9 +80,10 @@ enum KeysCommand {
     }
 
     static func create(role: Role, subject: String?) async throws {
-        let url = try Configuration().databaseURL()
         let minted: MintedKey
         do {
+            try APIKeys.check(role: role, subject: subject)
+            let url = try Configuration().databaseURL()
             minted = try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 1)) { pool in
                 try await APIKeyRegistry(pool: pool).mint(role: role, subject: subject, createdBy: "cli")
             }

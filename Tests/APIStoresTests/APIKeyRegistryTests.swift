@@ -42,7 +42,14 @@ import Testing
             let control = await #expect(throws: APIKeys.KeyError.self) {
                 try await registry.mint(role: .technician, subject: "t\u{7}1", createdBy: nil)
             }
-            #expect(control?.message == "subject must be at most 128 bytes without control characters")
+            #expect(control?.message == "subject: expected 1 to 128 of A-Z a-z 0-9 . _ ~ -")
+            for subject in ["Jane Doe", "a@b", String(repeating: "c", count: 129)] {
+                await #expect(throws: APIKeys.KeyError.self, "\(subject)") {
+                    try await registry.mint(role: .customer, subject: subject, createdBy: nil)
+                }
+            }
+            let longest = String(repeating: "c", count: 128)
+            #expect(try await registry.mint(role: .customer, subject: longest, createdBy: nil).subject == longest)
             let dispatcher = try await registry.mint(role: .dispatcher, subject: nil, createdBy: nil)
             #expect(try await registry.caller(presenting: dispatcher.key)?.role == .dispatcher)
         }

@@ -11,6 +11,8 @@ import VisitProjections
 /// Builds visits through the real command path on a scratch database (for the tests of the command path and
 /// of the projections built from it).
 public struct VisitFixtures: Sendable {
+    /// The scratch database's URL (for a `livevisits` process run against it).
+    public let databaseURL: String
     public let pool: PostgresPool
     public let handler: VisitCommandHandler
     public let readModel: VisitReadModel
@@ -40,13 +42,13 @@ public struct VisitFixtures: Sendable {
     }
 
     private static func make(pushes: (PostgresPool, ManualClock) -> any PushEnqueuer) async throws -> VisitFixtures {
-        let (_, pool) = try await TestDatabase.create(poolSize: 8)
+        let (databaseURL, pool) = try await TestDatabase.create(poolSize: 8)
         let rules = try ProjectionRules.load(directory: TestDatabase.projectionsDirectory)
         let readModel = try VisitReadModel(projectionsDirectory: TestDatabase.projectionsDirectory, rules: rules)
         let clock = ManualClock(now: Date().timeIntervalSince1970)
         let handler = VisitCommandHandler(
             store: EventStore(pool: pool, metrics: Metrics()), readModel: readModel, pushes: pushes(pool, clock), clock: clock)
-        return VisitFixtures(pool: pool, handler: handler, readModel: readModel, clock: clock)
+        return VisitFixtures(databaseURL: databaseURL, pool: pool, handler: handler, readModel: readModel, clock: clock)
     }
 
     public static let dispatcher = VisitCommandContext(actor: EventMetadata(actorRole: "dispatcher", actorSubject: "d-1"))

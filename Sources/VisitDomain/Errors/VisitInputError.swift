@@ -13,6 +13,7 @@ public struct VisitInputError: Error, Sendable, Equatable, CustomStringConvertib
             case wrongType = "wrong_type"
             case invalidValue = "invalid_value"
             case unknownField = "unknown_field"
+            case invalidId = "invalid_id"
         }
         let value: Value
 
@@ -30,6 +31,8 @@ public struct VisitInputError: Error, Sendable, Equatable, CustomStringConvertib
         public static let invalidValue = Code(value: .invalidValue)
         /// A field the body may not carry (often a typo). HTTP 422.
         public static let unknownField = Code(value: .unknownField)
+        /// An id outside the one grammar (`IdGrammar`): the refusal names the field. HTTP 422.
+        public static let invalidId = Code(value: .invalidId)
 
         /// The snake_case code for `{"error":{"code":…}}`.
         public var rawValue: String { value.rawValue }

@@ -1,13 +1,19 @@
 extension JSONObjectReader {
-    /// `technician`: `{"id","name","avatarSymbol","vanDescription"}`, all required.
-    func technician(_ key: String) throws(FieldProblem) -> Technician {
-        let object = try self.object(key)
-        try object.rejectUnknown(allowed: ["id", "name", "avatarSymbol", "vanDescription"])
-        return Technician(
-            id: try object.string("id", maxBytes: VisitInputLimits.idBytes),
-            name: try object.string("name", maxBytes: VisitInputLimits.nameBytes),
-            avatarSymbol: try object.string("avatarSymbol", maxBytes: VisitInputLimits.nameBytes),
-            vanDescription: try object.string("vanDescription", maxBytes: VisitInputLimits.textBytes))
+    /// `technician`: `{"id","name","avatarSymbol","vanDescription"}`, all required; `id` an id (`IdGrammar`).
+    func technician(_ key: String) throws(VisitInputError) -> Technician {
+        let object = try VisitInputError.reading { () throws(FieldProblem) in
+            let object = try self.object(key)
+            try object.rejectUnknown(allowed: ["id", "name", "avatarSymbol", "vanDescription"])
+            return object
+        }
+        let id = try object.id("id")
+        return try VisitInputError.reading { () throws(FieldProblem) in
+            Technician(
+                id: id,
+                name: try object.string("name", maxBytes: VisitInputLimits.nameBytes),
+                avatarSymbol: try object.string("avatarSymbol", maxBytes: VisitInputLimits.nameBytes),
+                vanDescription: try object.string("vanDescription", maxBytes: VisitInputLimits.textBytes))
+        }
     }
 
     /// `arrivalWindow`: `{"start","end"}` whole epoch seconds with `end >= start`.

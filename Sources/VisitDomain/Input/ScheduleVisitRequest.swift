@@ -11,23 +11,24 @@ public enum ScheduleVisitRequest {
         _ body: some Collection<UInt8>, generateVisitId: () -> String
     ) throws(VisitInputError) -> VisitScheduled {
         let object = try VisitInputError.parseBody(body)
-        do throws(FieldProblem) {
+        try VisitInputError.reading { () throws(FieldProblem) in
             try object.rejectUnknown(allowed: [
                 "visitId", "customerId", "attributes", "technician", "arrivalWindow", "kilometresAway",
             ])
-            let visitId = try object.optionalString("visitId", maxBytes: VisitInputLimits.idBytes) ?? generateVisitId()
-            if visitId.unicodeScalars.contains(where: { !isURLUnreserved($0) }) {
-                throw object.invalid("visitId", "may only contain letters, digits, '-', '.', '_' and '~'")
-            }
-            let customerId = try object.string("customerId", maxBytes: VisitInputLimits.idBytes)
+        }
+        let visitId = try object.optionalId("visitId") ?? generateVisitId()
+        let customerId = try object.id("customerId")
+        let serviceAttributes = try VisitInputError.reading { () throws(FieldProblem) in
             let attributes = try object.object("attributes")
             try attributes.rejectUnknown(allowed: ["customerFirstName", "serviceAddress", "jobSummary"])
-            let serviceAttributes = ServiceVisitAttributes(
+            return ServiceVisitAttributes(
                 visitId: visitId,
                 customerFirstName: try attributes.string("customerFirstName", maxBytes: VisitInputLimits.nameBytes),
                 serviceAddress: try attributes.string("serviceAddress", maxBytes: VisitInputLimits.textBytes),
                 jobSummary: try attributes.string("jobSummary", maxBytes: VisitInputLimits.textBytes))
-            let technician = try object.technician("technician")
+        }
+        let technician = try object.technician("technician")
+        return try VisitInputError.reading { () throws(FieldProblem) in
             guard let window = try object.optionalArrivalWindow("arrivalWindow") else {
                 throw FieldProblem(kind: .missing, path: "arrivalWindow", reason: "required field is missing")
             }
@@ -35,15 +36,6 @@ public enum ScheduleVisitRequest {
             return VisitScheduled(
                 customerId: customerId, attributes: serviceAttributes, technician: technician,
                 arrivalWindow: window, kilometresAway: kilometres)
-        } catch {
-            throw VisitInputError(error)
-        }
-    }
-
-    static func isURLUnreserved(_ scalar: Unicode.Scalar) -> Bool {
-        switch scalar {
-        case "a"..."z", "A"..."Z", "0"..."9", "-", ".", "_", "~": true
-        default: false
         }
     }
 }

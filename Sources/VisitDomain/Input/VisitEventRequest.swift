@@ -24,13 +24,13 @@ public enum VisitEventRequest {
                 message:
                     "type: unknown event type (expected one of \(known); visits are scheduled with POST /v1/visits)")
         }
-        do throws(FieldProblem) {
-            let movement: Set<String> = ["type", "kilometresAway", "arrivalWindow"]
-            switch type {
-            case .scheduled:
-                throw FieldProblem(
-                    kind: .invalidValue, path: "type", reason: "visits are scheduled with POST /v1/visits")
-            case .enRoute, .nearby, .onSite, .finishing, .completed, .progress:
+        let movement: Set<String> = ["type", "kilometresAway", "arrivalWindow"]
+        switch type {
+        case .scheduled:
+            throw VisitInputError(
+                code: .invalidValue, field: "type", message: "type: visits are scheduled with POST /v1/visits")
+        case .enRoute, .nearby, .onSite, .finishing, .completed, .progress:
+            return try VisitInputError.reading { () throws(FieldProblem) in
                 try object.rejectUnknown(allowed: movement)
                 let update = try object.arrivalUpdate()
                 switch type {
@@ -47,18 +47,23 @@ public enum VisitEventRequest {
                     }
                     return .progress(update)
                 }
-            case .cancelled:
+            }
+        case .cancelled:
+            return try VisitInputError.reading { () throws(FieldProblem) in
                 try object.rejectUnknown(allowed: ["type", "reason"])
                 return .cancelled(reason: try object.optionalString("reason", maxBytes: VisitInputLimits.textBytes))
-            case .failed:
+            }
+        case .failed:
+            return try VisitInputError.reading { () throws(FieldProblem) in
                 try object.rejectUnknown(allowed: ["type", "reason"])
                 return .failed(reason: try object.string("reason", maxBytes: VisitInputLimits.textBytes))
-            case .reassigned:
-                try object.rejectUnknown(allowed: movement.union(["technician"]))
-                return .reassigned(try object.technician("technician"), try object.arrivalUpdate())
             }
-        } catch {
-            throw VisitInputError(error)
+        case .reassigned:
+            try VisitInputError.reading { () throws(FieldProblem) in
+                try object.rejectUnknown(allowed: movement.union(["technician"]))
+            }
+            let technician = try object.technician("technician")
+            return .reassigned(technician, try VisitInputError.reading { () throws(FieldProblem) in try object.arrivalUpdate() })
         }
     }
 }

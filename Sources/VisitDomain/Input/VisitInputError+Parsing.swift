@@ -10,6 +10,11 @@ extension VisitInputError {
         self.init(code: code, field: problem.path, message: problem.message)
     }
 
+    /// Runs reads of a `JSONObjectReader`, turning the field they refuse into the domain's refusal.
+    public static func reading<T>(_ read: () throws(FieldProblem) -> T) throws(VisitInputError) -> T {
+        do { return try read() } catch { throw VisitInputError(error) }
+    }
+
     /// Parses a body into JSON (every body the API reads), telling "not JSON" (400) from "JSON that is not an object" (422).
     public static func parseBody(_ body: some Collection<UInt8>) throws(VisitInputError) -> JSONObjectReader {
         let value: JSONValue

@@ -1,10 +1,8 @@
-/// The bounds request bodies must respect (UTF-8 bytes for strings).
+/// The bounds request bodies must respect (UTF-8 bytes for strings; ids: `IdGrammar`).
 ///
 /// Each string is bounded on its own; what all of them weigh together in a push is
 /// checked against the 4 KB APNs budget when the event is decided.
 public enum VisitInputLimits {
-    /// Ids: `visitId`, `customerId`, `technician.id`.
-    public static let idBytes = 128
     /// Short names: `customerFirstName`, `technician.name`, `technician.avatarSymbol`.
     public static let nameBytes = 256
     /// Free text: `serviceAddress`, `jobSummary`, `technician.vanDescription`, `reason`.

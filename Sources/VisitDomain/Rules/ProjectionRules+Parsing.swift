@@ -112,7 +112,7 @@ extension ProjectionRules {
             }
         }
         // The fallback notification is measured at its largest: the longest visit id the API accepts.
-        let longestVisitId = String(repeating: "v", count: VisitInputLimits.idBytes)
+        let longestVisitId = String(repeating: "v", count: IdGrammar.maximumBytes)
         for status in VisitStatus.allCases {
             guard let fallback = rules.rule(for: status).fallbackAlert else { continue }
             let size = fallback.body(visitId: longestVisitId, status: status).count

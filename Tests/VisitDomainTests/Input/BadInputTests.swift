@@ -83,6 +83,9 @@ import Testing
             #"{"type":"reassigned","technician":{"id":"t-1","name":"Kim","avatarSymbol":"a"}}"#,
             .missingField, "technician.vanDescription", "technician without van"),
         Case(#"{"type":"reassigned","technician":"Kim"}"#, .wrongType, "technician", "technician as a string"),
+        Case(
+            #"{"type":"reassigned","technician":{"id":"t/2","name":"Kim","avatarSymbol":"a","vanDescription":"v"}}"#,
+            .invalidId, "technician.id", "slash in the new technician's id"),
     ]
 
     @Test(arguments: eventCases) func eventBody(_ testCase: Case) {
@@ -130,8 +133,22 @@ import Testing
             "window end before start"),
         Case(bytes: schedule("kilometresAway", .string("14.0")), .wrongType, "kilometresAway", "distance string"),
         Case(bytes: schedule("kilometresAway", .number(-1)), .invalidValue, "kilometresAway", "negative distance"),
-        Case(bytes: schedule("visitId", .string("v/1001")), .invalidValue, "visitId", "slash in visit id"),
-        Case(bytes: schedule("visitId", .string("")), .invalidValue, "visitId", "empty visit id"),
+        Case(bytes: schedule("visitId", .string("v/1001")), .invalidId, "visitId", "slash in visit id"),
+        Case(bytes: schedule("visitId", .string("")), .invalidId, "visitId", "empty visit id"),
+        Case(
+            bytes: schedule("visitId", .string(String(repeating: "v", count: 129))), .invalidId, "visitId",
+            "visit id over 128 bytes"),
+        Case(bytes: schedule("customerId", .string("Jane Doe")), .invalidId, "customerId", "space in customer id"),
+        Case(bytes: schedule("customerId", .string("a@b")), .invalidId, "customerId", "@ in customer id"),
+        Case(bytes: schedule("customerId", .string("c\u{202E}7")), .invalidId, "customerId", "bidi override in customer id"),
+        Case(bytes: schedule("customerId", .string("c\u{7}7")), .invalidId, "customerId", "bell in customer id"),
+        Case(bytes: schedule("customerId", .string("")), .invalidId, "customerId", "empty customer id"),
+        Case(bytes: schedule("customerId", .string("é")), .invalidId, "customerId", "non-ASCII customer id"),
+        Case(bytes: schedule("technician.id", .string("t 42")), .invalidId, "technician.id", "space in technician id"),
+        Case(
+            bytes: schedule("technician.id", .string(String(repeating: "t", count: 129))), .invalidId, "technician.id",
+            "technician id over 128 bytes"),
+        Case(bytes: schedule("technician.id", .number(42)), .wrongType, "technician.id", "numeric technician id"),
         Case(bytes: schedule("visitId", .number(1001)), .wrongType, "visitId", "numeric visit id"),
         Case(bytes: schedule("customerID", .string("c-7")), .unknownField, "customerID", "misspelt field"),
         Case("[]", .invalidBody, nil, "array body"),
@@ -176,6 +193,22 @@ import Testing
             try VisitEventRequest.parse(Array(#"{"type":"progress","kilometresAway":0}"#.utf8))
                 == .progress(ArrivalUpdate(kilometresAway: 0)))
         #expect(try VisitEventRequest.parse(Data(#"{"type":"enRoute","kilometresAway":null}"#.utf8)) == .enRoute(.none))
+    }
+
+    /// The one id grammar (contract §15): 1 to 128 of `A–Z a–z 0–9 . _ ~ -`, the longest accepted whole.
+    @Test func idsAtTheGrammarsBoundsParse() throws {
+        let longest = String(repeating: "x", count: 127) + "~"
+        var body = try JSONValue.parse(Array(Self.validSchedule.utf8))
+        for path in ["visitId", "customerId", "technician.id"] {
+            body.replace(path.split(separator: ".").map(String.init), with: .string(longest))
+        }
+        let scheduled = try ScheduleVisitRequest.parse(body.serialized()) { "unused" }
+        #expect(scheduled.visitId == longest && scheduled.customerId == longest && scheduled.technician.id == longest)
+        let everyCharacter = "AZaz09._~-"
+        #expect(IdGrammar.accepts(everyCharacter) && IdGrammar.accepts("a"))
+        for refused in ["", String(repeating: "x", count: 129), "a b", "a/b", "a%20b", "a+b", "a:b", "ä", "a\u{0}"] {
+            #expect(!IdGrammar.accepts(refused), "\(refused.debugDescription)")
+        }
     }
 
     @Test func longUnknownKeysAreCutShortInMessages() {
