@@ -5,9 +5,9 @@ extension JSONObjectReader {
         try object.rejectUnknown(allowed: ["id", "name", "avatarSymbol", "vanDescription"])
         return Technician(
             id: try object.string("id", maxBytes: VisitInputLimits.idBytes),
-            name: try object.string("name", maxBytes: VisitInputLimits.nameBytes),
-            avatarSymbol: try object.string("avatarSymbol", maxBytes: VisitInputLimits.nameBytes),
-            vanDescription: try object.string("vanDescription", maxBytes: VisitInputLimits.textBytes))
+            name: try object.text("name", maxBytes: VisitInputLimits.nameBytes),
+            avatarSymbol: try object.text("avatarSymbol", maxBytes: VisitInputLimits.nameBytes),
+            vanDescription: try object.text("vanDescription", maxBytes: VisitInputLimits.textBytes))
     }
 
     /// `arrivalWindow`: `{"start","end"}` whole epoch seconds with `end >= start`.

@@ -49,10 +49,11 @@ public enum VisitEventRequest {
                 }
             case .cancelled:
                 try object.rejectUnknown(allowed: ["type", "reason"])
-                return .cancelled(reason: try object.optionalString("reason", maxBytes: VisitInputLimits.textBytes))
+                return .cancelled(
+                    reason: try object.optionalText("reason", maxBytes: VisitInputLimits.textBytes, allowsLineBreaks: true))
             case .failed:
                 try object.rejectUnknown(allowed: ["type", "reason"])
-                return .failed(reason: try object.string("reason", maxBytes: VisitInputLimits.textBytes))
+                return .failed(reason: try object.text("reason", maxBytes: VisitInputLimits.textBytes, allowsLineBreaks: true))
             case .reassigned:
                 try object.rejectUnknown(allowed: movement.union(["technician"]))
                 return .reassigned(try object.technician("technician"), try object.arrivalUpdate())
