@@ -65,7 +65,10 @@ public struct LiveVisitsAPI: Sendable {
     public func router() -> Router {
         var router = Router()
         router.add(.get, "/healthz") { _, _ in .json(body: Data(#"{"status":"ok"}"#.utf8)) }
-        router.add(.get, "/readyz") { _, _ in await readiness() }
+        router.add(.get, "/readyz") { _, _ in
+            await environment.readinessCache.answer(
+                seconds: environment.limits.readinessCacheSeconds, clock: environment.clock, probe: { await readiness() })
+        }
         router.add(.get, "/metrics") { _, _ in
             var headers = HTTPHeaders()
             headers.add(name: "Content-Type", value: "text/plain; version=0.0.4")
@@ -119,7 +122,8 @@ public struct LiveVisitsAPI: Sendable {
     /// standby it lacks), every migration is applied and its personal-data key file opens the customers'
     /// data keys (`PersonalDataKeys.keyFileProblem`) — else 503 with a code naming the first check
     /// that failed. Either way `checks` says what each one found, and how LISTEN is doing (a process
-    /// that cannot LISTEN polls instead, so that alone is no reason to fail).
+    /// that cannot LISTEN polls instead, so that alone is no reason to fail). The route answers from
+    /// `ReadinessCache` (one probe per `RequestLimits.readinessCacheSeconds`).
     func readiness() async -> HTTPResponse {
         let listen: JSONValue = .string(environment.keyCache.isActive ? "listening" : "polling")
         let readiness = environment.readiness

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPAPI
 import PersonalData
 import Retention
 import VisitCommands
@@ -70,6 +71,17 @@ struct Configuration {
     /// tokens are kept.
     func retentionSettings() throws -> RetentionSettings {
         RetentionSettings(retentionDays: try wholeNumber("LIVEVISITS_RETENTION_DAYS", in: 1...36_500) ?? 30)
+    }
+
+    /// `LIVEVISITS_RATE_LIMIT` (requests a second per API key, bursts of twice as many; default 50) and
+    /// `LIVEVISITS_AUTH_FAILURE_LIMIT` (failed authentications a minute per client address; default 20).
+    func requestLimits() throws -> RequestLimits {
+        var limits = RequestLimits.standard
+        if let rate = try wholeNumber("LIVEVISITS_RATE_LIMIT", in: 1...1_000_000) { limits.requestsPerSecond = rate }
+        if let failures = try wholeNumber("LIVEVISITS_AUTH_FAILURE_LIMIT", in: 1...1_000_000) {
+            limits.authenticationFailuresPerMinute = failures
+        }
+        return limits
     }
 
     var httpAddress: String { environment["LIVEVISITS_HTTP_ADDR"] ?? "127.0.0.1:8080" }

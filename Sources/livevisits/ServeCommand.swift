@@ -148,7 +148,8 @@ enum ServeCommand {
             let environment = APIEnvironment(
                 pool: pool, readModel: readModel, outbox: outbox, migrator: migrator, clock: clock, personalData: personalData,
                 channelService: channelService, maximumChannels: maximumChannels, dataKeyCache: dataKeyCache,
-                commandBatches: try configuration.commandBatches(), commandWrites: try configuration.commandWrites())
+                commandBatches: try configuration.commandBatches(), commandWrites: try configuration.commandWrites(),
+                limits: try configuration.requestLimits())
             let api = LiveVisitsAPI(environment: environment)
             let threads = try configuration.httpThreads()
             let server: HTTPServer

@@ -10,6 +10,7 @@ import Testing
         ("LIVEVISITS_HTTP_THREADS", "two", "1 to 64"), ("LIVEVISITS_COMMAND_BATCHES", "0", "1 to 16"),
         ("LIVEVISITS_COMMAND_BATCHES", "17", "1 to 16"), ("LIVEVISITS_COMMAND_BATCHES", "one", "1 to 16"),
         ("LIVEVISITS_COMMAND_WRITES", "0", "1 to 16"), ("LIVEVISITS_COMMAND_WRITES", "two", "1 to 16"),
+        ("LIVEVISITS_RATE_LIMIT", "0", "1 to 1000000"), ("LIVEVISITS_AUTH_FAILURE_LIMIT", "many", "1 to 1000000"),
     ])
     func aBadTuningValueIsAConfigurationError(_ variable: String, _ value: String, _ range: String) async throws {
         let livevisits = try await BuiltProduct.livevisits()
