@@ -24,7 +24,17 @@ public struct LiveVisitsAPI: Sendable {
         let inner = router().handler
         return { request in
             let caller = CallerRecord()
-            var response = await LiveVisitsAPI.$currentCaller.withValue(caller) { await inner(request) }
+            var response: HTTPResponse
+            if request.body.count > LiveVisitsAPI.inlineBodyBytes {
+                // The handler starts on libmicrohttpd's polling thread (`InlineTaskExecutor`) and would read the
+                // body there before its first wait: a large one is read on Swift's pool instead, so that a
+                // client's big bodies cannot hold up the other connections that thread serves.
+                response = await withTaskExecutorPreference(globalConcurrentExecutor) {
+                    await LiveVisitsAPI.$currentCaller.withValue(caller) { await inner(request) }
+                }
+            } else {
+                response = await LiveVisitsAPI.$currentCaller.withValue(caller) { await inner(request) }
+            }
             response = await openPersonalData(response)
             if let role = caller.role { response.logMetadata["actor.role"] = role }
             // The API's answers are per caller and change at once: never stored by a browser or a proxy (the
@@ -57,6 +67,11 @@ public struct LiveVisitsAPI: Sendable {
             return .error(status: 503, code: "unavailable", message: APIError.unavailable.message)
         }
     }
+
+    /// The largest body a handler may read on the thread that started it (libmicrohttpd's). Reading is linear
+    /// in the body's size, and a body this small (every body a well-behaved client sends but the longest
+    /// visit texts) takes microseconds, less than a hop to another thread and back costs.
+    static let inlineBodyBytes = 2_048
 
     /// Where `authenticate` leaves the caller's role for the log line of the current request.
     @TaskLocal static var currentCaller: CallerRecord?
