@@ -52,6 +52,7 @@ struct Configuration {
     func personalDataKeys() throws -> PersonalDataKeys {
         func load(_ variable: String) throws -> WrappingKey? {
             guard let path = environment[variable], !path.isEmpty else { return nil }
+            try Configuration.refuseShared(path, variable: variable)
             do {
                 return try WrappingKey.load(path: path, origin: variable)
             } catch {
@@ -65,6 +66,28 @@ struct Configuration {
                 "LIVEVISITS_PERSONAL_DATA_PREVIOUS_KEY_FILE is set without LIVEVISITS_PERSONAL_DATA_KEY_FILE")
         }
         return PersonalDataKeys(current: current, previous: previous.map { [$0] } ?? [])
+    }
+
+    /// `LIVEVISITS_APNS_KEY_FILE`, when set: refused (`refuseShared`) if others than its owner may read it.
+    func checkSigningKeyFile() throws {
+        let variable = "LIVEVISITS_APNS_KEY_FILE"
+        guard let path = environment[variable]?.trimmingCharacters(in: .whitespaces), !path.isEmpty else { return }
+        try Configuration.refuseShared(path, variable: variable)
+    }
+
+    /// Refuses a key file (a signing key, a data key) that its group or others may read, write or run: any of
+    /// those bits means the secret is not the owner's alone. One line naming the variable and the path.
+    /// A file that cannot be looked at is left to the loader, whose error says so.
+    static func refuseShared(_ path: String, variable: String) throws {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return }
+        let shared = status.st_mode & 0o077
+        guard shared == 0 else {
+            let mode = String(status.st_mode & 0o777, radix: 8)
+            throw ConfigurationError(
+                "\(variable): \(path) is open to its group or others (mode \(mode)); a key file must be 0600 (chmod 600 '\(path)')"
+            )
+        }
     }
 
     /// `LIVEVISITS_RETENTION_DAYS` (default 30): how long finished deliveries, their attempts and retired

@@ -282,7 +282,10 @@ struct ScaleBenchmark {
             let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("lv-bench-\(UUID().uuidString).p8").path
             let key = try await ChildProcess(
                 "/bin/sh",
-                ["-c", "openssl ecparam -name prime256v1 -genkey -noout | openssl pkcs8 -topk8 -nocrypt > '\(keyFile)'"]
+                [
+                    "-c",
+                    "umask 077; openssl ecparam -name prime256v1 -genkey -noout | openssl pkcs8 -topk8 -nocrypt > '\(keyFile)'",
+                ]
             ).run()
             guard key.status == 0 else { throw BenchmarkUsageError(message: "openssl: \(key.stderr)") }
             return Rig(simulator: simulator, endpoint: endpoint, keyFile: keyFile, livevisits: livevisits, root: root)
