@@ -90,10 +90,10 @@ struct Configuration {
         }
     }
 
-    /// `LIVEVISITS_RETENTION_DAYS` (default 30): how long finished deliveries, their attempts and retired
-    /// tokens are kept.
+    /// `LIVEVISITS_RETENTION_DAYS` (0–36500, default 30): how long finished deliveries, their attempts and
+    /// retired tokens are kept; 0 keeps no finished delivery (the next prune takes them all).
     func retentionSettings() throws -> RetentionSettings {
-        RetentionSettings(retentionDays: try wholeNumber("LIVEVISITS_RETENTION_DAYS", in: 1...36_500) ?? 30)
+        RetentionSettings(retentionDays: try wholeNumber("LIVEVISITS_RETENTION_DAYS", in: 0...36_500) ?? 30)
     }
 
     /// `LIVEVISITS_RATE_LIMIT` (requests a second per API key, bursts of twice as many; default 50) and

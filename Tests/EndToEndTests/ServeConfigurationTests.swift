@@ -10,6 +10,7 @@ import Testing
         ("LIVEVISITS_HTTP_THREADS", "two", "1 to 64"), ("LIVEVISITS_COMMAND_BATCHES", "0", "1 to 16"),
         ("LIVEVISITS_COMMAND_BATCHES", "17", "1 to 16"), ("LIVEVISITS_COMMAND_BATCHES", "one", "1 to 16"),
         ("LIVEVISITS_COMMAND_WRITES", "0", "1 to 16"), ("LIVEVISITS_COMMAND_WRITES", "two", "1 to 16"),
+        ("LIVEVISITS_RETENTION_DAYS", "-1", "0 to 36500"), ("LIVEVISITS_RETENTION_DAYS", "36501", "0 to 36500"),
         ("LIVEVISITS_RATE_LIMIT", "0", "1 to 1000000"), ("LIVEVISITS_AUTH_FAILURE_LIMIT", "many", "1 to 1000000"),
     ])
     func aBadTuningValueIsAConfigurationError(_ variable: String, _ value: String, _ range: String) async throws {
@@ -85,5 +86,19 @@ import Testing
         let outcome = try await Subprocess.run(livevisits, ["serve", "--api-only"], environment: environment)
         #expect(outcome.status != 0)
         #expect(!outcome.stderr.contains("open to its group or others"), "\(outcome.stderr)")
+    }
+
+    /// `LIVEVISITS_RETENTION_DAYS=0` is accepted: the prune keeps no finished delivery.
+    @Test func aRetentionOfZeroDaysIsAccepted() async throws {
+        let livevisits = try await BuiltProduct.livevisits()
+        let databaseURL = try await TestDatabase.createMigrated()
+        var environment = ProcessInfo.processInfo.environment
+        environment["LIVEVISITS_DATABASE_URL"] = databaseURL
+        environment["LIVEVISITS_MIGRATIONS_DIR"] = TestDatabase.migrationsDirectory.path
+        environment["LIVEVISITS_PROJECTIONS_DIR"] = TestDatabase.projectionsDirectory.path
+        environment["LIVEVISITS_RETENTION_DAYS"] = "0"
+        let outcome = try await Subprocess.run(livevisits, ["prune"], environment: environment)
+        #expect(outcome.status == 0, "\(outcome.stderr)")
+        #expect(outcome.stdout.contains("prune: deliveries 0"), "\(outcome.stdout)")
     }
 }
