@@ -79,12 +79,12 @@ extension LiveVisitsAPI {
         }
         do {
             let caller = try await caller(presenting: header)
+            LiveVisitsAPI.currentCaller?.set(role: caller.role.rawValue)
             if let limiter = environment.rateLimiter, let wait = limiter.admit(caller.keyId, now: environment.clock.now()) {
                 throw RateLimited(
                     retryAfterSeconds: RequestLimits.retryAfterSeconds(wait),
                     message: "more than \(limiter.requestsPerSecond) requests a second with this key; retry later")
             }
-            LiveVisitsAPI.currentCaller?.set(role: caller.role.rawValue)
             return caller
         } catch let refusal as APIError where refusal.code == .unauthorized {
             if let lockout = environment.lockout, let address { lockout.recordFailure(address, now: environment.clock.now()) }
