@@ -104,7 +104,7 @@ let package = Package(
             name: "OutboxTestSupport", dependencies: ["LiveActivityLedger", "Outbox", "Postgres", "Runtime", "TestSupport"],
             path: "Tests/OutboxTestSupport"),
         .testTarget(name: "TestSupportCoreTests", dependencies: ["TestSupportCore"]),
-        .testTarget(name: "JSONTests", dependencies: ["JSON"]),
+        .testTarget(name: "JSONTests", dependencies: ["JSON", "Runtime", "TestSupportCore"]),
         .testTarget(name: "VisitDomainTests", dependencies: ["VisitDomain", "Runtime"], resources: [.copy("Fixtures")]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "Runtime", "TestSupport"]),
         .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "Postgres", "TestSupport"]),

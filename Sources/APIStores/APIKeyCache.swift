@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import Synchronization
 
 /// Live API keys recently read from the database, so that a request does not pay a query (and a trip to
 /// a pooled connection) just to learn who is calling. The secret is still hashed and compared with the
@@ -9,14 +10,57 @@ import Postgres
 /// `listener(url:)` (a service of every API process) drops it here the moment the notification arrives.
 /// The cache is only used while that listener is listening: without one (or while it reconnects, and
 /// after it reconnected, since notifications may have been missed) every request reads the database.
+///
+/// Key ids that have no live key are remembered too (`isKnownMissing`), for `missTimeToLive` and
+/// `missCapacity` of them at most (more, and those start over), so that presenting an unknown id costs
+/// one query and not one per request. A miss needs no notification to end: a key id is 64 random bits
+/// drawn when the key is minted (`APIKeys.mint`), so a key minted later, here or in another process,
+/// has an id nobody presented before (a 1 in 2^64 chance per id presented); this process forgets the
+/// id it mints all the same (`forgetMiss`). Misses are used whether or not the listener listens, since
+/// revocations only ever turn a hit into a miss. The time bound covers ids not minted here (a row put
+/// back from a backup).
 public final class APIKeyCache: Sendable {
     /// The rows, heard from `APIKeys.revocationChannel` (capacity far above real fleets' needs).
     private let rows: ListenedCache<APIKeys.StoredKey>
+    /// Key ids with no live key, and until when that is trusted.
+    private let misses = Mutex<[String: ContinuousClock.Instant]>([:])
 
     public var timeToLive: Duration { rows.timeToLive }
+    /// How long an id found without a live key is answered as such without asking again.
+    public let missTimeToLive: Duration
+    /// The most missing ids remembered.
+    public let missCapacity: Int
 
-    public init(timeToLive: Duration = .seconds(5)) {
+    public init(timeToLive: Duration = .seconds(5), missTimeToLive: Duration = .seconds(300), missCapacity: Int = 10_000) {
         rows = ListenedCache(channel: APIKeys.revocationChannel, timeToLive: timeToLive, capacity: 10_000)
+        self.missTimeToLive = missTimeToLive
+        self.missCapacity = missCapacity
+    }
+
+    /// True when `keyId` was found without a live key less than `missTimeToLive` ago.
+    public func isKnownMissing(_ keyId: String) -> Bool {
+        let now = ContinuousClock.now
+        return misses.withLock { misses in
+            guard let until = misses[keyId] else { return false }
+            if until > now { return true }
+            misses[keyId] = nil
+            return false
+        }
+    }
+
+    /// Remembers that `keyId` has no live key.
+    public func rememberMiss(_ keyId: String) {
+        guard missTimeToLive > .zero else { return }
+        let until = ContinuousClock.now + missTimeToLive
+        misses.withLock { misses in
+            if misses.count >= missCapacity { misses.removeAll(keepingCapacity: true) }
+            misses[keyId] = until
+        }
+    }
+
+    /// Forgets that `keyId` had no live key (it was just minted).
+    public func forgetMiss(_ keyId: String) {
+        misses.withLock { $0[keyId] = nil }
     }
 
     /// True while revocations can be heard.

@@ -38,7 +38,9 @@ public struct IdempotencyClaim: Sendable {
     /// or member order, and the table never holds the body itself (a `POST /v1/visits` body carries the
     /// customer's name and address). A body that is not JSON is digested as its bytes.
     public static func storedBody(_ bytes: Data) -> String {
-        guard let json = try? JSONValue.parse(Array(bytes)) else { return digest(Array(bytes)) }
+        guard let json = try? JSONValue.parse(Array(bytes), maximumMembers: JSONValue.requestMemberLimit) else {
+            return digest(Array(bytes))
+        }
         return digest(canonical(json).serialized())
     }
 

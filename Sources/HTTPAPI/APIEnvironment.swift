@@ -55,6 +55,14 @@ public final class APIEnvironment: Sendable {
     /// Data keys recently read for opening answers; used once its `listener(url:)` runs (see
     /// `PersonalDataKeyCache`).
     public let dataKeyCache: PersonalDataKeyCache
+    /// What one caller may ask of this process (rate limit, authentication lockout, `/readyz`'s cache).
+    public let limits: RequestLimits
+    /// The per-key rate limit, on `clock`; nil without one.
+    let rateLimiter: KeyRateLimiter?
+    /// The per-address lockout after failed authentications, on `clock`; nil without one.
+    let lockout: AuthenticationLockout?
+    /// `/readyz`'s latest answer, reused for `limits.readinessCacheSeconds`.
+    let readinessCache = ReadinessCache()
 
     public init(
         pool: DatabasePool, readModel: VisitReadModel, outbox: Outbox, migrator: SchemaMigrations,
@@ -63,14 +71,17 @@ public final class APIEnvironment: Sendable {
         personalData: PersonalDataKeys = PersonalDataKeys(current: nil), channelService: (any ChannelService)? = nil,
         maximumChannels: Int = ChannelStore.defaultMaximumChannels, dataKeyCache: PersonalDataKeyCache = PersonalDataKeyCache(),
         commandBatches: Int = VisitCommandBatcher.defaultConcurrentBatches,
-        commandWrites: Int = VisitCommandBatcher.defaultConcurrentWrites
+        commandWrites: Int = VisitCommandBatcher.defaultConcurrentWrites, limits: RequestLimits = .standard
     ) {
+        self.limits = limits
+        self.rateLimiter = limits.requestsPerSecond.map { KeyRateLimiter(requestsPerSecond: $0) }
+        self.lockout = limits.authenticationFailuresPerMinute.map { AuthenticationLockout(limit: $0) }
         self.personalData = personalData
         self.dataKeyCache = dataKeyCache
         self.channelService = channelService
         self.channels = ChannelStore(
             pool: pool, configuration: outbox.configuration, maximumChannels: maximumChannels, clock: clock, metrics: metrics)
-        self.keys = APIKeyRegistry(pool: pool, cache: keyCache)
+        self.keys = APIKeyRegistry(pool: pool, cache: keyCache, metrics: metrics)
         self.metrics = metrics
         self.pool = pool
         self.readModel = readModel

@@ -22,12 +22,27 @@ extension IdempotencyClaim {
 
 extension LiveVisitsAPI {
     /// Middleware: the caller behind `Authorization: Bearer <key>` (else 401), bound as `Caller.current` for
-    /// the rest of the route, and its role named on the request's log line.
+    /// the rest of the route, and its role named on the request's log line. A request over the limits
+    /// (`RequestLimits`: its key's rate, its address locked out) answers 429 `rate_limited` with
+    /// `Retry-After`.
     var authentication: RouteMiddleware {
         { request, parameters, next in
-            let caller = try await authenticate(request)
+            let caller: Caller
+            do {
+                caller = try await authenticate(request)
+            } catch let limited as RateLimited {
+                var headers = HTTPHeaders()
+                headers.add(name: "Retry-After", value: String(limited.retryAfterSeconds))
+                return .error(status: 429, code: "rate_limited", message: limited.message, headers: headers)
+            }
             return try await Caller.$current.withValue(caller) { try await next(request, parameters) }
         }
+    }
+
+    /// A request refused by `RequestLimits`: 429 with `Retry-After`, said by `authentication`.
+    struct RateLimited: Error {
+        let retryAfterSeconds: Int
+        let message: String
     }
 
     /// Middleware of the write routes (contract §6, "Idempotency"): a request with an `Idempotency-Key`
@@ -51,9 +66,34 @@ extension LiveVisitsAPI {
         }
     }
 
-    /// The caller behind `Authorization: Bearer <key>`, or 401.
+    /// The caller behind `Authorization: Bearer <key>`, or 401; `RateLimited` when the request's address is
+    /// locked out (its key is then not looked at) or its key is over its rate. Every key refused counts as a
+    /// failed authentication of the request's address.
     func authenticate(_ request: HTTPRequest) async throws -> Caller {
         guard let header = request.headers["authorization"] else { throw APIError.unauthorized }
+        let address = request.peerAddress
+        if let lockout = environment.lockout, let address, let wait = lockout.lockedOut(address, now: environment.clock.now()) {
+            throw RateLimited(
+                retryAfterSeconds: RequestLimits.retryAfterSeconds(wait),
+                message: "too many failed authentications from this address; retry later")
+        }
+        do {
+            let caller = try await caller(presenting: header)
+            LiveVisitsAPI.currentCaller?.set(role: caller.role.rawValue)
+            if let limiter = environment.rateLimiter, let wait = limiter.admit(caller.keyId, now: environment.clock.now()) {
+                throw RateLimited(
+                    retryAfterSeconds: RequestLimits.retryAfterSeconds(wait),
+                    message: "more than \(limiter.requestsPerSecond) requests a second with this key; retry later")
+            }
+            return caller
+        } catch let refusal as APIError where refusal.code == .unauthorized {
+            if let lockout = environment.lockout, let address { lockout.recordFailure(address, now: environment.clock.now()) }
+            throw refusal
+        }
+    }
+
+    /// The caller behind an `Authorization` header's value, or 401.
+    private func caller(presenting header: String) async throws -> Caller {
         let parts = header.utf8.split(separator: UInt8(ascii: " "), maxSplits: 1)
         guard parts.count == 2, parts[0].count == 6, String(decoding: parts[0], as: UTF8.self).lowercased() == "bearer"
         else { throw APIError.unauthorized }
@@ -65,7 +105,6 @@ extension LiveVisitsAPI {
         guard let caller = try await mapped({ try await keys.caller(presenting: presented) }) else {
             throw APIError.unauthorized
         }
-        LiveVisitsAPI.currentCaller?.set(role: caller.role.rawValue)
         return caller
     }
 

@@ -24,7 +24,17 @@ public struct LiveVisitsAPI: Sendable {
         let inner = router().handler
         return { request in
             let caller = CallerRecord()
-            var response = await LiveVisitsAPI.$currentCaller.withValue(caller) { await inner(request) }
+            var response: HTTPResponse
+            if request.body.count > LiveVisitsAPI.inlineBodyBytes {
+                // The handler starts on libmicrohttpd's polling thread (`InlineTaskExecutor`) and would read the
+                // body there before its first wait: a large one is read on Swift's pool instead, so that a
+                // client's big bodies cannot hold up the other connections that thread serves.
+                response = await withTaskExecutorPreference(globalConcurrentExecutor) {
+                    await LiveVisitsAPI.$currentCaller.withValue(caller) { await inner(request) }
+                }
+            } else {
+                response = await LiveVisitsAPI.$currentCaller.withValue(caller) { await inner(request) }
+            }
             response = await openPersonalData(response)
             if let role = caller.role { response.logMetadata["actor.role"] = role }
             // The API's answers are per caller and change at once: never stored by a browser or a proxy (the
@@ -58,6 +68,11 @@ public struct LiveVisitsAPI: Sendable {
         }
     }
 
+    /// The largest body a handler may read on the thread that started it (libmicrohttpd's). Reading is linear
+    /// in the body's size, and a body this small (every body a well-behaved client sends but the longest
+    /// visit texts) takes microseconds, less than a hop to another thread and back costs.
+    static let inlineBodyBytes = 2_048
+
     /// Where `authenticate` leaves the caller's role for the log line of the current request.
     @TaskLocal static var currentCaller: CallerRecord?
 
@@ -65,7 +80,10 @@ public struct LiveVisitsAPI: Sendable {
     public func router() -> Router {
         var router = Router()
         router.add(.get, "/healthz") { _, _ in .json(body: Data(#"{"status":"ok"}"#.utf8)) }
-        router.add(.get, "/readyz") { _, _ in await readiness() }
+        router.add(.get, "/readyz") { _, _ in
+            await environment.readinessCache.answer(
+                seconds: environment.limits.readinessCacheSeconds, clock: environment.clock, probe: { await readiness() })
+        }
         router.add(.get, "/metrics") { _, _ in
             var headers = HTTPHeaders()
             headers.add(name: "Content-Type", value: "text/plain; version=0.0.4")
@@ -120,7 +138,8 @@ public struct LiveVisitsAPI: Sendable {
     /// standby it lacks), every migration is applied and its personal-data key file opens the customers'
     /// data keys (`PersonalDataKeys.keyFileProblem`) — else 503 with a code naming the first check
     /// that failed. Either way `checks` says what each one found, and how LISTEN is doing (a process
-    /// that cannot LISTEN polls instead, so that alone is no reason to fail).
+    /// that cannot LISTEN polls instead, so that alone is no reason to fail). The route answers from
+    /// `ReadinessCache` (one probe per `RequestLimits.readinessCacheSeconds`).
     func readiness() async -> HTTPResponse {
         let listen: JSONValue = .string(environment.keyCache.isActive ? "listening" : "polling")
         let readiness = environment.readiness

@@ -8,6 +8,8 @@ public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertibl
         case tooDeep
         /// An object names the same key twice (valid JSON grammar, refused by the domain).
         case duplicateKey(String)
+        /// An object or array holds more members than the caller allows (the limit given).
+        case tooManyMembers(Int)
     }
 
     /// What went wrong.

@@ -1,14 +1,27 @@
 /// A recursive-descent JSON parser over borrowed UTF-8 bytes.
+///
+/// Linear in the input: every byte is looked at a bounded number of times, and an object's keys are
+/// checked for repeats through a hash set once the object is past a few members.
 struct JSONParser {
     let bytes: UnsafeBufferPointer<UInt8>
+    /// The most members one object or array may hold (`JSONParseError.Kind.tooManyMembers` beyond).
+    let maximumMembers: Int
     var index = 0
 
-    init(bytes: UnsafeBufferPointer<UInt8>) {
+    /// Up to this many members, an object's keys are compared one by one (cheaper than hashing them).
+    static let linearKeyCheckLimit = 8
+
+    init(bytes: UnsafeBufferPointer<UInt8>, maximumMembers: Int = .max) {
         self.bytes = bytes
+        self.maximumMembers = maximumMembers
     }
 
     func error(_ reason: String, _ kind: JSONParseError.Kind = .syntax) -> JSONParseError {
         JSONParseError(kind: kind, offset: index, reason: reason)
+    }
+
+    func tooManyMembers() -> JSONParseError {
+        error("more than \(maximumMembers) members in one object or array", .tooManyMembers(maximumMembers))
     }
 
     mutating func skipWhitespace() {
@@ -54,6 +67,8 @@ struct JSONParser {
         guard depth <= JSONValue.maximumDepth else { throw error("nesting too deep", .tooDeep) }
         index += 1
         var members: [JSONMember] = []
+        // The keys so far, once there are more than `linearKeyCheckLimit`: a repeat is found in constant time.
+        var keys: Set<String>?
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
@@ -62,9 +77,20 @@ struct JSONParser {
         while true {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("expected a key") }
+            guard members.count < maximumMembers else { throw tooManyMembers() }
             let keyOffset = index
             let key = try parseString()
-            for member in members where member.key == key {
+            let repeated: Bool
+            if keys != nil {
+                repeated = !keys!.insert(key).inserted
+            } else if members.count < JSONParser.linearKeyCheckLimit {
+                repeated = members.contains { $0.key == key }
+            } else {
+                var all = Set(members.lazy.map(\.key))
+                repeated = !all.insert(key).inserted
+                keys = all
+            }
+            if repeated {
                 throw JSONParseError(kind: .duplicateKey(key), offset: keyOffset, reason: "duplicate key \"\(key)\"")
             }
             skipWhitespace()
@@ -96,6 +122,7 @@ struct JSONParser {
         }
         while true {
             skipWhitespace()
+            guard elements.count < maximumMembers else { throw tooManyMembers() }
             elements.append(try parseValue(depth: depth))
             skipWhitespace()
             guard index < bytes.count else { throw error("unexpected end of input") }

@@ -42,6 +42,7 @@ enum ChannelsCommand {
         default:
             _ = try reconcileSyntax.parse(rest)
             let url = try configuration.databaseURL()
+            try configuration.checkSigningKeyFile()
             let apns: APNsConfiguration
             do {
                 apns = try APNsConfiguration.fromEnvironment(configuration.environment)

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPAPI
 import PersonalData
 import Retention
 import VisitCommands
@@ -51,6 +52,7 @@ struct Configuration {
     func personalDataKeys() throws -> PersonalDataKeys {
         func load(_ variable: String) throws -> WrappingKey? {
             guard let path = environment[variable], !path.isEmpty else { return nil }
+            try Configuration.refuseShared(path, variable: variable)
             do {
                 return try WrappingKey.load(path: path, origin: variable)
             } catch {
@@ -66,10 +68,43 @@ struct Configuration {
         return PersonalDataKeys(current: current, previous: previous.map { [$0] } ?? [])
     }
 
-    /// `LIVEVISITS_RETENTION_DAYS` (default 30): how long finished deliveries, their attempts and retired
-    /// tokens are kept.
+    /// `LIVEVISITS_APNS_KEY_FILE`, when set: refused (`refuseShared`) if others than its owner may read it.
+    func checkSigningKeyFile() throws {
+        let variable = "LIVEVISITS_APNS_KEY_FILE"
+        guard let path = environment[variable]?.trimmingCharacters(in: .whitespaces), !path.isEmpty else { return }
+        try Configuration.refuseShared(path, variable: variable)
+    }
+
+    /// Refuses a key file (a signing key, a data key) that its group or others may read, write or run: any of
+    /// those bits means the secret is not the owner's alone. One line naming the variable and the path.
+    /// A file that cannot be looked at is left to the loader, whose error says so.
+    static func refuseShared(_ path: String, variable: String) throws {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return }
+        let shared = status.st_mode & 0o077
+        guard shared == 0 else {
+            let mode = String(status.st_mode & 0o777, radix: 8)
+            throw ConfigurationError(
+                "\(variable): \(path) is open to its group or others (mode \(mode)); a key file must be 0600 (chmod 600 '\(path)')"
+            )
+        }
+    }
+
+    /// `LIVEVISITS_RETENTION_DAYS` (0–36500, default 30): how long finished deliveries, their attempts and
+    /// retired tokens are kept; 0 keeps no finished delivery (the next prune takes them all).
     func retentionSettings() throws -> RetentionSettings {
-        RetentionSettings(retentionDays: try wholeNumber("LIVEVISITS_RETENTION_DAYS", in: 1...36_500) ?? 30)
+        RetentionSettings(retentionDays: try wholeNumber("LIVEVISITS_RETENTION_DAYS", in: 0...36_500) ?? 30)
+    }
+
+    /// `LIVEVISITS_RATE_LIMIT` (requests a second per API key, bursts of twice as many; default 50) and
+    /// `LIVEVISITS_AUTH_FAILURE_LIMIT` (failed authentications a minute per client address; default 20).
+    func requestLimits() throws -> RequestLimits {
+        var limits = RequestLimits.standard
+        if let rate = try wholeNumber("LIVEVISITS_RATE_LIMIT", in: 1...1_000_000) { limits.requestsPerSecond = rate }
+        if let failures = try wholeNumber("LIVEVISITS_AUTH_FAILURE_LIMIT", in: 1...1_000_000) {
+            limits.authenticationFailuresPerMinute = failures
+        }
+        return limits
     }
 
     var httpAddress: String { environment["LIVEVISITS_HTTP_ADDR"] ?? "127.0.0.1:8080" }

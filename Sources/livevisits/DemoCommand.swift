@@ -157,7 +157,7 @@ enum DemoCommand {
             (outcome, interrupted) = try await PostgresPool.withPool(poolConfiguration) { pool in
                 let services = try await ServeCommand.services(
                     parts: [.api, .worker], pool: pool, configuration: serveConfiguration, clock: SystemClock(),
-                    announce: { progress($0.replacingOccurrences(of: "livevisits API", with: "API + worker")) })
+                    simulated: true, announce: { progress($0.replacingOccurrences(of: "livevisits API", with: "API + worker")) })
                 // The services run until the scenario is done (or, with --keep-running, until Ctrl-C); a Ctrl-C
                 // during the scenario ends the services first and the scenario is cancelled.
                 return await withTaskGroup(of: Result<[SimulatedDelivery], any Error>?.self) { group in

@@ -72,9 +72,11 @@ enum ServeCommand {
     /// Builds the service group for the parts asked for, on a pool the caller lends and closes after the
     /// group's `run()` returned (the demo uses it too). Stages, in start order: the APNs client; then what
     /// takes work in (HTTP server, LISTENers, outbox worker). Shutdown runs backwards: stop accepting and
-    /// claiming, let the sends on the wire finish, close the client; the caller closes the pool.
+    /// claiming, let the sends on the wire finish, close the client; the caller closes the pool. Unless
+    /// `simulated` (the demo, whose APNs is its own simulator by design), an APNs configuration that would
+    /// send production pushes away from Apple is warned of (`APNsConfiguration.productionWarnings`).
     static func services(
-        parts: Parts, pool: PostgresPool, configuration: Configuration, clock: any WallClock,
+        parts: Parts, pool: PostgresPool, configuration: Configuration, clock: any WallClock, simulated: Bool = false,
         announce: @escaping @Sendable (String) -> Void = { Console.line($0) }
     ) async throws -> ServiceGroup {
         let logger = Logger(label: "livevisits")
@@ -113,11 +115,15 @@ enum ServeCommand {
         // An API without the APNs variables still serves; its `PUT …/channel` answers 503.
         var client: APNsClient?
         if parts.contains(.worker) || configuration.environment["LIVEVISITS_APNS_KEY_FILE"] != nil {
+            try configuration.checkSigningKeyFile()
             let apns: APNsConfiguration
             do {
                 apns = try APNsConfiguration.fromEnvironment(configuration.environment)
             } catch {
                 throw ConfigurationError(error.message)
+            }
+            if !simulated {
+                for warning in apns.productionWarnings { logger.warning("apns configuration", ["warning": warning]) }
             }
             let signer = apns.signer
             let made = APNsClient(
@@ -151,7 +157,8 @@ enum ServeCommand {
             let environment = APIEnvironment(
                 pool: pool, readModel: readModel, outbox: outbox, migrator: migrator, clock: clock, personalData: personalData,
                 channelService: channelService, maximumChannels: maximumChannels, dataKeyCache: dataKeyCache,
-                commandBatches: try configuration.commandBatches(), commandWrites: try configuration.commandWrites())
+                commandBatches: try configuration.commandBatches(), commandWrites: try configuration.commandWrites(),
+                limits: try configuration.requestLimits())
             let api = LiveVisitsAPI(environment: environment)
             let threads = try configuration.httpThreads()
             let maxConnections = try configuration.httpMaxConnections()

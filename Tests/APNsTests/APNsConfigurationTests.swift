@@ -99,4 +99,38 @@ import Testing
         }
         #expect(notCertificate?.code == .invalidCAFile)
     }
+
+    /// At start, production pushes sent anywhere but Apple, or an extra CA trusted for them, are said (one
+    /// line each); Apple's hosts and no CA file say nothing.
+    @Test func productionAwayFromAppleOrAnExtraCAIsWarnedOf() throws {
+        let key = try TestKey.make()
+        defer { key.remove() }
+        #expect(try APNsConfiguration.fromEnvironment(environment(key)).productionWarnings.isEmpty)
+        let sandboxOnly = try APNsConfiguration.fromEnvironment(
+            environment(key, ["LIVEVISITS_APNS_SANDBOX_URL": "https://127.0.0.1:9443"]))
+        #expect(sandboxOnly.productionWarnings.isEmpty, "a sandbox override leaves production on Apple")
+
+        let elsewhere = try APNsConfiguration.fromEnvironment(
+            environment(
+                key,
+                [
+                    "LIVEVISITS_APNS_URL": "https://apns.example.net",
+                    "LIVEVISITS_APNS_CHANNELS_URL": "https://push.apple.com.example.net",
+                ]))
+        #expect(elsewhere.productionWarnings.count == 2)
+        #expect(elsewhere.productionWarnings.first { $0.contains("push requests go to apns.example.net") } != nil)
+        #expect(
+            elsewhere.productionWarnings.first { $0.contains("channel-management requests go to push.apple.com.example.net") }
+                != nil)
+
+        let certificate = key.directory + "/ca.pem"
+        try OpenSSLTool.run([
+            "req", "-x509", "-new", "-key", key.keyFile, "-subj", "/CN=test-ca", "-days", "1", "-out", certificate,
+        ])
+        let withCA = try APNsConfiguration.fromEnvironment(environment(key, ["LIVEVISITS_APNS_CA_FILE": certificate]))
+        #expect(
+            withCA.productionWarnings == [
+                "LIVEVISITS_APNS_CA_FILE adds 1 trusted CA certificate(s) for every APNs connection, production's included"
+            ])
+    }
 }

@@ -272,9 +272,9 @@ struct DocsDriftTests {
                 #expect(statuses.contains("404"), "\(route) takes an id but lists no 404")
             }
             if keyed {
-                // A key is checked (401) and the database is used, which a request timeout or an outage turns
-                // into 503.
-                for status in ["401", "503"] {
+                // A key is checked (401), and counted against its rate and its address's failures (429); the
+                // database is used, which a request timeout or an outage turns into 503.
+                for status in ["401", "429", "503"] {
                     #expect(statuses.contains(status), "\(route) needs a key but does not list \(status)")
                 }
             }

@@ -31,7 +31,8 @@ import Testing
             var bytes = [UInt8](repeating: 0, count: 32)
             for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255) }
             let path = folder.appendingPathComponent(name).path
-            guard FileManager.default.createFile(atPath: path, contents: Data(bytes)) else {
+            guard FileManager.default.createFile(atPath: path, contents: Data(bytes), attributes: [.posixPermissions: 0o600])
+            else {
                 throw CocoaError(.fileWriteUnknown)
             }
             return path

@@ -13,10 +13,10 @@ import VisitProjections
             let id = uniqueID("v")
             let customer = uniqueID("c")
             let now = Int(Date().timeIntervalSince1970)
-            // Text that an SQL copy could get wrong: quotes, a backslash, non-ASCII, an emoji, an escaped control.
+            // Text that an SQL copy could get wrong: quotes, a backslash, non-ASCII, an emoji, escapes.
             let schedule = """
                 {"visitId":"\(id)","customerId":"\(customer)",\
-                "attributes":{"customerFirstName":"Zoë \\"Z\\" \\\\ 🚐","serviceAddress":"12 Elm Row\\n","jobSummary":"Boiler check"},\
+                "attributes":{"customerFirstName":"Zoë \\"Z\\" \\\\ 🚐","serviceAddress":"12 Elm Row \\/ \\u00e9","jobSummary":"Boiler check"},\
                 "technician":{"id":"t-1","name":"Sam","avatarSymbol":"person.crop.circle","vanDescription":"White van"},\
                 "arrivalWindow":{"start":\(now + 600),"end":\(now + 1800)},"kilometresAway":14.0}
                 """

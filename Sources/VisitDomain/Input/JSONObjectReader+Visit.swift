@@ -10,9 +10,9 @@ extension JSONObjectReader {
         return try VisitInputError.reading { () throws(FieldProblem) in
             Technician(
                 id: id,
-                name: try object.string("name", maxBytes: VisitInputLimits.nameBytes),
-                avatarSymbol: try object.string("avatarSymbol", maxBytes: VisitInputLimits.nameBytes),
-                vanDescription: try object.string("vanDescription", maxBytes: VisitInputLimits.textBytes))
+                name: try object.text("name", maxBytes: VisitInputLimits.nameBytes),
+                avatarSymbol: try object.text("avatarSymbol", maxBytes: VisitInputLimits.nameBytes),
+                vanDescription: try object.text("vanDescription", maxBytes: VisitInputLimits.textBytes))
         }
     }
 

@@ -23,9 +23,9 @@ public enum ScheduleVisitRequest {
             try attributes.rejectUnknown(allowed: ["customerFirstName", "serviceAddress", "jobSummary"])
             return ServiceVisitAttributes(
                 visitId: visitId,
-                customerFirstName: try attributes.string("customerFirstName", maxBytes: VisitInputLimits.nameBytes),
-                serviceAddress: try attributes.string("serviceAddress", maxBytes: VisitInputLimits.textBytes),
-                jobSummary: try attributes.string("jobSummary", maxBytes: VisitInputLimits.textBytes))
+                customerFirstName: try attributes.text("customerFirstName", maxBytes: VisitInputLimits.nameBytes),
+                serviceAddress: try attributes.text("serviceAddress", maxBytes: VisitInputLimits.textBytes),
+                jobSummary: try attributes.text("jobSummary", maxBytes: VisitInputLimits.textBytes))
         }
         let technician = try object.technician("technician")
         return try VisitInputError.reading { () throws(FieldProblem) in

@@ -51,12 +51,12 @@ public enum VisitEventRequest {
         case .cancelled:
             return try VisitInputError.reading { () throws(FieldProblem) in
                 try object.rejectUnknown(allowed: ["type", "reason"])
-                return .cancelled(reason: try object.optionalString("reason", maxBytes: VisitInputLimits.textBytes))
+                return .cancelled(reason: try object.optionalText("reason", maxBytes: VisitInputLimits.textBytes, allowsLineBreaks: true))
             }
         case .failed:
             return try VisitInputError.reading { () throws(FieldProblem) in
                 try object.rejectUnknown(allowed: ["type", "reason"])
-                return .failed(reason: try object.string("reason", maxBytes: VisitInputLimits.textBytes))
+                return .failed(reason: try object.text("reason", maxBytes: VisitInputLimits.textBytes, allowsLineBreaks: true))
             }
         case .reassigned:
             try VisitInputError.reading { () throws(FieldProblem) in

@@ -135,16 +135,16 @@ extension ProjectionRules {
         if let alertObject = try object.optionalObject("alert") {
             try alertObject.rejectUnknown(allowed: ["title", "body", "sound"])
             alert = AlertContent(
-                title: try alertObject.string("title", maxBytes: 512),
-                body: try alertObject.string("body", maxBytes: 1024),
+                title: try alertObject.text("title", maxBytes: 512),
+                body: try alertObject.text("body", maxBytes: 1024),
                 sound: try alertObject.optionalString("sound", maxBytes: 256))
         }
         var rule = StatusRule(relevance: relevance, alert: alert)
         if let fallbackObject = try object.optionalObject("fallbackAlert") {
             try fallbackObject.rejectUnknown(allowed: ["title", "body"])
             rule.fallbackAlert = FallbackAlert(
-                title: try fallbackObject.string("title", maxBytes: 4096),
-                body: try fallbackObject.string("body", maxBytes: 4096))
+                title: try fallbackObject.text("title", maxBytes: 4096),
+                body: try fallbackObject.text("body", maxBytes: 4096))
         }
         if status.hasEnded {
             for key in ["staleAfterSeconds", "staleNotBeforeArrivalStart"] where object.value(key) != nil {

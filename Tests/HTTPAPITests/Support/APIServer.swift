@@ -40,8 +40,9 @@ final class APIServer: Sendable {
     /// Starts the API on a fresh migrated database, or on `databaseURL` (already migrated) when given.
     /// With `keyCache`, its revocation listener runs next to the server (as in `livevisits serve`); with
     /// `listenForErasures`, the erasure listener of `dataKeyCache` too.
-    /// `clock` is the API's (events' recorded times, token registrations, the outbox's due times); the
-    /// HTTP server keeps the system clock for its own deadlines.
+    /// `clock` is the API's (events' recorded times, token registrations, the outbox's due times, the
+    /// request limits); the HTTP server keeps the system clock for its own deadlines. `limits` are none
+    /// unless given: most tests send many requests a second with one key, from one address.
     static func start(
         databaseURL: String? = nil, poolSize: Int = 8, acquireTimeoutSeconds: Double? = nil,
         keyCache: APIKeyCache = APIKeyCache(),
@@ -49,7 +50,8 @@ final class APIServer: Sendable {
         personalData: PersonalDataKeys = PersonalDataKeys(current: nil),
         channelService: (any ChannelService)? = nil, maximumChannels: Int = ChannelStore.defaultMaximumChannels,
         outboxConfiguration: OutboxConfiguration = OutboxConfiguration(),
-        dataKeyCache: PersonalDataKeyCache = PersonalDataKeyCache(), listenForErasures: Bool = false
+        dataKeyCache: PersonalDataKeyCache = PersonalDataKeyCache(), listenForErasures: Bool = false,
+        limits: RequestLimits = .none
     ) async throws -> APIServer {
         let url: String
         if let databaseURL {
@@ -69,7 +71,7 @@ final class APIServer: Sendable {
             pool: pool, readModel: readModel, outbox: Outbox(pool: pool, configuration: outboxConfiguration, clock: apiClock),
             migrator: Migrator(directory: TestDatabase.migrationsDirectory), clock: apiClock, keyCache: keyCache,
             metrics: metrics, personalData: personalData, channelService: channelService, maximumChannels: maximumChannels,
-            dataKeyCache: dataKeyCache)
+            dataKeyCache: dataKeyCache, limits: limits)
         let api = LiveVisitsAPI(environment: environment)
         var httpConfiguration = HTTPServerConfiguration(listenAddress: ListenAddress(host: "127.0.0.1", port: 0))
         httpConfiguration.threadCount = 4
@@ -184,7 +186,7 @@ func withAPIServer<Result>(
     channelService: (any ChannelService)? = nil, maximumChannels: Int = ChannelStore.defaultMaximumChannels,
     outboxConfiguration: OutboxConfiguration = OutboxConfiguration(),
     dataKeyCache: PersonalDataKeyCache = PersonalDataKeyCache(), listenForErasures: Bool = false,
-    isolation: isolated (any Actor)? = #isolation,
+    limits: RequestLimits = .none, isolation: isolated (any Actor)? = #isolation,
     _ body: (APIServer) async throws -> Result
 ) async throws -> Result {
     try await withResource(
@@ -193,6 +195,7 @@ func withAPIServer<Result>(
                 databaseURL: databaseURL, poolSize: poolSize, acquireTimeoutSeconds: acquireTimeoutSeconds,
                 keyCache: keyCache, listenForRevocations: listenForRevocations, clock: clock, personalData: personalData,
                 channelService: channelService, maximumChannels: maximumChannels,
-                outboxConfiguration: outboxConfiguration, dataKeyCache: dataKeyCache, listenForErasures: listenForErasures)
+                outboxConfiguration: outboxConfiguration, dataKeyCache: dataKeyCache, listenForErasures: listenForErasures,
+                limits: limits)
         }, close: { await $0.stop() }, body)
 }

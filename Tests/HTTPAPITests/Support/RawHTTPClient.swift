@@ -37,6 +37,8 @@ struct RawHTTPError: Error, CustomStringConvertible {
 /// what no well-behaved client library would (bad UTF-8, truncated bodies, lying Content-Length).
 struct RawHTTPClient: Sendable {
     let port: UInt16
+    /// The loopback address the client's socket is bound to (any of 127.0.0.0/8): the peer the server sees.
+    var source = "127.0.0.1"
 
     /// Sends `method path` with the given headers and body; `Content-Length` is added unless present.
     func send(_ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8]? = nil) async throws
@@ -58,10 +60,22 @@ struct RawHTTPClient: Sendable {
     /// With `shutdownWrite`, the client half-closes after writing (a truncated upload ends there).
     func exchange(_ bytes: [UInt8], shutdownWrite: Bool = false) async throws -> RawResponse {
         let port = self.port
+        let source = self.source
         return try await onOwnThread {
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             guard fd >= 0 else { throw RawHTTPError(description: "socket: errno \(errno)") }
             defer { close(fd) }
+            if source != "127.0.0.1" {
+                var local = sockaddr_in()
+                local.sin_family = sa_family_t(AF_INET)
+                local.sin_addr.s_addr = inet_addr(source)
+                let bound = withUnsafePointer(to: &local) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                    }
+                }
+                guard bound == 0 else { throw RawHTTPError(description: "bind \(source): errno \(errno)") }
+            }
             var timeout = timeval(tv_sec: 30, tv_usec: 0)
             setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
             var address = sockaddr_in()

@@ -86,17 +86,52 @@ import Testing
         Case(
             #"{"type":"reassigned","technician":{"id":"t/2","name":"Kim","avatarSymbol":"a","vanDescription":"v"}}"#,
             .invalidId, "technician.id", "slash in the new technician's id"),
+        Case(#"{"type":"failed","reason":"Van\u0007 broke"}"#, .invalidValue, "reason", "bell in reason"),
+        Case(#"{"type":"failed","reason":"Van\u001b[2J broke"}"#, .invalidValue, "reason", "escape in reason"),
+        Case(#"{"type":"failed","reason":"Van\r broke"}"#, .invalidValue, "reason", "carriage return in reason"),
+        Case(#"{"type":"failed","reason":"Van\u0085 broke"}"#, .invalidValue, "reason", "C1 control in reason"),
+        Case(#"{"type":"cancelled","reason":"Van \u202Ekoorb"}"#, .invalidValue, "reason", "right-to-left override"),
+        Case(#"{"type":"cancelled","reason":"Van \u2066x\u2069"}"#, .invalidValue, "reason", "bidi isolate in reason"),
+        Case(
+            #"{"type":"reassigned","technician":{"id":"t-1","name":"Kim\tLee","avatarSymbol":"a","vanDescription":"v"}}"#,
+            .invalidValue, "technician.name", "tab in technician name"),
+        Case(
+            #"{"type":"reassigned","technician":{"id":"t-1","name":"Kim","avatarSymbol":"a\u202Ab","vanDescription":"v"}}"#,
+            .invalidValue, "technician.avatarSymbol", "bidi embedding in avatar symbol"),
+        Case(
+            #"{"type":"reassigned","technician":{"id":"t-1","name":"Kim","avatarSymbol":"a","vanDescription":"v\nw"}}"#,
+            .invalidValue, "technician.vanDescription", "newline in van description"),
+        Case(
+            #"{"type":"nearby","kilometresAway":1,"x":[\#(Array(repeating: "0", count: 1_001).joined(separator: ","))]}"#,
+            .invalidBody, nil, "an array of 1,001 members"),
+        Case(
+            "{" + (0..<6_500).map { #""k\#($0)":0"# }.joined(separator: ",") + "}", .invalidBody, nil,
+            "an object of 6,500 members"),
     ]
 
-    @Test(arguments: eventCases) func eventBody(_ testCase: Case) {
-        do {
-            let event = try VisitEventRequest.parse(testCase.body)
-            Issue.record("accepted: \(event)")
-        } catch {
-            #expect(error.code == testCase.code)
-            #expect(error.field == testCase.field)
-            if let field = testCase.field { #expect(error.message.contains(field), "\(error.message)") }
-            #expect(error.code.httpStatus == (testCase.code == .malformedJSON ? 400 : 422))
+    /// Free text may hold tab and newline in `reason` alone, and any printable text (accents, emoji,
+    /// right-to-left scripts without bidirectional controls).
+    @Test func freeTextKeepsWhatPeopleWrite() throws {
+        #expect(
+            try VisitEventRequest.parse(Array(#"{"type":"failed","reason":"Van broke:\n\tno parts"}"#.utf8))
+                == .failed(reason: "Van broke:\n\tno parts"))
+        let text = "Zoë 🚐 שלום"
+        let scheduled = try ScheduleVisitRequest.parse(Self.schedule("attributes.customerFirstName", .string(text))) { "x" }
+        #expect(scheduled.attributes.customerFirstName == text)
+    }
+
+    /// The member cap: 1,000 members in one object or array are read (this body is then refused for its
+    /// unknown field), one more is refused with the limit named.
+    @Test func theMemberCapNamesTheLimit() {
+        let thousand = Array(repeating: "0", count: 1_000).joined(separator: ",")
+        for (members, code) in [(thousand, VisitInputError.Code.unknownField), (thousand + ",0", .invalidBody)] {
+            do {
+                _ = try VisitEventRequest.parse(Array(#"{"type":"nearby","x":[\#(members)]}"#.utf8))
+                Issue.record("accepted")
+            } catch {
+                #expect(error.code == code)
+                if code == .invalidBody { #expect(error.message.contains("1000"), "\(error.message)") }
+            }
         }
     }
 
@@ -151,6 +186,19 @@ import Testing
         Case(bytes: schedule("technician.id", .number(42)), .wrongType, "technician.id", "numeric technician id"),
         Case(bytes: schedule("visitId", .number(1001)), .wrongType, "visitId", "numeric visit id"),
         Case(bytes: schedule("customerID", .string("c-7")), .unknownField, "customerID", "misspelt field"),
+        Case(
+            bytes: schedule("attributes.customerFirstName", .string("Al\u{1B}]0;x\u{07}ex")), .invalidValue,
+            "attributes.customerFirstName", "escape sequence in first name"),
+        Case(
+            bytes: schedule("attributes.serviceAddress", .string("12 Elm\nRow")), .invalidValue,
+            "attributes.serviceAddress", "newline in address"),
+        Case(
+            bytes: schedule("attributes.jobSummary", .string("Boiler \u{202E}kcehc")), .invalidValue,
+            "attributes.jobSummary", "right-to-left override in summary"),
+        Case(
+            bytes: schedule("technician.vanDescription", .string("White van\u{2068}")), .invalidValue,
+            "technician.vanDescription", "first-strong isolate in van"),
+        Case(bytes: schedule("technician.name", .string("Sam\u{7F}")), .invalidValue, "technician.name", "DEL in name"),
         Case("[]", .invalidBody, nil, "array body"),
         Case("{", .malformedJSON, nil, "not JSON"),
     ]
