@@ -23,13 +23,13 @@ extension VisitDecider {
                 code: .illegalTransition, message: error.message, status: state?.status, eventType: event.type)
         }
         let pushes = PushPlanner.pushes(for: next, rules: rules)
-        if let largest = PushPlanner.largestPossiblePush(among: pushes, for: next, rules: rules),
-            largest.bodySize > rules.maximumPushBytes
+        if let largest = PushPlanner.largestPossiblePushSize(among: pushes, for: next, rules: rules),
+            largest.bytes > rules.maximumPushBytes
         {
             throw VisitDecisionError(
                 code: .pushTooLarge,
                 message:
-                    "the \(largest.kind.rawValue) push this event implies would be \(largest.bodySize) bytes; "
+                    "the \(largest.kind.rawValue) push this event implies would be \(largest.bytes) bytes; "
                     + "APNs accepts at most \(rules.maximumPushBytes) (shorten names, address, summary or reason)",
                 status: state?.status, eventType: event.type)
         }

@@ -51,7 +51,8 @@ public enum VisitEventRequest {
         case .cancelled:
             return try VisitInputError.reading { () throws(FieldProblem) in
                 try object.rejectUnknown(allowed: ["type", "reason"])
-                return .cancelled(reason: try object.optionalText("reason", maxBytes: VisitInputLimits.textBytes, allowsLineBreaks: true))
+                return .cancelled(
+                    reason: try object.optionalText("reason", maxBytes: VisitInputLimits.textBytes, allowsLineBreaks: true))
             }
         case .failed:
             return try VisitInputError.reading { () throws(FieldProblem) in

@@ -101,11 +101,35 @@ public enum PushPlanner {
             candidates.append(start)
         }
         // A renewal's start differs from the booking's only by its alert: built when that alert is the larger.
-        let booking = rules.rule(for: .scheduled).alert
-        if !state.hasEnded, rules.renewalAlert.json.serialized().count > (booking?.json.serialized().count ?? 0) {
+        if !state.hasEnded, renewalAlertExtraBytes(rules) > 0 {
             candidates.append(start(state, rules: rules, isCatchUp: false, alert: rules.renewalAlert))
         }
         return candidates.max { $0.bodySize < $1.bodySize }
+    }
+
+    /// The kind and size of `largestPossiblePush(among:for:rules:)`, without building a body it does not need:
+    /// the renewal's start is measured as the start with the renewal's alert in place of the booking's. What
+    /// accepting an event checks, once per event.
+    public static func largestPossiblePushSize(among pushes: [PushPlan], for state: VisitState, rules: ProjectionRules)
+        -> (kind: PushKind, bytes: Int)?
+    {
+        var candidates = pushes
+        if !pushes.contains(where: { $0.kind == .start }), let start = lateStart(for: state, rules: rules) {
+            candidates.append(start)
+        }
+        guard let largest = candidates.max(by: { $0.bodySize < $1.bodySize }) else { return nil }
+        var result = (kind: largest.kind, bytes: largest.bodySize)
+        if !state.hasEnded, let start = candidates.first(where: { $0.kind == .start }) {
+            let renewal = start.bodySize + renewalAlertExtraBytes(rules)
+            if renewal > result.bytes { result = (.start, renewal) }
+        }
+        return result
+    }
+
+    /// How many bytes longer a start is with the renewal's alert than with the booking's (0 when not longer).
+    static func renewalAlertExtraBytes(_ rules: ProjectionRules) -> Int {
+        let booking = rules.rule(for: .scheduled).alert ?? AlertContent(title: "", body: "")
+        return max(0, rules.renewalAlert.json.serialized().count - booking.json.serialized().count)
     }
 
     /// A `start` with the current state; its alert is the booking's unless given (a renewal's is its own).

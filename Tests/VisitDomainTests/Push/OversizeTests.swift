@@ -41,6 +41,8 @@ import Testing
                 }
                 let largest = everything.map(\.bodySize).max()
                 #expect(among?.bodySize == largest, "\(status) v\(state.version)")
+                let measured = PushPlanner.largestPossiblePushSize(among: accepted.pushes, for: state, rules: .contractDefault)
+                #expect(measured?.bytes == largest, "\(status) v\(state.version)")
                 #expect(afresh?.bodySize == largest, "\(status) v\(state.version)")
             }
         }
