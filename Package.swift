@@ -54,7 +54,7 @@ let package = Package(
         // Retention (§10): the prune rules, `livevisits prune` and the workers' hourly pass.
         .target(name: "Retention", dependencies: ["Postgres", "Runtime"]),
         // The APNs side of the outbox: the sender over the APNs client, the fleet's provider token in PostgreSQL.
-        .target(name: "OutboxAPNs", dependencies: ["LiveActivityLedger", "Outbox", "APNs", "Postgres"]),
+        .target(name: "OutboxAPNs", dependencies: ["LiveActivityLedger", "Outbox", "APNs", "PersonalData", "Postgres"]),
         .target(name: "APNsSimulator", dependencies: ["CNGHTTP2", "COpenSSL", "HTTP2TLS", "JSON", "Runtime"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "JSON", "Runtime"]),
         // The API's own tables and their use cases: API keys (minting, hashing, the caller behind a key,
@@ -162,7 +162,8 @@ let package = Package(
             ]
         ),
         .testTarget(
-            name: "OutboxAPNsTests", dependencies: ["OutboxAPNs", "Outbox", "APNs", "Postgres", "Runtime", "TestSupport"]),
+            name: "OutboxAPNsTests",
+            dependencies: ["OutboxAPNs", "Outbox", "APNs", "PersonalData", "Postgres", "Runtime", "TestSupport"]),
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "Runtime"]),
         .testTarget(name: "ScaleTests", dependencies: ["APNsSimulator", "JSON", "Postgres", "Runtime", "TestSupport"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "TestSupportCore"]),

@@ -72,6 +72,27 @@ public final class APNsSigningKey: Sendable, CustomStringConvertible {
         return try Self.rawSignature(fromDER: Array(der.prefix(derLength)))
     }
 
+    /// A 32-byte key derived from this private key for `purpose` (HMAC-SHA256 under the key's DER encoding):
+    /// every process given the same `.p8` derives the same key, and nobody without the file can. One-way:
+    /// the derived key tells nothing about the private key. Used to seal the provider token the fleet shares,
+    /// so that only a holder of the file — who could mint a token anyway — reads it.
+    public func derivedKey(purpose: String) throws(APNsError) -> [UInt8] {
+        var der: UnsafeMutablePointer<UInt8>? = nil
+        let length = i2d_PrivateKey(pkey, &der)
+        guard length > 0, let der else { throw Self.signingError("i2d_PrivateKey") }
+        defer {
+            OPENSSL_cleanse(der, Int(length))
+            copenssl_free(der)
+        }
+        var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
+        var digestLength: UInt32 = 0
+        let message = Array(purpose.utf8)
+        guard HMAC(EVP_sha256(), der, length, message, message.count, &digest, &digestLength) != nil,
+            digestLength == digest.count
+        else { throw Self.signingError("HMAC") }
+        return digest
+    }
+
     /// Converts an ASN.1 DER ECDSA signature into the fixed-width r || s that JWS uses.
     static func rawSignature(fromDER der: [UInt8]) throws(APNsError) -> [UInt8] {
         let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in

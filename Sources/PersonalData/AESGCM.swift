@@ -81,6 +81,14 @@ enum AESGCM {
         return digest
     }
 
+    /// HMAC-SHA256 of `message` under `key` (32 bytes).
+    static func hmacSHA256(_ message: [UInt8], key: [UInt8]) -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
+        var length: UInt32 = 0
+        _ = HMAC(EVP_sha256(), key, Int32(key.count), message, message.count, &digest, &length)
+        return digest
+    }
+
     static func hex(_ bytes: some Sequence<UInt8>) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var out: [UInt8] = []

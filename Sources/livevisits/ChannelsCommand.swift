@@ -50,10 +50,8 @@ enum ChannelsCommand {
                 throw ConfigurationError(error.message)
             }
             let lines = try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 2)) { pool -> [String] in
-                let signer = apns.signer
                 let client = APNsClient(
-                    configuration: apns,
-                    tokenStore: PostgresProviderTokenStore(pool: pool, teamId: signer.teamId, keyId: signer.keyId))
+                    configuration: apns, tokenStore: try PostgresProviderTokenStore(pool: pool, signer: apns.signer))
                 let lifecycle = ChannelLifecycle(pool: pool, service: APNsChannelService(client: client))
                 var lines: [String] = []
                 for environment in PushEnvironment.allCases {

@@ -125,10 +125,8 @@ enum ServeCommand {
             if !simulated {
                 for warning in apns.productionWarnings { logger.warning("apns configuration", ["warning": warning]) }
             }
-            let signer = apns.signer
             let made = APNsClient(
-                configuration: apns,
-                tokenStore: PostgresProviderTokenStore(pool: pool, teamId: signer.teamId, keyId: signer.keyId), clock: clock)
+                configuration: apns, tokenStore: try PostgresProviderTokenStore(pool: pool, signer: apns.signer), clock: clock)
             transport.append(made)
             client = made
         }
