@@ -28,10 +28,11 @@ public struct PersonalDataKeys: Sendable {
 
     // MARK: sealing and opening one value
 
-    /// The sealed text of `plain` under `key`.
-    public func seal(_ plain: String, with key: DataKey) throws -> String {
+    /// The sealed text of `plain` under `key`; with `fallback`, the plain text read in its place once it
+    /// cannot be opened (`SealedText.fallback`).
+    public func seal(_ plain: String, with key: DataKey, fallback: String? = nil) throws -> String {
         let sealed = try AESGCM.seal(Array(plain.utf8), key: key.bytes, additionalData: SealedText.additionalData(keyId: key.id))
-        return SealedText(keyId: key.id, sealed: sealed).text
+        return SealedText(keyId: key.id, sealed: sealed, fallback: fallback).text
     }
 
     /// The plain text of a sealed value under its key, or nil when it fails authentication.

@@ -6,8 +6,10 @@ import Synchronization
 
 /// Opens the sealed personal fields of a JSON document on its way out — an API answer (visit, list,
 /// history, a stored idempotent answer) or a push body at send time: each `customerFirstName`,
-/// `serviceAddress` and `jobSummary` whose value is a `SealedText` becomes its plain text, or `null` when
-/// the customer's data key is gone (erased). Everything else is written back as it was.
+/// `serviceAddress`, `jobSummary`, `reason` and `vanDescription` (a failed visit's shows its reason) whose
+/// value is a `SealedText` becomes its plain text, or `null` when the customer's data key is gone (erased)
+/// — a sealed `vanDescription` then reads its fallback, the technician's van. Everything else is written
+/// back as it was.
 ///
 /// A value that cannot be read — its data key wrapped under a key file this process lacks, a wrapped key
 /// or a value failing authentication — reads `null` too, as an erased customer's: one such row never fails
@@ -17,7 +19,11 @@ import Synchronization
 ///
 /// The one place plain personal data is made; nothing it returns is stored.
 public struct PersonalDataOpener: Sendable {
-    public static let fields: Set<String> = ["customerFirstName", "serviceAddress", "jobSummary"]
+    public static let fields: Set<String> = [
+        "customerFirstName", "serviceAddress", "jobSummary", "reason", "vanDescription",
+    ]
+    /// The fields whose `SealedText.fallback` is read when they cannot be opened.
+    static let fallbackFields: Set<String> = ["vanDescription"]
 
     public let keys: PersonalDataKeys
     /// Keys recently read, used while it hears erasures; nil: every opening reads its keys.
@@ -280,9 +286,11 @@ public struct PersonalDataOpener: Sendable {
             out.reserveCapacity(members.count)
             for member in members {
                 if fields.contains(member.key), case .string(let text) = member.value, let sealed = SealedText(text) {
+                    let unopened: JSONValue =
+                        fallbackFields.contains(member.key) ? sealed.fallback.map(JSONValue.string) ?? .null : .null
                     func unreadable(_ code: PersonalDataError.Code) {
                         tally.unreadable.append(Unreadable(keyId: sealed.keyId, visitId: visit, object: object, code: code))
-                        out.append(JSONMember(member.key, .null))
+                        out.append(JSONMember(member.key, unopened))
                     }
                     if let problem = keys.unreadable[sealed.keyId] {
                         unreadable(problem.code)
@@ -290,7 +298,7 @@ public struct PersonalDataOpener: Sendable {
                     }
                     guard let key = keys.keys[sealed.keyId] else {
                         tally.erased += 1
-                        out.append(JSONMember(member.key, .null))
+                        out.append(JSONMember(member.key, unopened))
                         continue
                     }
                     // Fails authentication: a changed row.

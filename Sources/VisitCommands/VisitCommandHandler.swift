@@ -571,7 +571,7 @@ public struct VisitCommandHandler: Sendable {
         let now = Int(clock.epochSeconds())
         // Timestamps never go backwards within a visit even if this clock is behind the last event.
         let recordedAt = max(now, state?.lastRecordedAt ?? now)
-        let event = try sealed(command.event, on: connection)
+        let event = try sealed(command.event, state: state, on: connection)
         let accepted = try VisitDecider.accept(event, given: state, recordedAt: recordedAt, rules: readModel.rules)
         let request = AppendRequest(
             streamName: command.stream,
@@ -590,14 +590,29 @@ public struct VisitCommandHandler: Sendable {
     }
 
     /// The event with the customer's personal fields sealed under their data key (made on first use, in the
-    /// command's transaction): the only event that carries them is `scheduled`.
-    func sealed(_ event: VisitEvent, on connection: PostgresConnection) throws -> VisitEvent {
-        guard let personalData, case .scheduled(var scheduled) = event else { return event }
-        let key = try personalData.dataKey(forCustomer: scheduled.customerId, on: connection)
-        scheduled.attributes.customerFirstName = try personalData.seal(scheduled.attributes.customerFirstName, with: key)
-        scheduled.attributes.serviceAddress = try personalData.seal(scheduled.attributes.serviceAddress, with: key)
-        scheduled.attributes.jobSummary = try personalData.seal(scheduled.attributes.jobSummary, with: key)
-        return .scheduled(scheduled)
+    /// command's transaction): the attributes of `scheduled`, the `reason` of `cancelled` and `failed`. A
+    /// failed visit shows its reason as `vanDescription`, so that reason carries the technician's van as its
+    /// fallback (`SealedText.fallback`): what the visit shows once the customer is erased.
+    func sealed(_ event: VisitEvent, state: VisitState?, on connection: PostgresConnection) throws -> VisitEvent {
+        guard let personalData else { return event }
+        switch event {
+        case .scheduled(var scheduled):
+            let key = try personalData.dataKey(forCustomer: scheduled.customerId, on: connection)
+            scheduled.attributes.customerFirstName = try personalData.seal(scheduled.attributes.customerFirstName, with: key)
+            scheduled.attributes.serviceAddress = try personalData.seal(scheduled.attributes.serviceAddress, with: key)
+            scheduled.attributes.jobSummary = try personalData.seal(scheduled.attributes.jobSummary, with: key)
+            return .scheduled(scheduled)
+        case .cancelled(let reason?):
+            guard let state else { return event }
+            let key = try personalData.dataKey(forCustomer: state.customerId, on: connection)
+            return .cancelled(reason: try personalData.seal(reason, with: key))
+        case .failed(let reason):
+            guard let state else { return event }
+            let key = try personalData.dataKey(forCustomer: state.customerId, on: connection)
+            return .failed(reason: try personalData.seal(reason, with: key, fallback: state.technician.vanDescription))
+        default:
+            return event
+        }
     }
 
     /// The snapshot when it is at the stream's version, else the stream folded (nil: no such visit).

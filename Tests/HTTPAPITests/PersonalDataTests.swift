@@ -84,10 +84,22 @@ import VisitProjections
                 headers: [("Idempotency-Key", "k-\(id)")])
             #expect(again.text == scheduled.text)
 
-            #expect(try await api.post(id, #"{"type":"cancelled","reason":"customer asked"}"#).status == 201)
+            // A cancellation's reason, kept under an Idempotency-Key too: sealed in the event, the read model and
+            // the stored answer, opened on the way out.
+            let reason = "Asked\(marker)to cancel"
+            let cancel = try await api.post(
+                id, #"{"type":"cancelled","reason":"\#(reason)"}"#, headers: [("Idempotency-Key", "c-\(id)")])
+            #expect(cancel.status == 201, "\(cancel.text)")
+            let history = try await api.call("GET", "/v1/visits/\(id)/events", key: api.dispatcher)
+            #expect(history.text.contains(reason), "the history shows the reason, opened")
+            let cancelledDump = try await PersonalDataTests.dump(api.databaseURL)
+            #expect(!cancelledDump.contains(marker), "no plain reason in the dump")
             #expect(try await api.call("DELETE", "/v1/customers/\(customer)", key: api.ops).status == 204)
             let after = try await PersonalDataTests.dump(api.databaseURL)
             #expect(!after.contains(marker), "no plain marker in the dump after erasure")
+            let erasedHistory = try await api.call("GET", "/v1/visits/\(id)/events", key: api.dispatcher)
+            let cancelled = ((erasedHistory.json?["events"] as? [[String: Any]]) ?? []).last?["data"] as? [String: Any]
+            #expect(cancelled?["reason"] is NSNull, "the reason reads null after erasure")
             #expect(!after.contains(file.key.id), "the customer's data key is gone")
             let replayed = try await api.call(
                 "POST", "/v1/visits", key: api.dispatcher,
@@ -184,6 +196,51 @@ import VisitProjections
             // A replay folds the same sealed events: still null, the other customer still readable.
             let replay = VisitReplay(pool: api.pool, readModel: api.environment.readModel)
             _ = try await replay.run()
+            try await checkErased()
+        }
+    }
+
+    /// A failed visit shows its reason as `vanDescription`; once the customer is erased the reason reads `null`
+    /// everywhere and the visit shows the technician's van again, also after a replay.
+    @Test func aFailedVisitsReasonIsSealedAndAfterErasureItsVanShows() async throws {
+        try await withAPIServer { api in
+            let customer = uniqueID("c")
+            let id = uniqueID("v")
+            let reason = "Dog\(UUID().uuidString.prefix(8))loose"
+            #expect(
+                try await api.call(
+                    "POST", "/v1/visits", key: api.dispatcher,
+                    json: PersonalDataTests.visitJSON(id, customer: customer, name: "Fay", address: "6 Fail St", job: "Vent")
+                ).status == 201)
+            #expect(try await api.post(id, #"{"type":"onSite"}"#).status == 201)
+            let failed = try await api.post(id, #"{"type":"failed","reason":"\#(reason)"}"#)
+            #expect(failed.status == 201, "\(failed.text)")
+            func van(_ answer: RawResponse) -> Any? { (answer.json?["contentState"] as? [String: Any])?["vanDescription"] }
+            #expect(van(failed) as? String == reason, "the reason shows as the van's description")
+            #expect(van(try await api.call("GET", "/v1/visits/\(id)", key: api.dispatcher)) as? String == reason)
+            let stored = try await api.pool.withConnection { c in
+                try c.query(
+                    """
+                    SELECT (SELECT string_agg(data::text, ' ') FROM events WHERE stream_name LIKE '%' || \(id)) || ' ' ||
+                           (SELECT state FROM visits WHERE visit_id = \(id)) AS text
+                    """
+                ).first?["text"]
+            }
+            #expect(stored?.contains(SealedText.prefix) == true)
+            #expect(stored?.contains(reason) == false, "the reason is in plain text at rest")
+
+            #expect(try await api.call("DELETE", "/v1/customers/\(customer)", key: api.ops).status == 204)
+            func checkErased() async throws {
+                let visit = try await api.call("GET", "/v1/visits/\(id)", key: api.dispatcher)
+                #expect(visit.json?["status"] as? String == "failed")
+                #expect(van(visit) as? String == "White van", "after erasure the technician's van shows")
+                let history = try await api.call("GET", "/v1/visits/\(id)/events", key: api.dispatcher)
+                let events = (history.json?["events"] as? [[String: Any]]) ?? []
+                #expect((events.last?["data"] as? [String: Any])?["reason"] is NSNull, "the reason reads null")
+                #expect(!history.text.contains(reason) && !visit.text.contains(reason))
+            }
+            try await checkErased()
+            _ = try await VisitReplay(pool: api.pool, readModel: api.environment.readModel).run()
             try await checkErased()
         }
     }

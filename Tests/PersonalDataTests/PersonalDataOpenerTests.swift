@@ -90,4 +90,30 @@ import Testing
         #expect(
             PersonalDataOpener.opened(changed, spans: try #require(PersonalDataOpener.sealedSpans(changed)), keys: keys) == nil)
     }
+
+    /// A failed visit's `vanDescription` is its sealed reason with the van as fallback: opened while the key
+    /// exists, the van once it is gone; a `reason` never reads its fallback (it reads `null`).
+    @Test func aSealedVanDescriptionReadsItsFallbackOnceTheKeyIsGone() async throws {
+        try await withTestDatabase(poolSize: 1) { _, pool in
+            let store = PersonalDataKeys(current: try WrappingKey.temporary())
+            try await pool.withConnection { c in
+                let key = try store.dataKey(forCustomer: "c-f", on: c)
+                let sealed = try store.seal("Dog loose", with: key, fallback: "White van: ü")
+                let parsed = try #require(SealedText(sealed))
+                #expect(parsed.fallback == "White van: ü" && parsed.keyId == key.id)
+                #expect(PersonalDataKeys.open(parsed, with: key) == "Dog loose")
+                let bytes = JSONValue.object([
+                    JSONMember("reason", .string(sealed)),
+                    JSONMember("contentState", .object([JSONMember("vanDescription", .string(sealed))])),
+                ]).serialized()
+                let opened = String(decoding: try Self.general(bytes, keys: [key.id: key]), as: UTF8.self)
+                #expect(opened == #"{"reason":"Dog loose","contentState":{"vanDescription":"Dog loose"}}"#)
+                let erased = PersonalDataOpener.opened(try #require(PersonalDataOpener.sealedIds(bytes)).0, keys: ([:], [:]))
+                #expect(
+                    String(decoding: erased.bytes, as: UTF8.self)
+                        == #"{"reason":null,"contentState":{"vanDescription":"White van: ü"}}"#)
+                #expect(erased.erasedFields == 2)
+            }
+        }
+    }
 }
