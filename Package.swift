@@ -152,7 +152,8 @@ let package = Package(
                 "LiveActivityLedger",
             ]
         ),
-        .testTarget(name: "PersonalDataTests", dependencies: ["PersonalData", "JSON", "Postgres", "TestSupport"]),
+        .testTarget(
+            name: "PersonalDataTests", dependencies: ["PersonalData", "JSON", "LiveActivityLedger", "Postgres", "TestSupport"]),
         .testTarget(name: "APIStoresTests", dependencies: ["APIStores", "Postgres", "TestSupport"]),
         .testTarget(
             name: "CustomerErasureTests",

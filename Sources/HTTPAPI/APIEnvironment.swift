@@ -91,7 +91,8 @@ public final class APIEnvironment: Sendable {
         self.batcher = VisitCommandBatcher(
             handler: commands, maxConcurrentBatches: commandBatches, maxConcurrentWrites: commandWrites)
         self.ledger = LiveActivityLedger(
-            settings: LiveActivityLedger.Settings(rules: readModel.rules), clock: clock, metrics: metrics)
+            settings: LiveActivityLedger.Settings(rules: readModel.rules), clock: clock, metrics: metrics,
+            tokenProtection: SealedPushTokens(keys: personalData))
         self.outboxStore = OutboxStore(pool: pool, clock: clock)
         self.migrator = migrator
         self.clock = clock

@@ -37,11 +37,15 @@ public struct LiveActivityLedger: Sendable {
     private let clock: any WallClock
     private let metrics: Metrics
 
-    public init(settings: Settings = Settings(), clock: any WallClock = SystemClock(), metrics: Metrics = .shared) {
+    /// - Parameter tokenProtection: how its registry keeps tokens at rest (`TokenRegistry.protection`).
+    public init(
+        settings: Settings = Settings(), clock: any WallClock = SystemClock(), metrics: Metrics = .shared,
+        tokenProtection: (any PushTokenProtection)? = nil
+    ) {
         self.settings = settings
         self.clock = clock
         self.metrics = metrics
-        self.tokens = TokenRegistry(clock: clock)
+        self.tokens = TokenRegistry(clock: clock, protection: tokenProtection)
     }
 
     /// The ledger's time (epoch seconds): when a change it makes happens.

@@ -3,12 +3,16 @@ import Runtime
 
 /// The push tokens and device preferences the HTTP API registers, as functions on a connection (so they
 /// join the caller's transaction). Tokens are stored to be sent, never logged or returned: use
-/// `Logger.fingerprint` to name one.
+/// `Logger.fingerprint` to name one. With `protection`, they are stored sealed under their customer's key
+/// and found by a keyed hash (`PushTokenProtection`).
 public struct TokenRegistry: Sendable {
     private let clock: any WallClock
+    /// How tokens are kept at rest; nil: as given, found by their md5.
+    public let protection: (any PushTokenProtection)?
 
-    public init(clock: any WallClock = SystemClock()) {
+    public init(clock: any WallClock = SystemClock(), protection: (any PushTokenProtection)? = nil) {
         self.clock = clock
+        self.protection = protection
     }
 
     /// What a registration found.
@@ -63,36 +67,50 @@ public struct TokenRegistry: Sendable {
 
     /// Registers or rotates the token of `holder`. With `deviceId` (Live Activities only: a push-to-start
     /// token's device is its holder), that device's preferences apply to it. A retired token's holder
-    /// comes back to life.
+    /// comes back to life. `customerId` names a Live Activity's customer (the others' holder names it),
+    /// whose key `protection` seals the token under.
+    ///
+    /// The same token registered again keeps its stored (sealed) form, so that a retirement naming the
+    /// form a worker claimed still finds it; a row written before tokens were sealed is sealed now.
     @discardableResult
     public func register(
         _ holder: Holder, pushToken: String, environment: PushEnvironment, deviceId: String? = nil,
-        on connection: PostgresConnection
+        customerId: String? = nil, on connection: PostgresConnection
     ) throws -> Registration {
         let token = try TokenRegistry.normalized(pushToken)
+        let protected = try (holder.customerId ?? customerId).flatMap { customer in
+            try protection?.protect(token, customerId: customer, on: connection)
+        }
+        let stored = protected?.stored ?? token
+        let hash = protected?.lookupHash
         let nowMs = Int64((clock.now() * 1000).rounded(.down))
         let table = holder.table
         let final = TokenRegistry.RetirementReason.final.map(\.rawValue)
         let rows = try connection.query(
             """
             WITH previous AS (
-                SELECT push_token, retired_at_ms FROM \(identifier: table) WHERE \(holder.matches)
+                SELECT COALESCE(token_hash, md5(push_token)) AS hash, token_hash IS NULL AS legacy, retired_at_ms
+                FROM \(identifier: table) WHERE \(holder.matches)
             )
-            INSERT INTO \(identifier: table) (\(holder.insertColumns), push_token, environment, registered_at_ms)
-            VALUES (\(holder.insertValues(deviceId: deviceId, nowMs: nowMs)), \(token), \(environment.rawValue), \(nowMs))
+            INSERT INTO \(identifier: table) (\(holder.insertColumns), push_token, token_hash, environment, registered_at_ms)
+            VALUES (\(holder.insertValues(deviceId: deviceId, nowMs: nowMs)), \(stored), \(hash)::text, \(environment.rawValue), \(nowMs))
             ON CONFLICT (\(holder.keyColumns)) DO UPDATE
-            SET push_token = EXCLUDED.push_token, environment = EXCLUDED.environment,
+            SET push_token = CASE WHEN EXCLUDED.token_hash = \(identifier: table).token_hash
+                                  THEN \(identifier: table).push_token ELSE EXCLUDED.push_token END,
+                token_hash = EXCLUDED.token_hash, environment = EXCLUDED.environment,
                 device_id = COALESCE(EXCLUDED.device_id, \(identifier: table).device_id),
                 registered_at_ms = GREATEST(EXCLUDED.registered_at_ms, \(identifier: table).registered_at_ms + 1),
                 retired_at_ms = CASE WHEN \(identifier: table).retired_reason = ANY (\(final)::text[])
                                      THEN \(identifier: table).retired_at_ms END,
                 retired_reason = CASE WHEN \(identifier: table).retired_reason = ANY (\(final)::text[])
                                       THEN \(identifier: table).retired_reason END
-            RETURNING (SELECT push_token FROM previous) AS previous_token,
+            RETURNING (SELECT hash FROM previous) IS NOT NULL AS existed,
+                      (SELECT hash = COALESCE(\(hash)::text, md5(\(token))) OR (legacy AND hash = md5(\(token)))
+                       FROM previous) AS same_token,
                       (SELECT retired_at_ms FROM previous) IS NOT NULL AS was_retired
             """)
-        return TokenRegistry.registration(
-            previous: rows.first?["previous_token"], wasRetired: try rows.first?.bool("was_retired") ?? false, token: token)
+        guard let row = rows.first, try row.bool("existed") else { return .new }
+        return try row.bool("same_token") && !(try row.bool("was_retired")) ? .unchanged : .rotated
     }
 
     /// Forgets the token of `holder` (retired as `forgotten`); its pending deliveries are cancelled.
@@ -102,9 +120,9 @@ public struct TokenRegistry: Sendable {
         try retire(holder, token: nil, reason: .forgotten, notRegisteredAfterMs: nil, on: connection)
     }
 
-    /// Retires the token of `holder` after APNs refused it. With `token`, only while that token is still
-    /// the registered one; with `notRegisteredAfterMs` (a 410's timestamp), only if the token was not
-    /// registered again after it. Pending deliveries to it are cancelled. Returns whether it retired.
+    /// Retires the token of `holder` after APNs refused it. With `token` (as stored: what the claim read),
+    /// only while that token is still the registered one; with `notRegisteredAfterMs` (a 410's timestamp),
+    /// only if the token was not registered again after it. Pending deliveries to it are cancelled. Returns whether it retired.
     @discardableResult
     public func retire(
         _ holder: Holder, token: String?, reason: RetirementReason, notRegisteredAfterMs: Int64?,
@@ -140,11 +158,11 @@ public struct TokenRegistry: Sendable {
     @discardableResult
     public func registerLiveActivity(
         visitId: String, activityId: String, pushToken: String, environment: PushEnvironment, deviceId: String? = nil,
-        on connection: PostgresConnection
+        customerId: String? = nil, on connection: PostgresConnection
     ) throws -> Registration {
         try register(
             .liveActivity(visitId: visitId, activityId: activityId), pushToken: pushToken, environment: environment,
-            deviceId: deviceId, on: connection)
+            deviceId: deviceId, customerId: customerId, on: connection)
     }
 
     /// Forgets a Live Activity's token (see `forget`).
@@ -244,15 +262,18 @@ public struct TokenRegistry: Sendable {
         }
         return lower
     }
-
-    private static func registration(previous: String?, wasRetired: Bool, token: String) -> Registration {
-        guard let previous else { return .new }
-        return previous == token && !wasRetired ? .unchanged : .rotated
-    }
 }
 
 /// Where each kind of token lives, as SQL fragments (`PostgresQuery` renumbers their binds).
 extension TokenRegistry.Holder {
+    /// The customer a device's token belongs to (a Live Activity's is found through its visit).
+    var customerId: String? {
+        switch self {
+        case .liveActivity: nil
+        case .pushToStart(let customerId, _), .notificationDevice(let customerId, _): customerId
+        }
+    }
+
     /// The table holding this kind of token.
     var table: String {
         switch self {

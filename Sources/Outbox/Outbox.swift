@@ -223,8 +223,8 @@ public final class Outbox: Sendable {
         FROM channels ch
         WHERE i.audience = 'liveActivities' AND ch.visit_id = i.visit_id AND ch.state = 'active'
         """
-    // One target per visit and push-to-start token, named by the token's md5 (`delivery_start_target`,
-    // migration 0007): a token registered under two device ids is one target (the newest registration's device
+    // One target per visit and push-to-start token, named by the token's look-up hash (`delivery_start_target`;
+    // md5 of the plain token for a row written before tokens were sealed): a token registered under two device ids is one target (the newest registration's device
     // is used), a rotated token a new one. Starts per device, from the ledger: a device that has or had an
     // activity of the visit (or dismissed one) gets no start of it, and an activity registered without a
     // device could be on any of them, so while one exists no device does. A renewal's start goes to the
@@ -233,7 +233,7 @@ public final class Outbox: Sendable {
     private static let startTargets = """
         SELECT * FROM (
             SELECT DISTINCT ON (target) target, activity_id, device_id FROM (
-                SELECT delivery_start_target(i.starts_of, t.push_token) AS target,
+                SELECT delivery_start_target(i.starts_of, COALESCE(t.token_hash, md5(t.push_token))) AS target,
                        NULL::text AS activity_id, t.device_id, t.registered_at_ms
                 FROM push_to_start_tokens t
                 LEFT JOIN device_preferences p ON p.customer_id = t.customer_id AND p.device_id = t.device_id

@@ -217,10 +217,10 @@ public struct OutboxStore: Sendable {
                          AND s.finished_at > \(now - 3600)::float8)
                    ELSE 0 END AS priority10_last_hour,
                    (SELECT t.last_sent_timestamp FROM delivery_targets t WHERE t.target = c.target) AS last_sent_timestamp,
-                   -- A start names the token it was enqueued for (its target ends with the token's md5, also
-                   -- a renewal's); one rotated since has a start of its own.
+                   -- A start names the token it was enqueued for (its target ends with the token's look-up hash,
+                   -- also a renewal's); one rotated since has a start of its own.
                    (c.kind = 'start' AND tok.push_token IS NOT NULL
-                    AND c.target NOT LIKE '%"' || md5(tok.push_token) || '"]') AS token_replaced,
+                    AND c.target NOT LIKE '%"' || tok.token_hash || '"]') AS token_replaced,
                    -- A start goes only while its device shows no activity of the visit, did not dismiss one, and
                    -- had none since the start was planned; and while no activity without a device (it could be
                    -- on this one) lives (a second start, a second activity).
@@ -240,20 +240,20 @@ public struct OutboxStore: Sendable {
             FROM claimed c
             -- LATERAL with LIMIT: one index probe per claimed row, never a join over every token.
             LEFT JOIN LATERAL (
-                SELECT la.push_token, la.environment, la.registered_at_ms, la.retired_at_ms, la.began_at_ms, la.retired_reason
+                SELECT la.push_token, COALESCE(la.token_hash, md5(la.push_token)) AS token_hash, la.environment, la.registered_at_ms, la.retired_at_ms, la.began_at_ms, la.retired_reason
                 FROM live_activities la
                 WHERE c.kind IN ('update', 'end') AND la.visit_id = c.visit_id AND la.activity_id = c.activity_id
                 UNION ALL
-                SELECT st.push_token, st.environment, st.registered_at_ms, st.retired_at_ms, NULL::bigint, NULL::text
+                SELECT st.push_token, COALESCE(st.token_hash, md5(st.push_token)), st.environment, st.registered_at_ms, st.retired_at_ms, NULL::bigint, NULL::text
                 FROM push_to_start_tokens st
                 WHERE c.kind = 'start' AND st.customer_id = c.customer_id AND st.device_id = c.device_id
                 UNION ALL
-                SELECT n.push_token, n.environment, n.registered_at_ms, n.retired_at_ms, NULL::bigint, NULL::text
+                SELECT n.push_token, COALESCE(n.token_hash, md5(n.push_token)), n.environment, n.registered_at_ms, n.retired_at_ms, NULL::bigint, NULL::text
                 FROM notification_tokens n
                 WHERE c.kind = 'alert' AND n.customer_id = c.customer_id AND n.device_id = c.device_id
                 UNION ALL
                 -- A broadcast channel's id stands where a token does (contract §7); a forgotten channel has no row.
-                SELECT ch.channel_id, ch.environment, NULL::bigint, NULL::bigint, NULL::bigint, NULL::text
+                SELECT ch.channel_id, NULL::text, ch.environment, NULL::bigint, NULL::bigint, NULL::bigint, NULL::text
                 FROM channels ch
                 WHERE c.kind IN ('update', 'end') AND c.activity_id IS NULL AND ch.visit_id = c.visit_id
                   AND ch.target = c.target AND ch.channel_id IS NOT NULL

@@ -24,6 +24,13 @@ public struct PersonalDataKeys: Sendable {
     public struct DataKey: Sendable {
         public let id: String
         let bytes: [UInt8]
+
+        /// HMAC-SHA256 of `value` under this key, lowercase hex: how a sealed value (a push token) is found
+        /// without opening it. Equal values of one customer give equal hashes; nobody without the key can
+        /// test a guess, and the hash goes with the key.
+        public func lookupHash(_ value: String) -> String {
+            AESGCM.hex(AESGCM.hmacSHA256(Array(value.utf8), key: bytes))
+        }
     }
 
     // MARK: sealing and opening one value

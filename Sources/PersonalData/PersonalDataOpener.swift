@@ -108,6 +108,33 @@ public struct PersonalDataOpener: Sendable {
         }
     }
 
+    /// What one sealed value (a push token) opened to.
+    public enum OpenedValue: Sendable {
+        /// The plain text (also a value that was never sealed).
+        case plain(String)
+        /// Its customer's key is gone.
+        case erased
+        /// It, or its key, fails authentication or is wrapped under a key file this process lacks.
+        case unreadable
+    }
+
+    /// One sealed value opened with its customer's key (from the cache while it hears erasures, else read
+    /// from `pool`); text that is not sealed comes back as it is. Throws only when reading the key fails.
+    public func openValue(_ text: String, pool: PostgresPool) async throws -> OpenedValue {
+        guard let sealed = SealedText(text) else { return .plain(text) }
+        var key = cache?.keys([sealed.keyId])[sealed.keyId]
+        if key == nil {
+            let generation = cache?.generation()
+            let keys = self.keys
+            let read = try await pool.withConnection { try keys.dataKeys(ids: [sealed.keyId], on: $0) }
+            if read.unreadable[sealed.keyId] != nil { return .unreadable }
+            key = read.keys[sealed.keyId]
+            if let cache, let generation { cache.remember(read.keys.values, readAt: generation) }
+        }
+        guard let key else { return .erased }
+        return PersonalDataKeys.open(sealed, with: key).map(OpenedValue.plain) ?? .unreadable
+    }
+
     /// The metric: objects whose personal data read `null` because it could not be read.
     public static let unreadableMetric = "livevisits_personal_data_unreadable_total"
 

@@ -2,8 +2,9 @@ import Outbox
 import Postgres
 
 /// The seam between the outbox and personal data: a start push carries the visit's attributes, and its body
-/// at rest (`deliveries.body`) holds them sealed like everywhere else. Just before the send, this sender
-/// opens them and hands the plain body to the real sender; the plain text lives for that call only.
+/// at rest (`deliveries.body`) holds them sealed like everywhere else; the device token a push goes to is
+/// stored sealed too (`SealedPushTokens`). Just before the send, this sender opens both and hands the plain
+/// push to the real sender; the plain text lives for that call only (the token is never logged).
 ///
 /// A body whose customer's key is gone (erased after it was queued) is not sent: it fails permanently
 /// (`customer_erased`) and the outbox dead-letters it. (Erasure also cancels what is still pending.)
@@ -56,8 +57,21 @@ public struct SealedPushSender: PushSender {
         }
     }
 
-    /// The push with its body opened (unchanged when it holds nothing sealed), or the outcome that ends it.
+    /// The push with its token and body opened (unchanged when they hold nothing sealed), or the outcome that
+    /// ends it.
     private func opened(_ push: OutgoingPush) async -> Result<OutgoingPush, Refused> {
+        var push = push
+        if push.channelId == nil, push.deviceToken.hasPrefix(SealedText.prefix) {
+            do {
+                switch try await opener.openValue(push.deviceToken, pool: pool) {
+                case .plain(let token): push.deviceToken = token
+                case .erased: return .failure(Refused(.permanent, "customer_erased"))
+                case .unreadable: return .failure(Refused(.permanent, "personal_data_unreadable"))
+                }
+            } catch {
+                return .failure(Refused(.retryable, "personal_data_lookup"))
+            }
+        }
         guard PersonalDataOpener.mayHoldSealed(push.body) else { return .success(push) }
         let opened: PersonalDataOpener.Opened
         do {

@@ -45,7 +45,7 @@ public struct DeviceRegistrations: Sendable {
             try tokens.admitLiveActivity(visitId: visitId, activityId: activityId, deviceId: deviceId, on: c)
             let registration = try tokens.registerLiveActivity(
                 visitId: visitId, activityId: activityId, pushToken: pushToken, environment: environment, deviceId: deviceId,
-                on: c)
+                customerId: state.customerId, on: c)
             if registration == .new { ledger.counted(.active) }
             // The visit's next commands are written with their pushes (else the first batch's targets probe would
             // find this one, and the batch would go again).

@@ -4,6 +4,7 @@ import Foundation
 import JSON
 import Outbox
 import OutboxAPNs
+import PersonalData
 import Postgres
 import Runtime
 import TestSupport
@@ -47,8 +48,11 @@ import Testing
             let api = try await APIServer.start(
                 databaseURL: databaseURL, channelService: service, maximumChannels: maximumChannels,
                 outboxConfiguration: configuration)
-            let worker = OutboxWorker(
-                pool: api.pool, sender: APNsPushSender(client: client), configuration: configuration, metrics: Metrics())
+            // As `livevisits serve` wires it: sealed tokens and bodies are opened at send time.
+            let sender = SealedPushSender(
+                inner: APNsPushSender(client: client), keys: api.environment.personalData, pool: api.pool,
+                cache: api.environment.dataKeyCache)
+            let worker = OutboxWorker(pool: api.pool, sender: sender, configuration: configuration, metrics: Metrics())
             return Harness(
                 simulator: simulator, client: client, api: api, worker: worker, service: service,
                 configuration: configuration)

@@ -1,4 +1,6 @@
+import APNs
 import Foundation
+import OutboxAPNs
 import PersonalData
 import Postgres
 import Runtime
@@ -197,6 +199,103 @@ import VisitProjections
             let replay = VisitReplay(pool: api.pool, readModel: api.environment.readModel)
             _ = try await replay.run()
             try await checkErased()
+        }
+    }
+
+    /// Every personal value at rest beyond the three attributes — a reason, each kind of push token, the fleet's
+    /// APNs JWT — is absent from a `pg_dump` (tokens are found by a keyed hash, not their md5), while the worker
+    /// still delivers to each token as registered (opened just before the send).
+    @Test func aDumpHoldsNoReasonPushTokenOrProviderTokenAndPushesStillArrive() async throws {
+        try await SimulatorDeliveryTests.Harness.with { harness in
+            let api = harness.api
+            let customer = uniqueID("c")
+            let customerKey = try await api.key(.customer, customer)
+            let marker = UUID().uuidString.prefix(8).lowercased()
+            // Mixed case, as an app may send them: stored and sent lowercase.
+            let starter = pushToken("pts-\(marker)").uppercased()
+            let notified = pushToken("ntf-\(marker)")
+            let activity = pushToken("act-\(marker)")
+            func put(_ path: String, _ token: String) async throws {
+                let answer = try await api.call(
+                    "PUT", path, key: customerKey, json: "{\"pushToken\":\"\(token)\",\"environment\":\"sandbox\"}")
+                #expect(answer.status == 204, "\(path): \(answer.text)")
+            }
+            try await put("/v1/customers/\(customer)/push-to-start-tokens/d-1", starter)
+            // Live Activities off on d-2: it follows the visit by ordinary notifications.
+            #expect(
+                try await api.call(
+                    "PUT", "/v1/customers/\(customer)/devices/d-2/preferences", key: customerKey,
+                    json: #"{"liveActivitiesEnabled":false,"frequentPushesEnabled":false}"#
+                ).status == 204)
+            try await put("/v1/customers/\(customer)/devices/d-2/notification-token", notified)
+            let id = uniqueID("v")
+            #expect(try await api.schedule(id, customer: customer).status == 201)
+            try await harness.drain(until: starter.lowercased())
+            try await harness.drain(until: notified)
+            func storedActivityToken() async throws -> String? {
+                try await api.pool.withConnection { c in
+                    try c.query("SELECT push_token FROM live_activities WHERE visit_id = \(id)").first?["push_token"]
+                }
+            }
+            try await put("/v1/visits/\(id)/live-activities/a-1", activity)
+            let sealedOnce = try await storedActivityToken()
+            // The same token again is the same registration (found by its keyed hash): its sealed form is kept.
+            try await put("/v1/visits/\(id)/live-activities/a-1", activity.uppercased())
+            #expect(try await storedActivityToken() == sealedOnce)
+            #expect(try await api.post(id, #"{"type":"enRoute","kilometresAway":7}"#).status == 201)
+            try await harness.drain(until: activity)
+            let start = try #require(harness.delivered(to: starter.lowercased()).first)
+            #expect(start.status == 200 && start.aps?["event"]?.stringValue == "start")
+            #expect(harness.delivered(to: activity).allSatisfy { $0.status == 200 })
+            let reason = "Moved\(marker)away"
+            #expect(try await api.post(id, #"{"type":"cancelled","reason":"\#(reason)"}"#).status == 201)
+
+            // The fleet's JWT, as `serve` keeps it.
+            let signer = ProviderTokenSigner(
+                key: try APNsSigningKey(pem: Array(try SimulatorDeliveryTests.signingKeyPEM().utf8)),
+                keyId: SimulatorDeliveryTests.keyID, teamId: SimulatorDeliveryTests.teamID)
+            let jwt = try signer.mint(issuedAt: Int64(Date().timeIntervalSince1970))
+            _ = try await PostgresProviderTokenStore(pool: api.pool, signer: signer).compareAndSet(expected: nil, new: jwt)
+
+            let rows = try await api.pool.withConnection { c in
+                try c.query(
+                    """
+                    SELECT (SELECT token_hash FROM push_to_start_tokens WHERE customer_id = \(customer)) AS start_hash,
+                           (SELECT push_token FROM live_activities WHERE visit_id = \(id)) AS activity_token,
+                           md5(\(starter.lowercased())) AS start_md5
+                    """
+                ).first
+            }
+            #expect(rows?["activity_token"]?.hasPrefix(SealedText.prefix) == true, "the token is sealed")
+            #expect(rows?["start_hash"]?.count == 64 && rows?["start_hash"] != rows?["start_md5"], "a keyed hash, not md5")
+            let dump = try await PersonalDataTests.dump(api.databaseURL)
+            for (what, value) in [
+                ("the reason", reason), ("the push-to-start token", starter.lowercased()),
+                ("the push-to-start token as registered", starter), ("the notification token", notified),
+                ("the activity token", activity), ("the provider JWT", jwt.jwt),
+                ("the JWT's signature", String(jwt.jwt.split(separator: ".").last!)),
+                ("the push-to-start token's md5", rows?["start_md5"] ?? "-"),
+            ] {
+                #expect(!dump.contains(value), "\(what) is in the dump")
+            }
+
+            // APNs refuses the activity's token: the worker retires it by what it claimed (the sealed form).
+            let other = uniqueID("v")
+            #expect(try await api.schedule(other, customer: customer).status == 201)
+            try await put("/v1/visits/\(other)/live-activities/a-2", activity)
+            harness.simulator.markUnregistered(token: activity)
+            #expect(try await api.post(other, #"{"type":"enRoute","kilometresAway":3}"#).status == 201)
+            try await eventually("the refused token retired", pollingEvery: 0.025) {
+                _ = try await harness.worker.runOnce()
+                return try await api.pool.withConnection { c in
+                    try c.query(
+                        """
+                        SELECT retired_reason FROM live_activities
+                        WHERE visit_id = \(other) AND activity_id = 'a-2' AND retired_at_ms IS NOT NULL
+                        """
+                    ).first?["retired_reason"] == "unregistered"
+                }
+            }
         }
     }
 
