@@ -14,7 +14,10 @@ import VisitProjections
 ///   sealed and wrapped — then its journey), cost per event in µs by writer count;
 /// - replay: the same log generated plain and sealed, `VisitReplay` over each, events/s;
 /// - answers: opening a visit's view on the way out (`PersonalDataOpener`), µs per answer, reading the key
-///   and through a `PersonalDataKeyCache`.
+///   and through a `PersonalDataKeyCache`;
+/// - tokens (`--only tokens`): a push token sealed and hashed at registration, and opened just before its
+///   send (`SealedPushSender`'s step), µs per token: the crypto alone, and the opening as the worker does it
+///   (the key from a listening cache, and read from the database).
 struct PersonalDataBenchmark {
     static let summary = "append and replay with personal-data encryption off vs on, in the same run (see --help)"
 
@@ -26,7 +29,7 @@ struct PersonalDataBenchmark {
             .value("--writers", "LIST", "concurrent writers, comma-separated (default 1,4)"),
             .value("--rounds", "N", "off/on pairs per measurement, alternating; the best of each is compared (default 3)"),
             .value("--replay-events", "N", "events in each replayed log (default 500000)"),
-            .value("--only", "PART", "append|replay (default both)"),
+            .value("--only", "PART", "append|replay|tokens (default append and replay)"),
         ])
 
     var visits = 2_000
@@ -41,7 +44,7 @@ struct PersonalDataBenchmark {
         writerCounts = try parsed.integers("--writers", in: 1...Int.max) ?? writerCounts
         rounds = try parsed.integer("--rounds", in: 1...100) ?? rounds
         replayEvents = try parsed.integer("--replay-events", in: 10...Int.max) ?? replayEvents
-        only = try parsed.choice("--only", among: ["append", "replay"])
+        only = try parsed.choice("--only", among: ["append", "replay", "tokens"])
     }
 
     static let journey = [
@@ -70,6 +73,9 @@ struct PersonalDataBenchmark {
         let wrapping = try WrappingKey.generate(path: keyPath)
         defer { try? FileManager.default.removeItem(atPath: keyPath) }
         let keys = PersonalDataKeys(current: wrapping)
+        if only == "tokens" {
+            return try await tokens(server: server, migrations: migrations, keys: keys)
+        }
         if only != "replay" {
             try await appends(server: server, migrations: migrations, readModel: readModel, keys: keys)
         }
@@ -143,6 +149,48 @@ struct PersonalDataBenchmark {
             }
         }
 
+    }
+
+    /// What sealing push tokens costs per push: sealing and hashing at registration, opening at the send.
+    private func tokens(server: String, migrations: URL, keys: PersonalDataKeys) async throws {
+        let n = 50_000
+        print("personal-data benchmark: push tokens, \(n) per measurement, best of \(rounds)")
+        try await ScratchDatabase.with(serverURL: server, migrations: migrations) { database in
+            try await PostgresPool.withPool(PostgresConfiguration(url: database.url, size: 2)) { pool in
+                let key = try await pool.withConnection { try keys.dataKey(forCustomer: "c-bench", on: $0) }
+                let token = String(repeating: "0123456789abcdef", count: 4)
+                let sealed = try keys.seal(token, with: key)
+                func best(_ label: String, count: Int, _ body: () async throws -> Void) async rethrows {
+                    var runs: [Double] = []
+                    for _ in 0..<rounds {
+                        let t0 = Date()
+                        for _ in 0..<count { try await body() }
+                        runs.append(Date().timeIntervalSince(t0) / Double(count) * 1e6)
+                    }
+                    print(String(format: "tokens  %@: %.2f µs per token", label, runs.min()!))
+                }
+                try await best("seal + keyed hash (registration, key in hand)", count: n) {
+                    _ = try keys.seal(token, with: key)
+                    _ = key.lookupHash(token)
+                }
+                await best("open (the send, key in hand)", count: n) {
+                    _ = PersonalDataKeys.open(SealedText(sealed)!, with: key)
+                }
+                let cache = PersonalDataKeyCache()
+                let listener = cache.listener(url: database.url)
+                let listening = Task { try await listener.run() }
+                defer { listening.cancel() }
+                for _ in 0..<100 where !cache.isActive { try await Task.sleep(nanoseconds: 50_000_000) }
+                let cached = PersonalDataOpener(keys: keys, cache: cache)
+                try await best("open through the data-key cache (listener \(cache.isActive ? "up" : "DOWN"))", count: n) {
+                    _ = try await cached.openValue(sealed, pool: pool)
+                }
+                let uncached = PersonalDataOpener(keys: keys)
+                try await best("open reading the key (no cache: a round trip and an unwrap)", count: 2_000) {
+                    _ = try await uncached.openValue(sealed, pool: pool)
+                }
+            }
+        }
     }
 
     private func replays(server: String, migrations: URL, readModel: VisitReadModel, keys: PersonalDataKeys) async throws {
