@@ -311,6 +311,12 @@ import VisitProjections
                     "POST", "/v1/visits", key: api.dispatcher,
                     json: PersonalDataTests.visitJSON(id, customer: customer, name: "Fay", address: "6 Fail St", job: "Vent")
                 ).status == 201)
+            // An activity, so that the failure's end push (its content state showing the reason) is queued.
+            #expect(
+                try await api.call(
+                    "PUT", "/v1/visits/\(id)/live-activities/a-1", key: try await api.key(.customer, customer),
+                    json: "{\"pushToken\":\"\(pushToken(id))\",\"environment\":\"sandbox\",\"version\":1}"
+                ).status == 204)
             #expect(try await api.post(id, #"{"type":"onSite"}"#).status == 201)
             let failed = try await api.post(id, #"{"type":"failed","reason":"\#(reason)"}"#)
             #expect(failed.status == 201, "\(failed.text)")
@@ -321,7 +327,8 @@ import VisitProjections
                 try c.query(
                     """
                     SELECT (SELECT string_agg(data::text, ' ') FROM events WHERE stream_name LIKE '%' || \(id)) || ' ' ||
-                           (SELECT state FROM visits WHERE visit_id = \(id)) AS text
+                           (SELECT state FROM visits WHERE visit_id = \(id)) || ' ' ||
+                           (SELECT string_agg(body, ' ') FROM deliveries WHERE visit_id = \(id) AND kind = 'end') AS text
                     """
                 ).first?["text"]
             }
