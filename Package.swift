@@ -153,7 +153,8 @@ let package = Package(
             ]
         ),
         .testTarget(
-            name: "PersonalDataTests", dependencies: ["PersonalData", "JSON", "LiveActivityLedger", "Postgres", "TestSupport"]),
+            name: "PersonalDataTests",
+            dependencies: ["PersonalData", "JSON", "LiveActivityLedger", "Outbox", "Postgres", "TestSupport"]),
         .testTarget(name: "APIStoresTests", dependencies: ["APIStores", "Postgres", "TestSupport"]),
         .testTarget(
             name: "CustomerErasureTests",

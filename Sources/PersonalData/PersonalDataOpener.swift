@@ -118,21 +118,38 @@ public struct PersonalDataOpener: Sendable {
         case unreadable
     }
 
-    /// One sealed value opened with its customer's key (from the cache while it hears erasures, else read
-    /// from `pool`); text that is not sealed comes back as it is. Throws only when reading the key fails.
-    public func openValue(_ text: String, pool: PostgresPool) async throws -> OpenedValue {
+    /// The data keys that sealed values (push tokens) are opened with: read together, once per batch.
+    public struct ValueKeys: Sendable {
+        let keys: [String: PersonalDataKeys.DataKey]
+        let unreadable: Set<String>
+    }
+
+    /// The keys `texts`' sealed values name: the cached ones (while the cache hears erasures), the others
+    /// read in one query on a connection of `pool` (and remembered). Throws only when reading fails.
+    public func valueKeys(_ texts: some Sequence<String>, pool: PostgresPool) async throws -> ValueKeys {
+        let ids = Set(texts.lazy.compactMap { SealedText($0)?.keyId })
+        guard !ids.isEmpty else { return ValueKeys(keys: [:], unreadable: []) }
+        let cached = cache?.keys(ids) ?? [:]
+        let missing = ids.filter { cached[$0] == nil }
+        guard !missing.isEmpty else { return ValueKeys(keys: cached, unreadable: []) }
+        let generation = cache?.generation()
+        let keys = self.keys
+        let read = try await pool.withConnection { try keys.dataKeys(ids: Array(missing), on: $0) }
+        if let cache, let generation { cache.remember(read.keys.values, readAt: generation) }
+        return ValueKeys(keys: cached.merging(read.keys) { cached, _ in cached }, unreadable: Set(read.unreadable.keys))
+    }
+
+    /// One value opened with `keys` (from `valueKeys`); text that is not sealed comes back as it is.
+    public static func openValue(_ text: String, with keys: ValueKeys) -> OpenedValue {
         guard let sealed = SealedText(text) else { return .plain(text) }
-        var key = cache?.keys([sealed.keyId])[sealed.keyId]
-        if key == nil {
-            let generation = cache?.generation()
-            let keys = self.keys
-            let read = try await pool.withConnection { try keys.dataKeys(ids: [sealed.keyId], on: $0) }
-            if read.unreadable[sealed.keyId] != nil { return .unreadable }
-            key = read.keys[sealed.keyId]
-            if let cache, let generation { cache.remember(read.keys.values, readAt: generation) }
-        }
-        guard let key else { return .erased }
+        if keys.unreadable.contains(sealed.keyId) { return .unreadable }
+        guard let key = keys.keys[sealed.keyId] else { return .erased }
         return PersonalDataKeys.open(sealed, with: key).map(OpenedValue.plain) ?? .unreadable
+    }
+
+    /// One sealed value opened with its customer's key (`valueKeys`, then `openValue(_:with:)`).
+    public func openValue(_ text: String, pool: PostgresPool) async throws -> OpenedValue {
+        PersonalDataOpener.openValue(text, with: try await valueKeys([text], pool: pool))
     }
 
     /// The metric: objects whose personal data read `null` because it could not be read.

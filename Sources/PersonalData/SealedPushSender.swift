@@ -23,21 +23,23 @@ public struct SealedPushSender: PushSender {
     }
 
     public func send(_ push: OutgoingPush) async -> PushOutcome {
-        switch await opened(push) {
+        switch await opened(push, tokenKeys: await tokenKeys([push])) {
         case .success(let plain): await inner.send(plain)
         case .failure(let refused): refused.outcome
         }
     }
 
-    /// Opens what needs opening, then hands every push that opened to the inner sender in one batch.
+    /// Opens what needs opening, then hands every push that opened to the inner sender in one batch. The
+    /// tokens' data keys not cached are read in one query for the batch, not one per push.
     public func sendAll(_ pushes: [OutgoingPush]) async -> [PushOutcome] {
+        let keys = await tokenKeys(pushes)
         var outcomes = [PushOutcome?](repeating: nil, count: pushes.count)
         var plain: [OutgoingPush] = []
         var plainIndices: [Int] = []
         plain.reserveCapacity(pushes.count)
         plainIndices.reserveCapacity(pushes.count)
         for (index, push) in pushes.enumerated() {
-            switch await opened(push) {
+            switch await opened(push, tokenKeys: keys) {
             case .success(let opened):
                 plain.append(opened)
                 plainIndices.append(index)
@@ -57,19 +59,21 @@ public struct SealedPushSender: PushSender {
         }
     }
 
+    /// The data keys of the pushes' sealed tokens; nil when reading them failed.
+    private func tokenKeys(_ pushes: [OutgoingPush]) async -> PersonalDataOpener.ValueKeys? {
+        try? await opener.valueKeys(pushes.lazy.filter { $0.channelId == nil }.map(\.deviceToken), pool: pool)
+    }
+
     /// The push with its token and body opened (unchanged when they hold nothing sealed), or the outcome that
     /// ends it.
-    private func opened(_ push: OutgoingPush) async -> Result<OutgoingPush, Refused> {
+    private func opened(_ push: OutgoingPush, tokenKeys: PersonalDataOpener.ValueKeys?) async -> Result<OutgoingPush, Refused> {
         var push = push
         if push.channelId == nil, push.deviceToken.hasPrefix(SealedText.prefix) {
-            do {
-                switch try await opener.openValue(push.deviceToken, pool: pool) {
-                case .plain(let token): push.deviceToken = token
-                case .erased: return .failure(Refused(.permanent, "customer_erased"))
-                case .unreadable: return .failure(Refused(.permanent, "personal_data_unreadable"))
-                }
-            } catch {
-                return .failure(Refused(.retryable, "personal_data_lookup"))
+            guard let tokenKeys else { return .failure(Refused(.retryable, "personal_data_lookup")) }
+            switch PersonalDataOpener.openValue(push.deviceToken, with: tokenKeys) {
+            case .plain(let token): push.deviceToken = token
+            case .erased: return .failure(Refused(.permanent, "customer_erased"))
+            case .unreadable: return .failure(Refused(.permanent, "personal_data_unreadable"))
             }
         }
         guard PersonalDataOpener.mayHoldSealed(push.body) else { return .success(push) }

@@ -1,6 +1,8 @@
 import Foundation
 import LiveActivityLedger
+import Outbox
 import Postgres
+import Synchronization
 import TestSupport
 import Testing
 
@@ -66,6 +68,42 @@ import Testing
                         .pushToStart(customerId: "c-1", deviceId: "d-1"), token: try row("d-1").token, reason: .unregistered,
                         notRegisteredAfterMs: nil, on: c))
             }
+        }
+    }
+
+    /// What reaches the real sender, in order.
+    final class Recorded: PushSender {
+        let tokens = Mutex<[String]>([])
+        func send(_ push: OutgoingPush) async -> PushOutcome {
+            tokens.withLock { $0.append(push.deviceToken) }
+            return .accepted(latency: 0)
+        }
+    }
+
+    /// The worker's seam opens a batch's sealed tokens (their keys read together) just before the send; a
+    /// token whose customer was erased since is not sent; a plain token (a row from before) goes as it is.
+    @Test func theSenderOpensTokensJustBeforeTheSendAndAnErasedCustomersTokenIsNotSent() async throws {
+        try await withTestDatabase(poolSize: 2) { _, pool in
+            let keys = PersonalDataKeys(current: try WrappingKey.temporary())
+            let tokens = SealedPushTokens(keys: keys)
+            let a = String(repeating: "a1", count: 32)
+            let b = String(repeating: "b2", count: 32)
+            let legacy = String(repeating: "c3", count: 32)
+            let (sealedA, sealedB) = try await pool.withConnection { c in
+                (try tokens.protect(a, customerId: "c-a", on: c).stored, try tokens.protect(b, customerId: "c-b", on: c).stored)
+            }
+            _ = try await pool.withConnection { try PersonalDataKeys.destroy(customerId: "c-b", on: $0) }
+            let recorded = Recorded()
+            let sender = SealedPushSender(inner: recorded, keys: keys, pool: pool)
+            func push(_ token: String) -> OutgoingPush {
+                OutgoingPush(
+                    deviceToken: token, environment: .sandbox, priority: .immediate, expiration: 0, apnsId: UUID().uuidString,
+                    body: Array(#"{"aps":{}}"#.utf8))
+            }
+            let outcomes = await sender.sendAll([push(sealedA), push(sealedB), push(legacy)])
+            #expect(recorded.tokens.withLock { $0 } == [a, legacy])
+            #expect(outcomes[0].failure == nil && outcomes[2].failure == nil)
+            #expect(outcomes[1].failure?.reason == "customer_erased")
         }
     }
 }
