@@ -50,7 +50,7 @@ import Testing
             }
             let (expected, md5) = try await pool.withConnection { c in
                 let row = try c.query(
-                    // Since 0031 the function takes the token's look-up hash; a row from before has its md5.
+                    // Since 0027 the function takes the token's look-up hash; a row from before has its md5.
                     "SELECT delivery_start_target('v-1', md5('aabbccdd00112233')) AS t, md5('aabbccdd00112233') AS m"
                 )
                 .first!
