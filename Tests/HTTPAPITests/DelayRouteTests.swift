@@ -343,3 +343,73 @@ import VisitDomain
         }
     }
 }
+
+/// What a delay makes APNs receive: as for any `progress`, an update with the moved window to each Live
+/// Activity of each visit moved, and a start still held until its window re-planned for the new window.
+extension SimulatorDeliveryTests {
+    @Test func aDelayPushesTheMovedWindowAndReplansAHeldStart() async throws {
+        try await Harness.with { harness in
+            let api = harness.api
+            let technician = uniqueID("t")
+            let customer = uniqueID("c")
+            let customerKey = try await api.key(.customer, customer)
+            let starter = pushToken("held-\(customer)")
+            #expect(
+                try await api.call(
+                    "PUT", "/v1/customers/\(customer)/push-to-start-tokens/d-1", key: customerKey,
+                    json: "{\"pushToken\":\"\(starter)\",\"environment\":\"sandbox\"}"
+                ).status == 204)
+            // Today's visit, followed by a registered activity; tomorrow's, whose start is held until 2 h before
+            // its window.
+            let today = "\(technician)-a"
+            let later = "\(technician)-b"
+            for (id, opensIn) in [(today, 600), (later, 5 * 3600)] {
+                let booked = try await api.call(
+                    "POST", "/v1/visits", key: api.dispatcher,
+                    json: DelayRouteTests.visitJSON(id, technician: technician, customer: customer, opensIn: opensIn))
+                #expect(booked.status == 201)
+            }
+            let activity = pushToken("activity-\(today)")
+            #expect(
+                try await api.call(
+                    "PUT", "/v1/visits/\(today)/live-activities/a-1", key: customerKey,
+                    json: "{\"pushToken\":\"\(activity)\",\"environment\":\"sandbox\",\"version\":1}"
+                ).status == 204)
+            let before = try await DelayRouteTests.window(api, today)
+            let laterBefore = try await DelayRouteTests.window(api, later)
+            func heldStart() async throws -> (due: Int, start: Int?)? {
+                try await api.pool.withConnection { c in
+                    try c.query(
+                        """
+                        SELECT next_attempt_at,
+                               (body::json->'aps'->'content-state'->>'arrivalStartEpoch')::bigint AS window_start
+                        FROM deliveries WHERE visit_id = \(later) AND kind = 'start' AND state = 'pending'
+                        """
+                    ).first.map { (Int(try $0.double("next_attempt_at")), $0.optionalInt64("window_start").map(Int.init)) }
+                }
+            }
+            let held = try #require(try await heldStart())
+            #expect(held.due == laterBefore.start - 2 * 3600)
+
+            let answer = try await DelayRouteTests.delay(api, technician, #"{"minutes": 60, "reason": "Flat tyre"}"#)
+            #expect(answer.status == 200, "\(answer.text)")
+            try await harness.drain(until: activity)
+            let update = try #require(harness.delivered(to: activity).first)
+            #expect(update.status == 200)
+            #expect(update.aps?["event"]?.stringValue == "update")
+            #expect(update.aps?["alert"] == nil, "a progress brings no alert")
+            #expect(update.header("apns-priority") == "5")
+            let state = update.aps?["content-state"]
+            #expect(state?["status"]?.stringValue == "scheduled")
+            #expect(state?["arrivalStartEpoch"]?.integerValue == Int64(before.start + 3600))
+            #expect(state?["arrivalEndEpoch"]?.integerValue == Int64(before.end + 3600))
+            #expect(!update.payload.contains("Flat tyre"), "the reason is not pushed")
+
+            // The held start now waits for 2 h before the moved window, and carries it.
+            let replanned = try #require(try await heldStart())
+            #expect(replanned.due == laterBefore.start + 3600 - 2 * 3600)
+            #expect(replanned.start == laterBefore.start + 3600)
+            #expect(harness.delivered(to: starter).isEmpty, "still held")
+        }
+    }
+}
