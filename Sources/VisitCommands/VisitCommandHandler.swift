@@ -595,9 +595,9 @@ public struct VisitCommandHandler: Sendable {
     }
 
     /// The event with the customer's personal fields sealed under their data key (made on first use, in the
-    /// command's transaction): the attributes of `scheduled`, the `reason` of `cancelled`, `failed` and
-    /// `progress`. A failed visit shows its reason as `vanDescription`, so that reason carries the technician's
-    /// van as its fallback (`SealedText.fallback`): what the visit shows once the customer is erased.
+    /// command's transaction): the attributes and the location of `scheduled`, the `reason` of `cancelled`,
+    /// `failed` and `progress`. A failed visit shows its reason as `vanDescription`, so that reason carries the
+    /// technician's van as its fallback (`SealedText.fallback`): what the visit shows once the customer is erased.
     func sealed(_ event: VisitEvent, state: VisitState?, on connection: PostgresConnection) throws -> VisitEvent {
         guard let personalData else { return event }
         switch event {
@@ -606,6 +606,7 @@ public struct VisitCommandHandler: Sendable {
             scheduled.attributes.customerFirstName = try personalData.seal(scheduled.attributes.customerFirstName, with: key)
             scheduled.attributes.serviceAddress = try personalData.seal(scheduled.attributes.serviceAddress, with: key)
             scheduled.attributes.jobSummary = try personalData.seal(scheduled.attributes.jobSummary, with: key)
+            scheduled.location = try scheduled.location.map { try personalData.seal($0, with: key) }
             return .scheduled(scheduled)
         case .cancelled(let reason?):
             guard let state else { return event }

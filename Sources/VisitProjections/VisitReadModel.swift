@@ -54,10 +54,19 @@ public struct VisitReadModel: Sendable {
         public let booked: Int64
         /// The view JSON as served, without `liveActivities` (drawn from the stored state).
         public let view: String
+        /// The visit's location as stored (sealed; `VisitState.location`): not in `view`, since only some
+        /// callers may see it (`body(liveActivities:channels:location:)`).
+        public var location: String? = nil
 
-        /// The response body of `GET /v1/visits/{id}`.
-        public func body(liveActivities: Int, channels: [VisitReadModel.Channel] = []) -> String {
-            VisitReadModel.body(view: view, liveActivities: liveActivities, channels: channels)
+        /// The response body of `GET /v1/visits/{id}`; with `showingLocation`, `location` last (the sealed
+        /// text, opened on the way out, or `null` for a visit booked without one).
+        public func body(liveActivities: Int, channels: [VisitReadModel.Channel] = [], showingLocation: Bool = false)
+            -> String
+        {
+            let body = VisitReadModel.body(view: view, liveActivities: liveActivities, channels: channels)
+            guard showingLocation, body.utf8.last == UInt8(ascii: "}") else { return body }
+            let value = location.map { JSONValue.string($0).serializedString() } ?? "null"
+            return String(decoding: body.utf8.dropLast(), as: UTF8.self) + ",\"location\":" + value + "}"
         }
     }
 
@@ -299,16 +308,16 @@ public struct VisitReadModel: Sendable {
     }
 
     static func decode(_ row: PostgresRow) throws -> Row {
-        Row(
+        let state = try VisitState(snapshot: Array(try row.string("state").utf8))
+        return Row(
             visitId: try row.string("visit_id"), customerId: try row.string("customer_id"),
             technicianId: try row.string("technician_id"), status: try row.string("status"),
             ended: try row.bool("ended"), version: try row.int64("version"), scheduledAt: try row.int64("scheduled_at"),
-            booked: try row.int64("booked"), view: viewText(try drawnView(row)))
+            booked: try row.int64("booked"), view: viewText(try drawnView(row, state: state)), location: state.location)
     }
 
     /// The view of a stored row: its state, with the relevance, stale date and dismissal its writing gave it.
-    static func drawnView(_ row: PostgresRow) throws -> VisitView {
-        let state = try VisitState(snapshot: Array(try row.string("state").utf8))
+    static func drawnView(_ row: PostgresRow, state: VisitState) throws -> VisitView {
         var dismissal: VisitDismissal?
         if let policy = row["dismissal_policy"] {
             dismissal = VisitDismissal(policy: policy, date: row.optionalInt64("dismissal_date").map(Int.init))

@@ -22,6 +22,7 @@ extension VisitEvent {
                 JSONMember("arrivalWindow", scheduled.arrivalWindow.json),
                 JSONMember("kilometresAway", .number(scheduled.kilometresAway)),
             ]
+            if let location = scheduled.location { members.append(JSONMember("location", .string(location))) }
         case .enRoute(let update), .nearby(let update), .finishing(let update):
             members += update.jsonMembers
         case .progress(let update, let reason):
@@ -113,7 +114,8 @@ extension VisitEvent {
                         jobSummary: try attributes.string("jobSummary")),
                     technician: try object.storedTechnician("technician"),
                     arrivalWindow: try object.storedWindow(required: "arrivalWindow"),
-                    kilometresAway: try object.double("kilometresAway")))
+                    kilometresAway: try object.double("kilometresAway"),
+                    location: try object.optionalString("location")))
         case .enRoute: return .enRoute(try object.storedUpdate())
         case .nearby: return .nearby(try object.storedUpdate())
         case .onSite: return .onSite
