@@ -68,6 +68,10 @@ struct DemoVerdict {
                 }
             }
             if let window { lastWindow[device] = window }
+            if let kilometres = want.kilometresAway, state?["kilometresAway"]?.doubleValue != kilometres {
+                let shown = state?["kilometresAway"]?.doubleValue.map { "\($0)" } ?? "none"
+                problems.append("\(label): kilometresAway \(shown), expected \(kilometres) (the fix's distance)")
+            }
             let dismissal = aps?["dismissal-date"]?.integerValue
             let timestamp = aps?["timestamp"]?.integerValue ?? 0
             switch want.dismissal {

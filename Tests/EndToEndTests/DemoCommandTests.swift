@@ -92,7 +92,15 @@ import Testing
                 == ["enRoute", "enRoute", "enRoute", "enRoute", "nearby", "onSite", "finishing"])
         let distances = updates.prefix(5).map { (contentState($0)["kilometresAway"] as? NSNumber)?.doubleValue ?? -1 }
         // Contract §8: the 6.0 km update waited for the progress interval and was replaced by 3.6 km.
-        #expect(distances == [14.5, 14.5, 8.2, 3.6, 1.2], "the technician comes closer; the waiting 6.0 km is coalesced away")
+        #expect(distances == [14.5, 14.5, 8.2, 3.6, 0.8], "the technician comes closer; the waiting 6.0 km is coalesced away")
+        // Driving in: the technician's phone posts fixes and the server works out the distance to the visit's
+        // address; a fix that changes the shown distance by less than 0.1 km, or one not accurate enough, does
+        // nothing; within 1 km the visit becomes nearby on its own. The coordinates never reach a push.
+        #expect(outcome.stdout.contains("fix: progress 8.2 km appended to \(completed)"))
+        #expect(outcome.stdout.contains("fix: nearby 0.8 km appended to \(completed)"))
+        #expect(outcome.stdout.contains("fix: nothing changes (no event, no push)"))
+        #expect(outcome.stdout.contains("fix: ignored (inaccurate)"))
+        #expect(!String(decoding: data, as: UTF8.self).contains("51.4"), "no coordinate in any push")
         // The demo's allowance is one priority-10 push per hour: onSite's alert goes at 5.
         #expect(updates.map { $0["priority"] as? Int ?? 0 } == [5, 5, 5, 5, 10, 5, 5])
         // Running late: the dispatcher's delay moved visit A's window (start and end) 20 minutes later, and every
