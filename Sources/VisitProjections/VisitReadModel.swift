@@ -58,15 +58,15 @@ public struct VisitReadModel: Sendable {
         /// callers may see it (`body(liveActivities:channels:location:)`).
         public var location: String? = nil
 
-        /// The response body of `GET /v1/visits/{id}`; with `showingLocation`, `location` last (the sealed
-        /// text, opened on the way out, or `null` for a visit booked without one).
+        /// The response body of `GET /v1/visits/{id}`; with `showingLocation`, and when the visit was booked
+        /// with one, `location` last (the sealed text, opened on the way out: `null` once the customer is erased).
         public func body(liveActivities: Int, channels: [VisitReadModel.Channel] = [], showingLocation: Bool = false)
             -> String
         {
             let body = VisitReadModel.body(view: view, liveActivities: liveActivities, channels: channels)
-            guard showingLocation, body.utf8.last == UInt8(ascii: "}") else { return body }
-            let value = location.map { JSONValue.string($0).serializedString() } ?? "null"
-            return String(decoding: body.utf8.dropLast(), as: UTF8.self) + ",\"location\":" + value + "}"
+            guard showingLocation, let location, body.utf8.last == UInt8(ascii: "}") else { return body }
+            return String(decoding: body.utf8.dropLast(), as: UTF8.self) + ",\"location\":"
+                + JSONValue.string(location).serializedString() + "}"
         }
     }
 

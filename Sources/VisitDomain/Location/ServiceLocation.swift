@@ -28,11 +28,11 @@ public struct ServiceLocation: Sendable, Hashable {
     /// ellipsoid's, and exact enough for a distance shown to one decimal).
     public func kilometres(to other: ServiceLocation) -> Double {
         let radians = Double.pi / 180
-        let φ1 = latitude * radians
-        let φ2 = other.latitude * radians
-        let Δφ = (other.latitude - latitude) * radians
-        let Δλ = (other.longitude - longitude) * radians
-        let a = sin(Δφ / 2) * sin(Δφ / 2) + cos(φ1) * cos(φ2) * sin(Δλ / 2) * sin(Δλ / 2)
+        let latitude1 = latitude * radians
+        let latitude2 = other.latitude * radians
+        let halfLatitude = sin((other.latitude - latitude) * radians / 2)
+        let halfLongitude = sin((other.longitude - longitude) * radians / 2)
+        let a = halfLatitude * halfLatitude + cos(latitude1) * cos(latitude2) * halfLongitude * halfLongitude
         let c = 2 * atan2(a.squareRoot(), (1 - a).squareRoot())
         return ServiceLocation.earthRadiusKilometres * c
     }

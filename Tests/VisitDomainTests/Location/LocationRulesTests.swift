@@ -64,12 +64,15 @@ import Testing
 
     @Test func anEnRouteVisitWithinTheRadiusTurnsNearbyWithTheShownDistance() {
         let rules = LocationRules()
-        #expect(rules.event(for: Self.fix(1.04), on: Self.visit(.enRoute, at: 1.5)) == .nearby(ArrivalUpdate(kilometresAway: 1.0)))
+        #expect(
+            rules.event(for: Self.fix(1.04), on: Self.visit(.enRoute, at: 1.5)) == .nearby(ArrivalUpdate(kilometresAway: 1.0)))
         #expect(rules.event(for: Self.fix(0.3), on: Self.visit(.enRoute, at: 0.3)) == .nearby(ArrivalUpdate(kilometresAway: 0.3)))
         // 1.06 shows as 1.1: outside the radius, a progress.
-        #expect(rules.event(for: Self.fix(1.06), on: Self.visit(.enRoute, at: 1.5)) == .progress(ArrivalUpdate(kilometresAway: 1.1)))
+        #expect(
+            rules.event(for: Self.fix(1.06), on: Self.visit(.enRoute, at: 1.5)) == .progress(ArrivalUpdate(kilometresAway: 1.1)))
         // Already nearby: only progress.
-        #expect(rules.event(for: Self.fix(0.5), on: Self.visit(.nearby, at: 0.9)) == .progress(ArrivalUpdate(kilometresAway: 0.5)))
+        #expect(
+            rules.event(for: Self.fix(0.5), on: Self.visit(.nearby, at: 0.9)) == .progress(ArrivalUpdate(kilometresAway: 0.5)))
     }
 
     @Test func aProgressOnlyWhenTheShownDistanceMovesByMinChange() {
@@ -77,14 +80,17 @@ import Testing
         // 5.04 shows as 5.0, the visit's 5.0: nothing.
         #expect(rules.event(for: Self.fix(5.04), on: Self.visit(.enRoute, at: 5.0)) == nil)
         // 5.06 shows as 5.1: one tenth, enough at the default 0.1.
-        #expect(rules.event(for: Self.fix(5.06), on: Self.visit(.enRoute, at: 5.0)) == .progress(ArrivalUpdate(kilometresAway: 5.1)))
+        #expect(
+            rules.event(for: Self.fix(5.06), on: Self.visit(.enRoute, at: 5.0)) == .progress(ArrivalUpdate(kilometresAway: 5.1)))
         // The visit's own distance is compared in tenths too (4.96 shows as 5.0).
         #expect(rules.event(for: Self.fix(5.0), on: Self.visit(.enRoute, at: 4.96)) == nil)
         var coarse = LocationRules()
         coarse.minChangeKm = 0.5
         #expect(coarse.event(for: Self.fix(5.4), on: Self.visit(.enRoute, at: 5.0)) == nil)
-        #expect(coarse.event(for: Self.fix(5.5), on: Self.visit(.enRoute, at: 5.0)) == .progress(ArrivalUpdate(kilometresAway: 5.5)))
-        #expect(coarse.event(for: Self.fix(4.5), on: Self.visit(.enRoute, at: 5.0)) == .progress(ArrivalUpdate(kilometresAway: 4.5)))
+        #expect(
+            coarse.event(for: Self.fix(5.5), on: Self.visit(.enRoute, at: 5.0)) == .progress(ArrivalUpdate(kilometresAway: 5.5)))
+        #expect(
+            coarse.event(for: Self.fix(4.5), on: Self.visit(.enRoute, at: 5.0)) == .progress(ArrivalUpdate(kilometresAway: 4.5)))
         // A threshold between two tenths takes the next one up.
         coarse.minChangeKm = 0.15
         #expect(coarse.event(for: Self.fix(5.1), on: Self.visit(.enRoute, at: 5.0)) == nil)
@@ -209,10 +215,16 @@ import Testing
         absent.replace(["location"], with: nil)
         #expect(try ProjectionRules.parse(absent.serialized()).location == LocationRules())
         let refused: [([String], JSONValue, String)] = [
-            (["location", "minChangeKm"], .number(0.05), "location.minChangeKm: expected kilometres between 0.1 (the shown precision) and 100"),
+            (
+                ["location", "minChangeKm"], .number(0.05),
+                "location.minChangeKm: expected kilometres between 0.1 (the shown precision) and 100"
+            ),
             (["location", "minChangeKm"], .string("0.1"), "location.minChangeKm: expected a number, got a string"),
             (["location", "nearbyRadiusKm"], .number(-1), "location.nearbyRadiusKm: expected kilometres between 0 and 100"),
-            (["location", "maxAccuracyMetres"], .number(0), "location.maxAccuracyMetres: expected metres above 0 and at most 100000"),
+            (
+                ["location", "maxAccuracyMetres"], .number(0),
+                "location.maxAccuracyMetres: expected metres above 0 and at most 100000"
+            ),
             (["location", "radius"], .number(1), "location.radius: unknown field"),
             (["location"], .number(1), "location: expected an object, got a number"),
         ]
