@@ -36,6 +36,9 @@ public final class TechnicianLocations: Service {
     public let rules: LocationRules
     /// How often the log is read without a notification.
     public let pollIntervalSeconds: Double
+    /// The least time between two reads of the log: under a steady stream of commits (a notification each),
+    /// one pass takes in what several of them announced.
+    public let minimumPassSeconds: Double
     /// How long a fix waits for the first load of the board before it answers unavailable.
     public let loadWaitSeconds: Double
     /// Signalled by `listener(url:)`: events were committed.
@@ -83,11 +86,13 @@ public final class TechnicianLocations: Service {
     static let newestFixCapacity = 200_000
 
     public init(
-        batcher: VisitCommandBatcher, rules: LocationRules, pollIntervalSeconds: Double = 0.5, loadWaitSeconds: Double = 5
+        batcher: VisitCommandBatcher, rules: LocationRules, pollIntervalSeconds: Double = 0.5,
+        minimumPassSeconds: Double = 0.05, loadWaitSeconds: Double = 5
     ) {
         self.batcher = batcher
         self.rules = rules
         self.pollIntervalSeconds = pollIntervalSeconds
+        self.minimumPassSeconds = minimumPassSeconds
         self.loadWaitSeconds = loadWaitSeconds
         self.wakeUp = WakeUp()
     }
@@ -256,6 +261,7 @@ public final class TechnicianLocations: Service {
                 if !reported { logger.warning("cannot read the visits under way; trying again", ["error": "\(error)"]) }
                 reported = true
             }
+            try? await Task.sleep(nanoseconds: UInt64(minimumPassSeconds * 1_000_000_000))
             _ = await wakeUp.wait(upTo: pollIntervalSeconds)
         }
     }

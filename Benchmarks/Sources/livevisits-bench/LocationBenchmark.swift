@@ -82,14 +82,17 @@ struct LocationBenchmark {
             let helpers = try APIBenchmark(arguments: [])
             try await helpers.waitForHealth(port: port, server: server)
             try await warmUp(port: port, keys: keys)
+            // This cluster's processes only: other clusters on the machine (tests) are not counted.
+            let postmaster = try await PipelineBenchmark.postmaster(url: database.url)
             try await database.settle()
             print(
                 "\(technicians) technicians, one enRoute visit each; \(connections) connections, \(duration) s per measurement")
             print("measurement        fixes/s   p50 ms   p99 ms   events  server µs/fix  PostgreSQL µs/fix")
-            let quiet = try await measure(port: port, server: server, keys: keys, changing: 0, database: database, round: 1)
+            let quiet = try await measure(
+                port: port, server: server, postmaster: postmaster, keys: keys, changing: 0, database: database)
             try await database.settle()
             let mixed = try await measure(
-                port: port, server: server, keys: keys, changing: changing, database: database, round: 2)
+                port: port, server: server, postmaster: postmaster, keys: keys, changing: changing, database: database)
 
             let pgbench = PgBench(path: pgbenchPath, url: database.url, streams: 10_000)
             try await pgbench.prepare(eventData: AppendBenchmark.eventData)
@@ -163,9 +166,9 @@ struct LocationBenchmark {
     }
 
     /// One measurement: closed-loop clients for `duration` seconds.
-    func measure(port: UInt16, server: RunningChild, keys: [String], changing: Int, database: ScratchDatabase, round: Int)
-        async throws -> Figures
-    {
+    func measure(
+        port: UInt16, server: RunningChild, postmaster: Int32, keys: [String], changing: Int, database: ScratchDatabase
+    ) async throws -> Figures {
         let eventsBefore = try await database.integer("SELECT count(*)::int AS n FROM events")
         let deadline = LoadConnection.now() + Double(duration)
         let clients = (0..<connections).map { c in
@@ -173,11 +176,13 @@ struct LocationBenchmark {
                 technicians: Array(stride(from: c, to: keys.count, by: connections)), keys: keys, rounds: nil, changing: changing,
                 until: deadline)
         }
-        let cpu = CPUSample.take(process: server.pid)
+        let serverBefore = CPUSample.seconds(pid: server.pid)
+        let postgresBefore = CPUSample.clusterSeconds(postmaster: postmaster)
         let started = LoadConnection.now()
         try await LoadLoop.run(port: port, clients: clients)
         let seconds = LoadConnection.now() - started
-        let used = CPUSample.take(process: server.pid) - cpu
+        let serverCPU = CPUSample.seconds(pid: server.pid) - serverBefore
+        let postgresCPU = CPUSample.clusterSeconds(postmaster: postmaster) - postgresBefore
         let failures = clients.reduce(0) { $0 + $1.failures }
         guard failures == 0 else { throw BenchmarkUsageError(message: "\(failures) fixes were not answered 202") }
         let latencies = clients.flatMap(\.latencies).sorted()
@@ -189,12 +194,12 @@ struct LocationBenchmark {
         let name = changing == 0 ? "no change" : "\(changing) % changing"
         let figures = Figures(
             perSecond: Double(fixes) / seconds, p99: percentile(0.99),
-            postgresMicroseconds: used.postgres * 1e6 / Double(max(fixes, 1)))
+            postgresMicroseconds: postgresCPU * 1e6 / Double(max(fixes, 1)))
         print(
             name.padding(toLength: 17, withPad: " ", startingAt: 0)
                 + String(
                     format: " %8.0f %8.2f %8.2f %8d %14.1f %18.1f", figures.perSecond, percentile(0.5), figures.p99, events,
-                    used.process * 1e6 / Double(max(fixes, 1)), figures.postgresMicroseconds))
+                    serverCPU * 1e6 / Double(max(fixes, 1)), figures.postgresMicroseconds))
         return figures
     }
 }
