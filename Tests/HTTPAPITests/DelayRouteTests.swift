@@ -116,6 +116,18 @@ import VisitDomain
             #expect(stored?.contains(SealedText.prefix) == true, "\(stored ?? "")")
             #expect(stored?.contains("lorry") == false, "the reason is sealed at rest")
 
+            // Erased with the customer: once their visits have ended and they are erased, the reason reads null.
+            for status in ["scheduled", "enRoute", "nearby", "onSite", "finishing"] {
+                #expect(try await api.post("\(run)-\(status)", #"{"type":"cancelled"}"#).status == 201)
+            }
+            try await api.post(othersVisit, #"{"type":"cancelled"}"#)
+            let erased = try await api.call("DELETE", "/v1/customers/c-1", key: api.ops)
+            #expect(erased.status == 204, "\(erased.text)")
+            let erasedHistory = try await api.call("GET", "/v1/visits/\(run)-enRoute/events", key: api.dispatcher)
+            let delayEvent = try #require((erasedHistory.json?["events"] as? [[String: Any]])?[2])
+            #expect(delayEvent["type"] as? String == "progress")
+            #expect((delayEvent["data"] as? [String: Any])?["reason"] is NSNull, "the reason is erased with the customer")
+
             // A technician with no visit to move: 200 and an empty list.
             let none = try await DelayRouteTests.delay(api, uniqueID("t"), #"{"minutes": 5}"#)
             #expect(none.status == 200)
