@@ -108,6 +108,7 @@ import Testing
         func window(_ push: [String: Any]) -> [Int] {
             [contentState(push)["arrivalStartEpoch"] as? Int ?? -1, contentState(push)["arrivalEndEpoch"] as? Int ?? -1]
         }
+        try #require(updates.count >= 5, "visit A's updates up to nearby")
         let booked = window(updates[0])
         #expect(window(updates[1]) == booked.map { $0 + 20 * 60 })
         #expect(updates[2...4].allSatisfy { window($0) == window(updates[1]) })
