@@ -18,6 +18,9 @@ public final class APIEnvironment: Sendable {
     public let commands: VisitCommandHandler
     /// Group commit for commands without an idempotency key.
     public let batcher: VisitCommandBatcher
+    /// Technicians' location fixes and the visits under way they move (a service of the API process: run it
+    /// and its `listener(url:)` next to the server).
+    public let locations: TechnicianLocations
     public let pushes: OutboxPushes
     public var tokens: TokenRegistry { ledger.tokens }
     /// The Live Activity ledger: what each customer device shows.
@@ -90,6 +93,7 @@ public final class APIEnvironment: Sendable {
             pool: pool, metrics: metrics, readModel: readModel, pushes: pushes, clock: clock, personalData: personalData)
         self.batcher = VisitCommandBatcher(
             handler: commands, maxConcurrentBatches: commandBatches, maxConcurrentWrites: commandWrites)
+        self.locations = TechnicianLocations(batcher: batcher, rules: readModel.rules.location)
         self.ledger = LiveActivityLedger(
             settings: LiveActivityLedger.Settings(rules: readModel.rules), clock: clock, metrics: metrics,
             tokenProtection: SealedPushTokens(keys: personalData))

@@ -43,6 +43,12 @@ extension LiveVisitsAPI {
 
     // MARK: visibility
 
+    /// Whether the caller may see where a visit's work happens (its `location`, the customer's personal data):
+    /// dispatchers and ops only.
+    static func maySeeLocation(_ caller: Caller) -> Bool {
+        caller.role == .dispatcher || caller.role == .ops
+    }
+
     /// Whether the caller may see a visit (a technician only theirs, a customer only theirs).
     static func maySee(_ caller: Caller, customerId: String, technicianId: String) -> Bool {
         switch caller.role {
@@ -171,7 +177,10 @@ extension LiveVisitsAPI {
         }
         guard let (row, followers) = found else { throw APIError.notFound("visit") }
         return Answer(
-            status: 200, body: row.body(liveActivities: followers.liveActivities, channels: LiveVisitsAPI.channels(followers)),
+            status: 200,
+            body: row.body(
+                liveActivities: followers.liveActivities, channels: LiveVisitsAPI.channels(followers),
+                showingLocation: LiveVisitsAPI.maySeeLocation(caller)),
             etag: "\"\(row.version)\""
         ).response
     }
@@ -180,7 +189,7 @@ extension LiveVisitsAPI {
         let visitId = try RequestChecks.id(id, name: "visit")
         let visits = environment.visits
         let history = try await mapped {
-            try await visits.history(visitId) {
+            try await visits.history(visitId, showingLocation: LiveVisitsAPI.maySeeLocation(caller)) {
                 LiveVisitsAPI.maySee(caller, customerId: $0.customerId, technicianId: $0.technicianId)
             }
         }

@@ -6,8 +6,9 @@ import Synchronization
 
 /// Opens the sealed personal fields of a JSON document on its way out — an API answer (visit, list,
 /// history, a stored idempotent answer) or a push body at send time: each `customerFirstName`,
-/// `serviceAddress`, `jobSummary`, `reason` and `vanDescription` (a failed visit's shows its reason) whose
-/// value is a `SealedText` becomes its plain text, or `null` when the customer's data key is gone (erased)
+/// `serviceAddress`, `jobSummary`, `reason`, `vanDescription` (a failed visit's shows its reason) and
+/// `location` whose value is a `SealedText` becomes its plain text (a `location` the JSON object it holds),
+/// or `null` when the customer's data key is gone (erased)
 /// — a sealed `vanDescription` then reads its fallback, the technician's van. Everything else is written
 /// back as it was.
 ///
@@ -20,8 +21,11 @@ import Synchronization
 /// The one place plain personal data is made; nothing it returns is stored.
 public struct PersonalDataOpener: Sendable {
     public static let fields: Set<String> = [
-        "customerFirstName", "serviceAddress", "jobSummary", "reason", "vanDescription",
+        "customerFirstName", "serviceAddress", "jobSummary", "reason", "vanDescription", "location",
     ]
+    /// The fields whose plain text is a JSON document, written in place of the sealed string (a visit's
+    /// `location`, `{"latitude","longitude"}`); plain text that is not JSON reads `null`.
+    static let jsonFields: Set<String> = ["location"]
     /// The fields whose `SealedText.fallback` is read when they cannot be opened.
     static let fallbackFields: Set<String> = ["vanDescription"]
 
@@ -223,9 +227,13 @@ public struct PersonalDataOpener: Sendable {
     struct SealedSpan {
         let range: Range<Int>
         let sealed: SealedText
+        /// Its field is one of `jsonFields`.
+        let isJSON: Bool
     }
 
-    static let fieldPrefixes: [[UInt8]] = fields.map { Array("\"\($0)\":\"".utf8) }
+    static let fieldPrefixes: [(bytes: [UInt8], isJSON: Bool)] = fields.map {
+        (Array("\"\($0)\":\"".utf8), jsonFields.contains($0))
+    }
 
     /// Every sealed value of `bytes`, found without parsing: each `"enc:v1:` must be the value of one of
     /// `fields` written as `"<field>":"enc:v1:…"` (in valid JSON those bytes can be nothing else: a string
@@ -242,14 +250,14 @@ public struct PersonalDataOpener: Sendable {
                 continue
             }
             // The field's key right before the opening quote.
-            let named = fieldPrefixes.contains { prefix in
-                i + 1 >= prefix.count && bytes[(i + 1 - prefix.count)...i].elementsEqual(prefix)
+            let named = fieldPrefixes.first { prefix in
+                i + 1 >= prefix.bytes.count && bytes[(i + 1 - prefix.bytes.count)...i].elementsEqual(prefix.bytes)
             }
-            guard named, let close = bytes[(i + 1)...].firstIndex(of: UInt8(ascii: "\"")),
+            guard let named, let close = bytes[(i + 1)...].firstIndex(of: UInt8(ascii: "\"")),
                 !bytes[(i + 1)..<close].contains(UInt8(ascii: "\\")),
                 let sealed = SealedText(String(decoding: bytes[(i + 1)..<close], as: UTF8.self))
             else { return nil }
-            spans.append(SealedSpan(range: i..<(close + 1), sealed: sealed))
+            spans.append(SealedSpan(range: i..<(close + 1), sealed: sealed, isJSON: named.isJSON))
             i = close + 1
         }
         return spans.isEmpty ? nil : spans
@@ -267,11 +275,16 @@ public struct PersonalDataOpener: Sendable {
                 return nil
             }
             out.append(contentsOf: bytes[copied..<span.range.lowerBound])
-            JSONValue.string(plain).write(to: &out)
+            (span.isJSON ? jsonDocument(plain) : JSONValue.string(plain)).write(to: &out)
             copied = span.range.upperBound
         }
         out.append(contentsOf: bytes[copied...])
         return Opened(bytes: out, erasedFields: 0)
+    }
+
+    /// The JSON document a `jsonFields` value's plain text holds (`null` when it holds none).
+    static func jsonDocument(_ plain: String) -> JSONValue {
+        (try? JSONValue.parse(Array(plain.utf8))) ?? .null
     }
 
     // MARK: the general path
@@ -350,7 +363,7 @@ public struct PersonalDataOpener: Sendable {
                         unreadable(.unreadable)
                         continue
                     }
-                    out.append(JSONMember(member.key, .string(plain)))
+                    out.append(JSONMember(member.key, jsonFields.contains(member.key) ? jsonDocument(plain) : .string(plain)))
                 } else {
                     out.append(JSONMember(member.key, replace(member.value, visitId: visit, keys: keys, tally: &tally)))
                 }

@@ -64,15 +64,20 @@ public struct VisitQueries: Sendable {
     }
 
     /// A visit's events as the API shows them (`{"events":[…]}`: position, version, type, data, recorded time
-    /// and actor); nil when the visit does not exist or `visible` says no.
-    public func history(_ visitId: String, visible: @escaping @Sendable (VisitReadModel.Row) -> Bool) async throws
-        -> JSONValue?
-    {
+    /// and actor); nil when the visit does not exist or `visible` says no. Without `showingLocation`, the
+    /// `scheduled` event's `location` (the customer's, for dispatchers and ops only) is left out.
+    public func history(
+        _ visitId: String, showingLocation: Bool = false, visible: @escaping @Sendable (VisitReadModel.Row) -> Bool
+    ) async throws -> JSONValue? {
         try await pool.withConnection { c in
             guard let row = try VisitReadModel.row(visitId: visitId, on: c), visible(row) else { return nil }
             let events = try EventStore.readStream(VisitCommandHandler.streamName(for: visitId), on: c)
             let items: [JSONValue] = events.map { event in
-                let data = (try? JSONValue.parse(Array(event.data.utf8))) ?? .null
+                var data = (try? JSONValue.parse(Array(event.data.utf8))) ?? .null
+                if !showingLocation, case .object(var members) = data, members.contains(where: { $0.key == "location" }) {
+                    members.removeAll { $0.key == "location" }
+                    data = .object(members)
+                }
                 return .object([
                     JSONMember("position", .number(Double(event.globalPosition))),
                     JSONMember("version", .number(Double(event.position))),

@@ -54,10 +54,19 @@ public struct VisitReadModel: Sendable {
         public let booked: Int64
         /// The view JSON as served, without `liveActivities` (drawn from the stored state).
         public let view: String
+        /// The visit's location as stored (sealed; `VisitState.location`): not in `view`, since only some
+        /// callers may see it (`body(liveActivities:channels:location:)`).
+        public var location: String? = nil
 
-        /// The response body of `GET /v1/visits/{id}`.
-        public func body(liveActivities: Int, channels: [VisitReadModel.Channel] = []) -> String {
-            VisitReadModel.body(view: view, liveActivities: liveActivities, channels: channels)
+        /// The response body of `GET /v1/visits/{id}`; with `showingLocation`, and when the visit was booked
+        /// with one, `location` last (the sealed text, opened on the way out: `null` once the customer is erased).
+        public func body(liveActivities: Int, channels: [VisitReadModel.Channel] = [], showingLocation: Bool = false)
+            -> String
+        {
+            let body = VisitReadModel.body(view: view, liveActivities: liveActivities, channels: channels)
+            guard showingLocation, let location, body.utf8.last == UInt8(ascii: "}") else { return body }
+            return String(decoding: body.utf8.dropLast(), as: UTF8.self) + ",\"location\":"
+                + JSONValue.string(location).serializedString() + "}"
         }
     }
 
@@ -243,6 +252,20 @@ public struct VisitReadModel: Sendable {
         return try VisitState(snapshot: Array(text.utf8))
     }
 
+    /// The ids of a technician's visits whose status is one of `statuses`, in id order (what a change to all of
+    /// a technician's remaining visits at once goes through, in the order its writes take).
+    public static func visitIds(technicianId: String, statuses: [String], on connection: PostgresConnection) throws
+        -> [String]
+    {
+        try connection.query(
+            """
+            SELECT visit_id FROM visits
+            WHERE technician_id = \(technicianId) AND status = ANY(\(PostgresBinaryArray(statuses))::text[])
+            ORDER BY visit_id
+            """
+        ).rows.map { try $0.string("visit_id") }
+    }
+
     /// Which visits a list may show and how to narrow them.
     public struct ListFilter: Sendable {
         public var customerId: String?
@@ -285,16 +308,16 @@ public struct VisitReadModel: Sendable {
     }
 
     static func decode(_ row: PostgresRow) throws -> Row {
-        Row(
+        let state = try VisitState(snapshot: Array(try row.string("state").utf8))
+        return Row(
             visitId: try row.string("visit_id"), customerId: try row.string("customer_id"),
             technicianId: try row.string("technician_id"), status: try row.string("status"),
             ended: try row.bool("ended"), version: try row.int64("version"), scheduledAt: try row.int64("scheduled_at"),
-            booked: try row.int64("booked"), view: viewText(try drawnView(row)))
+            booked: try row.int64("booked"), view: viewText(try drawnView(row, state: state)), location: state.location)
     }
 
     /// The view of a stored row: its state, with the relevance, stale date and dismissal its writing gave it.
-    static func drawnView(_ row: PostgresRow) throws -> VisitView {
-        let state = try VisitState(snapshot: Array(try row.string("state").utf8))
+    static func drawnView(_ row: PostgresRow, state: VisitState) throws -> VisitView {
         var dismissal: VisitDismissal?
         if let policy = row["dismissal_policy"] {
             dismissal = VisitDismissal(policy: policy, date: row.optionalInt64("dismissal_date").map(Int.init))

@@ -291,6 +291,7 @@ enum DemoCommand {
               curl -fsS \(baseURL)/v1/visits/\(scenario.visitA)/events -H 'Authorization: Bearer \(keys.dispatcher)'
               curl -fsS \(baseURL)/v1/visits/\(scenario.visitA)/live-activities -H 'Authorization: Bearer \(keys.dispatcher)'
               curl -fsS -X POST \(baseURL)/v1/visits -H 'Authorization: Bearer \(keys.dispatcher)' -d '{"customerId": "\(scenario.customerA)", "attributes": {"customerFirstName": "Alex", "serviceAddress": "12 Elm Row", "jobSummary": "Boiler check"}, "technician": {"id": "\(scenario.technicianId)", "name": "Sam", "avatarSymbol": "person.crop.circle", "vanDescription": "White van"}, "arrivalWindow": {"start": \(Int(Date().timeIntervalSince1970) + 900), "end": \(Int(Date().timeIntervalSince1970) + 2700)}, "kilometresAway": 9.5}'
+              curl -fsS -X POST \(baseURL)/v1/technicians/\(scenario.technicianId)/delay -H 'Authorization: Bearer \(keys.dispatcher)' -d '{"minutes": 15, "reason": "Stuck in traffic"}'
               curl -fsS \(baseURL)/metrics | grep livevisits_outbox
               curl -fsS --http2 --cacert \(endpoint.caFile) \(endpoint.url)/_sim/deliveries
             """)

@@ -44,11 +44,17 @@ struct DemoPlayer: Sendable {
                 DemoCommand.progress(
                     "[\(index + 1)/\(steps.count)] \(step.actor) \(step.description) — \(step.method) \(step.path)")
             }
-            let answer =
-                step.waitsForTheServer
-                ? JSONValue.null
-                : try await client.send(step.method, step.path, key: step.key, body: step.body, expect: step.expect)
+            if step.pauseSeconds > 0 { try await Task.sleep(nanoseconds: UInt64(step.pauseSeconds * 1_000_000_000)) }
+            let answer: JSONValue
+            if step.waitsForTheServer {
+                answer = .null
+            } else if let fix = step.fix {
+                answer = try await send(fix, step)
+            } else {
+                answer = try await client.send(step.method, step.path, key: step.key, body: step.body, expect: step.expect)
+            }
             if let expected = step.ledger { try check(ledger: answer, against: expected) }
+            if let expected = step.delays { try check(delayed: answer, against: expected) }
             if step.answersChannel {
                 guard let id = answer["channelId"]?.stringValue else {
                     throw CommandFailure("PUT …/channel answered no channelId")
@@ -83,6 +89,70 @@ struct DemoPlayer: Sendable {
         guard entries.count == expected.count, found == expected else {
             let want = expected.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
             throw CommandFailure("the Live Activity ledger is not what the steps imply (expected \(want))")
+        }
+    }
+
+    /// Posts a location fix measured now, prints what it did and fails unless that is what the step says. A fix
+    /// that should have moved visit A but changed nothing may have come before the server learnt that the visit
+    /// is under way (it follows the event log): like a phone's next fix a moment later, it is sent again, a few
+    /// times at most.
+    private func send(_ fix: DemoScenario.Fix, _ step: DemoScenario.Step) async throws -> JSONValue {
+        var attempt = 0
+        while true {
+            attempt += 1
+            let body: JSONValue = [
+                "latitude": .number(fix.latitude), "longitude": .number(fix.longitude),
+                "accuracyMetres": .number(fix.accuracyMetres),
+                "recordedAt": .number((Date().timeIntervalSince1970 * 1000).rounded() / 1000),
+            ]
+            let answer = try await client.send(step.method, step.path, key: step.key, body: body, expect: step.expect)
+            let accepted = answer["accepted"]?.boolValue == true
+            let events = answer["events"]?.arrayElements ?? []
+            for event in events {
+                let visit = event["visitId"]?.stringValue ?? "-"
+                let type = event["type"]?.stringValue ?? "-"
+                let kilometres = event["kilometresAway"]?.doubleValue.map { "\($0)" } ?? "-"
+                let version = event["version"]?.integerValue.map(String.init) ?? "-"
+                DemoCommand.progress("    fix: \(type) \(kilometres) km appended to \(visit), now at version \(version)")
+            }
+            if events.isEmpty {
+                let ignored = answer["ignored"]?.stringValue
+                DemoCommand.progress(
+                    accepted ? "    fix: nothing changes (no event, no push)" : "    fix: ignored (\(ignored ?? "-"))")
+            }
+            switch fix.outcome {
+            case .appends(let type, let kilometres):
+                if accepted, events.isEmpty, attempt < 10 {
+                    try await Task.sleep(nanoseconds: 500_000_000)
+                    continue
+                }
+                guard accepted, events.count == 1, let event = events.first,
+                    event["visitId"]?.stringValue == scenario.visitA, event["type"]?.stringValue == type,
+                    event["kilometresAway"]?.doubleValue == kilometres
+                else {
+                    throw CommandFailure("the fix did not append \(type) at \(kilometres) km to \(scenario.visitA)")
+                }
+            case .nothing:
+                guard accepted, events.isEmpty else { throw CommandFailure("a fix that changes nothing appended something") }
+            case .ignored(let reason):
+                guard !accepted, events.isEmpty, answer["ignored"]?.stringValue == reason else {
+                    throw CommandFailure("a fix the server should ignore (\(reason)) was not ignored")
+                }
+            }
+            return answer
+        }
+    }
+
+    /// Prints a delay's answer, one visit a line, and fails unless it moved exactly the expected visits.
+    private func check(delayed answer: JSONValue, against expected: [String]) throws {
+        let visits = answer["visits"]?.arrayElements ?? []
+        for visit in visits {
+            let id = visit["visitId"]?.stringValue ?? "(none)"
+            let version = visit["version"]?.integerValue.map(String.init) ?? "-"
+            DemoCommand.progress("    delayed: \(id), now at version \(version)")
+        }
+        guard visits.compactMap({ $0["visitId"]?.stringValue }) == expected else {
+            throw CommandFailure("the delay did not move what the steps imply (expected \(expected.joined(separator: ", ")))")
         }
     }
 

@@ -61,6 +61,30 @@ struct DemoScenario: Sendable {
         var dismissal: Dismissal = .none
         /// The alert's title, when the step cares which alert it is (a booking's or a renewal's start).
         var alertTitle: String? = nil
+        /// How many minutes later than the device's previous push this one's arrival window (start and end)
+        /// must be, when the step moves it (a technician running late).
+        var windowMovedMinutes: Int? = nil
+        /// The distance the push must show, when the step decides it (a location fix).
+        var kilometresAway: Double? = nil
+    }
+
+    /// What a location fix must do, as its answer tells.
+    enum FixOutcome: Sendable, Equatable {
+        /// Appends one event of this type to visit A, showing this distance.
+        case appends(type: String, kilometresAway: Double)
+        /// Accepted, and changes nothing (the shown distance is the visit's already).
+        case nothing
+        /// Not accepted, for this reason (`inaccurate`, `stale`).
+        case ignored(String)
+    }
+
+    /// A location fix the technician's phone posts: where, how sure, and what it must do. The player sends it
+    /// with the time it is sent as `recordedAt`.
+    struct Fix: Sendable {
+        var latitude: Double
+        var longitude: Double
+        var accuracyMetres: Double
+        var outcome: FixOutcome
     }
 
     /// One thing a person does, and the push it must cause (nil: none).
@@ -84,6 +108,12 @@ struct DemoScenario: Sendable {
         var waitsForTheServer = false
         /// The step reads a visit's ledger: the states it must show, by activity id (and nothing else).
         var ledger: [String: String]? = nil
+        /// The step posts a technician's delay: its answer lists the visits moved, which must be these.
+        var delays: [String]? = nil
+        /// The step posts a location fix (its body is made when it is sent).
+        var fix: Fix? = nil
+        /// How long the step waits before it is sent (a phone posts a fix every few seconds).
+        var pauseSeconds: Double = 0
 
         /// The pushes the step must cause.
         var pushes: [ExpectedPush] { [push, alsoPush, broadcast].compactMap { $0 } }
@@ -102,6 +132,14 @@ struct DemoScenario: Sendable {
     let customerA: String
     let customerB: String
     let technicianId = "t-42"
+    /// How late the technician runs on the way to visit A.
+    let delayMinutes = 20
+    /// Visit A's service location (booked with the visit); the technician drives in from the south.
+    static let serviceLocation = (latitude: 51.5074, longitude: -0.1278)
+    /// Kilometres per degree of latitude on the sphere the server measures on (its mean Earth radius).
+    static let kilometresPerDegree = 6371.0088 * Double.pi / 180
+    /// The pause before a fix that comes "a few seconds" after the one before.
+    static let fixIntervalSeconds = 2.0
     let deviceId = "iphone-1"
     /// Customer A's iPad.
     let tabletA = "ipad-a"
@@ -144,20 +182,38 @@ struct DemoScenario: Sendable {
             "id": .string(technicianId), "name": "Sam", "avatarSymbol": "person.crop.circle",
             "vanDescription": "White van, blue stripe",
         ]
-        func schedule(_ visit: String, customer: String, summary: String) -> JSONValue {
-            [
+        func schedule(_ visit: String, customer: String, summary: String, location: JSONValue? = nil) -> JSONValue {
+            var body: JSONValue = [
                 "visitId": .string(visit), "customerId": .string(customer),
                 "attributes": ["customerFirstName": "Alex", "serviceAddress": "12 Elm Row", "jobSummary": .string(summary)],
                 "technician": technicianObject, "arrivalWindow": window, "kilometresAway": 14.5,
             ]
+            if let location { body = .object((body.objectMembers ?? []) + [JSONMember("location", location)]) }
+            return body
+        }
+        /// A fix the technician's phone posts `kilometres` due south of visit A's address.
+        func fix(
+            _ description: String, kilometres: Double, _ outcome: FixOutcome, push: ExpectedPush?, pause: Bool = false,
+            accuracyMetres: Double = 15
+        ) -> Step {
+            Step(
+                actor: "technician's phone", description: "location fix \(description)", method: "POST",
+                path: "/v1/technicians/\(technicianId)/location", key: technician, body: nil, expect: 202, push: push,
+                fix: Fix(
+                    latitude: DemoScenario.serviceLocation.latitude - kilometres / DemoScenario.kilometresPerDegree,
+                    longitude: DemoScenario.serviceLocation.longitude, accuracyMetres: accuracyMetres, outcome: outcome),
+                pauseSeconds: pause ? DemoScenario.fixIntervalSeconds : 0)
         }
         func event(_ type: String, _ extra: JSONValue = [:]) -> JSONValue {
             .object([JSONMember("type", .string(type))] + (extra.objectMembers ?? []))
         }
-        func update(_ status: String, alert: Bool = false, priority: String? = nil) -> ExpectedPush {
+        func update(
+            _ status: String, alert: Bool = false, priority: String? = nil, windowMovedMinutes: Int? = nil,
+            kilometresAway: Double? = nil
+        ) -> ExpectedPush {
             ExpectedPush(
                 device: .activityARenewed, event: "update", status: status, priority: priority ?? (alert ? "10" : "5"),
-                hasAlert: alert)
+                hasAlert: alert, windowMovedMinutes: windowMovedMinutes, kilometresAway: kilometresAway)
         }
         func notification(_ status: String) -> ExpectedPush {
             ExpectedPush(device: .notificationB, event: "alert", status: status, priority: "10", hasAlert: true)
@@ -188,7 +244,13 @@ struct DemoScenario: Sendable {
                 actor: "dispatcher",
                 description: "books visit \(visitA), arrival window opens in 15 min (a start on each device)",
                 method: "POST", path: "/v1/visits", key: dispatcher,
-                body: schedule(visitA, customer: customerA, summary: "Boiler check"), expect: 201,
+                body: schedule(
+                    visitA, customer: customerA, summary: "Boiler check",
+                    location: [
+                        "latitude": .number(DemoScenario.serviceLocation.latitude),
+                        "longitude": .number(DemoScenario.serviceLocation.longitude),
+                    ]),
+                expect: 201,
                 push: start(.pushToStart, alert: "Visit booked"), alsoPush: start(.pushToStartTablet, alert: "Visit booked")),
             register(
                 activityA, .activityA, from: deviceId, "the iPhone's started Live Activity registers its update token (version 1)"
@@ -223,18 +285,32 @@ struct DemoScenario: Sendable {
                 actor: "technician", description: "is en route, 14.5 km away", method: "POST", path: eventsA, key: technician,
                 body: event("enRoute", ["kilometresAway": 14.5]), expect: 201, push: update("enRoute")),
             Step(
-                actor: "technician", description: "progress: 8.2 km away", method: "POST", path: eventsA, key: technician,
-                body: event("progress", ["kilometresAway": 8.2]), expect: 201, push: update("enRoute")),
-            Step(
-                actor: "technician", description: "progress: 6.0 km away (waits: one progress update per 5 s)", method: "POST",
-                path: eventsA, key: technician, body: event("progress", ["kilometresAway": 6.0]), expect: 201, push: nil),
-            Step(
-                actor: "technician", description: "progress: 3.6 km away (replaces 6.0, goes when the 5 s are over)",
-                method: "POST", path: eventsA, key: technician, body: event("progress", ["kilometresAway": 3.6]), expect: 201,
-                push: update("enRoute")),
-            Step(
-                actor: "technician", description: "is nearby, 1.2 km away", method: "POST", path: eventsA, key: technician,
-                body: event("nearby", ["kilometresAway": 1.2]), expect: 201, push: update("nearby", alert: true)),
+                actor: "dispatcher",
+                description:
+                    "hears the technician is stuck in traffic: running \(delayMinutes) minutes late (one progress per visit not "
+                    + "reached yet: visit \(visitA)'s window moves \(delayMinutes) min later)",
+                method: "POST", path: "/v1/technicians/\(technicianId)/delay", key: dispatcher,
+                body: ["minutes": .number(Double(delayMinutes)), "reason": "Stuck in traffic on the ring road"], expect: 200,
+                push: update("enRoute", windowMovedMinutes: delayMinutes), delays: [visitA]),
+            fix(
+                "8.2 km from the address: a progress (waits for the 5 s since the delay's update)", kilometres: 8.22,
+                .appends(type: "progress", kilometresAway: 8.2), push: update("enRoute", kilometresAway: 8.2)),
+            fix(
+                "6.0 km: a progress, whose update waits (one progress update per 5 s)", kilometres: 6.02,
+                .appends(type: "progress", kilometresAway: 6.0), push: nil),
+            fix(
+                "3.6 km: a progress whose update replaces 6.0's and goes when the 5 s are over", kilometres: 3.62,
+                .appends(type: "progress", kilometresAway: 3.6), push: update("enRoute", kilometresAway: 3.6)),
+            fix(
+                "3.6 km still, a few seconds on (stopped at lights): the shown distance is the same, nothing is appended",
+                kilometres: 3.58, .nothing, push: nil, pause: true),
+            fix(
+                "2.0 km, but the phone is only sure to 500 m (over the rules' 200): ignored", kilometres: 2.0,
+                .ignored("inaccurate"), push: nil, pause: true, accuracyMetres: 500),
+            fix(
+                "0.8 km, inside the rules' 1 km: the server makes the visit nearby on its own", kilometres: 0.83,
+                .appends(type: "nearby", kilometresAway: 0.8), push: update("nearby", alert: true, kilometresAway: 0.8),
+                pause: true),
             Step(
                 actor: "technician", description: "is on site (over the priority-10 allowance of 1: goes at priority 5)",
                 method: "POST", path: eventsA, key: technician, body: event("onSite"), expect: 201,

@@ -172,7 +172,10 @@ enum ServeCommand {
             } catch {
                 throw ConfigurationError("LIVEVISITS_HTTP_ADDR: \(error.message)")
             }
-            intake += [environment.keyCache.listener(url: listenURL), server]
+            intake += [
+                environment.keyCache.listener(url: listenURL), environment.locations.listener(url: listenURL),
+                environment.locations, server,
+            ]
             announce("livevisits API listening on http://\(server.address)")
         }
         OutboxStore(pool: pool, clock: clock).registerDepthCollector()

@@ -32,7 +32,7 @@ import Testing
             throw error
         }
         let curls = text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { $0.hasPrefix("curl ") }
-        #expect(curls.count == 6, "the printed curl session: \(text.suffix(1500))")
+        #expect(curls.count == 7, "the printed curl session: \(text.suffix(1500))")
         for command in curls {
             let outcome = try await Subprocess.run("/bin/sh", ["-c", command])
             #expect(outcome.status == 0, "\(command.prefix(120)) → \(outcome.stderr)")
@@ -40,6 +40,8 @@ import Testing
             if command.contains("/events") { #expect(outcome.stdout.contains("completed")) }
             if command.contains("/live-activities") { #expect(outcome.stdout.contains("\"dismissed\"")) }
             if command.contains("/_sim/deliveries") { #expect(outcome.stdout.contains("\"status\"")) }
+            // Run after the booking above it: the new visit is the technician's one not reached yet.
+            if command.contains("/delay") { #expect(outcome.stdout.contains("\"version\":2"), "\(outcome.stdout)") }
         }
 
         // The console's URL is printed (the key beside it, never in it) and the page answers.

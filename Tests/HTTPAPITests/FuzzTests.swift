@@ -24,6 +24,7 @@ import Testing
         #"{"pushToken":"abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789","environment":"sandbox","version":2,"deviceId":"d-1"}"#,
         #"{"liveActivitiesEnabled":true,"frequentPushesEnabled":false}"#,
         #"{"role":"customer","subject":"c-1"}"#,
+        #"{"minutes":30,"reason":"Stuck in traffic"}"#,
     ]
 
     static let oddValues: [String] = [
@@ -60,7 +61,7 @@ import Testing
             let keys = [
                 "type", "kilometresAway", "arrivalWindow", "reason", "technician", "pushToken", "environment", "version",
                 "deviceId", "liveActivitiesEnabled", "frequentPushesEnabled", "role", "subject", "visitId", "customerId",
-                "attributes", "start", "end", "id", "name",
+                "attributes", "start", "end", "id", "name", "minutes",
             ]
             let key = r.pick(keys)
             guard let range = text.range(of: "\"\(key)\":") else { return Array(text.utf8) }
@@ -122,6 +123,7 @@ import Testing
             ("POST", { r in "/v1/ops/outbox/\(r.pick(badSegments))/retry" }),
             ("POST", { r in "/v1/ops/projections/\(r.pick(["visits"] + badSegments))/rebuild" }),
             ("PATCH", { r in "/v1/visits/\(seg(&r))" }),
+            ("POST", { r in "/v1/technicians/\(r.pick(["t-1"] + badSegments))/delay" }),
         ]
         let (method, make) = r.pick(routes)
         return (method, make(&r))

@@ -116,4 +116,26 @@ import Testing
             }
         }
     }
+
+    /// A sealed `location` holds a JSON object: both paths write the object itself, not a string of it; once
+    /// the key is gone it reads `null`.
+    @Test func aSealedLocationOpensToItsObjectInBothPaths() async throws {
+        try await withTestDatabase(poolSize: 1) { _, pool in
+            let store = PersonalDataKeys(current: try WrappingKey.temporary())
+            try await pool.withConnection { c in
+                let key = try store.dataKey(forCustomer: "c-l", on: c)
+                let sealed = try store.seal(#"{"latitude":51.5,"longitude":-0.12}"#, with: key)
+                let bytes = JSONValue.object([
+                    JSONMember("visitId", .string("v-1")), JSONMember("location", .string(sealed)),
+                ]).serialized()
+                let expected = #"{"visitId":"v-1","location":{"latitude":51.5,"longitude":-0.12}}"#
+                let spans = try #require(PersonalDataOpener.sealedSpans(bytes))
+                let fast = try #require(PersonalDataOpener.opened(bytes, spans: spans, keys: [key.id: key]))
+                #expect(String(decoding: fast.bytes, as: UTF8.self) == expected)
+                #expect(String(decoding: try Self.general(bytes, keys: [key.id: key]), as: UTF8.self) == expected)
+                let erased = PersonalDataOpener.opened(try #require(PersonalDataOpener.sealedIds(bytes)).0, keys: ([:], [:]))
+                #expect(String(decoding: erased.bytes, as: UTF8.self) == #"{"visitId":"v-1","location":null}"#)
+            }
+        }
+    }
 }

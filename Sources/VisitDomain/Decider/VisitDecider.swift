@@ -57,7 +57,7 @@ public enum VisitDecider {
                 attributes: scheduled.attributes, customerId: scheduled.customerId, technician: scheduled.technician,
                 status: .scheduled, arrivalWindow: scheduled.arrivalWindow, kilometresAway: scheduled.kilometresAway,
                 reason: nil, version: 1, lastEventType: .scheduled, scheduledAt: at, lastRecordedAt: at,
-                apsTimestamp: at, statusChangedAt: at, statusChangedVersion: 1)
+                apsTimestamp: at, statusChangedAt: at, statusChangedVersion: 1, location: scheduled.location)
         }
         guard recorded.version == state.version + 1 else {
             throw StoredEventError(
@@ -91,7 +91,7 @@ public enum VisitDecider {
         case .failed(let reason):
             state.status = .failed
             state.reason = reason
-        case .progress(let update):
+        case .progress(let update, _):
             state.apply(update)
         case .reassigned(let technician, let update):
             state.status = .scheduled

@@ -31,6 +31,8 @@ public struct VisitState: Sendable, Hashable {
     public var statusChangedAt: Int
     /// The version of the event that last changed the status.
     public var statusChangedVersion: Int
+    /// Where the work happens, as booked (`VisitScheduled.location`: sealed once stored); nil: no location.
+    public var location: String? = nil
 
     /// The visit's id.
     public var visitId: String { attributes.visitId }

@@ -10,6 +10,9 @@ public struct VisitScheduled: Sendable, Hashable {
     public var arrivalWindow: ArrivalWindow
     /// How far they are (kilometres, `>= 0`).
     public var kilometresAway: Double
+    /// Where the work happens, as `ServiceLocation.text` — or, once the write side sealed it, its sealed
+    /// text: the customer's personal data, never in a push (nil: booked without one).
+    public var location: String?
 
     /// The visit's id (the same as `attributes.visitId`).
     public var visitId: String { attributes.visitId }
@@ -17,12 +20,13 @@ public struct VisitScheduled: Sendable, Hashable {
     /// A scheduling.
     public init(
         customerId: String, attributes: ServiceVisitAttributes, technician: Technician,
-        arrivalWindow: ArrivalWindow, kilometresAway: Double
+        arrivalWindow: ArrivalWindow, kilometresAway: Double, location: String? = nil
     ) {
         self.customerId = customerId
         self.attributes = attributes
         self.technician = technician
         self.arrivalWindow = arrivalWindow
         self.kilometresAway = kilometresAway
+        self.location = location
     }
 }

@@ -13,7 +13,7 @@ public enum ScheduleVisitRequest {
         let object = try VisitInputError.parseBody(body)
         try VisitInputError.reading { () throws(FieldProblem) in
             try object.rejectUnknown(allowed: [
-                "visitId", "customerId", "attributes", "technician", "arrivalWindow", "kilometresAway",
+                "visitId", "customerId", "attributes", "technician", "arrivalWindow", "kilometresAway", "location",
             ])
         }
         let visitId = try object.optionalId("visitId") ?? generateVisitId()
@@ -33,9 +33,10 @@ public enum ScheduleVisitRequest {
                 throw FieldProblem(kind: .missing, path: "arrivalWindow", reason: "required field is missing")
             }
             let kilometres = try object.optionalKilometres("kilometresAway") ?? 0
+            let location = try object.optionalLocation("location")
             return VisitScheduled(
                 customerId: customerId, attributes: serviceAttributes, technician: technician,
-                arrivalWindow: window, kilometresAway: kilometres)
+                arrivalWindow: window, kilometresAway: kilometres, location: location?.text)
         }
     }
 }

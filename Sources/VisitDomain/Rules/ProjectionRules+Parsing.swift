@@ -20,7 +20,7 @@ extension ProjectionRules {
         try document.rejectUnknown(allowed: [
             "comment", "schemaVersion", "statuses", "priorities", "startEndExpirationSeconds", "start",
             "maximumPushBytes", "budget", "progressIntervalSeconds", "activityRenewalSeconds", "channels",
-            "renewalAlert", "maxRenewals", "activityLifetimeSeconds",
+            "renewalAlert", "maxRenewals", "activityLifetimeSeconds", "location",
         ])
         let schemaVersion = try document.integer("schemaVersion")
         guard schemaVersion == 1 else { throw document.invalid("schemaVersion", "only version 1 is known") }
@@ -111,6 +111,7 @@ extension ProjectionRules {
                 rules.channelDeleteAfterEndSeconds = seconds
             }
         }
+        if let location = try document.optionalObject("location") { rules.location = try parseLocation(location) }
         // The fallback notification is measured at its largest: the longest visit id the API accepts.
         let longestVisitId = String(repeating: "v", count: IdGrammar.maximumBytes)
         for status in VisitStatus.allCases {

@@ -42,6 +42,8 @@ public struct ProjectionRules: Sendable, Hashable {
     /// nothing more is pushed to it and its device gets the fallback notifications. Greater than
     /// `activityRenewalSeconds`.
     public var activityLifetimeSeconds: Int = 28_800
+    /// What technicians' location fixes do to their visits under way (`"location": {…}`).
+    public var location = LocationRules()
 
     /// Rules from their parts.
     public init(

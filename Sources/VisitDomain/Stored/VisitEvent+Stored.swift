@@ -22,8 +22,12 @@ extension VisitEvent {
                 JSONMember("arrivalWindow", scheduled.arrivalWindow.json),
                 JSONMember("kilometresAway", .number(scheduled.kilometresAway)),
             ]
-        case .enRoute(let update), .nearby(let update), .finishing(let update), .progress(let update):
+            if let location = scheduled.location { members.append(JSONMember("location", .string(location))) }
+        case .enRoute(let update), .nearby(let update), .finishing(let update):
             members += update.jsonMembers
+        case .progress(let update, let reason):
+            members += update.jsonMembers
+            if let reason { members.append(JSONMember("reason", .string(reason))) }
         case .onSite, .completed:
             break
         case .cancelled(let reason):
@@ -110,7 +114,8 @@ extension VisitEvent {
                         jobSummary: try attributes.string("jobSummary")),
                     technician: try object.storedTechnician("technician"),
                     arrivalWindow: try object.storedWindow(required: "arrivalWindow"),
-                    kilometresAway: try object.double("kilometresAway")))
+                    kilometresAway: try object.double("kilometresAway"),
+                    location: try object.optionalString("location")))
         case .enRoute: return .enRoute(try object.storedUpdate())
         case .nearby: return .nearby(try object.storedUpdate())
         case .onSite: return .onSite
@@ -118,7 +123,7 @@ extension VisitEvent {
         case .completed: return .completed
         case .cancelled: return .cancelled(reason: try object.optionalString("reason"))
         case .failed: return .failed(reason: try object.string("reason"))
-        case .progress: return .progress(try object.storedUpdate())
+        case .progress: return .progress(try object.storedUpdate(), reason: try object.optionalString("reason"))
         case .reassigned: return .reassigned(try object.storedTechnician("technician"), try object.storedUpdate())
         }
     }

@@ -23,6 +23,7 @@ extension VisitState {
             JSONMember("statusChangedVersion", .number(Double(statusChangedVersion))),
         ]
         if let reason { members.append(JSONMember("reason", .string(reason))) }
+        if let location { members.append(JSONMember("location", .string(location))) }
         return .object(members)
     }
 
@@ -56,7 +57,8 @@ extension VisitState {
                 scheduledAt: try object.integer("scheduledAt"), lastRecordedAt: try object.integer("lastRecordedAt"),
                 apsTimestamp: try object.integer("apsTimestamp"),
                 statusChangedAt: try object.integer("statusChangedAt"),
-                statusChangedVersion: try object.integer("statusChangedVersion"))
+                statusChangedVersion: try object.integer("statusChangedVersion"),
+                location: try object.optionalString("location"))
         } catch let error as FieldProblem {
             throw StoredEventError(code: .corruptData, eventType: "snapshot", message: error.message)
         } catch let error as JSONParseError {

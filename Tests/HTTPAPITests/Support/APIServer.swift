@@ -76,9 +76,10 @@ final class APIServer: Sendable {
         var httpConfiguration = HTTPServerConfiguration(listenAddress: ListenAddress(host: "127.0.0.1", port: 0))
         httpConfiguration.threadCount = 4
         let server = try HTTPServer(configuration: httpConfiguration, clock: clock, metrics: metrics, handler: api.handler())
-        let listeners =
+        let listeners: [any Service] =
             (listenForRevocations ? [keyCache.listener(url: url)] : [])
             + (listenForErasures ? [dataKeyCache.listener(url: url)] : [])
+            + [environment.locations.listener(url: url), environment.locations]
         let task = Task {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for listener in listeners { group.addTask { try await listener.run() } }
