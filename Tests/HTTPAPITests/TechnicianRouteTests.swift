@@ -1,6 +1,7 @@
 import Foundation
 import Postgres
 import Runtime
+import TestSupport
 import Testing
 import VisitProjections
 
@@ -185,6 +186,21 @@ import VisitProjections
                 .run()
             #expect(report.visits == 3 && report.events == 8)
             for (day, answer) in zip(days, before) { #expect(try await desk(api, "?date=\(day)").text == answer) }
+
+            // So does the command: `livevisits replay technicians`, and `livevisits replay` (every projection).
+            var environment = ProcessInfo.processInfo.environment
+            environment["LIVEVISITS_DATABASE_URL"] = api.databaseURL
+            environment["LIVEVISITS_PROJECTIONS_DIR"] = TestDatabase.projectionsDirectory.path
+            environment["LIVEVISITS_LOG_LEVEL"] = "error"
+            let livevisits = try await BuiltProduct.livevisits()
+            for arguments in [["replay", "technicians"], ["replay"]] {
+                try await api.pool.withConnection { c in try c.execute(script: "DELETE FROM technician_visits") }
+                let replayed = try await Subprocess.run(livevisits, arguments, environment: environment)
+                #expect(replayed.status == 0, "\(arguments): \(replayed.stderr)")
+                #expect(replayed.stdout.contains("replay technicians: done, 8 events, 3 visits"), "\(replayed.stdout)")
+                #expect(replayed.stdout.contains("replay visits: done") == (arguments.count == 1), "\(replayed.stdout)")
+                for (day, answer) in zip(days, before) { #expect(try await desk(api, "?date=\(day)").text == answer) }
+            }
 
             // The ops route rebuilds it too, by name; the visits' projection is untouched by it.
             try await api.pool.withConnection { c in try c.execute(script: "UPDATE technician_visits SET technician_name = 'x'") }
