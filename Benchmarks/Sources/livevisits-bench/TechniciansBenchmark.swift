@@ -1,3 +1,4 @@
+import APIStores
 import EventStore
 import Foundation
 import HTTPAPI
@@ -73,8 +74,8 @@ struct TechniciansBenchmark {
                     migrator: Migrator(directory: root.appendingPathComponent("Migrations")), metrics: Metrics(),
                     personalData: PersonalDataKeys(current: nil), limits: APIBenchmark.InProcessReader.limits)
                 let api = LiveVisitsAPI(environment: environment).handler()
-                let day = try await reads(api, path: "/v1/technicians?date=\(date)", key: key)
-                let page = try await reads(api, path: "/v1/visits?limit=100", key: key)
+                let day = try await reads(api, path: "/v1/technicians", query: ["date": date], key: key)
+                let page = try await reads(api, path: "/v1/visits", query: ["limit": "100"], key: key)
                 print(line("GET /v1/technicians?date=\(date)", day) + String(format: ", %d bytes", day.bytes))
                 print(line("GET /v1/visits?limit=100 (reference)", page) + String(format: ", %d bytes", page.bytes))
                 print(String(format: "  ratio: the day / a page of the list = %.2f (p50)", day.p50 / page.p50))
@@ -135,15 +136,16 @@ struct TechniciansBenchmark {
         var bytes: Int
     }
 
-    /// One caller repeating `GET path` through the handler for `seconds`.
-    func reads(_ api: HTTPHandler, path: String, key: String) async throws -> Reads {
+    /// One caller repeating `GET path?query` through the handler for `seconds`.
+    func reads(_ api: HTTPHandler, path: String, query: [String: String], key: String) async throws -> Reads {
+        let items = query.map { HTTPQueryItem(name: $0.key, value: $0.value) }
         let headers: HTTPHeaders = ["Authorization": "Bearer \(key)"]
         var latencies: [Double] = []
         var bytes = 0
         let started = Date()
         while Date().timeIntervalSince(started) < seconds {
             let t0 = Date()
-            let response = await api(HTTPRequest(method: .get, rawPath: path, headers: headers))
+            let response = await api(HTTPRequest(method: .get, rawPath: path, queryItems: items, headers: headers))
             latencies.append(Date().timeIntervalSince(t0))
             guard response.status == 200 else {
                 throw BenchmarkUsageError(message: "GET \(path) answered \(response.status)")
