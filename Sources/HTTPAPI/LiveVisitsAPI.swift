@@ -98,6 +98,7 @@ public struct LiveVisitsAPI: Sendable {
         addCustomerRoutes(to: &router)
         addDelayRoutes(to: &router)
         addLocationRoutes(to: &router)
+        addTechnicianRoutes(to: &router)
         WebConsole.addRoutes(to: &router)
         return router
     }

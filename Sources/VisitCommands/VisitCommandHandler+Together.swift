@@ -36,7 +36,7 @@ extension VisitCommandHandler {
         let requests = prepared.map(\.request)
         let encoded = readModel.encode(prepared.map(\.accepted.state))
         let statements =
-            [EventStore.appendStatement(forEach: requests), readModel.upsertStatement(encoded)]
+            [EventStore.appendStatement(forEach: requests)] + readModel.upsertStatements(encoded)
             + (try pushes.statements(for: prepared.flatMap(\.pushIntents)))
         let results: [PostgresRows]
         do {

@@ -247,9 +247,12 @@ enum DemoCommand {
                     JSONMember("maxRenewals", .number(1)),
                 ])
             try Data(demo.indentedSerialized()).write(to: directory.appendingPathComponent("rules.json"))
-            let sql = directory.appendingPathComponent("visits.sql")
-            try? FileManager.default.removeItem(at: sql)
-            try FileManager.default.copyItem(at: shipped.appendingPathComponent("visits.sql"), to: sql)
+            // The read models' statements as shipped (`visits.sql`, `technicians.sql`, …).
+            for name in try FileManager.default.contentsOfDirectory(atPath: shipped.path) where name.hasSuffix(".sql") {
+                let sql = directory.appendingPathComponent(name)
+                try? FileManager.default.removeItem(at: sql)
+                try FileManager.default.copyItem(at: shipped.appendingPathComponent(name), to: sql)
+            }
         } catch {
             throw CommandFailure("the demo's rules in \(directory.path): \(error)")
         }

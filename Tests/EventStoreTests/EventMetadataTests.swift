@@ -12,6 +12,13 @@ import Testing
                 == #"{"actorRole":"dispatcher","actorSubject":"d-1","causationId":"x","correlationId":"c"}"#)
     }
 
+    @Test func carriesTheActorsDisplayNameWhenThereIsOne() {
+        let named = EventMetadata(actorRole: "technician", actorSubject: "t-1", actorName: "Zoë \"Z\" Ng")
+        #expect(named.jsonText == #"{"actorName":"Zoë \"Z\" Ng","actorRole":"technician","actorSubject":"t-1"}"#)
+        #expect(EventMetadata(jsonText: named.jsonText) == named)
+        #expect(EventMetadata(jsonText: #"{"actorRole": "ops"}"#).actorName == nil)
+    }
+
     @Test func readsBackWhatItWroteAndWhatPostgreSQLReturns() {
         let tricky = EventMetadata(
             actorRole: "a\"b\\c", actorSubject: "line\nbreak\t\u{1}é😀", correlationId: nil, causationId: "")

@@ -121,7 +121,11 @@ import Testing
                 { r in "/v1/ops/outbox?state=\(r.pick(["pending", "dead", "%00", "x"]))&limit=\(r.pick(["1", "0", "1e3", "x"]))" }
             ),
             ("POST", { r in "/v1/ops/outbox/\(r.pick(badSegments))/retry" }),
-            ("POST", { r in "/v1/ops/projections/\(r.pick(["visits"] + badSegments))/rebuild" }),
+            ("POST", { r in "/v1/ops/projections/\(r.pick(["visits", "technicians"] + badSegments))/rebuild" }),
+            (
+                "GET",
+                { r in "/v1/technicians?date=\(r.pick(["2026-12-06", "2026-02-30", "%FF", "%00", "9999-99-99", "", "x"]))" }
+            ),
             ("PATCH", { r in "/v1/visits/\(seg(&r))" }),
             ("POST", { r in "/v1/technicians/\(r.pick(["t-1"] + badSegments))/delay" }),
         ]
