@@ -41,6 +41,10 @@ public final class TechnicianLocations: Service {
     public let minimumPassSeconds: Double
     /// How long a fix waits for the first load of the board before it answers unavailable.
     public let loadWaitSeconds: Double
+    /// The server's clock: a fix dated more than `futureToleranceSeconds` after it is refused, since it would
+    /// make every later, correct fix of the technician look stale.
+    public let clock: any WallClock
+    public static let futureToleranceSeconds = 300.0
     /// Signalled by `listener(url:)`: events were committed.
     public let wakeUp: WakeUp
     private let logger = Logger(label: "technician-locations")
@@ -87,8 +91,9 @@ public final class TechnicianLocations: Service {
 
     public init(
         batcher: VisitCommandBatcher, rules: LocationRules, pollIntervalSeconds: Double = 0.5,
-        minimumPassSeconds: Double = 0.05, loadWaitSeconds: Double = 5
+        minimumPassSeconds: Double = 0.05, loadWaitSeconds: Double = 5, clock: any WallClock = SystemClock()
     ) {
+        self.clock = clock
         self.batcher = batcher
         self.rules = rules
         self.pollIntervalSeconds = pollIntervalSeconds
@@ -133,6 +138,11 @@ public final class TechnicianLocations: Service {
     /// database. Throws when the board is not loaded in time or an append fails (the database unreachable):
     /// the caller may send the fix again.
     public func accept(_ fix: TechnicianFix, technicianId: String, correlationId: String?) async throws -> Outcome {
+        guard fix.recordedAt <= clock.now() + Self.futureToleranceSeconds else {
+            throw VisitInputError(
+                code: .invalidValue, field: "recordedAt",
+                message: "recordedAt: more than \(Int(Self.futureToleranceSeconds)) s after the server's clock")
+        }
         let actor = EventMetadata(actorRole: "technician", actorSubject: technicianId, correlationId: correlationId)
         if !board.withLock({ $0.loaded }) {
             guard await loaded(within: loadWaitSeconds) else {

@@ -221,6 +221,8 @@ import VisitProjections
                 (#"{"latitude":"0","longitude":0,"accuracyMetres":5,"recordedAt":1}"#, "latitude"),
                 (#"{"latitude":0,"longitude":0,"accuracyMetres":-0.5,"recordedAt":1}"#, "accuracyMetres"),
                 (#"{"latitude":0,"longitude":0,"accuracyMetres":5}"#, "recordedAt"),
+                // Far ahead of the server's clock: it would make every later fix look stale.
+                (#"{"latitude":0,"longitude":0,"accuracyMetres":5,"recordedAt":\#(t + 3600)}"#, "recordedAt"),
             ]
             for (body, field) in refused {
                 let answer = try await api.call("POST", path, key: api.dispatcher, json: body)
