@@ -149,7 +149,7 @@ public final class TechnicianLocations: Service {
                 throw EventStoreError(code: .unavailable, message: "the visits under way are not loaded yet")
             }
         }
-        guard rules.trusts(fix) else { return Outcome(refusal: .inaccurate, appended: []) }
+        guard rules.trusts(fix) else { return counted(Outcome(refusal: .inaccurate, appended: [])) }
         let rules = self.rules
         let decision = board.withLock { board -> (Outcome.Refusal?, [Decided]) in
             if let newest = board.newestFix[technicianId], fix.recordedAt < newest { return (.stale, []) }
@@ -170,7 +170,7 @@ public final class TechnicianLocations: Service {
             }
             return (nil, decided)
         }
-        if let refusal = decision.0 { return Outcome(refusal: refusal, appended: []) }
+        if let refusal = decision.0 { return counted(Outcome(refusal: refusal, appended: [])) }
         var appended: [VisitCommandResult] = []
         var failure: (any Error)?
         for decided in decision.1 {
@@ -183,7 +183,17 @@ public final class TechnicianLocations: Service {
             }
         }
         if let failure { throw failure }
-        return Outcome(refusal: nil, appended: appended)
+        return counted(Outcome(refusal: nil, appended: appended))
+    }
+
+    /// The outcome, counted in `livevisits_location_fixes_total{outcome}`: `unchanged`, `appended` (it
+    /// appended at least one event), `stale` or `inaccurate`.
+    private func counted(_ outcome: Outcome) -> Outcome {
+        let name = outcome.refusal?.rawValue ?? (outcome.appended.isEmpty ? "unchanged" : "appended")
+        handler.store.metrics.increment(
+            "livevisits_location_fixes_total", help: "Technicians' location fixes taken, by what they did.",
+            labels: ["outcome": name])
+        return outcome
     }
 
     /// The visit moved on between the decision and the write (or a newer fix decided for it): not appended.

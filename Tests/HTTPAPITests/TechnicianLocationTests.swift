@@ -169,6 +169,10 @@ import VisitProjections
             #expect(later.json?["accepted"] as? Bool == true)
             #expect(Self.events(later).map { $0["type"] as? String } == ["progress"])
             #expect(Self.kilometres(try await Self.visit(api, id)) == 3.0)
+            let metrics = try await api.call("GET", "/metrics", key: nil).text
+            for (outcome, count) in [("appended", 2), ("stale", 1), ("inaccurate", 1)] {
+                #expect(metrics.contains("livevisits_location_fixes_total{outcome=\"\(outcome)\"} \(count)"), "\(outcome)")
+            }
         }
     }
 
