@@ -93,7 +93,7 @@ public final class APIEnvironment: Sendable {
             pool: pool, metrics: metrics, readModel: readModel, pushes: pushes, clock: clock, personalData: personalData)
         self.batcher = VisitCommandBatcher(
             handler: commands, maxConcurrentBatches: commandBatches, maxConcurrentWrites: commandWrites)
-        self.locations = TechnicianLocations(batcher: batcher, rules: readModel.rules.location)
+        self.locations = TechnicianLocations(batcher: batcher, rules: readModel.rules.location, clock: clock)
         self.ledger = LiveActivityLedger(
             settings: LiveActivityLedger.Settings(rules: readModel.rules), clock: clock, metrics: metrics,
             tokenProtection: SealedPushTokens(keys: personalData))

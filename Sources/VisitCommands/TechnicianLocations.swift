@@ -41,6 +41,10 @@ public final class TechnicianLocations: Service {
     public let minimumPassSeconds: Double
     /// How long a fix waits for the first load of the board before it answers unavailable.
     public let loadWaitSeconds: Double
+    /// The server's clock: a fix dated more than `futureToleranceSeconds` after it is refused, since it would
+    /// make every later, correct fix of the technician look stale.
+    public let clock: any WallClock
+    public static let futureToleranceSeconds = 300.0
     /// Signalled by `listener(url:)`: events were committed.
     public let wakeUp: WakeUp
     private let logger = Logger(label: "technician-locations")
@@ -87,8 +91,9 @@ public final class TechnicianLocations: Service {
 
     public init(
         batcher: VisitCommandBatcher, rules: LocationRules, pollIntervalSeconds: Double = 0.5,
-        minimumPassSeconds: Double = 0.05, loadWaitSeconds: Double = 5
+        minimumPassSeconds: Double = 0.05, loadWaitSeconds: Double = 5, clock: any WallClock = SystemClock()
     ) {
+        self.clock = clock
         self.batcher = batcher
         self.rules = rules
         self.pollIntervalSeconds = pollIntervalSeconds
@@ -133,13 +138,18 @@ public final class TechnicianLocations: Service {
     /// database. Throws when the board is not loaded in time or an append fails (the database unreachable):
     /// the caller may send the fix again.
     public func accept(_ fix: TechnicianFix, technicianId: String, correlationId: String?) async throws -> Outcome {
+        guard fix.recordedAt <= clock.now() + Self.futureToleranceSeconds else {
+            throw VisitInputError(
+                code: .invalidValue, field: "recordedAt",
+                message: "recordedAt: more than \(Int(Self.futureToleranceSeconds)) s after the server's clock")
+        }
         let actor = EventMetadata(actorRole: "technician", actorSubject: technicianId, correlationId: correlationId)
         if !board.withLock({ $0.loaded }) {
             guard await loaded(within: loadWaitSeconds) else {
                 throw EventStoreError(code: .unavailable, message: "the visits under way are not loaded yet")
             }
         }
-        guard rules.trusts(fix) else { return Outcome(refusal: .inaccurate, appended: []) }
+        guard rules.trusts(fix) else { return counted(Outcome(refusal: .inaccurate, appended: [])) }
         let rules = self.rules
         let decision = board.withLock { board -> (Outcome.Refusal?, [Decided]) in
             if let newest = board.newestFix[technicianId], fix.recordedAt < newest { return (.stale, []) }
@@ -160,7 +170,7 @@ public final class TechnicianLocations: Service {
             }
             return (nil, decided)
         }
-        if let refusal = decision.0 { return Outcome(refusal: refusal, appended: []) }
+        if let refusal = decision.0 { return counted(Outcome(refusal: refusal, appended: [])) }
         var appended: [VisitCommandResult] = []
         var failure: (any Error)?
         for decided in decision.1 {
@@ -173,7 +183,17 @@ public final class TechnicianLocations: Service {
             }
         }
         if let failure { throw failure }
-        return Outcome(refusal: nil, appended: appended)
+        return counted(Outcome(refusal: nil, appended: appended))
+    }
+
+    /// The outcome, counted in `livevisits_location_fixes_total{outcome}`: `unchanged`, `appended` (it
+    /// appended at least one event), `stale` or `inaccurate`.
+    private func counted(_ outcome: Outcome) -> Outcome {
+        let name = outcome.refusal?.rawValue ?? (outcome.appended.isEmpty ? "unchanged" : "appended")
+        handler.store.metrics.increment(
+            "livevisits_location_fixes_total", help: "Technicians' location fixes taken, by what they did.",
+            labels: ["outcome": name])
+        return outcome
     }
 
     /// The visit moved on between the decision and the write (or a newer fix decided for it): not appended.

@@ -169,6 +169,10 @@ import VisitProjections
             #expect(later.json?["accepted"] as? Bool == true)
             #expect(Self.events(later).map { $0["type"] as? String } == ["progress"])
             #expect(Self.kilometres(try await Self.visit(api, id)) == 3.0)
+            let metrics = try await api.call("GET", "/metrics", key: nil).text
+            for (outcome, count) in [("appended", 2), ("stale", 1), ("inaccurate", 1)] {
+                #expect(metrics.contains("livevisits_location_fixes_total{outcome=\"\(outcome)\"} \(count)"), "\(outcome)")
+            }
         }
     }
 
@@ -221,6 +225,8 @@ import VisitProjections
                 (#"{"latitude":"0","longitude":0,"accuracyMetres":5,"recordedAt":1}"#, "latitude"),
                 (#"{"latitude":0,"longitude":0,"accuracyMetres":-0.5,"recordedAt":1}"#, "accuracyMetres"),
                 (#"{"latitude":0,"longitude":0,"accuracyMetres":5}"#, "recordedAt"),
+                // Far ahead of the server's clock: it would make every later fix look stale.
+                (#"{"latitude":0,"longitude":0,"accuracyMetres":5,"recordedAt":\#(t + 3600)}"#, "recordedAt"),
             ]
             for (body, field) in refused {
                 let answer = try await api.call("POST", path, key: api.dispatcher, json: body)
