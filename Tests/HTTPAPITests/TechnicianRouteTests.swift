@@ -154,6 +154,20 @@ import VisitProjections
         }
     }
 
+    /// A delay writes several visits in one transaction (a write path of its own): the day follows it too.
+    @Test func aDelayAcrossMidnightMovesTheVisitsDay() async throws {
+        try await withDesk { api, _ in
+            let d = Self.day
+            try await book(api, "v-late", "t-1", "Sam", start: d + 23 * 3600, end: d + 23 * 3600 + 1800)
+            try await book(api, "v-later", "t-1", "Sam", start: d + 23 * 3600 + 1800, end: d + 86_400)
+            let delayed = try await api.call(
+                "POST", "/v1/technicians/t-1/delay", key: api.dispatcher, json: #"{"minutes": 60}"#)
+            #expect(delayed.status == 200, "\(delayed.text)")
+            #expect(outline(try await desk(api)) == [])
+            #expect(outline(try await desk(api, "?date=2026-12-07")) == ["t-1 Sam: v-late,v-later"])
+        }
+    }
+
     @Test func replayRebuildsTheSameAnswers() async throws {
         try await withDesk { api, clock in
             let d = Self.day
