@@ -1,10 +1,10 @@
 // The visits board: the caller's visits (newest scheduled first), filters, booking, the legal events of each visit,
 // and the exception of a visit no customer device shows. An idle board costs one GET /v1/visits every 2 seconds,
 // plus a ledger read for an active visit with no live activity, at most every 30 s each (ledger.js).
-import { api, session } from './api.js';
+import { api, explain, session } from './api.js';
 import { h, replace, clock } from './dom.js';
-import { ACTIONS, LABELS, STATUSES, legalEvents, isEnded } from './transitions.js';
-import { postEvent } from './visit.js';
+import { LABELS, STATUSES, isEnded } from './transitions.js';
+import { eventButtons } from './visit.js';
 import { followWatch } from './ledger.js';
 
 const POLL_MS = 2000;
@@ -118,24 +118,16 @@ export function showBoard(view) {
     const a = v.attributes || {};
     const c = v.contentState || {};
     const link = h('a', { href: '#/visit/' + encodeURIComponent(v.visitId) }, v.visitId);
-    const events = legalEvents(v.status, session.role).map((type) =>
-      h('button', { type: 'button', class: 'event ' + type, testid: 'event-' + type, onclick: () => act(v, type) }, ACTIONS[type]));
+    const events = eventButtons(v, () => refresh(), (text) => { message.textContent = text; delete message.dataset.kind; });
     return h('tr', { testid: 'visit-row', 'data-visit-id': v.visitId },
       h('td', {}, link),
       h('td', {}, h('span', { class: 'status ' + v.status, testid: 'visit-status' }, LABELS[v.status] || v.status),
         h('div', { class: 'exceptions' })),
       h('td', {}, a.customerFirstName ?? '(erased)', h('div', { class: 'muted small' }, v.customerId)),
-      h('td', {}, c.technicianName || ''),
+      h('td', {}, h('a', { href: '#/technician-of/' + encodeURIComponent(v.visitId), testid: 'technician-link' }, c.technicianName || '(no name)')),
       h('td', {}, a.jobSummary ?? '', h('div', { class: 'muted small' }, a.serviceAddress ?? '')),
       h('td', { class: 'nowrap' }, c.arrivalStartEpoch ? `${clock(c.arrivalStartEpoch)}–${clock(c.arrivalEndEpoch)}` : ''),
       h('td', { class: 'events' }, events));
-  }
-
-  async function act(v, type) {
-    message.textContent = '';
-    try {
-      if (await postEvent(v, type)) refresh();
-    } catch (e) { message.textContent = e.message; }
   }
 
   function openBooking() {
@@ -156,7 +148,7 @@ export function showBoard(view) {
       if (message.dataset.kind === 'poll') { message.textContent = ''; delete message.dataset.kind; }
     } catch (e) {
       if (stopped) return;
-      message.textContent = e.message;
+      message.textContent = explain(e);
       message.dataset.kind = 'poll';
     }
     if (!stopped) timer = setTimeout(refresh, Math.max(0, POLL_MS - (Date.now() - began)));
@@ -208,7 +200,7 @@ function bookingForm(done) {
     try {
       await api('POST', '/v1/visits', body);
       done();
-    } catch (e) { error.textContent = e.message; }
+    } catch (e) { error.textContent = explain(e); }
   });
   return form;
 }

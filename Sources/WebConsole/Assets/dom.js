@@ -7,7 +7,7 @@ export function h(tag, attrs = {}, ...children) {
     if (v === undefined || v === null || v === false) continue;
     if (k === 'class') el.className = v;
     else if (k === 'testid') el.dataset.testid = v;
-    else if (k.startsWith('data-') || k.startsWith('aria-') || k === 'for' || k === 'role') el.setAttribute(k, v);
+    else if (k.startsWith('data-') || k.startsWith('aria-') || k === 'for' || k === 'role' || k === 'list') el.setAttribute(k, v);
     else if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
     else el[k] = v;
   }
@@ -58,25 +58,70 @@ export function duration(seconds) {
   return hh > 0 ? `${hh}:${two(mm)}:${two(ss)}` : `${mm}:${two(ss)}`;
 }
 
-/** A dialog asking for one line of text (a reason, a technician); resolves to the values or null. */
-export function ask(title, fields) {
+/**
+ * A modal dialog: a title, optional lines of text, optional fields; resolves to the fields' values (trimmed)
+ * or null when cancelled. `validate(values)` may return a sentence that is shown in the dialog and keeps it
+ * open. `testid` names the dialog and its buttons (`<testid>-ok`, `<testid>-cancel`); a field is
+ * `{name, label, value?, required?, type?, inputmode?, hint?, options?}` (`options`: a select's
+ * `[{value, label}]`; `onchange(value, inputs)` follows a select's choice).
+ */
+export function dialog({ title, lines = [], fields = [], ok = 'OK', testid = 'dialog', validate = () => null }) {
   return new Promise((resolve) => {
-    const inputs = fields.map((f) => h('input', { name: f.name, required: f.required !== false, value: f.value || '' }));
-    const form = h('form', { method: 'dialog', class: 'stack' },
+    const inputs = fields.map((f) => f.options
+      ? h('select', { name: f.name, testid: f.testid }, f.options.map((o) => h('option', { value: o.value }, o.label)))
+      : h('input', { name: f.name, required: f.required !== false, value: f.value ?? '', type: f.type || 'text',
+        inputMode: f.inputmode, autocomplete: 'off', testid: f.testid, list: f.list }));
+    fields.forEach((f, i) => { if (f.onchange) inputs[i].addEventListener('change', () => f.onchange(inputs[i].value, inputs)); });
+    const values = () => Object.fromEntries(inputs.map((i) => [i.name, i.value.trim()]));
+    const error = h('p', { class: 'error', role: 'alert', testid: testid + '-error' });
+    const form = h('form', { method: 'dialog', class: 'stack', noValidate: true },
       h('h2', {}, title),
-      fields.map((f, i) => h('label', {}, f.label, inputs[i])),
+      lines.map((line) => (line instanceof Node ? line : h('p', {}, line))),
+      fields.map((f, i) => h('label', {}, f.label, inputs[i], f.hint ? h('span', { class: 'small muted' }, f.hint) : null)),
+      error,
       h('div', { class: 'row' },
-        h('button', { type: 'submit', value: 'ok', testid: 'dialog-ok' }, 'OK'),
-        h('button', { type: 'button', class: 'secondary', onclick: () => { dialog.close('cancel'); } }, 'Cancel')));
-    const dialog = h('dialog', { class: 'card' }, form);
-    dialog.addEventListener('close', () => {
-      const ok = dialog.returnValue === 'ok';
-      const values = Object.fromEntries(inputs.map((i) => [i.name, i.value.trim()]));
-      dialog.remove();
-      resolve(ok ? values : null);
+        h('button', { type: 'submit', value: 'ok', testid: testid + '-ok' }, ok),
+        h('button', { type: 'button', class: 'secondary', testid: testid + '-cancel', onclick: () => { box.close('cancel'); } }, 'Cancel')));
+    form.addEventListener('submit', (event) => {
+      const missing = fields.find((f, i) => f.required !== false && !inputs[i].value.trim());
+      const problem = missing ? `${missing.label} is needed.` : validate(values());
+      if (problem) { event.preventDefault(); error.textContent = problem; return; }
     });
-    document.body.append(dialog);
-    dialog.showModal();
-    inputs[0]?.focus();
+    const box = h('dialog', { class: 'card', testid });
+    box.append(form);
+    box.addEventListener('close', () => {
+      const done = box.returnValue === 'ok' ? values() : null;
+      box.remove();
+      resolve(done);
+    });
+    document.body.append(box);
+    box.showModal();
+    (inputs[0] || form.querySelector('button')).focus();
   });
+}
+
+/** A dialog asking for one line of text (a reason, a technician); resolves to the values or null. */
+export function ask(title, fields, options = {}) {
+  return dialog({ title, fields, ...options });
+}
+
+/** A distance typed by a person: "3.4", "3,4" or " 12 " are kilometres; anything else is NaN. */
+export function kilometres(text) {
+  const t = String(text).trim().replace(',', '.');
+  return /^\d+(\.\d+)?$|^\.\d+$/.test(t) ? Number(t) : NaN;
+}
+
+/** The distance check of a dialog: a sentence when `text` is not a distance the API accepts, else null. */
+export function distanceProblem(text) {
+  const km = kilometres(text);
+  if (Number.isNaN(km)) return `"${text}" is not a distance: type the kilometres as a number, like 3.4.`;
+  if (km > 40_000) return 'That is further than around the Earth: type the kilometres, like 3.4.';
+  return null;
+}
+
+/** Runs `work` with `buttons` disabled (a request in flight cannot be sent twice), re-enabling them after. */
+export async function busy(buttons, work) {
+  const list = [...buttons];
+  for (const b of list) b.disabled = true;
+  try { return await work(); } finally { for (const b of list) b.disabled = false; }
 }

@@ -1,5 +1,5 @@
 // Ops: outbox depth by state (from /metrics), the sending pause and its reason, dead letters with retry, the projection replay.
-import { api } from './api.js';
+import { api, explain } from './api.js';
 import { h, replace, when } from './dom.js';
 
 const POLL_MS = 2000;
@@ -46,7 +46,7 @@ export function showOps(view) {
 
   async function retry(id) {
     message.textContent = '';
-    try { await api('POST', `/v1/ops/outbox/${id}/retry`); lastDead = ''; refresh(); } catch (e) { message.textContent = e.message; }
+    try { await api('POST', `/v1/ops/outbox/${id}/retry`); lastDead = ''; refresh(); } catch (e) { message.textContent = explain(e); }
   }
 
   async function replay() {
@@ -55,7 +55,7 @@ export function showOps(view) {
     try {
       const r = await api('POST', '/v1/ops/projections/visits/rebuild');
       replayOut.textContent = `Replayed ${r.events} events into ${r.visits} visits in ${r.seconds} s.`;
-    } catch (e) { replayOut.textContent = e.message; }
+    } catch (e) { replayOut.textContent = explain(e); }
     replayButton.disabled = false;
   }
 
@@ -84,7 +84,7 @@ export function showOps(view) {
       if (message.dataset.kind === 'poll') { message.textContent = ''; delete message.dataset.kind; }
     } catch (e) {
       if (stopped) return;
-      message.textContent = e.message;
+      message.textContent = explain(e);
       message.dataset.kind = 'poll';
     }
     if (!stopped) timer = setTimeout(refresh, POLL_MS);

@@ -1,36 +1,74 @@
 // A visit's page: its events offered, history, Live Activity as the customer sees it beside the ledger of what
 // each customer device shows, and its deliveries.
-import { api, session } from './api.js';
-import { h, replace, when, ask } from './dom.js';
-import { ACTIONS, LABELS, legalEvents } from './transitions.js';
+import { api, explain, session } from './api.js';
+import { h, replace, when, ask, dialog, busy, kilometres, distanceProblem } from './dom.js';
+import { ACTIONS, ALERTS, LABELS, legalEvents } from './transitions.js';
 import { drawActivity } from './activity.js';
 import { drawLedger, ledgerPath } from './ledger.js';
 
 const POLL_MS = 2000;
 
-/** Posts one event to a visit, asking first for what it needs; false when the user cancelled. */
+/**
+ * Posts one event to a visit, asking first for what it needs: a reason, a technician, a distance ("En route",
+ * "Nearby" and "Progress" ask for it, filled with the current one), and, for an event whose push alerts the
+ * customer's phone, a confirmation naming that alert (`confirm`). False when the person cancelled.
+ */
 export async function postEvent(visit, type) {
-  let body = { type };
-  if (type === 'cancelled' || type === 'failed') {
+  const body = { type };
+  const c = visit.contentState || {};
+  const distanceField = { name: 'kilometresAway', label: 'Distance (km)', inputmode: 'decimal', testid: 'distance',
+    value: c.kilometresAway === undefined ? '' : String(c.kilometresAway), hint: 'How far the technician is from the customer now.' };
+  const withDistance = (v) => { body.kilometresAway = kilometres(v.kilometresAway); };
+  const alert = ALERTS[type];
+  if (alert) {
+    const fields = type === 'nearby' ? [distanceField] : [];
+    const v = await dialog({
+      title: `${LABELS[type]}: the customer's phone will alert`, testid: 'confirm', ok: `Send "${LABELS[type]}"`,
+      lines: [`Posting "${LABELS[type]}" for ${visit.attributes?.customerFirstName ?? 'the customer'} (${visit.visitId}) sounds an alert on their phone:`,
+        h('blockquote', { class: 'alert-text', testid: 'confirm-alert' }, h('strong', {}, alert.title), h('br'), alert.body)],
+      fields, validate: (values) => (fields.length ? distanceProblem(values.kilometresAway) : null),
+    });
+    if (!v) return false;
+    if (fields.length) withDistance(v);
+  } else if (type === 'enRoute' || type === 'progress') {
+    const v = await ask(type === 'enRoute' ? 'En route: how far away?' : 'Progress: the new distance', [distanceField],
+      { validate: (values) => distanceProblem(values.kilometresAway) });
+    if (!v) return false;
+    withDistance(v);
+  } else if (type === 'cancelled' || type === 'failed') {
     const v = await ask(type === 'cancelled' ? 'Cancel the visit' : 'Mark the visit failed',
       [{ name: 'reason', label: 'Reason', required: type === 'failed' }]);
     if (!v) return false;
     if (v.reason) body.reason = v.reason;
   } else if (type === 'reassigned') {
-    const c = visit.contentState || {};
-    const v = await ask('Reassign to', [
-      { name: 'id', label: 'Technician id' }, { name: 'name', label: 'Name' },
-      { name: 'avatarSymbol', label: 'Avatar symbol', value: c.avatarSymbol || 'person.crop.circle' },
-      { name: 'vanDescription', label: 'Van', value: c.vanDescription || 'White van' }]);
+    const v = await reassignDialog(visit);
     if (!v) return false;
     body.technician = v;
-  } else if (type === 'progress') {
-    const v = await ask('Progress', [{ name: 'kilometresAway', label: 'Kilometres away' }]);
-    if (!v) return false;
-    body.kilometresAway = Number(v.kilometresAway);
   }
   await api('POST', `/v1/visits/${encodeURIComponent(visit.visitId)}/events`, body);
   return true;
+}
+
+/** Asks for the new technician of a visit: the van is the new technician's, never the previous one's. */
+function reassignDialog(visit) {
+  const c = visit.contentState || {};
+  return ask('Reassign to', [
+    { name: 'id', label: 'Technician id' }, { name: 'name', label: 'Name' },
+    { name: 'avatarSymbol', label: 'Avatar symbol', value: c.avatarSymbol || 'person.crop.circle' },
+    { name: 'vanDescription', label: 'Van', value: '', hint: "The new technician's van, as the customer will see it." }]);
+}
+
+/** The event buttons of a visit for this caller; a click disables all of them until its request has answered. */
+export function eventButtons(visit, onPosted, onError) {
+  const buttons = legalEvents(visit.status, session.role).map((type) =>
+    h('button', { type: 'button', class: 'event ' + type, testid: 'event-' + type, onclick: () => act(type) }, ACTIONS[type]));
+  async function act(type) {
+    onError('');
+    try {
+      if (await busy(buttons, () => postEvent(visit, type))) onPosted();
+    } catch (e) { onError(explain(e)); }
+  }
+  return buttons;
 }
 
 export function showVisit(view, visitId) {
@@ -70,8 +108,7 @@ export function showVisit(view, visitId) {
     status.className = 'status ' + visit.status;
     status.textContent = LABELS[visit.status] || visit.status;
     status.dataset.testid = 'visit-status';
-    replace(events, legalEvents(visit.status, session.role).map((type) =>
-      h('button', { type: 'button', class: 'event ' + type, testid: 'event-' + type, onclick: () => act(type) }, ACTIONS[type])));
+    replace(events, eventButtons(visit, () => refresh(), (text) => { message.textContent = text; delete message.dataset.kind; }));
     drawSummary();
     drawActivity(preview, visit);
   }
@@ -82,11 +119,6 @@ export function showVisit(view, visitId) {
     const c = visit.contentState || {};
     who.textContent = `For ${a.customerFirstName ?? '(erased)'} (${visit.customerId}) · ${a.jobSummary ?? ''} at ${a.serviceAddress ?? ''}` +
       ` · technician ${c.technicianName || ''} · version ${visit.version} · ${visit.liveActivities ?? 0} Live Activit${visit.liveActivities === 1 ? 'y' : 'ies'}`;
-  }
-
-  async function act(type) {
-    message.textContent = '';
-    try { if (await postEvent(visit, type)) refresh(); } catch (e) { message.textContent = e.message; }
   }
 
   async function refreshHistory() {
@@ -147,7 +179,7 @@ export function showVisit(view, visitId) {
       if (message.dataset.kind === 'poll') { message.textContent = ''; delete message.dataset.kind; }
     } catch (e) {
       if (stopped) return;
-      message.textContent = e.status === 404 ? 'No such visit (or not yours).' : e.message;
+      message.textContent = e.status === 404 ? 'No such visit (or not yours).' : explain(e);
       message.dataset.kind = 'poll';
     }
     if (!stopped) timer = setTimeout(refresh, POLL_MS);
