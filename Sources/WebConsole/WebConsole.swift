@@ -42,6 +42,7 @@ public enum WebConsole {
             Asset("ops.js", "text/javascript; charset=utf-8", PackageResources.ops_js),
             Asset("transitions.js", "text/javascript; charset=utf-8", PackageResources.transitions_js),
             Asset("technician.js", "text/javascript; charset=utf-8", PackageResources.technician_js),
+            Asset("exceptions.js", "text/javascript; charset=utf-8", PackageResources.exceptions_js),
         ]
         return Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
     }()

@@ -4,11 +4,12 @@ runs, errors in sentences). Real Chromium against the real server; every wait is
 
 import json
 import time
+import uuid
 
 from playwright.sync_api import expect
 
-from conftest import REPO
-from test_console import row, sign_in, unique
+from conftest import REPO, wait_for
+from test_console import TWO_SECONDS_AND_A_REQUEST, row, sign_in, unique
 
 RULES = json.loads((REPO / "Projections/rules.json").read_text())
 
@@ -150,3 +151,116 @@ def test_errors_are_sentences(stack, context, artifacts):
     expect(page.get_by_test_id("book-error")).to_have_text(
         "The technician id may only use letters, digits and . _ ~ - (1 to 128 of them).")
     page.screenshot(path=artifacts / "booking-error-sentence.png")
+
+
+def test_search_narrows_the_rows_keeps_its_words_in_the_url_and_says_when_nothing_matches(stack, context, artifacts):
+    word = uuid.uuid4().hex[:6]
+    start = int(time.time()) + 900
+    marcus, other = unique("v-marcus"), unique("v-other")
+    book(stack, marcus, unique("t-marcus"), start, name=f"Marcus{word}", first_name=f"Ivy{word}", job=f"Leak{word} under sink")
+    book(stack, other, unique("t-other"), start, name="Priya", first_name="Noor", job="Boiler service")
+    page = context.new_page()
+    sign_in(page, stack)
+    expect(row(page, other)).to_be_visible()
+
+    search = page.get_by_test_id("search")
+    for typed in [f"marcus{word}".upper(), f"ivy{word}", f"leak{word}", marcus[-6:], f"cus{word[:3]}"]:
+        search.fill(typed)
+        expect(row(page, marcus)).to_be_visible()
+        expect(row(page, other)).to_have_count(0)
+        expect(page.get_by_test_id("visit-row")).to_have_count(1)
+    assert f"q=cus{word[:3]}" in page.url
+    page.screenshot(path=artifacts / "board-search.png")
+
+    # The URL carries the search: a reload (or a shared link) shows the same narrowed board.
+    page.reload()
+    expect(page.get_by_test_id("search")).to_have_value(f"cus{word[:3]}")
+    expect(row(page, marcus)).to_be_visible()
+    expect(page.get_by_test_id("visit-row")).to_have_count(1)
+
+    page.get_by_test_id("search").fill(f"nobody{word}")
+    expect(page.get_by_test_id("visit-row")).to_have_count(0)
+    expect(page.get_by_test_id("empty")).to_contain_text(f'No visit matches "nobody{word}"')
+    page.get_by_test_id("search").fill("")
+    expect(row(page, other)).to_be_visible()
+    expect(page.get_by_test_id("empty")).to_be_hidden()
+
+
+def test_exceptions_are_badged_and_counted(stack, context, artifacts):
+    now = int(time.time())
+    late, stale, dead = unique("v-late"), unique("v-stale"), unique("v-deadpush")
+    book(stack, late, "t-exc", now - 7200)  # its window ended an hour ago; still scheduled
+    book(stack, stale, "t-exc", now + 600)
+    assert stack.api("POST", f"/v1/visits/{stale}/events", {"type": "enRoute", "kilometresAway": 9.0})[0] == 201
+    book(stack, dead, "t-exc", now + 1200, customer="c-deadpush")
+    stack.sim("POST", "/_sim/faults", {"failNext": {"count": 1, "status": 400, "reason": "BadExpirationDate"}})
+    stack.register_activity(dead, customer="c-deadpush")
+    wait_for("the visit's dead push", lambda: any(
+        d["state"] == "dead" for d in stack.api("GET", f"/v1/visits/{dead}/deliveries")[1]["deliveries"]), within=20)
+
+    page = context.new_page()
+    page.clock.install()
+    sign_in(page, stack)
+    badge = lambda visit_id, kind: row(page, visit_id).locator(f'[data-testid="exception"][data-kind="{kind}"]')
+    expect(badge(late, "late")).to_have_text("Late")
+    expect(badge(stale, "late")).to_have_count(0)
+    expect(badge(dead, "delivery")).to_have_text("Push failed", timeout=TWO_SECONDS_AND_A_REQUEST)
+    expect(badge(stale, "stale")).to_have_count(0)
+    # Ten minutes on the browser's clock: the en-route visit's Live Activity has been stale for over five.
+    page.clock.fast_forward(10 * 60 * 1000)
+    page.clock.run_for(2_500)
+    expect(badge(stale, "stale")).to_have_text("Stale")
+    expect(badge(late, "late")).to_have_attribute("href", f"#/visit/{late}")
+    page.screenshot(path=artifacts / "board-exceptions.png")
+
+    # The header counts the visits with at least one exception; it links to them alone.
+    def counted():
+        n = page.get_by_test_id("exceptions-count").get_attribute("data-count")
+        marked = page.locator('[data-testid="visit-row"]:has([data-testid="exception"])').count()
+        return n is not None and int(n) == marked and marked >= 3
+    wait_for("the header's count to match the marked rows", counted, within=5)
+    page.get_by_test_id("exceptions-count").click()
+    expect(page.get_by_test_id("only-exceptions")).to_be_checked()
+    expect(row(page, late)).to_be_visible()
+    for r in page.get_by_test_id("visit-row").all():
+        expect(r.get_by_test_id("exception")).not_to_have_count(0)
+
+
+def test_dates_order_and_a_row_that_stays_under_the_pointer(stack, context, artifacts):
+    word = uuid.uuid4().hex[:6]
+    now = int(time.time())
+    today, tomorrow = unique("v-today"), unique("v-tomorrow")
+    book(stack, tomorrow, "t-dates", now + 86_400 + 600, job=f"Dates{word}")
+    book(stack, today, "t-dates", now + 600, job=f"Dates{word}")
+    page = context.new_page()
+    sign_in(page, stack)
+    page.get_by_test_id("search").fill(f"dates{word}")
+    expect(page.get_by_test_id("visit-row")).to_have_count(2)
+    # By arrival, not by booking: today's first.
+    assert [r.get_attribute("data-visit-id") for r in page.get_by_test_id("visit-row").all()] == [today, tomorrow]
+    day_and_month = page.evaluate(
+        "(t) => new Date(t * 1000).toLocaleDateString([], { day: 'numeric', month: 'short' })", now + 86_400 + 600)
+    expect(row(page, tomorrow).get_by_test_id("arrival")).to_contain_text(day_and_month)
+    today_text = page.evaluate(
+        "(t) => new Date(t * 1000).toLocaleDateString([], { day: 'numeric', month: 'short' })", now + 600)
+    expect(row(page, today).get_by_test_id("arrival")).not_to_contain_text(today_text)
+
+    # The pointer rests on tomorrow's row; an earlier visit arrives above it: the row stays under the pointer
+    # (the page scrolls by the new row's height), and the new row is there at once.
+    for i in range(6):
+        book(stack, unique("v-filler"), "t-dates", now + 2 * 86_400 + i, job=f"Dates{word}")
+    page.set_viewport_size({"width": 1280, "height": 420})
+    expect(page.get_by_test_id("visit-row")).to_have_count(8)
+    target = row(page, tomorrow)
+    target.scroll_into_view_if_needed()
+    target.get_by_test_id("arrival").hover()
+    before = target.bounding_box()
+    scrolled = page.evaluate("window.scrollY")
+    earlier = unique("v-earlier")
+    book(stack, earlier, "t-dates", now - 3 * 86_400, job=f"Dates{word}")
+    expect(page.get_by_test_id("visit-row").first).to_have_attribute("data-visit-id", earlier,
+                                                                      timeout=TWO_SECONDS_AND_A_REQUEST)
+    after = target.bounding_box()
+    assert abs(after["y"] - before["y"]) < 1 and after["x"] == before["x"], (before, after)  # scrolls by whole pixels
+    assert page.evaluate("window.scrollY") > scrolled
+    page.screenshot(path=artifacts / "board-dates.png")

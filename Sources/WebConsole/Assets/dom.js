@@ -50,6 +50,13 @@ export function moment(epoch) {
   return `${date.toLocaleDateString([], { day: 'numeric', month: 'short' })}, ${time}`;
 }
 
+/** An arrival window as "09:30–10:30" on the browser's today, with the day and month otherwise. */
+export function windowText(c) {
+  if (!c || !c.arrivalStartEpoch) return '';
+  const sameDay = new Date(c.arrivalStartEpoch * 1000).toDateString() === new Date(c.arrivalEndEpoch * 1000).toDateString();
+  return `${moment(c.arrivalStartEpoch)}–${sameDay ? clock(c.arrivalEndEpoch) : moment(c.arrivalEndEpoch)}`;
+}
+
 /** Seconds as m:ss or h:mm:ss. */
 export function duration(seconds) {
   const s = Math.max(0, Math.floor(seconds));

@@ -2,7 +2,7 @@
 // the current distance of each, and "Running late", which moves every visit they have not reached yet in one
 // call (POST /v1/technicians/{id}/delay). The day is read from GET /v1/visits?technicianId= every 2 seconds.
 import { api, explain, session } from './api.js';
-import { h, replace, moment, clock, dialog, busy } from './dom.js';
+import { h, replace, windowText, dialog, busy } from './dom.js';
 import { LABELS, isEnded } from './transitions.js';
 import { eventButtons } from './visit.js';
 
@@ -29,13 +29,6 @@ export function stepDay(day, by) {
   const d = dayStart(day);
   d.setDate(d.getDate() + by);
   return isoDay(d);
-}
-
-/** A window as "09:30–10:30" on the browser's today, with the day and month otherwise. */
-export function windowText(c) {
-  if (!c || !c.arrivalStartEpoch) return '';
-  const sameDay = new Date(c.arrivalStartEpoch * 1000).toDateString() === new Date(c.arrivalEndEpoch * 1000).toDateString();
-  return `${moment(c.arrivalStartEpoch)}–${sameDay ? clock(c.arrivalEndEpoch) : moment(c.arrivalEndEpoch)}`;
 }
 
 /** The distance as the day lists it: the current kilometres while on the way, nothing once there. */
