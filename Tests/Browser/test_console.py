@@ -232,11 +232,18 @@ def test_the_ops_page_retries_a_dead_letter(stack, context, artifacts):
     letter = page.locator(f'[data-testid="dead-letter"][data-delivery-id="{delivery["id"]}"]')
     expect(letter).to_be_visible()
     page.screenshot(path=artifacts / "ops-dead-letter.png", full_page=True)
+    # Retry asks first: cancelled, the letter stays; confirmed, it goes.
     letter.get_by_test_id("retry").click()
+    expect(page.get_by_test_id("confirm")).to_contain_text(f"Retry delivery {delivery['id']}")
+    page.get_by_test_id("confirm-cancel").click()
+    expect(letter).to_be_visible()
+    letter.get_by_test_id("retry").click()
+    page.get_by_test_id("confirm-ok").click()
     expect(letter).to_have_count(0, timeout=TWO_SECONDS_AND_A_REQUEST)
     wait_for("the retried delivery to be sent", lambda: stack.api(
         "GET", f"/v1/visits/{visit_id}/deliveries", key=stack.ops)[1]["deliveries"][0]["state"] == "sent", within=20)
     page.get_by_test_id("replay").click()
+    page.get_by_test_id("confirm-ok").click()
     expect(page.get_by_test_id("replay-result")).to_contain_text("Replayed", timeout=20_000)
     expect(page.get_by_test_id("sending-pause")).to_have_text("Sending is not paused.")
     page.screenshot(path=artifacts / "ops-after-retry.png", full_page=True)

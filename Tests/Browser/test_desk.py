@@ -3,6 +3,7 @@ safer actions (a confirmation naming the customer's alert, distances asked, butt
 runs, errors in sentences). Real Chromium against the real server; every wait is bounded."""
 
 import json
+import re
 import time
 import uuid
 
@@ -264,3 +265,29 @@ def test_dates_order_and_a_row_that_stays_under_the_pointer(stack, context, arti
     assert abs(after["y"] - before["y"]) < 1 and after["x"] == before["x"], (before, after)  # scrolls by whole pixels
     assert page.evaluate("window.scrollY") > scrolled
     page.screenshot(path=artifacts / "board-dates.png")
+
+
+def test_the_ops_page_counts_waiting_work_and_colours_only_what_is_there(stack, context, artifacts):
+    visit_id = unique("v-opsdepth")
+    book(stack, visit_id, "t-ops", int(time.time()) + 600)
+    page = context.new_page()
+    sign_in(page, stack)
+    page.goto(stack.base + f"/console/#/visit/{visit_id}")
+    expect(page.get_by_test_id("lock-screen")).to_be_visible()
+    # Signing out forgets the page: the next person (ops) starts on the board, not on this visit.
+    page.get_by_role("button", name="Sign out").click()
+    sign_in(page, stack, stack.ops)
+    assert "#/visit/" not in page.url
+    page.goto(stack.base + "/console/#/ops")
+    depth = page.get_by_test_id("outbox-depth")
+    expect(depth).to_have_attribute("data-depth", re.compile(r"^\d+$"))
+    # The depth is the pushes still to send (pending and sending), not every push ever sent.
+    expect(depth.locator(".depth-item")).to_have_count(7)
+    # One reading of the drawn tiles (the page redraws every 2 s).
+    drawn = depth.evaluate("""(d) => ({ depth: Number(d.dataset.depth), tiles: [...d.querySelectorAll('.depth-item')].map(
+        (t) => ({ state: t.dataset.state, n: Number(t.querySelector('dd').textContent), some: t.classList.contains('some') })) })""")
+    n = {t["state"]: t["n"] for t in drawn["tiles"]}
+    assert drawn["depth"] == n["pending"] + n["sending"] and n["sent"] > 0, drawn
+    assert all(t["some"] == (t["n"] > 0) for t in drawn["tiles"]), drawn
+    expect(page.get_by_test_id("channels")).to_be_visible()
+    page.screenshot(path=artifacts / "ops-depth.png", full_page=True)

@@ -118,7 +118,8 @@ export function showVisit(view, visitId) {
     const a = visit.attributes || {};
     const c = visit.contentState || {};
     who.textContent = `For ${a.customerFirstName ?? '(erased)'} (${visit.customerId}) · ${a.jobSummary ?? ''} at ${a.serviceAddress ?? ''}` +
-      ` · technician ${c.technicianName || ''} · version ${visit.version} · ${visit.liveActivities ?? 0} Live Activit${visit.liveActivities === 1 ? 'y' : 'ies'}`;
+      ` · technician ${c.technicianName || ''} · version ${visit.version} · ${visit.liveActivities ?? 0} Live Activit${visit.liveActivities === 1 ? 'y' : 'ies'}`
+      + (visit.channels && visit.channels.length ? ` · broadcast channel: ${visit.channels.map((ch) => ch.environment).join(', ')}` : '');
   }
 
   async function refreshHistory() {
