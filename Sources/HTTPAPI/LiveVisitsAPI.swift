@@ -96,6 +96,7 @@ public struct LiveVisitsAPI: Sendable {
         addKeyRoutes(to: &router)
         addOpsRoutes(to: &router)
         addCustomerRoutes(to: &router)
+        addDelayRoutes(to: &router)
         WebConsole.addRoutes(to: &router)
         return router
     }

@@ -504,9 +504,15 @@ public struct VisitCommandHandler: Sendable {
     /// state this process committed last (`states`), the statement answers `=` instead of the snapshot, and
     /// that state is used: no snapshot sent and parsed again.
     func currentStates(_ commands: [VisitCommand], on connection: PostgresConnection) throws -> [Result<VisitState?, any Error>] {
-        guard !commands.isEmpty else { return [] }
-        let ids = commands.map(\.visitId)
-        let streams = commands.map(\.stream)
+        try currentStates(of: commands.map(\.visitId), refusals: commands.map(\.refuseIfAnyRow), on: connection)
+    }
+
+    /// The same for visits by id, each with its command's `refuseIfAnyRow` read (or nil).
+    func currentStates(of ids: [String], refusals: [PostgresQuery?], on connection: PostgresConnection) throws
+        -> [Result<VisitState?, any Error>]
+    {
+        guard !ids.isEmpty else { return [] }
+        let streams = ids.map(Self.streamName(for:))
         let known = PostgresBinaryArray(states.versions(ids))
         // Planned once per connection: its plan (two index probes per visit) holds for any number of visits,
         // and PostgreSQL's own choice re-planned it at nearly every execution (a generic plan takes the arrays
@@ -521,29 +527,28 @@ public struct VisitCommandHandler: Sendable {
             """
         let statesQuery = statesRead.plannedOnce()
         // The commands' refusal reads, when there are any, in the same round trip.
-        let checked = commands.indices.filter { commands[$0].refuseIfAnyRow != nil }
+        let checked = refusals.indices.filter { refusals[$0] != nil }
         let rows: PostgresRows
         var refused = Set<Int>()
         if checked.isEmpty {
             rows = try connection.query(statesQuery)
         } else {
-            let results = try connection.pipeline([statesQuery] + checked.map { commands[$0].refuseIfAnyRow! })
+            let results = try connection.pipeline([statesQuery] + checked.map { refusals[$0]! })
             rows = results[0]
             for (i, found) in zip(checked, results.dropFirst()) where !found.isEmpty { refused.insert(i) }
         }
-        guard rows.count == commands.count else {
-            throw PostgresError(
-                code: .protocolViolation, message: "read \(rows.count) visit states for \(commands.count) commands")
+        guard rows.count == ids.count else {
+            throw PostgresError(code: .protocolViolation, message: "read \(rows.count) visit states for \(ids.count) visits")
         }
-        return zip(commands.indices, rows.rows).map { i, row in
+        return zip(ids.indices, rows.rows).map { i, row in
             if refused.contains(i) { return .failure(CommandPreconditionFailed()) }
             return Result {
                 let version = try row.int("version")
                 // The row is at the version of the state remembered here; so is the stream: that state.
-                if row["state"] == "=", let remembered = states.state(commands[i].visitId), remembered.version == version {
+                if row["state"] == "=", let remembered = states.state(ids[i]), remembered.version == version {
                     return remembered
                 }
-                return try state(fromSnapshot: row["state"], version: version, stream: commands[i].stream, on: connection)
+                return try state(fromSnapshot: row["state"], version: version, stream: streams[i], on: connection)
             }
         }
     }
@@ -590,9 +595,9 @@ public struct VisitCommandHandler: Sendable {
     }
 
     /// The event with the customer's personal fields sealed under their data key (made on first use, in the
-    /// command's transaction): the attributes of `scheduled`, the `reason` of `cancelled` and `failed`. A
-    /// failed visit shows its reason as `vanDescription`, so that reason carries the technician's van as its
-    /// fallback (`SealedText.fallback`): what the visit shows once the customer is erased.
+    /// command's transaction): the attributes of `scheduled`, the `reason` of `cancelled`, `failed` and
+    /// `progress`. A failed visit shows its reason as `vanDescription`, so that reason carries the technician's
+    /// van as its fallback (`SealedText.fallback`): what the visit shows once the customer is erased.
     func sealed(_ event: VisitEvent, state: VisitState?, on connection: PostgresConnection) throws -> VisitEvent {
         guard let personalData else { return event }
         switch event {
@@ -606,6 +611,10 @@ public struct VisitCommandHandler: Sendable {
             guard let state else { return event }
             let key = try personalData.dataKey(forCustomer: state.customerId, on: connection)
             return .cancelled(reason: try personalData.seal(reason, with: key))
+        case .progress(let update, let reason?):
+            guard let state else { return event }
+            let key = try personalData.dataKey(forCustomer: state.customerId, on: connection)
+            return .progress(update, reason: try personalData.seal(reason, with: key))
         case .failed(let reason):
             guard let state else { return event }
             let key = try personalData.dataKey(forCustomer: state.customerId, on: connection)

@@ -243,6 +243,20 @@ public struct VisitReadModel: Sendable {
         return try VisitState(snapshot: Array(text.utf8))
     }
 
+    /// The ids of a technician's visits whose status is one of `statuses`, in id order (what a change to all of
+    /// a technician's remaining visits at once goes through, in the order its writes take).
+    public static func visitIds(technicianId: String, statuses: [String], on connection: PostgresConnection) throws
+        -> [String]
+    {
+        try connection.query(
+            """
+            SELECT visit_id FROM visits
+            WHERE technician_id = \(technicianId) AND status = ANY(\(PostgresBinaryArray(statuses))::text[])
+            ORDER BY visit_id
+            """
+        ).rows.map { try $0.string("visit_id") }
+    }
+
     /// Which visits a list may show and how to narrow them.
     public struct ListFilter: Sendable {
         public var customerId: String?

@@ -49,6 +49,7 @@ struct DemoPlayer: Sendable {
                 ? JSONValue.null
                 : try await client.send(step.method, step.path, key: step.key, body: step.body, expect: step.expect)
             if let expected = step.ledger { try check(ledger: answer, against: expected) }
+            if let expected = step.delays { try check(delayed: answer, against: expected) }
             if step.answersChannel {
                 guard let id = answer["channelId"]?.stringValue else {
                     throw CommandFailure("PUT …/channel answered no channelId")
@@ -83,6 +84,19 @@ struct DemoPlayer: Sendable {
         guard entries.count == expected.count, found == expected else {
             let want = expected.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
             throw CommandFailure("the Live Activity ledger is not what the steps imply (expected \(want))")
+        }
+    }
+
+    /// Prints a delay's answer, one visit a line, and fails unless it moved exactly the expected visits.
+    private func check(delayed answer: JSONValue, against expected: [String]) throws {
+        let visits = answer["visits"]?.arrayElements ?? []
+        for visit in visits {
+            let id = visit["visitId"]?.stringValue ?? "(none)"
+            let version = visit["version"]?.integerValue.map(String.init) ?? "-"
+            DemoCommand.progress("    delayed: \(id), now at version \(version)")
+        }
+        guard visits.compactMap({ $0["visitId"]?.stringValue }) == expected else {
+            throw CommandFailure("the delay did not move what the steps imply (expected \(expected.joined(separator: ", ")))")
         }
     }
 

@@ -61,6 +61,9 @@ struct DemoScenario: Sendable {
         var dismissal: Dismissal = .none
         /// The alert's title, when the step cares which alert it is (a booking's or a renewal's start).
         var alertTitle: String? = nil
+        /// How many minutes later than the device's previous push this one's arrival window (start and end)
+        /// must be, when the step moves it (a technician running late).
+        var windowMovedMinutes: Int? = nil
     }
 
     /// One thing a person does, and the push it must cause (nil: none).
@@ -84,6 +87,8 @@ struct DemoScenario: Sendable {
         var waitsForTheServer = false
         /// The step reads a visit's ledger: the states it must show, by activity id (and nothing else).
         var ledger: [String: String]? = nil
+        /// The step posts a technician's delay: its answer lists the visits moved, which must be these.
+        var delays: [String]? = nil
 
         /// The pushes the step must cause.
         var pushes: [ExpectedPush] { [push, alsoPush, broadcast].compactMap { $0 } }
@@ -102,6 +107,8 @@ struct DemoScenario: Sendable {
     let customerA: String
     let customerB: String
     let technicianId = "t-42"
+    /// How late the technician runs on the way to visit A.
+    let delayMinutes = 20
     let deviceId = "iphone-1"
     /// Customer A's iPad.
     let tabletA = "ipad-a"
@@ -154,10 +161,12 @@ struct DemoScenario: Sendable {
         func event(_ type: String, _ extra: JSONValue = [:]) -> JSONValue {
             .object([JSONMember("type", .string(type))] + (extra.objectMembers ?? []))
         }
-        func update(_ status: String, alert: Bool = false, priority: String? = nil) -> ExpectedPush {
+        func update(_ status: String, alert: Bool = false, priority: String? = nil, windowMovedMinutes: Int? = nil)
+            -> ExpectedPush
+        {
             ExpectedPush(
                 device: .activityARenewed, event: "update", status: status, priority: priority ?? (alert ? "10" : "5"),
-                hasAlert: alert)
+                hasAlert: alert, windowMovedMinutes: windowMovedMinutes)
         }
         func notification(_ status: String) -> ExpectedPush {
             ExpectedPush(device: .notificationB, event: "alert", status: status, priority: "10", hasAlert: true)
@@ -223,7 +232,16 @@ struct DemoScenario: Sendable {
                 actor: "technician", description: "is en route, 14.5 km away", method: "POST", path: eventsA, key: technician,
                 body: event("enRoute", ["kilometresAway": 14.5]), expect: 201, push: update("enRoute")),
             Step(
-                actor: "technician", description: "progress: 8.2 km away", method: "POST", path: eventsA, key: technician,
+                actor: "dispatcher",
+                description:
+                    "hears the technician is stuck in traffic: running \(delayMinutes) minutes late (one progress per visit not "
+                    + "reached yet: visit \(visitA)'s window moves \(delayMinutes) min later)",
+                method: "POST", path: "/v1/technicians/\(technicianId)/delay", key: dispatcher,
+                body: ["minutes": .number(Double(delayMinutes)), "reason": "Stuck in traffic on the ring road"], expect: 200,
+                push: update("enRoute", windowMovedMinutes: delayMinutes), delays: [visitA]),
+            Step(
+                actor: "technician", description: "progress: 8.2 km away (waits for the 5 s since the delay's update)",
+                method: "POST", path: eventsA, key: technician,
                 body: event("progress", ["kilometresAway": 8.2]), expect: 201, push: update("enRoute")),
             Step(
                 actor: "technician", description: "progress: 6.0 km away (waits: one progress update per 5 s)", method: "POST",

@@ -14,6 +14,7 @@ struct DemoVerdict {
             problems.append("APNs received \(received.count) pushes for this run, the visits imply \(expected.count)")
         }
         var lastTimestamp: [DemoScenario.Device: Int64] = [:]
+        var lastWindow: [DemoScenario.Device: (start: Int64, end: Int64)] = [:]
         // Compared per device, in order: two devices' pushes of one step may arrive either way round.
         var expectedByDevice: [DemoScenario.Device: [DemoScenario.ExpectedPush]] = [:]
         for push in expected { expectedByDevice[push.device, default: []].append(push) }
@@ -56,6 +57,17 @@ struct DemoVerdict {
             if event == "start", aps?["attributes"]?["visitId"]?.stringValue != scenario.visitA {
                 problems.append("\(label): the start's attributes.visitId is not \(scenario.visitA)")
             }
+            let state = aps?["content-state"]
+            let window = state?["arrivalStartEpoch"]?.integerValue.flatMap { start in
+                state?["arrivalEndEpoch"]?.integerValue.map { (start: start, end: $0) }
+            }
+            if let minutes = want.windowMovedMinutes {
+                let moved = window.flatMap { now in lastWindow[device].map { (now.start - $0.start, now.end - $0.end) } }
+                if moved?.0 != Int64(minutes * 60) || moved?.1 != Int64(minutes * 60) {
+                    problems.append("\(label): the arrival window did not move \(minutes) minutes later than the push before")
+                }
+            }
+            if let window { lastWindow[device] = window }
             let dismissal = aps?["dismissal-date"]?.integerValue
             let timestamp = aps?["timestamp"]?.integerValue ?? 0
             switch want.dismissal {

@@ -14,7 +14,7 @@ import Testing
 
         let outcome = try await Subprocess.run(livevisits, ["demo", "--dir", folder.path, "--record", record.path])
         #expect(outcome.status == 0, "demo failed: \(outcome.stderr.suffix(2000))")
-        #expect(outcome.stdout.components(separatedBy: "APNs ←").count - 1 == 17, "one printed line per push")
+        #expect(outcome.stdout.components(separatedBy: "APNs ←").count - 1 == 18, "one printed line per push")
         #expect(outcome.stdout.contains("stopped the PostgreSQL cluster"), "the demo stops the cluster it started")
         #expect(outcome.stdout.contains("livevisits demo --keep-running"))
 
@@ -34,9 +34,9 @@ import Testing
         #expect(activityPushes.allSatisfy { $0["pushType"] as? String == "liveactivity" })
         #expect(activityPushes.allSatisfy { $0["topic"] as? String == "com.example.fieldservice.push-type.liveactivity" })
         #expect(events("start").count == 3)
-        #expect(events("update").count == 8)
+        #expect(events("update").count == 9)
         #expect(events("end").count == 4)
-        #expect(deliveries.count == 17)
+        #expect(deliveries.count == 18)
 
         // Contract §7: visit B is also followed through one broadcast channel by two devices (both asked for
         // it and got the same id): its en-route update and its end, each once, byte for byte the activity's.
@@ -89,12 +89,22 @@ import Testing
         #expect(updates.allSatisfy { $0["device"] as? String == "activity-A-renewed" }, "the renewed activity follows the visit")
         #expect(
             updates.map { contentState($0)["status"] as? String ?? "?" }
-                == ["enRoute", "enRoute", "enRoute", "nearby", "onSite", "finishing"])
-        let distances = updates.prefix(4).map { (contentState($0)["kilometresAway"] as? NSNumber)?.doubleValue ?? -1 }
+                == ["enRoute", "enRoute", "enRoute", "enRoute", "nearby", "onSite", "finishing"])
+        let distances = updates.prefix(5).map { (contentState($0)["kilometresAway"] as? NSNumber)?.doubleValue ?? -1 }
         // Contract §8: the 6.0 km update waited for the progress interval and was replaced by 3.6 km.
-        #expect(distances == [14.5, 8.2, 3.6, 1.2], "the technician comes closer; the waiting 6.0 km is coalesced away")
+        #expect(distances == [14.5, 14.5, 8.2, 3.6, 1.2], "the technician comes closer; the waiting 6.0 km is coalesced away")
         // The demo's allowance is one priority-10 push per hour: onSite's alert goes at 5.
-        #expect(updates.map { $0["priority"] as? Int ?? 0 } == [5, 5, 5, 10, 5, 5])
+        #expect(updates.map { $0["priority"] as? Int ?? 0 } == [5, 5, 5, 5, 10, 5, 5])
+        // Running late: the dispatcher's delay moved visit A's window (start and end) 20 minutes later, and every
+        // later update of the visit keeps the moved window until onSite collapses it.
+        func window(_ push: [String: Any]) -> [Int] {
+            [contentState(push)["arrivalStartEpoch"] as? Int ?? -1, contentState(push)["arrivalEndEpoch"] as? Int ?? -1]
+        }
+        let booked = window(updates[0])
+        #expect(window(updates[1]) == booked.map { $0 + 20 * 60 })
+        #expect(updates[2...4].allSatisfy { window($0) == window(updates[1]) })
+        #expect(outcome.stdout.contains("running 20 minutes late"))
+        #expect(outcome.stdout.contains("delayed: \(completed), now at version"), "the demo prints what the delay moved")
 
         let ends = events("end").filter { $0["device"] as? String != "channel-B" }
         let completedEnd = try #require(ends.first { $0["device"] as? String == "activity-A-renewed" })
@@ -111,7 +121,7 @@ import Testing
             deliveries
             .filter { $0["visitId"] as? String == completed && $0["event"] as? String != "start" }
             .compactMap { $0["timestamp"] as? Int }
-        #expect(timestamps.count == 8)
+        #expect(timestamps.count == 9)
         #expect(zip(timestamps, timestamps.dropFirst()).allSatisfy { $0 < $1 }, "strictly increasing aps.timestamp")
     }
 

@@ -91,7 +91,7 @@ public enum VisitDecider {
         case .failed(let reason):
             state.status = .failed
             state.reason = reason
-        case .progress(let update):
+        case .progress(let update, _):
             state.apply(update)
         case .reassigned(let technician, let update):
             state.status = .scheduled

@@ -13,8 +13,9 @@ public enum VisitEvent: Sendable, Hashable {
     case completed
     case cancelled(reason: String?)
     case failed(reason: String)
-    /// A distance or window change that keeps the status (at least one of the two is set).
-    case progress(ArrivalUpdate)
+    /// A distance or window change that keeps the status (at least one of the two is set); `reason` says
+    /// why, when someone gave one (a technician running late), and is sealed like the other reasons.
+    case progress(ArrivalUpdate, reason: String? = nil)
     /// A new technician; the visit goes back to `scheduled`.
     case reassigned(Technician, ArrivalUpdate)
 

@@ -22,8 +22,11 @@ extension VisitEvent {
                 JSONMember("arrivalWindow", scheduled.arrivalWindow.json),
                 JSONMember("kilometresAway", .number(scheduled.kilometresAway)),
             ]
-        case .enRoute(let update), .nearby(let update), .finishing(let update), .progress(let update):
+        case .enRoute(let update), .nearby(let update), .finishing(let update):
             members += update.jsonMembers
+        case .progress(let update, let reason):
+            members += update.jsonMembers
+            if let reason { members.append(JSONMember("reason", .string(reason))) }
         case .onSite, .completed:
             break
         case .cancelled(let reason):
@@ -118,7 +121,7 @@ extension VisitEvent {
         case .completed: return .completed
         case .cancelled: return .cancelled(reason: try object.optionalString("reason"))
         case .failed: return .failed(reason: try object.string("reason"))
-        case .progress: return .progress(try object.storedUpdate())
+        case .progress: return .progress(try object.storedUpdate(), reason: try object.optionalString("reason"))
         case .reassigned: return .reassigned(try object.storedTechnician("technician"), try object.storedUpdate())
         }
     }

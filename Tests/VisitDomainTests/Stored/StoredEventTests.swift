@@ -55,6 +55,9 @@ import Testing
             event: .progress(ArrivalUpdate(arrivalWindow: ArrivalWindow(start: 5, end: 5))), eventType: "progress",
             data: #"{"schemaVersion":1,"arrivalWindow":{"start":5,"end":5}}"#),
         Stored(
+            event: .progress(ArrivalUpdate(arrivalWindow: ArrivalWindow(start: 1805, end: 2405)), reason: "Traffic"),
+            eventType: "progress", data: #"{"schemaVersion":1,"arrivalWindow":{"start":1805,"end":2405},"reason":"Traffic"}"#),
+        Stored(
             event: .reassigned(Technician(id: "t-7", name: "Kim", avatarSymbol: "person.fill", vanDescription: "Red van"), .none),
             eventType: "reassigned",
             data:
