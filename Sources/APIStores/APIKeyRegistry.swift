@@ -21,10 +21,10 @@ public struct APIKeyRegistry: Sendable {
     public static let lookupsMetric = "livevisits_api_key_lookups_total"
 
     /// Mints a key (`APIKeys.mint`): shown once in what this returns, only its hash stored. Throws
-    /// `APIKeys.KeyError` when the role needs a subject or the subject is unusable.
-    public func mint(role: Role, subject: String?, createdBy: String?) async throws -> MintedKey {
+    /// `APIKeys.KeyError` when the role needs a subject, or the subject or name is unusable.
+    public func mint(role: Role, subject: String?, name: String? = nil, createdBy: String?) async throws -> MintedKey {
         let minted = try await pool.withConnection {
-            try APIKeys.mint(role: role, subject: subject, createdBy: createdBy, on: $0)
+            try APIKeys.mint(role: role, subject: subject, name: name, createdBy: createdBy, on: $0)
         }
         cache.forgetMiss(minted.keyId)
         return minted

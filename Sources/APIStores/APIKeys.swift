@@ -1,5 +1,6 @@
 import COpenSSL
 import Foundation
+import JSON
 import Postgres
 import VisitDomain
 
@@ -14,11 +15,14 @@ public struct Caller: Sendable, Equatable {
     public let role: Role
     /// The technician or customer id the key speaks for (nil for dispatcher and ops keys).
     public let subject: String?
+    /// The display name of the person behind the key (`actor.name` of the events they append), if it has one.
+    public let name: String?
 
-    public init(keyId: String, role: Role, subject: String?) {
+    public init(keyId: String, role: Role, subject: String?, name: String? = nil) {
         self.keyId = keyId
         self.role = role
         self.subject = subject
+        self.name = name
     }
 }
 
@@ -28,6 +32,7 @@ public struct MintedKey: Sendable {
     public let key: String
     public let role: Role
     public let subject: String?
+    public let name: String?
 }
 
 /// API keys: `lv_<keyId>_<secret>`; only SHA-256(secret) is stored (`KeyStore`), compared in constant time.
@@ -41,27 +46,41 @@ public enum APIKeys {
     /// without a subject, or a subject that is not an id. A subject is the customer or technician id the key
     /// acts for, so it follows the one id grammar (contract §15): a customer key's subject is always an id
     /// the device and erasure paths can name.
-    public static func check(role: Role, subject: String?) throws {
+    public static func check(role: Role, subject: String?, name: String? = nil) throws {
         if (role == .technician || role == .customer) && (subject ?? "").isEmpty {
             throw KeyError(message: "a \(role.rawValue) key needs a subject (the \(role.rawValue) id)")
         }
         if let subject, !IdGrammar.accepts(subject) {
             throw KeyError(message: "subject: \(IdGrammar.requirement)")
         }
+        if let name { try checkName(name) }
+    }
+
+    /// The most UTF-8 bytes a key's display name may have (a person's name, as a visit's history shows it).
+    public static let nameBytes = 128
+
+    /// Refuses (`KeyError`) a display name that is blank, longer than `nameBytes`, or holds a control or
+    /// bidirectional control character (free text shown to people, as the API's other free text).
+    public static func checkName(_ name: String) throws {
+        if name.unicodeScalars.allSatisfy(\.properties.isWhitespace) { throw KeyError(message: "name: must not be empty") }
+        if name.utf8.count > nameBytes { throw KeyError(message: "name: longer than \(nameBytes) bytes") }
+        if let refused = JSONObjectReader.refusedCharacter(in: name) {
+            throw KeyError(message: "name: must not contain \(refused)")
+        }
     }
 
     /// Creates a key. Technician and customer keys need a subject; dispatcher and ops keys may have one. A
-    /// subject is an id (`IdGrammar`).
-    public static func mint(role: Role, subject: String?, createdBy: String?, on connection: PostgresConnection) throws
-        -> MintedKey
-    {
-        try check(role: role, subject: subject)
+    /// subject is an id (`IdGrammar`); a name is a person's display name (`checkName`), kept with the key.
+    public static func mint(
+        role: Role, subject: String?, name: String? = nil, createdBy: String?, on connection: PostgresConnection
+    ) throws -> MintedKey {
+        try check(role: role, subject: subject, name: name)
         let keyId = randomHex(bytes: 8)
         let secret = randomHex(bytes: 24)
         try KeyStore.insert(
-            keyId: keyId, secretHash: sha256Hex(secret), role: role.rawValue, subject: subject, createdBy: createdBy,
-            on: connection)
-        return MintedKey(keyId: keyId, key: "lv_\(keyId)_\(secret)", role: role, subject: subject)
+            keyId: keyId, secretHash: sha256Hex(secret), role: role.rawValue, subject: subject, name: name,
+            createdBy: createdBy, on: connection)
+        return MintedKey(keyId: keyId, key: "lv_\(keyId)_\(secret)", role: role, subject: subject, name: name)
     }
 
     /// The caller a presented key belongs to, or nil (unknown, malformed, revoked or wrong secret).
@@ -85,24 +104,27 @@ public enum APIKeys {
         return (String(decoding: bytes[3..<19], as: UTF8.self), String(decoding: bytes[20...], as: UTF8.self))
     }
 
-    /// What is stored for a live key: the hash of its secret, its role and subject.
+    /// What is stored for a live key: the hash of its secret, its role, subject and display name (a key's
+    /// name never changes, so a cached row is never stale in it).
     public struct StoredKey: Sendable {
         public let keyId: String
         let secretHash: [UInt8]
         public let role: Role
         public let subject: String?
+        public let name: String?
 
         /// The caller when `secret` hashes to the stored hash (compared in constant time), else nil.
         public func caller(presenting secret: String) -> Caller? {
             guard APIKeys.constantTimeEqual(secretHash, Array(APIKeys.sha256Hex(secret).utf8)) else { return nil }
-            return Caller(keyId: keyId, role: role, subject: subject)
+            return Caller(keyId: keyId, role: role, subject: subject, name: name)
         }
     }
 
     /// The live (not revoked) key with this id, or nil.
     public static func lookup(keyId: String, on connection: PostgresConnection) throws -> StoredKey? {
         guard let row = try KeyStore.live(keyId: keyId, on: connection), let role = Role(rawValue: row.role) else { return nil }
-        return StoredKey(keyId: keyId, secretHash: Array(row.secretHash.utf8), role: role, subject: row.subject)
+        return StoredKey(
+            keyId: keyId, secretHash: Array(row.secretHash.utf8), role: role, subject: row.subject, name: row.name)
     }
 
     /// The channel a revocation is announced on (payload: the key id), so that every process drops the

@@ -10,6 +10,8 @@ public enum KeyStore {
         public let secretHash: String
         public let role: String
         public let subject: String?
+        /// The display name of the person the key is for.
+        public let name: String?
     }
 
     /// The channel a revocation is announced on (payload: the key id), so that every process drops the key
@@ -18,12 +20,13 @@ public enum KeyStore {
 
     /// Stores a newly minted key.
     public static func insert(
-        keyId: String, secretHash: String, role: String, subject: String?, createdBy: String?, on connection: PostgresConnection
+        keyId: String, secretHash: String, role: String, subject: String?, name: String? = nil, createdBy: String?,
+        on connection: PostgresConnection
     ) throws {
         try connection.query(
             """
-            INSERT INTO api_keys (key_id, secret_hash, role, subject, created_by)
-            VALUES (\(keyId), \(secretHash), \(role), \(subject), \(createdBy))
+            INSERT INTO api_keys (key_id, secret_hash, role, subject, name, created_by)
+            VALUES (\(keyId), \(secretHash), \(role), \(subject), \(name), \(createdBy))
             """)
     }
 
@@ -32,11 +35,13 @@ public enum KeyStore {
         guard
             let row = try connection.query(
                 """
-                SELECT secret_hash, role, subject FROM api_keys WHERE key_id = \(keyId) AND revoked_at IS NULL
+                SELECT secret_hash, role, subject, name FROM api_keys WHERE key_id = \(keyId) AND revoked_at IS NULL
                 """
             ).first
         else { return nil }
-        return Row(keyId: keyId, secretHash: try row.string("secret_hash"), role: try row.string("role"), subject: row["subject"])
+        return Row(
+            keyId: keyId, secretHash: try row.string("secret_hash"), role: try row.string("role"), subject: row["subject"],
+            name: row["name"])
     }
 
     /// A key as an audit shows it (`livevisits keys list`, `GET /v1/keys`): who it is for and when it was
@@ -45,6 +50,8 @@ public enum KeyStore {
         public let keyId: String
         public let role: String
         public let subject: String?
+        /// The display name of the person the key is for.
+        public let name: String?
         /// The key id that minted it over the API, or `cli`.
         public let createdBy: String?
         /// Seconds since 1970.
@@ -56,14 +63,14 @@ public enum KeyStore {
     public static func list(role: String?, limit: Int?, on connection: PostgresConnection) throws -> [ListedKey] {
         try connection.query(
             """
-            SELECT key_id, role, subject, created_by, extract(epoch FROM created_at)::float8 AS created_at,
+            SELECT key_id, role, subject, name, created_by, extract(epoch FROM created_at)::float8 AS created_at,
                    extract(epoch FROM revoked_at)::float8 AS revoked_at
             FROM api_keys WHERE \(role)::text IS NULL OR role = \(role)
             ORDER BY created_at DESC, key_id LIMIT \(limit)
             """
         ).rows.map { row in
             ListedKey(
-                keyId: try row.string("key_id"), role: try row.string("role"), subject: row["subject"],
+                keyId: try row.string("key_id"), role: try row.string("role"), subject: row["subject"], name: row["name"],
                 createdBy: row["created_by"], createdAt: try row.double("created_at"),
                 revokedAt: row["revoked_at"].flatMap(Double.init))
         }

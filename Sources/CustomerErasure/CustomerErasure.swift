@@ -69,7 +69,7 @@ public struct CustomerErasure: Sendable {
 
     /// Erases the customer; `caller` is who asked (their role and key id are recorded on the event).
     public func erase(customerId: String, by caller: Caller) async throws -> Erased {
-        let actor = EventMetadata(actorRole: caller.role.rawValue, actorSubject: caller.keyId)
+        let actor = EventMetadata(actorRole: caller.role.rawValue, actorSubject: caller.keyId, actorName: caller.name)
         let now = clock.epochSeconds()
         let erased = try await pool.withTransaction { c -> Erased in
             let visits = try c.query(

@@ -15,6 +15,7 @@ extension EventMetadata {
             out.append(contentsOf: "\":".utf8)
             JSONValue.writeString(value, to: &out)
         }
+        field("actorName", actorName)
         field("actorRole", actorRole)
         field("actorSubject", actorSubject)
         field("causationId", causationId)
@@ -29,6 +30,7 @@ extension EventMetadata {
         let object = (try? JSONValue.parse(jsonText)) ?? .null
         self.init(
             actorRole: object["actorRole"]?.stringValue, actorSubject: object["actorSubject"]?.stringValue,
-            correlationId: object["correlationId"]?.stringValue, causationId: object["causationId"]?.stringValue)
+            actorName: object["actorName"]?.stringValue, correlationId: object["correlationId"]?.stringValue,
+            causationId: object["causationId"]?.stringValue)
     }
 }

@@ -4,12 +4,18 @@ import Foundation
 public struct EventMetadata: Codable, Sendable, Equatable {
     public var actorRole: String?
     public var actorSubject: String?
+    /// The display name of the person whose key appended the event, when the key has one.
+    public var actorName: String?
     public var correlationId: String?
     public var causationId: String?
 
-    public init(actorRole: String? = nil, actorSubject: String? = nil, correlationId: String? = nil, causationId: String? = nil) {
+    public init(
+        actorRole: String? = nil, actorSubject: String? = nil, actorName: String? = nil, correlationId: String? = nil,
+        causationId: String? = nil
+    ) {
         self.actorRole = actorRole
         self.actorSubject = actorSubject
+        self.actorName = actorName
         self.correlationId = correlationId
         self.causationId = causationId
     }

@@ -26,17 +26,20 @@ extension LiveVisitsAPI {
     func mintKey(_ request: HTTPRequest, caller: Caller) async throws -> HTTPResponse {
         guard caller.role == .dispatcher else { throw APIError.forbidden("only a dispatcher mints keys") }
         let body = try RequestBody(request)
-        try body.allowOnly(["role", "subject"])
+        try body.allowOnly(["role", "subject", "name"])
         let roleText = try body.requiredString("role", maxBytes: 32)
         guard let role = Role(rawValue: roleText), role == .technician || role == .customer else {
             throw APIError(.invalidValue, "role: a dispatcher mints technician or customer keys")
         }
         let subject = try body.id("subject")
+        let name = try body.text("name", maxBytes: APIKeys.nameBytes)
         let keys = environment.keys
-        let minted = try await mapped { try await keys.mint(role: role, subject: subject, createdBy: caller.keyId) }
+        let minted = try await mapped {
+            try await keys.mint(role: role, subject: subject, name: name, createdBy: caller.keyId)
+        }
         let json =
             "{\"keyId\":\"\(minted.keyId)\",\"key\":\"\(minted.key)\",\"role\":\"\(minted.role.rawValue)\",\"subject\":"
-            + "\(minted.subject.map { jsonString($0) } ?? "null")}"
+            + "\(minted.subject.map { jsonString($0) } ?? "null"),\"name\":\(minted.name.map { jsonString($0) } ?? "null")}"
         return .json(status: 201, body: Data(json.utf8))
     }
 
@@ -62,6 +65,7 @@ extension LiveVisitsAPI {
             .object([
                 JSONMember("keyId", .string(key.keyId)), JSONMember("role", .string(key.role)),
                 JSONMember("subject", key.subject.map(JSONValue.string) ?? .null),
+                JSONMember("name", key.name.map(JSONValue.string) ?? .null),
                 JSONMember("createdBy", key.createdBy.map(JSONValue.string) ?? .null),
                 JSONMember("createdAt", .number(key.createdAt.rounded(.down))),
                 JSONMember("revokedAt", key.revokedAt.map { .number($0.rounded(.down)) } ?? .null),

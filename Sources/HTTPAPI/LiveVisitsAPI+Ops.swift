@@ -84,14 +84,14 @@ extension LiveVisitsAPI {
 
     func rebuild(name: String?, caller: Caller) async throws -> HTTPResponse {
         try LiveVisitsAPI.requireOps(caller)
-        guard name == VisitReadModel.name else { throw APIError.notFound("projection") }
+        guard let name, let projection = VisitReplay.Projection.named(name) else { throw APIError.notFound("projection") }
         // A rebuild outlasts the request pool's work timeout: it gets connections of its own, unbounded.
         let readModel = environment.readModel
         let report = try await mapped {
-            try await VisitReplay.rebuild(readModel, likePool: environment.pool)
+            try await VisitReplay.rebuild(readModel, projection: projection, likePool: environment.pool)
         }
         let body =
-            "{\"projection\":\"visits\",\"events\":\(report.events),\"visits\":\(report.visits),"
+            "{\"projection\":\"\(projection.name)\",\"events\":\(report.events),\"visits\":\(report.visits),"
             + "\"carriedOver\":\(report.carriedOver),\"seconds\":\(String(format: "%.3f", report.seconds))}"
         return .json(body: Data(body.utf8))
     }

@@ -130,7 +130,8 @@ extension LiveVisitsAPI {
         guard caller.role == .dispatcher else { throw APIError.forbidden("only a dispatcher schedules visits") }
         let scheduled = try ScheduleVisitRequest.parse(Array(request.body)) { "v-" + UUID().uuidString.lowercased() }
         let context = VisitCommandContext(
-            actorRole: caller.role.rawValue, actorSubject: caller.subject ?? caller.keyId, correlationId: request.id)
+            actorRole: caller.role.rawValue, actorSubject: caller.subject ?? caller.keyId, actorName: caller.name,
+            correlationId: request.id)
         let command = LiveVisitsAPI.visitCommand(
             .scheduled(scheduled), visitId: scheduled.attributes.visitId, context: context, isCreation: true,
             environment: environment)
@@ -149,8 +150,8 @@ extension LiveVisitsAPI {
             throw APIError.forbidden("\(event.type.rawValue) is the dispatcher's to post")
         }
         let context = VisitCommandContext(
-            actorRole: caller.role.rawValue, actorSubject: caller.subject ?? caller.keyId, correlationId: request.id,
-            expectedVersion: expected,
+            actorRole: caller.role.rawValue, actorSubject: caller.subject ?? caller.keyId, actorName: caller.name,
+            correlationId: request.id, expectedVersion: expected,
             authorize: { state in
                 guard LiveVisitsAPI.maySee(caller, customerId: state.customerId, technicianId: state.technician.id) else {
                     throw APIError.notFound("visit")

@@ -97,6 +97,7 @@ public struct LiveVisitsAPI: Sendable {
         addOpsRoutes(to: &router)
         addCustomerRoutes(to: &router)
         addDelayRoutes(to: &router)
+        addTechnicianRoutes(to: &router)
         WebConsole.addRoutes(to: &router)
         return router
     }

@@ -39,6 +39,12 @@ struct RequestBody {
         return text
     }
 
+    /// An optional free-text string (`JSONObjectReader.optionalText`: no control or bidirectional control
+    /// characters, not blank, `maxBytes` at most).
+    func text(_ key: String, maxBytes: Int) throws -> String? {
+        try read { () throws(FieldProblem) in try reader.optionalText(key, maxBytes: maxBytes) }
+    }
+
     /// A required id (`IdGrammar`): one outside the grammar answers 422 `invalid_id` naming the field.
     func id(_ key: String) throws -> String {
         do { return try reader.id(key) } catch { throw Self.refusal(error) }

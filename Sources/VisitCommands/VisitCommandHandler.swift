@@ -133,7 +133,7 @@ public struct VersionMismatch: Error, Sendable, CustomStringConvertible {
 /// Two round trips: one statement reads the folded state kept in the read model (`visits.state`) and the
 /// stream's version — when they differ (the row is behind the stream), the stream is folded instead —
 /// and one pipeline writes the event (at the next position, so a concurrent writer makes it fail on the
-/// unique index), the read-model row and the outbox rows. Outside a transaction that pipeline is its own
+/// unique index), the read-model rows (the visit's and its technician's) and the outbox rows. Outside a transaction that pipeline is its own
 /// transaction; inside the caller's, it is part of it.
 public struct VisitCommandHandler: Sendable {
     public let store: EventStore
@@ -192,7 +192,7 @@ public struct VisitCommandHandler: Sendable {
         let prepared = try prepare(
             command, state: try currentStates([command], on: connection)[0].get(), on: connection)
         let encoded = readModel.encode([prepared.accepted.state])
-        var statements = [EventStore.appendStatement(prepared.request, guarded: false), readModel.upsertStatement(encoded)]
+        var statements = [EventStore.appendStatement(prepared.request, guarded: false)] + readModel.upsertStatements(encoded)
         statements += try pushes.statements(for: prepared.pushIntents)
         let followersAt = statements.count
         if command.withFollowers { statements.append(VisitFollowers.query(visitIds: [command.visitId])) }
@@ -213,7 +213,7 @@ public struct VisitCommandHandler: Sendable {
 
     /// Runs commands together (group commit, see `VisitCommandBatcher`): one statement reads their visits'
     /// states, each command is decided on its own, and one pipeline writes all that were accepted — their
-    /// events in one statement, their read-model rows in one, their outbox rows — in one transaction.
+    /// events in one statement, their read-model rows in one per read model, their outbox rows — in one transaction.
     /// Each command gets its own outcome. If the shared write fails for anything but the database being
     /// unreachable (a concurrent writer took a position, say), nothing of it stands and each command is run
     /// again alone, in order, so one command's conflict cannot fail its neighbours.
@@ -363,7 +363,7 @@ public struct VisitCommandHandler: Sendable {
                 let encoded = readModel.encode(rows.map(\.row))
                 views = [String?](repeating: nil, count: prepared.count)
                 for (n, row) in rows { views[n] = row.view }
-                let head = [EventStore.appendStatement(forEach: requests), readModel.upsertStatement(encoded)]
+                let head = [EventStore.appendStatement(forEach: requests)] + readModel.upsertStatements(encoded)
                 // The commands whose answers need the visit's followers: one statement for them all.
                 followed = prepared.indices.filter { prepared[$0].prepared.command.withFollowers }
                 // The batch's statements. Its pushes go together, in the commands' order (usually one statement) —

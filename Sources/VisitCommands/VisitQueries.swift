@@ -36,6 +36,12 @@ public struct VisitQueries: Sendable {
         }
     }
 
+    /// The technicians with a visit whose current window starts in `[from, to)` (epoch seconds), each with
+    /// those visits (`TechnicianReadModel.day`).
+    public func technicians(from: Int64, to: Int64) async throws -> [TechnicianReadModel.Technician] {
+        try await pool.withConnection { c in try TechnicianReadModel.day(from: from, to: to, on: c) }
+    }
+
     /// A visit's row, or nil when it does not exist.
     public func row(_ visitId: String) async throws -> VisitReadModel.Row? {
         try await pool.withConnection { c in try VisitReadModel.row(visitId: visitId, on: c) }
@@ -64,7 +70,8 @@ public struct VisitQueries: Sendable {
     }
 
     /// A visit's events as the API shows them (`{"events":[…]}`: position, version, type, data, recorded time
-    /// and actor); nil when the visit does not exist or `visible` says no.
+    /// and actor — role, subject, and `name` when the key that appended it has one); nil when the visit does
+    /// not exist or `visible` says no.
     public func history(_ visitId: String, visible: @escaping @Sendable (VisitReadModel.Row) -> Bool) async throws
         -> JSONValue?
     {
@@ -81,10 +88,11 @@ public struct VisitQueries: Sendable {
                     JSONMember("recordedAt", .number(event.recordedAt.rounded(.down))),
                     JSONMember(
                         "actor",
-                        .object([
-                            JSONMember("role", event.metadata.actorRole.map { .string($0) } ?? .null),
-                            JSONMember("subject", event.metadata.actorSubject.map { .string($0) } ?? .null),
-                        ])),
+                        .object(
+                            [
+                                JSONMember("role", event.metadata.actorRole.map { .string($0) } ?? .null),
+                                JSONMember("subject", event.metadata.actorSubject.map { .string($0) } ?? .null),
+                            ] + (event.metadata.actorName.map { [JSONMember("name", .string($0))] } ?? []))),
                 ])
             }
             return .object([JSONMember("events", .array(items))])

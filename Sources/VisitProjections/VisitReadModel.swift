@@ -16,6 +16,9 @@ public struct VisitReadModel: Sendable {
     public static let streamPrefix = "visit-"
 
     public let rules: ProjectionRules
+    /// The technicians read model, kept with this one: every write of visit rows writes their technicians'
+    /// rows too (`upsertStatements`).
+    public let technicians: TechnicianReadModel
     /// The upsert statement from `Projections/visits.sql`, with `{table}` still in it.
     let upsertTemplate: String
     /// The template for the live table, resolved once.
@@ -26,7 +29,8 @@ public struct VisitReadModel: Sendable {
         public var description: String { message }
     }
 
-    /// Loads the read-model SQL from the projections folder (`LIVEVISITS_PROJECTIONS_DIR`).
+    /// Loads the read-model SQL from the projections folder (`LIVEVISITS_PROJECTIONS_DIR`), the technicians'
+    /// (`TechnicianReadModel`) with it.
     public init(projectionsDirectory: URL, rules: ProjectionRules) throws {
         let file = projectionsDirectory.appendingPathComponent("visits.sql")
         guard let sql = try? String(contentsOf: file, encoding: .utf8) else {
@@ -38,6 +42,7 @@ public struct VisitReadModel: Sendable {
         self.upsertTemplate = sql
         self.liveUpsert = sql.replacingOccurrences(of: "{table}", with: "\"\(VisitReadModel.table)\"")
         self.rules = rules
+        self.technicians = try TechnicianReadModel(projectionsDirectory: projectionsDirectory)
     }
 
     /// One stored row.
@@ -107,6 +112,8 @@ public struct VisitReadModel: Sendable {
         public let count: Int
         /// The view text of each state (`viewText(for:)`), in order.
         public let views: [String]
+        /// The same states' rows of the technicians read model.
+        let technicians: TechnicianReadModel.EncodedBatch
     }
 
     /// One state encoded for the upsert: its columns (its snapshot and what the rules gave it), with its view
@@ -123,6 +130,8 @@ public struct VisitReadModel: Sendable {
         public let view: String
         let snapshot: String
         let ruled: VisitView.Ruled
+        /// The state itself, for the technicians read model's row.
+        let state: VisitState
     }
 
     /// Encodes one state (its view text and snapshot: the costly part of `encode`).
@@ -132,7 +141,7 @@ public struct VisitReadModel: Sendable {
             visitId: state.visitId, customerId: state.customerId, technicianId: state.technician.id,
             status: state.status.rawValue, ended: state.hasEnded, version: Int64(state.version),
             scheduledAt: Int64(state.scheduledAt), view: Self.viewText(VisitView(state: state, ruled: ruled)),
-            snapshot: state.snapshotJSON().serializedString(), ruled: ruled)
+            snapshot: state.snapshotJSON().serializedString(), ruled: ruled, state: state)
     }
 
     /// Encodes states for `write` (view text and snapshot per state).
@@ -152,7 +161,7 @@ public struct VisitReadModel: Sendable {
                 PostgresBinaryArray(rows.map { $0.ruled.staleDate.map(Int64.init) }).postgresBind,
                 PostgresBinaryArray(rows.map { $0.ruled.dismissal?.policy }).postgresBind,
                 PostgresBinaryArray(rows.map { $0.ruled.dismissal?.date.map(Int64.init) }).postgresBind,
-            ], count: rows.count, views: rows.map(\.view))
+            ], count: rows.count, views: rows.map(\.view), technicians: technicians.encode(rows.map(\.state)))
     }
 
     /// The columns of a row as `appendCopyRows` writes them (the upsert's, less `updated_at`, left to its
@@ -207,6 +216,13 @@ public struct VisitReadModel: Sendable {
             table == VisitReadModel.table
             ? liveUpsert : upsertTemplate.replacingOccurrences(of: "{table}", with: "\"\(table)\"")
         return PostgresQuery(sql: sql, binds: batch.binds).plannedOnce()
+    }
+
+    /// The statements that write an encoded batch: the visits' upsert, then the technicians' (which reads the
+    /// visits' events: run them after the events' append, in its transaction).
+    public func upsertStatements(_ batch: EncodedBatch) -> [PostgresQuery] {
+        guard batch.count > 0 else { return [] }
+        return [upsertStatement(batch), technicians.upsertStatement(batch.technicians)]
     }
 
     /// Writes the states (newest version wins; an older one never overwrites a newer one).

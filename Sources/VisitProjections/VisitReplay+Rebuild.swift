@@ -1,11 +1,13 @@
 import Postgres
 
 extension VisitReplay {
-    /// Rebuilds `readModel` from the events on connections of its own, made like `pool`'s but without its
+    /// Rebuilds `projection` from the events on connections of its own, made like `pool`'s but without its
     /// work timeout (a rebuild outlasts any request's), closed when it is done.
-    public static func rebuild(_ readModel: VisitReadModel, likePool pool: PostgresPool) async throws -> Report {
+    public static func rebuild(_ readModel: VisitReadModel, projection: Projection = .visits, likePool pool: PostgresPool)
+        async throws -> Report
+    {
         try await PostgresPool.withPool(pool.configuration.withoutWorkTimeout) { own in
-            try await VisitReplay(pool: own, readModel: readModel).run()
+            try await VisitReplay(pool: own, readModel: readModel, projection: projection).run()
         }
     }
 }

@@ -5,14 +5,15 @@ import Runtime
 import Synchronization
 import VisitDomain
 
-/// Rebuilds the visit read model from the event log while the API keeps serving and appending.
+/// Rebuilds a read model of the visits (`Projection`: `visits`, `technicians`) from the event log while the
+/// API keeps serving and appending.
 ///
-/// 1. Create a shadow table shaped like `visits`.
+/// 1. Create a shadow table shaped like the projection's table.
 /// 2. In one REPEATABLE READ snapshot, read every visit event in (stream_name, position) order with COPY,
 ///    fold each stream with the rules in force, encode the states and COPY them into the shadow — four
 ///    stages on threads of their own with bounded queues between them (`Stages`), so PostgreSQL's reading,
 ///    our folding and encoding, and PostgreSQL's writing all run at once.
-/// 3. Swap: lock `visits` against writers for a moment, carry over every live row that is newer than the
+/// 3. Swap: lock the table against writers for a moment, carry over every live row that is newer than the
 ///    snapshot (appends that happened during the rebuild, projected by the same pure function), rename.
 /// It writes only the read model: no push is ever enqueued by a replay.
 public struct VisitReplay: Sendable {
@@ -37,73 +38,76 @@ public struct VisitReplay: Sendable {
 
     public let pool: PostgresPool
     public let readModel: VisitReadModel
+    /// The read model rebuilt.
+    public let projection: Projection
     /// Bytes of COPY text the reader hands to the fold stage at a time.
     public var chunkBytes = 256 * 1024
     /// States the fold stage hands to the encoder at a time.
     public var writeBatch = 2_000
-    static let shadow = "visits_rebuild"
+    /// The table the rebuild fills before the swap.
+    var shadow: String { projection.table + "_rebuild" }
 
-    public init(pool: PostgresPool, readModel: VisitReadModel) {
+    public init(pool: PostgresPool, readModel: VisitReadModel, projection: Projection = .visits) {
         self.pool = pool
         self.readModel = readModel
+        self.projection = projection
     }
 
     /// Runs the rebuild; `progress` is called about once a second.
     public func run(progress: @escaping @Sendable (Progress) -> Void = { _ in }) async throws -> Report {
         let started = Date()
-        // The shadow starts with its primary key only (the upsert needs it); the other indexes of `visits`
+        let (table, shadow) = (projection.table, shadow)
+        // The shadow starts with its primary key only (the upsert needs it); the table's other indexes
         // are built once at the end, which is far cheaper than maintaining them row by row.
         let secondaryIndexes = try await pool.withConnection { c -> [(name: String, definition: String)] in
             try c.execute(
                 script: """
-                    DROP TABLE IF EXISTS \(VisitReplay.shadow);
-                    CREATE TABLE \(VisitReplay.shadow) (LIKE visits INCLUDING DEFAULTS);
-                    ALTER TABLE \(VisitReplay.shadow) ADD CONSTRAINT \(VisitReplay.shadow)_pkey PRIMARY KEY (visit_id);
+                    DROP TABLE IF EXISTS \(shadow);
+                    CREATE TABLE \(shadow) (LIKE \(table) INCLUDING DEFAULTS);
+                    ALTER TABLE \(shadow) ADD CONSTRAINT \(shadow)_pkey PRIMARY KEY (visit_id);
                     """)
             return try c.query(
                 """
                 SELECT indexname, indexdef FROM pg_indexes
-                WHERE schemaname = current_schema() AND tablename = 'visits' AND indexname <> 'visits_pkey'
+                WHERE schemaname = current_schema() AND tablename = \(table) AND indexname <> \(table + "_pkey")
                 """
             ).rows.map { (try $0.string("indexname"), try $0.string("indexdef")) }
         }
         let stages = Stages(
-            readModel: readModel, url: pool.configuration.url, chunkBytes: chunkBytes, writeBatch: writeBatch,
-            started: started, progress: progress)
+            readModel: readModel, projection: projection, shadow: shadow, url: pool.configuration.url,
+            chunkBytes: chunkBytes, writeBatch: writeBatch, started: started, progress: progress)
         // The reader is the pooled connection's own thread; fold, encode and write run on threads of theirs.
         let counts = try await pool.withConnection { reader in try stages.run(reader: reader) }
         let stagesDone = Date()
         try await pool.withConnection { c in
+            for statement in projection.afterCopy(shadow) { try c.execute(script: statement) }
             for index in secondaryIndexes {
                 let definition = index.definition
                     .replacingOccurrences(of: "INDEX \(index.name) ON", with: "INDEX \(index.name)_rebuild ON")
-                    .replacingOccurrences(of: " visits USING", with: " \(VisitReplay.shadow) USING")
-                    .replacingOccurrences(of: ".visits USING", with: ".\(VisitReplay.shadow) USING")
+                    .replacingOccurrences(of: " \(table) USING", with: " \(shadow) USING")
+                    .replacingOccurrences(of: ".\(table) USING", with: ".\(shadow) USING")
                 try c.execute(script: definition)
             }
-            try c.execute(script: "ANALYZE \(VisitReplay.shadow)")
+            try c.execute(script: "ANALYZE \(shadow)")
         }
         let indexesDone = Date()
         let carried = try await pool.withTransaction { c -> Int in
-            try c.execute(script: "LOCK TABLE visits IN EXCLUSIVE MODE")
+            try c.execute(script: "LOCK TABLE \(table) IN EXCLUSIVE MODE")
+            let carried = projection.carriedColumns.map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
             let moved = try c.query(
                 PostgresQuery(
                     sql: """
-                        INSERT INTO \(VisitReplay.shadow) AS s SELECT * FROM visits
-                        ON CONFLICT (visit_id) DO UPDATE SET customer_id = excluded.customer_id, technician_id = excluded.technician_id,
-                            status = excluded.status, ended = excluded.ended, version = excluded.version,
-                            scheduled_at = excluded.scheduled_at, state = excluded.state, relevance_score = excluded.relevance_score,
-                            stale_date = excluded.stale_date, dismissal_policy = excluded.dismissal_policy,
-                            dismissal_date = excluded.dismissal_date, updated_at = excluded.updated_at
+                        INSERT INTO \(shadow) AS s SELECT * FROM \(table)
+                        ON CONFLICT (visit_id) DO UPDATE SET \(carried)
                         WHERE s.version < excluded.version
                         """)
             ).affectedRows
             try c.execute(
                 script: """
-                    ALTER TABLE visits RENAME TO visits_replaced;
-                    ALTER TABLE \(VisitReplay.shadow) RENAME TO visits;
-                    DROP TABLE visits_replaced;
-                    ALTER INDEX \(VisitReplay.shadow)_pkey RENAME TO visits_pkey;
+                    ALTER TABLE \(table) RENAME TO \(table)_replaced;
+                    ALTER TABLE \(shadow) RENAME TO \(table);
+                    DROP TABLE \(table)_replaced;
+                    ALTER INDEX \(shadow)_pkey RENAME TO \(table)_pkey;
                     """)
             for index in secondaryIndexes {
                 try c.execute(script: "ALTER INDEX \(index.name)_rebuild RENAME TO \(index.name)")
@@ -144,6 +148,8 @@ extension VisitReplay {
         }
 
         let readModel: VisitReadModel
+        let projection: Projection
+        let shadow: String
         let url: String
         let chunkBytes: Int
         let writeBatch: Int
@@ -162,10 +168,12 @@ extension VisitReplay {
             """
 
         init(
-            readModel: VisitReadModel, url: String, chunkBytes: Int, writeBatch: Int, started: Date,
-            progress: @escaping @Sendable (Progress) -> Void
+            readModel: VisitReadModel, projection: Projection, shadow: String, url: String, chunkBytes: Int, writeBatch: Int,
+            started: Date, progress: @escaping @Sendable (Progress) -> Void
         ) {
             self.readModel = readModel
+            self.projection = projection
+            self.shadow = shadow
             self.url = url
             self.chunkBytes = max(4096, chunkBytes)
             self.writeBatch = max(1, writeBatch)
@@ -306,7 +314,7 @@ extension VisitReplay {
                 let t0 = Date()
                 var buffer: [UInt8] = []
                 buffer.reserveCapacity(batch.count * 1024)
-                readModel.appendCopyRows(batch, to: &buffer)
+                projection.appendCopyRows(readModel, batch, &buffer)
                 busy += Date().timeIntervalSince(t0)
                 try rows.put(buffer)
             }
@@ -320,7 +328,7 @@ extension VisitReplay {
         private func writeStage() throws {
             let connection = try PostgresConnection(url: url)
             let t0 = Date()
-            try connection.copyIn("COPY \(VisitReplay.shadow) (\(VisitReadModel.copyColumns)) FROM STDIN") { send in
+            try connection.copyIn("COPY \(shadow) (\(projection.copyColumns)) FROM STDIN") { send in
                 while let buffer = try rows.take() {
                     try buffer.withUnsafeBytes { try send($0) }
                 }

@@ -4,13 +4,14 @@ import PersonalData
 import Postgres
 import Runtime
 
-/// `livevisits keys create --role ROLE [--subject ID]` (prints the key once), `keys revoke KEY_ID`, `keys list`
+/// `livevisits keys create --role ROLE [--subject ID] [--name NAME]` (prints the key once), `keys revoke KEY_ID`, `keys list`
 /// (the audit) and `keys rotate-personal-data`.
 enum KeysCommand {
     static let menu = CommandMenu(
         command: "livevisits keys",
         entries: [
-            .init("create", "--role ROLE [--subject ID]", "mint an API key; prints it once (only its hash is stored)"),
+            .init(
+                "create", "--role ROLE [--subject ID] [--name NAME]", "mint an API key; prints it once (only its hash is stored)"),
             .init("revoke", "KEY_ID", "revoke a key by the id 'keys create' printed"),
             .init("list", "[--role ROLE] [--limit N]", "every key, newest first, for an audit (never a key or its hash)"),
             .init(
@@ -40,6 +41,10 @@ enum KeysCommand {
             .value("--role", "ROLE", Role.allCases.map(\.rawValue).joined(separator: "|"), required: true),
             .value(
                 "--subject", "ID", "the technician or customer id the key acts for (1-128 of A-Z a-z 0-9 . _ ~ -)"),
+            .value(
+                "--name", "NAME",
+                "the display name of the person the key is for, shown with the events they post (at most \(APIKeys.nameBytes) bytes, no control characters)"
+            ),
         ])
 
     static let listSyntax = CommandSyntax(
@@ -50,7 +55,7 @@ enum KeysCommand {
             .value("--limit", "N", "at most N lines (default: every key)"),
         ],
         details:
-            "Columns, tab-separated: id, role, subject, created-by (the minting key's id, or cli), created, revoked (UTC; - when none)."
+            "Columns, tab-separated: id, role, subject, name, created-by (the minting key's id, or cli), created, revoked (UTC; - when none)."
     )
 
     static let revokeSyntax = CommandSyntax(
@@ -68,7 +73,7 @@ enum KeysCommand {
             else {
                 throw createSyntax.mistake("--role is required")
             }
-            try await create(role: role, subject: parsed.value("--subject"))
+            try await create(role: role, subject: parsed.value("--subject"), name: parsed.value("--name"))
         case "list":
             let parsed = try listSyntax.parse(rest)
             let role = try parsed.choice("--role", among: Role.allCases.map(\.rawValue)).flatMap(Role.init(rawValue:))
@@ -79,19 +84,21 @@ enum KeysCommand {
         }
     }
 
-    static func create(role: Role, subject: String?) async throws {
+    static func create(role: Role, subject: String?, name: String?) async throws {
         let minted: MintedKey
         do {
-            try APIKeys.check(role: role, subject: subject)
+            try APIKeys.check(role: role, subject: subject, name: name)
             let url = try Configuration().databaseURL()
             minted = try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 1)) { pool in
-                try await APIKeyRegistry(pool: pool).mint(role: role, subject: subject, createdBy: "cli")
+                try await APIKeyRegistry(pool: pool).mint(role: role, subject: subject, name: name, createdBy: "cli")
             }
         } catch let error as APIKeys.KeyError {
             throw UsageError(error.message)
         }
         Console.line("key id: \(minted.keyId)")
-        Console.line("role: \(minted.role.rawValue)" + (minted.subject.map { ", subject: \($0)" } ?? ""))
+        Console.line(
+            "role: \(minted.role.rawValue)" + (minted.subject.map { ", subject: \($0)" } ?? "")
+                + (minted.name.map { ", name: \($0)" } ?? ""))
         Console.line("this key is shown once; store it now:")
         Console.line(minted.key)
     }
@@ -110,10 +117,13 @@ enum KeysCommand {
         func when(_ seconds: Double?) -> String {
             seconds.map { time.string(from: Date(timeIntervalSince1970: $0.rounded(.down))) } ?? "-"
         }
-        return ["id\trole\tsubject\tcreated-by\tcreated\trevoked"]
+        return ["id\trole\tsubject\tname\tcreated-by\tcreated\trevoked"]
             + keys.map { key in
-                [key.keyId, key.role, key.subject ?? "-", key.createdBy ?? "-", when(key.createdAt), when(key.revokedAt)]
-                    .joined(separator: "\t")
+                [
+                    key.keyId, key.role, key.subject ?? "-", key.name ?? "-", key.createdBy ?? "-", when(key.createdAt),
+                    when(key.revokedAt),
+                ]
+                .joined(separator: "\t")
             } + ["\(keys.count) keys"]
     }
 

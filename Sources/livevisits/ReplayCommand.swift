@@ -7,7 +7,7 @@ import VisitProjections
 /// `livevisits replay [PROJECTION]`: rebuilds a projection from the event log while the API keeps serving.
 /// Prints progress and events/s; never sends or enqueues a push.
 enum ReplayCommand {
-    static let projections = [VisitReadModel.name]
+    static let projections = VisitReplay.Projection.all.map(\.name)
 
     static let syntax = CommandSyntax(
         command: "livevisits replay",
@@ -37,7 +37,10 @@ enum ReplayCommand {
         -> String
     {
         let readModel = try VisitReadModel(projectionsDirectory: configuration.projectionsDirectory, rules: rules)
-        let report = try await VisitReplay(pool: pool, readModel: readModel).run { progress in
+        guard let projection = VisitReplay.Projection.named(name) else {
+            throw syntax.mistake("unknown projection '\(name)'; known: \(projections.joined(separator: ", "))")
+        }
+        let report = try await VisitReplay(pool: pool, readModel: readModel, projection: projection).run { progress in
             Console.line(
                 "replay \(name): \(progress.events) events, \(progress.visits) visits, \(Int(progress.eventsPerSecond)) events/s")
         }

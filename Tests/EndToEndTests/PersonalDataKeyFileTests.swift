@@ -144,10 +144,12 @@ import Testing
         defer { try? FileManager.default.removeItem(at: rig.folder) }
         let empty = try await rig.run(["keys", "list"])
         #expect(empty.status == 0, "\(empty.stderr)")
-        #expect(empty.stdout == "id\trole\tsubject\tcreated-by\tcreated\trevoked\n0 keys\n")
+        #expect(empty.stdout == "id\trole\tsubject\tname\tcreated-by\tcreated\trevoked\n0 keys\n")
 
         let ops = try await rig.run(["keys", "create", "--role", "ops"])
-        let technician = try await rig.run(["keys", "create", "--role", "technician", "--subject", "t-42"])
+        let technician = try await rig.run(
+            ["keys", "create", "--role", "technician", "--subject", "t-42", "--name", "Marcus Ødegård"])
+        #expect(technician.stdout.contains("role: technician, subject: t-42, name: Marcus Ødegård\n"), "\(technician.stdout)")
         let opsId = try #require(ops.stdout.split(separator: "\n").first?.split(separator: " ").last.map(String.init))
         let technicianId = try #require(
             technician.stdout.split(separator: "\n").first?.split(separator: " ").last.map(String.init))
@@ -157,19 +159,19 @@ import Testing
         let listed = try await rig.run(["keys", "list"])
         #expect(listed.status == 0, "\(listed.stderr)")
         let lines = listed.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        #expect(lines.first == "id\trole\tsubject\tcreated-by\tcreated\trevoked")
+        #expect(lines.first == "id\trole\tsubject\tname\tcreated-by\tcreated\trevoked")
         #expect(lines.dropLast().last == "2 keys")
         let rows = lines.dropFirst().prefix(2).map {
             $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
         }
-        #expect(rows.allSatisfy { $0.count == 6 }, "six columns: \(lines)")
+        #expect(rows.allSatisfy { $0.count == 7 }, "seven columns: \(lines)")
         let byId = Dictionary(uniqueKeysWithValues: rows.map { ($0[0], $0) })
         let isoTime = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/
-        #expect(byId[technicianId].map { Array($0[1...3]) } == ["technician", "t-42", "cli"])
-        #expect(byId[technicianId]?[5] == "-", "live: no revocation time")
-        #expect(byId[opsId].map { Array($0[1...3]) } == ["ops", "-", "cli"])
-        #expect((try? isoTime.wholeMatch(in: byId[opsId]?[4] ?? "")) != nil, "\(lines)")
-        #expect((try? isoTime.wholeMatch(in: byId[opsId]?[5] ?? "")) != nil, "revoked: \(lines)")
+        #expect(byId[technicianId].map { Array($0[1...4]) } == ["technician", "t-42", "Marcus Ødegård", "cli"])
+        #expect(byId[technicianId]?[6] == "-", "live: no revocation time")
+        #expect(byId[opsId].map { Array($0[1...4]) } == ["ops", "-", "-", "cli"], "no name: -")
+        #expect((try? isoTime.wholeMatch(in: byId[opsId]?[5] ?? "")) != nil, "\(lines)")
+        #expect((try? isoTime.wholeMatch(in: byId[opsId]?[6] ?? "")) != nil, "revoked: \(lines)")
         for secret in secrets { #expect(!listed.stdout.contains(secret), "no key is printed") }
         #expect(!listed.stdout.contains("lv_"), "nothing key-shaped is printed")
 

@@ -27,7 +27,7 @@ import Testing
             // The server's dispatcher and ops keys, the two minted in the database and the one over the API.
             #expect(keys.count == 5)
             for key in keys {
-                #expect(Set(key.keys) == ["keyId", "role", "subject", "createdBy", "createdAt", "revokedAt"], "\(key)")
+                #expect(Set(key.keys) == ["keyId", "role", "subject", "name", "createdBy", "createdAt", "revokedAt"], "\(key)")
             }
             let revoked = try #require(keys.first { $0["keyId"] as? String == mintedId })
             #expect(revoked["role"] as? String == "customer")

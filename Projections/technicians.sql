@@ -1,0 +1,26 @@
+-- The statement that maintains the technicians read model (GET /v1/technicians), in batches: one row per
+-- visit, arrays in parameter order, written in the same transaction as the visit's events and `visits` row
+-- (after the events: it reads them). `{table}` is `technician_visits`, or the shadow table while
+-- `livevisits replay technicians` rebuilds it.
+-- A row holds the visit's technician (as its latest booking or reassignment named them), its status, its
+-- current arrival window (the day it belongs to) and distance; `assigned_position` is the global position of
+-- that booking or reassignment, so that a technician's name, avatar and van are those of the latest event that
+-- named them. A row only ever moves forward: an older version never overwrites a newer one.
+INSERT INTO {table} AS t (visit_id, technician_id, technician_name, avatar_symbol, van_description, assigned_position,
+                          status, window_start, window_end, kilometres_away, version)
+SELECT x.visit_id, x.technician_id, x.technician_name, x.avatar_symbol, x.van_description,
+       COALESCE((SELECT e.global_position FROM events e
+                 WHERE e.stream_name = 'visit-' || x.visit_id AND e.position <= x.version
+                   AND e.type IN ('scheduled', 'reassigned')
+                 ORDER BY e.position DESC LIMIT 1), 0),
+       x.status, x.window_start, x.window_end, x.kilometres_away, x.version
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[],
+            $9::double precision[], $10::bigint[])
+     AS x(visit_id, technician_id, technician_name, avatar_symbol, van_description, status, window_start, window_end,
+          kilometres_away, version)
+ON CONFLICT (visit_id) DO UPDATE SET
+    technician_id = excluded.technician_id, technician_name = excluded.technician_name,
+    avatar_symbol = excluded.avatar_symbol, van_description = excluded.van_description,
+    assigned_position = excluded.assigned_position, status = excluded.status, window_start = excluded.window_start,
+    window_end = excluded.window_end, kilometres_away = excluded.kilometres_away, version = excluded.version
+WHERE t.version <= excluded.version

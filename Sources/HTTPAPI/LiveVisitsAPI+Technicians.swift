@@ -1,0 +1,61 @@
+import APIStores
+import Foundation
+import HTTPServer
+import JSON
+import VisitProjections
+
+extension LiveVisitsAPI {
+    func addTechnicianRoutes(to router: inout Router) {
+        router.add(
+            .get, "/v1/technicians", through: authenticated,
+            LiveVisitsAPI.withCaller { request, _, caller in
+                try await technicians(request, caller: caller)
+            })
+    }
+
+    /// `GET /v1/technicians?date=YYYY-MM-DD` (dispatcher, ops): the day by technician — every technician with
+    /// a visit whose current arrival window starts on that UTC day (default: today), by name then id, each
+    /// with those visits (ended ones too) by window start, then end, then id. Read from the technicians read
+    /// model (`TechnicianReadModel`); it holds no personal field.
+    func technicians(_ request: HTTPRequest, caller: Caller) async throws -> HTTPResponse {
+        guard caller.role == .dispatcher || caller.role == .ops else {
+            throw APIError.forbidden("the technicians' day needs a dispatcher or ops key")
+        }
+        let day: UTCDay
+        if let text = request.queryValue("date") {
+            guard let parsed = UTCDay(text) else {
+                throw APIError(.invalidValue, "date: expected a UTC day as YYYY-MM-DD (1970-01-01 or later)", field: "date")
+            }
+            day = parsed
+        } else {
+            day = UTCDay(containing: environment.clock.epochSeconds())
+        }
+        let visits = environment.visits
+        let technicians = try await mapped { try await visits.technicians(from: day.start, to: day.end) }
+        let items: [JSONValue] = technicians.map { technician in
+            .object([
+                JSONMember("id", .string(technician.id)),
+                JSONMember("name", .string(technician.name)),
+                JSONMember("avatarSymbol", .string(technician.avatarSymbol)),
+                JSONMember("vanDescription", .string(technician.vanDescription)),
+                JSONMember(
+                    "visits",
+                    .array(
+                        technician.visits.map { visit in
+                            .object([
+                                JSONMember("visitId", .string(visit.visitId)),
+                                JSONMember("status", .string(visit.status)),
+                                JSONMember(
+                                    "arrivalWindow",
+                                    .object([
+                                        JSONMember("start", .number(Double(visit.windowStart))),
+                                        JSONMember("end", .number(Double(visit.windowEnd))),
+                                    ])),
+                                JSONMember("kilometresAway", .number(visit.kilometresAway)),
+                            ])
+                        })),
+            ])
+        }
+        return .json(.object([JSONMember("technicians", .array(items))]))
+    }
+}
