@@ -43,6 +43,7 @@ public enum WebConsole {
             Asset("transitions.js", "text/javascript; charset=utf-8", PackageResources.transitions_js),
             Asset("technician.js", "text/javascript; charset=utf-8", PackageResources.technician_js),
             Asset("exceptions.js", "text/javascript; charset=utf-8", PackageResources.exceptions_js),
+            Asset("timeline.js", "text/javascript; charset=utf-8", PackageResources.timeline_js),
         ]
         return Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
     }()

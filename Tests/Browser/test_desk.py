@@ -291,3 +291,73 @@ def test_the_ops_page_counts_waiting_work_and_colours_only_what_is_there(stack, 
     assert all(t["some"] == (t["n"] > 0) for t in drawn["tiles"]), drawn
     expect(page.get_by_test_id("channels")).to_be_visible()
     page.screenshot(path=artifacts / "ops-depth.png", full_page=True)
+
+
+def test_the_day_by_technician_steps_through_days_and_narrows_with_the_search(stack, context, artifacts):
+    word = uuid.uuid4().hex[:6]
+    noon = int(time.mktime(time.localtime()[:3] + (12, 0, 0, 0, 0, -1)))
+    ada, ben = unique("t-ada"), unique("t-ben")
+    a1, a2, b1, later = unique("v-a1"), unique("v-a2"), unique("v-b1"), unique("v-later")
+    book(stack, a1, ada, noon - 2 * 3600, name=f"Ada{word}", van="Green van")
+    book(stack, a2, ada, noon + 3600, name=f"Ada{word}", van="Green van")
+    book(stack, b1, ben, noon, name=f"Ben{word}", van="Blue van")
+    book(stack, later, ben, noon + 86_400, name=f"Ben{word}", van="Blue van")
+    assert stack.api("POST", f"/v1/visits/{a2}/events", {"type": "enRoute", "kilometresAway": 4.2})[0] == 201
+
+    page = context.new_page()
+    sign_in(page, stack)
+    page.get_by_test_id("view-timeline").click()
+    timeline = page.get_by_test_id("timeline")
+    expect(timeline).to_be_visible()
+    assert "view=timeline" in page.url
+    ada_row = timeline.locator(f'[data-testid="timeline-row"][data-technician-id="{ada}"]')
+    ben_row = timeline.locator(f'[data-testid="timeline-row"][data-technician-id="{ben}"]')
+    expect(ada_row.get_by_test_id("timeline-visit")).to_have_count(2)
+    expect(ada_row.locator(f'[data-visit-id="{a2}"]')).to_contain_text("4.2 km")
+    expect(ada_row.locator(f'[data-visit-id="{a2}"]')).to_have_attribute("data-status", "enRoute")
+    expect(ben_row.locator(f'[data-visit-id="{b1}"]')).to_be_visible()
+    expect(ben_row.locator(f'[data-visit-id="{later}"]')).to_have_count(0)
+    # Blocks sit at their windows: the earlier one further left.
+    left = lambda visit_id: timeline.locator(f'[data-visit-id="{visit_id}"]').bounding_box()["x"]
+    assert left(a1) < left(b1) < left(a2)
+    page.screenshot(path=artifacts / "board-timeline.png", full_page=True)
+
+    page.get_by_test_id("search").fill(f"ben{word}")
+    expect(ada_row).to_have_count(0)
+    expect(ben_row).to_be_visible()
+    page.get_by_test_id("search").fill("")
+
+    page.get_by_test_id("day-next").click()
+    expect(ben_row.locator(f'[data-visit-id="{later}"]')).to_be_visible()
+    expect(ada_row).to_have_count(0)
+    assert "date=" in page.url
+    page.get_by_test_id("day-today").click()
+    expect(ada_row).to_be_visible()
+
+
+def test_booking_and_reassigning_pick_a_technician_and_their_van(stack, context, artifacts):
+    word = uuid.uuid4().hex[:6]
+    now = int(time.time())
+    dana, visit_id = unique("t-dana"), unique("v-pick")
+    book(stack, unique("v-dana"), dana, now + 1800, name=f"Dana{word}", van="Yellow van, roof ladder")
+    book(stack, visit_id, unique("t-old"), now + 2400, name="Old", van="Old grey van")
+
+    page = context.new_page()
+    sign_in(page, stack)
+    page.get_by_test_id("book").click()
+    form = page.locator("form.booking")
+    form.locator('[name="technician.id"]').fill(dana)
+    form.locator('[name="technician.id"]').dispatch_event("change")
+    expect(form.locator('[name="technician.name"]')).to_have_value(f"Dana{word}")
+    expect(form.locator('[name="technician.vanDescription"]')).to_have_value("Yellow van, roof ladder")
+    page.get_by_test_id("book").click()
+
+    row(page, visit_id).get_by_test_id("event-reassigned").click()
+    dialog = page.get_by_test_id("dialog")
+    dialog.get_by_test_id("pick-technician").select_option(dana)
+    expect(dialog.locator('[name="vanDescription"]')).to_have_value("Yellow van, roof ladder")
+    page.screenshot(path=artifacts / "reassign-pick.png")
+    dialog.get_by_test_id("dialog-ok").click()
+    expect(row(page, visit_id)).to_contain_text(f"Dana{word}")
+    c = visit(stack, visit_id)["contentState"]
+    assert (c["technicianName"], c["vanDescription"]) == (f"Dana{word}", "Yellow van, roof ladder")

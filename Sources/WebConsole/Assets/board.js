@@ -8,12 +8,14 @@ import { LABELS, STATUSES, isEnded } from './transitions.js';
 import { eventButtons } from './visit.js';
 import { followWatch } from './ledger.js';
 import { deliveryWatch, drawBadges, exceptionsOf } from './exceptions.js';
+import { drawTimeline, techniciansOn, technicianChoices } from './timeline.js';
+import { isoDay, stepDay, dayStart } from './technician.js';
 
 const POLL_MS = 2000;
 const PAGE = 100;
 
 /** The board's filters, as they stand in its URL (#/board?q=…&status=…): a link or a reload keeps them. */
-const FILTERS = ['q', 'status', 'technicianId', 'customerId', 'exceptions'];
+const FILTERS = ['q', 'status', 'technicianId', 'customerId', 'exceptions', 'view', 'date'];
 
 /** True when the visit matches every word of the search: technician name, customer first name, job summary or an
  * id, partially and whatever the case. */
@@ -39,14 +41,16 @@ export function showBoard(view, params = new URLSearchParams()) {
   let pages = 1;
   let latest = []; // the visits of the last load
   let moreToLoad = false;
+  let technicians = null; // the timeline's day, when it is shown
+  let drawnTimeline = '';
   let hovered = null; // the row under the pointer: it keeps its place on screen when rows come and go
   const rows = new Map(); // visitId → { json, tr }
   const filters = Object.fromEntries(FILTERS.map((k) => [k, params.get(k) || '']));
   const readsPushes = session.role === 'dispatcher' || session.role === 'ops';
-  const redraw = (visitId) => keepingHovered(() => {
+  const redraw = (visitId) => (filters.view === 'timeline' ? renderTimeline() : keepingHovered(() => {
     const entry = rows.get(visitId);
     if (entry) { drawExceptions(entry.tr, latest.find((v) => v.visitId === visitId)); countExceptions(); }
-  });
+  }));
   // Dispatchers and ops may read ledgers and deliveries; a technician's board has no unfollowed or delivery mark.
   const follows = readsPushes ? followWatch(redraw) : null;
   const deliveries = readsPushes ? deliveryWatch(redraw) : null;
@@ -83,6 +87,25 @@ export function showBoard(view, params = new URLSearchParams()) {
     h('input', { type: 'checkbox', name: 'exceptions', checked: filters.exceptions === '1', testid: 'only-exceptions',
       onchange: (e) => { setFilter('exceptions', e.target.checked ? '1' : ''); render(); } }), 'Only exceptions');
 
+  const viewButton = (name, label) => h('button', { type: 'button', class: 'secondary', testid: 'view-' + name,
+    'aria-pressed': String((filters.view || 'list') === name), onclick: () => { setFilter('view', name === 'list' ? '' : name); route(); } }, label);
+  // Another view is another page: the app's router draws it afresh from the URL.
+  const route = () => window.dispatchEvent(new HashChangeEvent('hashchange'));
+  const timelineOn = filters.view === 'timeline';
+  const day = isoDay(dayStart(filters.date));
+  const goDay = (d) => { setFilter('date', d === isoDay(new Date()) ? '' : d); technicians = null; reload(); drawDay(); };
+  const dayLabel = h('strong', { testid: 'timeline-day' });
+  const daySteps = h('div', { class: 'row day-steps', hidden: !timelineOn },
+    h('button', { type: 'button', class: 'secondary', testid: 'day-previous', onclick: () => goDay(stepDay(filters.date || isoDay(new Date()), -1)) }, '← Previous day'),
+    dayLabel,
+    h('button', { type: 'button', class: 'secondary', testid: 'day-next', onclick: () => goDay(stepDay(filters.date || isoDay(new Date()), 1)) }, 'Next day →'),
+    h('button', { type: 'button', class: 'link', testid: 'day-today', onclick: () => goDay(isoDay(new Date())) }, 'Today'));
+  function drawDay() {
+    const d = isoDay(dayStart(filters.date));
+    dayLabel.textContent = dayStart(d).toLocaleDateString([], { weekday: 'long', day: 'numeric', month: 'long' }) + (d === isoDay(new Date()) ? ' (today)' : '');
+  }
+  drawDay();
+  const timeline = h('section', { class: 'timeline', testid: 'timeline', hidden: !timelineOn });
   const bookButton = h('button', { type: 'button', testid: 'book', onclick: () => openBooking() }, 'Book a visit');
   if (session.role !== 'dispatcher') bookButton.hidden = true;
   const bookArea = h('div');
@@ -99,10 +122,11 @@ export function showBoard(view, params = new URLSearchParams()) {
   replace(view,
     h('section', { class: 'board', testid: 'board' },
       h('div', { class: 'toolbar' },
-        h('h1', {}, 'Visits'), count,
+        h('h1', {}, 'Visits'), count, h('div', { class: 'row views' }, viewButton('list', 'List'), viewButton('timeline', 'Day by technician')),
         h('div', { class: 'filters' }, search, statusSelect, textFilter('technicianId', 'Technician id'), textFilter('customerId', 'Customer id'), onlyExceptions),
         bookButton),
-      bookArea, message, list, empty, more));
+      bookArea, message, daySteps, timeline, list, empty, more));
+  if (timelineOn) { list.hidden = true; more.hidden = true; }
 
   function query(limit, cursor) {
     const p = new URLSearchParams({ limit: String(limit) });
@@ -140,7 +164,34 @@ export function showBoard(view, params = new URLSearchParams()) {
     }
   }
 
-  function render() { keepingHovered(renderRows); }
+  function render() {
+    if (filters.view === 'timeline') renderTimeline(); else keepingHovered(renderRows);
+  }
+
+  /** The timeline narrowed like the rows: by the search (on the board's loaded visit, else on the technician's
+   * name and the visit id) and by "only exceptions". */
+  function renderTimeline() {
+    if (!technicians) return;
+    const byId = new Map(latest.map((v) => [v.visitId, v]));
+    const kindsOf = (visitId) => exceptionsOf(byId.get(visitId), follows, deliveries);
+    const keep = (t, v) => {
+      const loaded = byId.get(v.visitId);
+      const hit = loaded ? matches(loaded, filters.q)
+        : matches({ visitId: v.visitId, contentState: { technicianName: t.name } }, filters.q);
+      const flagged = filters.exceptions !== '1' || (loaded ? kindsOf(v.visitId).length > 0 : false);
+      return hit && flagged;
+    };
+    // Drawn again only when something it shows changed (the now line moves by the minute).
+    const key = JSON.stringify([technicians, filters.q, filters.exceptions, filters.date, Math.floor(Date.now() / 60_000),
+      technicians.flatMap((t) => t.visits.map((v) => (byId.has(v.visitId) ? kindsOf(v.visitId) : [])))]);
+    if (key !== drawnTimeline) {
+      drawnTimeline = key;
+      drawTimeline(timeline, technicians, isoDay(dayStart(filters.date)), { visitsById: byId, keep, kindsOf });
+    }
+    const n = technicians.reduce((sum, t) => sum + t.visits.filter((v) => keep(t, v)).length, 0);
+    count.textContent = `${n} visit${n === 1 ? '' : 's'} on this day`;
+    countExceptions();
+  }
 
   function renderRows() {
     const byStatus = filters.status && !['active', 'ended'].includes(filters.status)
@@ -214,6 +265,7 @@ export function showBoard(view, params = new URLSearchParams()) {
   function openBooking() {
     if (bookArea.firstChild) { replace(bookArea); return; }
     replace(bookArea, bookingForm(() => { replace(bookArea); refresh(); }));
+    technicianChoices().then((list) => offerTechnicians(bookArea, list));
     bookArea.querySelector('input').focus();
   }
 
@@ -223,9 +275,10 @@ export function showBoard(view, params = new URLSearchParams()) {
     clearTimeout(timer);
     const began = Date.now();
     try {
-      const visits = await load();
+      const [visits, day] = await Promise.all([load(), filters.view === 'timeline' ? techniciansOn(isoDay(dayStart(filters.date))) : null]);
       if (stopped) return;
       latest = visits;
+      technicians = day;
       if (follows) follows.update(visits);
       if (deliveries) deliveries.update(visits);
       render();
@@ -247,6 +300,23 @@ export function showBoard(view, params = new URLSearchParams()) {
       if (counter) counter.hidden = true;
     },
   };
+}
+
+/** Offers the known technicians in the booking form: picking one by id fills in their name, avatar and van. */
+function offerTechnicians(area, list) {
+  const form = area.querySelector('form.booking');
+  if (!form || !list.length) return;
+  const options = h('datalist', { id: 'technician-choices' }, list.map((t) => h('option', { value: t.id }, `${t.name} · ${t.vanDescription}`)));
+  form.append(options);
+  const id = form.elements['technician.id'];
+  id.setAttribute('list', 'technician-choices');
+  id.addEventListener('change', () => {
+    const t = list.find((c) => c.id === id.value.trim());
+    if (!t) return;
+    form.elements['technician.name'].value = t.name;
+    form.elements['technician.avatarSymbol'].value = t.avatarSymbol;
+    form.elements['technician.vanDescription'].value = t.vanDescription;
+  });
 }
 
 /** The booking form: its inputs are named like the fields of POST /v1/visits; the API's own errors are shown. */

@@ -5,6 +5,7 @@ import { h, replace, when, ask, dialog, busy, kilometres, distanceProblem } from
 import { ACTIONS, ALERTS, LABELS, legalEvents } from './transitions.js';
 import { drawActivity } from './activity.js';
 import { drawLedger, ledgerPath } from './ledger.js';
+import { technicianChoices } from './timeline.js';
 
 const POLL_MS = 2000;
 
@@ -49,13 +50,26 @@ export async function postEvent(visit, type) {
   return true;
 }
 
-/** Asks for the new technician of a visit: the van is the new technician's, never the previous one's. */
-function reassignDialog(visit) {
+/** Asks for the new technician of a visit, offering the known technicians (their name, avatar and van filled in
+ * from the choice); the van is the new technician's, never the previous one's. */
+async function reassignDialog(visit) {
   const c = visit.contentState || {};
-  return ask('Reassign to', [
+  const list = await technicianChoices();
+  const pick = list.length ? [{ name: 'pick', label: 'Technician', required: false, testid: 'pick-technician',
+    options: [{ value: '', label: 'Someone else (type below)' }, ...list.map((t) => ({ value: t.id, label: `${t.name} (${t.id}) · ${t.vanDescription}` }))],
+    onchange: (value, inputs) => {
+      const t = list.find((x) => x.id === value);
+      const set = (name, v) => { const input = inputs.find((i) => i.name === name); if (input) input.value = v; };
+      set('id', t ? t.id : ''); set('name', t ? t.name : ''); set('avatarSymbol', t ? t.avatarSymbol : 'person.crop.circle');
+      set('vanDescription', t ? t.vanDescription : '');
+    } }] : [];
+  const v = await ask('Reassign to', [...pick,
     { name: 'id', label: 'Technician id' }, { name: 'name', label: 'Name' },
     { name: 'avatarSymbol', label: 'Avatar symbol', value: c.avatarSymbol || 'person.crop.circle' },
     { name: 'vanDescription', label: 'Van', value: '', hint: "The new technician's van, as the customer will see it." }]);
+  if (!v) return null;
+  delete v.pick;
+  return v;
 }
 
 /** The event buttons of a visit for this caller; a click disables all of them until its request has answered. */
