@@ -361,3 +361,32 @@ def test_booking_and_reassigning_pick_a_technician_and_their_van(stack, context,
     expect(row(page, visit_id)).to_contain_text(f"Dana{word}")
     c = visit(stack, visit_id)["contentState"]
     assert (c["technicianName"], c["vanDescription"]) == (f"Dana{word}", "Yellow van, roof ladder")
+
+
+def test_the_history_names_people_values_and_from_whom_to_whom(stack, context, artifacts):
+    technician, visit_id = unique("t-hist"), unique("v-hist")
+    start = int(time.time()) + 3600
+    book(stack, visit_id, technician, start, name="Sam")
+    status, minted = stack.api("POST", "/v1/keys", {"role": "technician", "subject": technician, "name": "Sam Porter"})
+    assert status == 201, minted
+    assert stack.api("POST", f"/v1/visits/{visit_id}/events", {"type": "enRoute", "kilometresAway": 4.5},
+                     key=minted["key"])[0] == 201
+    assert stack.api("POST", f"/v1/technicians/{technician}/delay", {"minutes": 30, "reason": "Traffic"})[0] == 200
+    assert stack.api("POST", f"/v1/visits/{visit_id}/events", {"type": "reassigned", "technician": {
+        "id": "t-jo", "name": "Jo", "avatarSymbol": "person.crop.circle", "vanDescription": "Red van"}})[0] == 201
+
+    page = context.new_page()
+    sign_in(page, stack)
+    page.goto(stack.base + f"/console/#/visit/{visit_id}")
+    history = page.get_by_test_id("history")
+    expect(history.get_by_test_id("history-entry")).to_have_count(4)
+    en_route = history.locator('[data-type="enRoute"]')
+    expect(en_route.get_by_test_id("history-actor")).to_contain_text("Sam Porter (technician)")
+    expect(en_route.get_by_test_id("history-change")).to_have_text("4.5 km away")
+    progress = history.locator('[data-type="progress"]')
+    expect(progress.get_by_test_id("history-change")).to_contain_text("Arrival moved 30 min later")
+    expect(progress.get_by_test_id("history-change")).to_contain_text("Reason: Traffic")
+    reassigned = history.locator('[data-type="reassigned"]')
+    expect(reassigned.get_by_test_id("history-change")).to_contain_text(f"From Sam ({technician}) to Jo (t-jo)")
+    expect(reassigned.get_by_test_id("history-change")).to_contain_text("van: Red van")
+    page.screenshot(path=artifacts / "visit-history.png", full_page=True)

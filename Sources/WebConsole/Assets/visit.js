@@ -1,7 +1,7 @@
 // A visit's page: its events offered, history, Live Activity as the customer sees it beside the ledger of what
 // each customer device shows, and its deliveries.
 import { api, explain, session } from './api.js';
-import { h, replace, when, ask, dialog, busy, kilometres, distanceProblem } from './dom.js';
+import { h, replace, when, ask, dialog, busy, kilometres, distanceProblem, windowText } from './dom.js';
 import { ACTIONS, ALERTS, LABELS, legalEvents } from './transitions.js';
 import { drawActivity } from './activity.js';
 import { drawLedger, ledgerPath } from './ledger.js';
@@ -85,6 +85,53 @@ export function eventButtons(visit, onPosted, onError) {
   return buttons;
 }
 
+/** Who posted an event, as a person reads it: the key's display name when it has one, else its role and subject
+ * (a technician's key named by the technician the visit had then). */
+function actorText(actor, technicians) {
+  if (!actor) return '';
+  const role = actor.role || '';
+  if (actor.name) return `${actor.name} (${role})`;
+  if (role === 'technician' && technicians.has(actor.subject)) return `${technicians.get(actor.subject)} (technician ${actor.subject})`;
+  return `${role}${actor.subject ? ' ' + actor.subject : ''}`;
+}
+
+/** What an event changed: distance, window (and by how much), technician from whom to whom, reason. */
+function changeText(e, before) {
+  const d = e.data || {};
+  const parts = [];
+  const who = (t) => `${t.name} (${t.id})`;
+  if (e.type === 'scheduled' && d.technician) parts.push(`Technician ${who(d.technician)}, ${d.technician.vanDescription}`);
+  if (e.type === 'reassigned' && d.technician) {
+    parts.push(before.technician ? `From ${who(before.technician)} to ${who(d.technician)}` : `To ${who(d.technician)}`);
+    parts.push(`van: ${d.technician.vanDescription}`);
+  }
+  if (typeof d.kilometresAway === 'number') parts.push(`${d.kilometresAway.toFixed(1)} km away`);
+  if (d.arrivalWindow) {
+    const w = windowText({ arrivalStartEpoch: d.arrivalWindow.start, arrivalEndEpoch: d.arrivalWindow.end });
+    const moved = before.window ? Math.round((d.arrivalWindow.start - before.window.start) / 60) : 0;
+    parts.push(e.type === 'scheduled' || !moved ? `Arrival ${w}` : `Arrival moved ${Math.abs(moved)} min ${moved > 0 ? 'later' : 'earlier'}: ${w}`);
+  }
+  if (d.reason) parts.push(`Reason: ${d.reason}`);
+  return parts.join(' · ');
+}
+
+/** The history's entries, oldest first, each saying who did what and what it changed. */
+function historyEntries(events) {
+  const state = { technician: null, window: null };
+  const technicians = new Map();
+  return events.map((e) => {
+    const d = e.data || {};
+    const change = changeText(e, state);
+    const actor = actorText(e.actor, technicians);
+    if (d.technician) { state.technician = d.technician; technicians.set(d.technician.id, d.technician.name); }
+    if (d.arrivalWindow) state.window = d.arrivalWindow;
+    return h('li', { 'data-type': e.type, testid: 'history-entry' },
+      h('strong', {}, e.type === 'reassigned' ? 'Reassigned' : LABELS[e.type] || e.type), ' ',
+      h('span', { class: 'muted', testid: 'history-actor' }, `v${e.version} · ${when(e.recordedAt)} · ${actor}`),
+      change ? h('div', { testid: 'history-change' }, change) : null);
+  });
+}
+
 export function showVisit(view, visitId) {
   let stopped = false;
   let timer = null;
@@ -138,10 +185,7 @@ export function showVisit(view, visitId) {
 
   async function refreshHistory() {
     const { events: list } = await api('GET', path + '/events');
-    replace(history, list.slice().reverse().map((e) => h('li', {},
-      h('strong', {}, LABELS[e.type] || e.type), ' ',
-      h('span', { class: 'muted' }, `v${e.version} · ${when(e.recordedAt)} · ${e.actor ? e.actor.role + (e.actor.subject ? ' ' + e.actor.subject : '') : ''}`),
-      e.data && e.data.reason ? h('div', {}, 'Reason: ', e.data.reason) : null)));
+    replace(history, historyEntries(list).reverse());
   }
 
   // Deliveries are read every cycle while one is still on its way (or the visit just changed), else every
