@@ -317,9 +317,10 @@ def test_the_day_by_technician_steps_through_days_and_narrows_with_the_search(st
     expect(ada_row.locator(f'[data-visit-id="{a2}"]')).to_have_attribute("data-status", "enRoute")
     expect(ben_row.locator(f'[data-visit-id="{b1}"]')).to_be_visible()
     expect(ben_row.locator(f'[data-visit-id="{later}"]')).to_have_count(0)
-    # Blocks sit at their windows: the earlier one further left.
-    left = lambda visit_id: timeline.locator(f'[data-visit-id="{visit_id}"]').bounding_box()["x"]
-    assert left(a1) < left(b1) < left(a2)
+    # Blocks sit at their windows: the earlier one further left (read at once: the timeline redraws as marks come).
+    x = timeline.evaluate("(t, ids) => ids.map((id) => t.querySelector(`[data-visit-id='${id}']`).getBoundingClientRect().x)",
+                          [a1, b1, a2])
+    assert x[0] < x[1] < x[2], x
     page.screenshot(path=artifacts / "board-timeline.png", full_page=True)
 
     page.get_by_test_id("search").fill(f"ben{word}")
@@ -390,3 +391,33 @@ def test_the_history_names_people_values_and_from_whom_to_whom(stack, context, a
     expect(reassigned.get_by_test_id("history-change")).to_contain_text(f"From Sam ({technician}) to Jo (t-jo)")
     expect(reassigned.get_by_test_id("history-change")).to_contain_text("van: Red van")
     page.screenshot(path=artifacts / "visit-history.png", full_page=True)
+
+
+def test_the_preview_says_when_the_phone_does_not_have_it(stack, context, artifacts):
+    visit_id = unique("v-truth")
+    book(stack, visit_id, "t-truth", int(time.time()) + 600, customer="c-truth")
+    stack.sim("POST", "/_sim/faults", {"failNext": {"count": 1, "status": 400, "reason": "BadExpirationDate"}})
+    stack.register_activity(visit_id, customer="c-truth", activity=unique("a-truth"))
+    wait_for("the visit's dead push", lambda: any(
+        d["state"] == "dead" for d in stack.api("GET", f"/v1/visits/{visit_id}/deliveries")[1]["deliveries"]), within=20)
+    page = context.new_page()
+    page.clock.install()
+    sign_in(page, stack)
+    page.goto(stack.base + f"/console/#/visit/{visit_id}")
+    truth = page.get_by_test_id("preview-truth")
+    expect(truth).to_have_attribute("data-state", "failed")
+    expect(truth).to_contain_text("did not reach the phone")
+    page.screenshot(path=artifacts / "visit-preview-failed.png", full_page=True)
+
+    # Stale dims every form, the Island's too.
+    _, v = stack.api("GET", f"/v1/visits/{visit_id}")
+    page.clock.fast_forward(int((v["staleDate"] - time.time() + 5) * 1000))
+    page.clock.run_for(2_500)
+    for form in ("lock-screen", "island-compact", "island-expanded"):
+        expect(page.get_by_test_id(form)).to_have_class(re.compile(r"\bstale\b"))
+
+    # Ended: the Island is gone at once; the Lock Screen stays until its dismissal.
+    assert stack.api("POST", f"/v1/visits/{visit_id}/events", {"type": "cancelled"})[0] == 201
+    expect(page.get_by_test_id("island-gone")).to_be_visible(timeout=TWO_SECONDS_AND_A_REQUEST)
+    expect(page.get_by_test_id("island-compact")).to_have_count(0)
+    expect(page.get_by_test_id("lock-screen")).to_be_visible()

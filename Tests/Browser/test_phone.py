@@ -47,7 +47,7 @@ def test_every_page_and_dialog_fits_390_px(stack, browser, artifacts, scheme):
         sign_in(page, stack)
         expect(row(page, visit_id)).to_be_visible()
         fits(page, "board")
-        page.screenshot(path=artifacts / f"phone-board-{scheme}.png", full_page=True)
+        page.screenshot(path=artifacts / f"phone-board-{scheme}.png")
 
         page.get_by_test_id("book").click()
         expect(page.locator("form.booking")).to_be_visible()

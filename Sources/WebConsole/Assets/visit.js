@@ -138,6 +138,7 @@ export function showVisit(view, visitId) {
   let visit = null;
   let version = -1;
   let lastDeliveries = '';
+  let deliveryList = null; // the visit's deliveries as last read: whether the phone has what the preview draws
   const path = `/v1/visits/${encodeURIComponent(visitId)}`;
   const mayReadDeliveries = session.role === 'dispatcher' || session.role === 'ops';
 
@@ -171,7 +172,7 @@ export function showVisit(view, visitId) {
     status.dataset.testid = 'visit-status';
     replace(events, eventButtons(visit, () => refresh(), (text) => { message.textContent = text; delete message.dataset.kind; }));
     drawSummary();
-    drawActivity(preview, visit);
+    drawActivity(preview, visit, deliveryList);
   }
 
   // Also between versions: the count of live activities moves with the app's registrations and reports.
@@ -198,6 +199,8 @@ export function showVisit(view, visitId) {
     const json = JSON.stringify(list);
     if (json === lastDeliveries) return;
     lastDeliveries = json;
+    deliveryList = list;
+    drawActivity(preview, visit, deliveryList);
     replace(deliveries, list.length === 0 ? h('tr', {}, h('td', { colSpan: 9, class: 'muted' }, 'No pushes yet.')) :
       list.map((d) => h('tr', { testid: 'delivery', 'data-kind': d.kind, 'data-state': d.state },
         h('td', {}, String(d.id)), h('td', {}, d.kind), h('td', {}, d.target), h('td', {}, String(d.priority)),
@@ -232,7 +235,7 @@ export function showVisit(view, visitId) {
         await refreshHistory();
       } else {
         drawSummary();
-        drawActivity(preview, visit); // the countdown and the stale date move with the clock
+        drawActivity(preview, visit, deliveryList); // the countdown and the stale date move with the clock
       }
       if (mayReadDeliveries) await Promise.all([refreshDeliveries(changed), refreshLedger()]);
       if (message.dataset.kind === 'poll') { message.textContent = ''; delete message.dataset.kind; }
