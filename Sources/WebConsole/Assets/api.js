@@ -93,3 +93,15 @@ export async function roleOf(key) {
   if ((await probe('/v1/visits/console-role-probe/deliveries')) === 404) return 'dispatcher';
   return 'technician';
 }
+
+/** Reads the board makes on its own (ledger and delivery checks, ledger.js and exceptions.js) share at most ten
+ * a second, so a large board never spends the key's rate limit (50 a second by default) that its polls and the
+ * dispatcher's clicks need. Resolves when the caller may send its read. */
+const BACKGROUND_PER_SECOND = 10;
+let nextSlot = 0;
+export function backgroundSlot() {
+  const now = Date.now();
+  const at = Math.max(now, nextSlot);
+  nextSlot = at + 1000 / BACKGROUND_PER_SECOND;
+  return new Promise((resolve) => { setTimeout(resolve, at - now); });
+}

@@ -103,7 +103,8 @@ export function dialog({ title, lines = [], fields = [], ok = 'OK', testid = 'di
     });
     document.body.append(box);
     box.showModal();
-    (inputs[0] || form.querySelector('button')).focus();
+    // A confirmation (no field) starts on Cancel: Enter alone never sends what reaches a customer.
+    (inputs[0] || form.querySelector(`[data-testid="${testid}-cancel"]`)).focus();
   });
 }
 

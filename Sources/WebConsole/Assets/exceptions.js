@@ -2,7 +2,7 @@
 // delivery) and what each asks of the dispatcher. `late` and `stale` come from the visit itself and the
 // browser's clock; `unfollowed` from the ledger (ledger.js); `delivery` from the visit's deliveries, read as
 // cheaply as deliveryWatch explains.
-import { api } from './api.js';
+import { api, backgroundSlot } from './api.js';
 import { h, replace } from './dom.js';
 import { isEnded } from './transitions.js';
 
@@ -37,7 +37,8 @@ const PARALLEL = 4;
  * once when the board first lists it, then only when something can have changed: 61 s after its version
  * changes (a push that has not left by then is stuck), and every 30 s while its last reading held a push
  * still on its way or dead (to see it leave, die, or be retried). A settled visit costs nothing, so 2,000
- * quiet visits cost one read each when the tab opens and then nothing; at most four reads run at once.
+ * quiet visits cost one read each when the tab opens and then nothing; at most four reads run at once,
+ * and at most ten a second with the ledger's (api.js backgroundSlot).
  * `mark(visitId)` is 'dead', 'pending' or null; `onChange(visitId)` follows a reading that changed it.
  */
 export function deliveryWatch(onChange) {
@@ -82,6 +83,8 @@ export function deliveryWatch(onChange) {
   async function check(v) {
     const before = mark(v.visitId);
     try {
+      await backgroundSlot();
+      if (stopped) return;
       const { deliveries } = await api('GET', `/v1/visits/${encodeURIComponent(v.visitId)}/deliveries`);
       known.set(v.visitId, { version: v.version, at: Date.now(), trouble: deliveryTrouble(deliveries),
         unsettled: deliveries.some((d) => d.state === 'pending' || d.state === 'sending') });
