@@ -64,6 +64,11 @@ def test_every_page_and_dialog_fits_390_px(stack, browser, artifacts, scheme):
         fits(page, "reassign dialog")
         page.get_by_test_id("dialog-cancel").click()
 
+        page.get_by_test_id("view-timeline").click()
+        expect(page.get_by_test_id("timeline").get_by_test_id("timeline-visit")).not_to_have_count(0)
+        fits(page, "day by technician")
+        page.screenshot(path=artifacts / f"phone-timeline-{scheme}.png")
+
         page.goto(stack.base + f"/console/#/visit/{visit_id}")
         expect(page.get_by_test_id("lock-screen")).to_be_visible()
         expect(page.get_by_test_id("deliveries").get_by_test_id("delivery")).not_to_have_count(0)

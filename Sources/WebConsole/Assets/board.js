@@ -47,7 +47,9 @@ export function showBoard(view, params = new URLSearchParams()) {
   const rows = new Map(); // visitId → { json, tr }
   const filters = Object.fromEntries(FILTERS.map((k) => [k, params.get(k) || '']));
   const readsPushes = session.role === 'dispatcher' || session.role === 'ops';
-  const redraw = (visitId) => (filters.view === 'timeline' ? renderTimeline() : keepingHovered(() => {
+  // A new mark redraws its row at once; the timeline takes new marks with its next poll (within 2 s), so a
+  // stream of readings never redraws thousands of blocks many times a second.
+  const redraw = (visitId) => (filters.view === 'timeline' ? null : keepingHovered(() => {
     const entry = rows.get(visitId);
     if (entry) { drawExceptions(entry.tr, latest.find((v) => v.visitId === visitId)); countExceptions(); }
   }));

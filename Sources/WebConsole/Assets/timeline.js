@@ -2,7 +2,7 @@
 // visit a block at its arrival window coloured by status with its distance, from GET /v1/technicians. Also the
 // technicians a booking or a reassignment picks from (name, avatar and van filled in from the choice).
 import { api } from './api.js';
-import { h, replace, clock, windowText } from './dom.js';
+import { h, replace, clock, hour as hourText, windowText } from './dom.js';
 import { LABELS, isEnded } from './transitions.js';
 import { badges, isLate } from './exceptions.js';
 import { dayStart, isoDay, stepDay } from './technician.js';
@@ -80,7 +80,7 @@ export function drawTimeline(box, technicians, day, { visitsById, keep, kindsOf 
 
   const axis = h('div', { class: 'tl-axis', 'aria-hidden': 'true' });
   for (let hour = firstHour; hour <= lastHour; hour += lastHour - firstHour > 12 ? 2 : 1) {
-    const tick = h('span', { class: 'tl-tick' }, new Date((from + hour * 3600) * 1000).toLocaleTimeString([], { hour: 'numeric' }));
+    const tick = h('span', { class: 'tl-tick' }, hourText(from + hour * 3600));
     tick.style.left = pct(from + hour * 3600);
     axis.append(tick);
   }
