@@ -105,6 +105,10 @@ def test_nearby_asks_for_the_distance_and_confirms_the_alert(stack, context, art
     held = []
     page.route("**/v1/visits/*/events", lambda route: held.append(route))
     confirm.get_by_test_id("confirm-ok").click()
+    deadline = time.monotonic() + 5
+    while not held and time.monotonic() < deadline:
+        page.wait_for_timeout(50)  # lets Playwright run the route handler; bounded by the deadline
+    expect(confirm).to_have_count(0)
     expect(r.get_by_test_id("event-onSite")).to_be_disabled()
     expect(r.get_by_test_id("event-cancelled")).to_be_disabled()
     assert len(held) == 1 and json.loads(held[0].request.post_data) == {"type": "nearby", "kilometresAway": 3.4}
