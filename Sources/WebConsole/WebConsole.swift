@@ -41,6 +41,9 @@ public enum WebConsole {
             Asset("ledger.js", "text/javascript; charset=utf-8", PackageResources.ledger_js),
             Asset("ops.js", "text/javascript; charset=utf-8", PackageResources.ops_js),
             Asset("transitions.js", "text/javascript; charset=utf-8", PackageResources.transitions_js),
+            Asset("technician.js", "text/javascript; charset=utf-8", PackageResources.technician_js),
+            Asset("exceptions.js", "text/javascript; charset=utf-8", PackageResources.exceptions_js),
+            Asset("timeline.js", "text/javascript; charset=utf-8", PackageResources.timeline_js),
         ]
         return Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
     }()

@@ -1,4 +1,5 @@
-"""The console's figures (issue 16): with 1,000 visits on the board, the time to first render and the time
+"""The console's figures (issue 16): with 1,000 visits on the board (BENCH_VISITS, spread over BENCH_TECHNICIANS
+technicians, default 300), the time to first render (the list, and the day by technician) and the time
 for a change made through the API to appear (p50/p99 over 20 changes), measured in the browser; and the
 server's CPU for an idle open board over a minute. Prints figures; asserts nothing about time.
     scripts/browser-test --co -q >/dev/null   # once, to make the venv
@@ -17,6 +18,7 @@ from conftest import CHROMIUM, Stack  # noqa: E402
 from playwright.sync_api import expect, sync_playwright  # noqa: E402
 
 VISITS = int(os.environ.get("BENCH_VISITS", "1000"))
+TECHNICIANS = int(os.environ.get("BENCH_TECHNICIANS", "300"))
 CHANGES = 20
 IDLE_SECONDS = int(os.environ.get("BENCH_IDLE_SECONDS", "60"))
 
@@ -32,10 +34,18 @@ def main():
         prefix = f"v-bench-{int(time.time())}"
         started = time.monotonic()
         ids = [f"{prefix}-{i:04d}" for i in range(VISITS)]
-        for visit_id in ids:
-            stack.book(visit_id, customer=f"c-{visit_id[-3:]}")
-        print(f"booked {VISITS} visits in {time.monotonic() - started:.1f} s")
+        for i, visit_id in enumerate(ids):
+            stack.book(visit_id, customer=f"c-{visit_id[-3:]}", technician=f"t-{i % TECHNICIANS:03d}")
+        print(f"booked {VISITS} visits for {TECHNICIANS} technicians in {time.monotonic() - started:.1f} s")
         server = stack.processes[-1].pid
+        reads = []
+        for _ in range(5):
+            t0 = time.monotonic()
+            status, body = stack.api("GET", "/v1/technicians?date=" + time.strftime("%Y-%m-%d", time.gmtime()))
+            assert status == 200
+            reads.append(time.monotonic() - t0)
+        print(f"GET /v1/technicians (today, {sum(len(t['visits']) for t in body['technicians'])} visits of "
+              f"{len(body['technicians'])} technicians) from Python: median {statistics.median(reads) * 1000:.0f} ms")
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
             # bypass_csp lets Playwright's in-page polling (wait_for_function) run; the console's own code is unchanged.
@@ -52,6 +62,20 @@ def main():
                 renders.append(time.monotonic() - t0)
             print(f"first render (reload → 100 rows of {VISITS} visits, first page): "
                   f"median {statistics.median(renders) * 1000:.0f} ms, max {max(renders) * 1000:.0f} ms over 5")
+            # The day by technician: every visit of the day as a block, one row per technician.
+            timeline = []
+            for _ in range(5):
+                t0 = time.monotonic()
+                page.goto(stack.base + "/console/#/board?view=timeline")
+                page.reload()
+                page.wait_for_function(f"() => document.querySelectorAll('[data-testid=timeline-visit]').length === {VISITS}",
+                                       polling="raf", timeout=30_000)
+                timeline.append(time.monotonic() - t0)
+            print(f"first render of the day by technician (reload → {VISITS} blocks in "
+                  f"{page.get_by_test_id('timeline-row').count()} rows): median {statistics.median(timeline) * 1000:.0f} ms, "
+                  f"max {max(timeline) * 1000:.0f} ms over 5")
+            page.goto(stack.base + "/console/#/board")
+            expect(page.get_by_test_id("visit-row")).to_have_count(100, timeout=30_000)
             t0 = time.monotonic()
             more = page.locator("button", has_text="Show more")
             for shown in range(200, VISITS + 1, 100):

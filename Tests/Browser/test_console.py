@@ -27,6 +27,16 @@ def row(page, visit_id):
     return page.locator(f'[data-testid="visit-row"][data-visit-id="{visit_id}"]')
 
 
+def post(page, scope, event):
+    """Clicks an event's button and answers what it asks: the distance (kept) for En route, the confirmation of
+    the customer's alert for Nearby and On site."""
+    scope.get_by_test_id(f"event-{event}").click()
+    if event == "enRoute":
+        page.get_by_test_id("dialog").get_by_test_id("dialog-ok").click()
+    elif event in ("nearby", "onSite"):
+        page.get_by_test_id("confirm").get_by_test_id("confirm-ok").click()
+
+
 def test_sign_in_with_the_right_and_a_wrong_key(stack, context, artifacts):
     page = context.new_page()
     page.goto(stack.base + "/console/")
@@ -107,7 +117,7 @@ def test_a_visit_through_its_buttons_with_the_live_activity_and_deliveries(stack
     expect(deliveries.locator('[data-testid="delivery"]')).not_to_have_count(0)
 
     for event, status in [("enRoute", "enRoute"), ("nearby", "nearby"), ("onSite", "onSite"), ("completed", "completed")]:
-        page.get_by_test_id(f"event-{event}").click()
+        post(page, page, event)
         expect(lock).to_have_attribute("data-status", status)
         if status == "nearby":
             page.screenshot(path=artifacts / "visit-nearby.png", full_page=True)
@@ -129,7 +139,7 @@ def test_a_second_tab_sees_a_change_within_two_seconds(stack, context, artifacts
     stack.book(visit_id)
     expect(row(second, visit_id)).to_be_visible(timeout=TWO_SECONDS_AND_A_REQUEST)
     expect(row(first, visit_id)).to_be_visible(timeout=TWO_SECONDS_AND_A_REQUEST)
-    row(first, visit_id).get_by_test_id("event-enRoute").click()
+    post(first, row(first, visit_id), "enRoute")
     started = time.monotonic()
     expect(row(second, visit_id).get_by_test_id("visit-status")).to_have_text("En route", timeout=TWO_SECONDS_AND_A_REQUEST)
     print(f"second tab saw the change after {time.monotonic() - started:.2f} s")
@@ -172,10 +182,16 @@ def test_reassign_asks_for_the_technician(stack, context, artifacts):
     dialog = page.locator("dialog")
     dialog.locator('[name="id"]').fill("t-new")
     dialog.locator('[name="name"]').fill("Jo")
+    # The van is the new technician's to give, never the previous one's left in the field.
+    expect(dialog.locator('[name="vanDescription"]')).to_have_value("")
+    dialog.get_by_test_id("dialog-ok").click()
+    expect(dialog.get_by_test_id("dialog-error")).to_have_text("Van is needed.")
+    dialog.locator('[name="vanDescription"]').fill("Red van")
     dialog.get_by_test_id("dialog-ok").click()
     expect(row(page, visit_id)).to_contain_text("Jo")
     status, visit = stack.api("GET", f"/v1/visits/{visit_id}")
     assert visit["contentState"]["technicianName"] == "Jo"
+    assert visit["contentState"]["vanDescription"] == "Red van"
     page.screenshot(path=artifacts / "reassigned.png")
 
 
@@ -216,11 +232,18 @@ def test_the_ops_page_retries_a_dead_letter(stack, context, artifacts):
     letter = page.locator(f'[data-testid="dead-letter"][data-delivery-id="{delivery["id"]}"]')
     expect(letter).to_be_visible()
     page.screenshot(path=artifacts / "ops-dead-letter.png", full_page=True)
+    # Retry asks first: cancelled, the letter stays; confirmed, it goes.
     letter.get_by_test_id("retry").click()
+    expect(page.get_by_test_id("confirm")).to_contain_text(f"Retry delivery {delivery['id']}")
+    page.get_by_test_id("confirm-cancel").click()
+    expect(letter).to_be_visible()
+    letter.get_by_test_id("retry").click()
+    page.get_by_test_id("confirm-ok").click()
     expect(letter).to_have_count(0, timeout=TWO_SECONDS_AND_A_REQUEST)
     wait_for("the retried delivery to be sent", lambda: stack.api(
         "GET", f"/v1/visits/{visit_id}/deliveries", key=stack.ops)[1]["deliveries"][0]["state"] == "sent", within=20)
     page.get_by_test_id("replay").click()
+    page.get_by_test_id("confirm-ok").click()
     expect(page.get_by_test_id("replay-result")).to_contain_text("Replayed", timeout=20_000)
     expect(page.get_by_test_id("sending-pause")).to_have_text("Sending is not paused.")
     page.screenshot(path=artifacts / "ops-after-retry.png", full_page=True)

@@ -30,12 +30,29 @@ import Testing
         }
     }
 
+    /// Every script of the console.
+    static let scripts = [
+        "app.js", "api.js", "dom.js", "board.js", "visit.js", "activity.js", "ledger.js", "ops.js", "transitions.js",
+        "technician.js", "exceptions.js", "timeline.js",
+    ]
+
+    /// The whole console (page, style and every script) weighs under 150 KB, uncompressed.
+    @Test func thePageWeighsUnder150KB() async throws {
+        try await withAPIServer { api in
+            var bytes = 0
+            for file in ["index.html", "console.css"] + Self.scripts {
+                let answer = try await api.call("GET", "/console/\(file)", key: nil)
+                #expect(answer.status == 200, "\(file)")
+                bytes += answer.text.utf8.count
+            }
+            #expect(bytes < 150_000, "the console weighs \(bytes) bytes")
+        }
+    }
+
     /// No page of the console puts HTML together from strings: user text goes in through textContent.
     @Test func theScriptsNeverWriteHTML() async throws {
         try await withAPIServer { api in
-            for file in [
-                "app.js", "api.js", "dom.js", "board.js", "visit.js", "activity.js", "ledger.js", "ops.js", "transitions.js",
-            ] {
+            for file in Self.scripts {
                 let script = try await api.call("GET", "/console/\(file)", key: nil)
                 #expect(script.status == 200, "\(file)")
                 for sink in ["innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "localStorage", "eval("] {

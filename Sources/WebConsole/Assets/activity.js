@@ -22,7 +22,25 @@ function avatar(c) {
   return h('span', { class: 'la-avatar', title: c.avatarSymbol || '', 'aria-hidden': 'true' }, initial);
 }
 
-export function drawActivity(container, visit) {
+/**
+ * Whether the customer's phone has what the preview draws, from the visit's deliveries (newest first): null when
+ * the newest push to an activity or channel was sent (or there is none to judge), else what holds it back —
+ * `sending` (on its way), `paused` (waiting to retry after APNs refused it), `failed` (dead or expired).
+ */
+export function deliveryTruth(deliveries) {
+  const last = (deliveries || []).find((d) => d.target !== 'device' && ['start', 'update', 'end'].includes(d.kind));
+  if (!last) return null;
+  if (last.state === 'dead' || last.state === 'expired') {
+    return { state: 'failed', text: `Failed: this ${last.kind} push did not reach the phone (${last.lastStatus ?? ''} ${last.lastReason ?? ''}); it still shows an earlier state.` };
+  }
+  if (last.state === 'pending' && last.attempts > 0) {
+    return { state: 'paused', text: `Paused: APNs answered ${last.lastStatus ?? '?'}${last.lastReason ? ' ' + last.lastReason : ''}; the phone shows the previous state until the retry goes through.` };
+  }
+  if (last.state === 'pending' || last.state === 'sending') return { state: 'sending', text: 'Sending…: the phone shows the previous state until this push arrives.' };
+  return null;
+}
+
+export function drawActivity(container, visit, deliveries = null) {
   const c = visit.contentState || {};
   const a = visit.attributes || {};
   const now = Date.now() / 1000;
@@ -33,20 +51,21 @@ export function drawActivity(container, visit) {
     ? h('span', { class: 'la-stale', testid: 'stale' }, '↻ Waiting for fresh data')
     : h('span', { class: 'la-timer' }, ended ? LABELS[visit.status] : countdown(c, now));
 
-  const lock = h('div', { class: 'lock-screen' + (ended ? ' ended' : ''), testid: 'lock-screen', 'data-status': visit.status },
+  const dim = stale ? ' stale' : '';
+  const lock = h('div', { class: 'lock-screen' + (ended ? ' ended' : '') + dim, testid: 'lock-screen', 'data-status': visit.status },
     h('div', { class: 'la-row' }, avatar(c), h('strong', { class: 'la-name' }, c.technicianName || ''), timer),
     h('div', { class: 'la-status' }, LABELS[c.status] || c.status || '', c.vanDescription ? ` · ${c.vanDescription}` : ''),
     progressBar(km),
     h('div', { class: 'la-row small' }, h('span', { class: 'la-job' }, a.jobSummary ?? ''), h('span', { class: 'la-address' }, a.serviceAddress ?? '')));
 
-  const compact = h('div', { class: 'island island-compact', testid: 'island-compact' },
+  const compact = h('div', { class: 'island island-compact' + dim, testid: 'island-compact' },
     h('span', { class: 'la-icon', 'aria-label': 'service visit' }, TOOL),
     h('span', { class: 'island-gap' }),
     h('span', { class: 'la-timer' }, ended ? '✓' : countdown(c, now)));
 
-  const minimal = h('div', { class: 'island island-minimal', testid: 'island-minimal' }, h('span', { class: 'la-icon orange', 'aria-label': 'service visit' }, TOOL));
+  const minimal = h('div', { class: 'island island-minimal' + dim, testid: 'island-minimal' }, h('span', { class: 'la-icon orange', 'aria-label': 'service visit' }, TOOL));
 
-  const expanded = h('div', { class: 'island island-expanded', testid: 'island-expanded' },
+  const expanded = h('div', { class: 'island island-expanded' + dim, testid: 'island-expanded' },
     h('div', { class: 'la-row' },
       h('span', { class: 'island-leading' }, avatar(c), ' ', c.technicianName || ''),
       h('span', { class: 'island-center' }, LABELS[c.status] || c.status || ''),
@@ -69,11 +88,15 @@ export function drawActivity(container, visit) {
     footer = h('p', { class: 'muted small' }, `Fresh until ${when(visit.staleDate)} · relevance ${visit.relevanceScore}`);
   }
 
+  const truth = deliveryTruth(deliveries);
   replace(container,
+    truth ? h('p', { class: 'preview-truth ' + truth.state, testid: 'preview-truth', 'data-state': truth.state }, truth.text) : null,
     h('div', { class: 'phone' }, h('div', { class: 'phone-label muted small' }, 'Lock Screen'), lock),
-    h('div', { class: 'islands' },
-      h('div', {}, h('div', { class: 'muted small' }, 'Dynamic Island: compact'), compact),
-      h('div', {}, h('div', { class: 'muted small' }, 'minimal'), minimal),
-      h('div', { class: 'wide' }, h('div', { class: 'muted small' }, 'expanded'), expanded)),
+    // iOS removes the Dynamic Island as soon as the activity ends; the Lock Screen keeps it until its dismissal.
+    ended ? h('p', { class: 'muted small', testid: 'island-gone' }, 'Dynamic Island: gone (iOS removes it when the activity ends).')
+      : h('div', { class: 'islands' },
+        h('div', {}, h('div', { class: 'muted small' }, 'Dynamic Island: compact'), compact),
+        h('div', {}, h('div', { class: 'muted small' }, 'minimal'), minimal),
+        h('div', { class: 'wide' }, h('div', { class: 'muted small' }, 'expanded'), expanded)),
     footer);
 }

@@ -3,6 +3,7 @@ import { api, roleOf, session, whenUnauthorized } from './api.js';
 import { showBoard } from './board.js';
 import { showVisit } from './visit.js';
 import { showOps } from './ops.js';
+import { showTechnician, showTechnicianOf } from './technician.js';
 import { replace } from './dom.js';
 
 const $ = (id) => document.getElementById(id);
@@ -13,8 +14,11 @@ function stopPage() {
   current = null;
 }
 
-function signOut(message) {
+/** Shows the sign-in form; `forget` (a real sign-out, not a first visit) also drops the page the previous person
+ * was on, so the next sign-in starts at the board rather than on their visit. */
+function signOut(message, forget = false) {
   stopPage();
+  if (forget) history.replaceState(null, '', location.pathname + location.search);
   session.key = null;
   session.role = null;
   sessionStorage.removeItem('livevisits.role');
@@ -34,14 +38,19 @@ async function route() {
   $('nav-ops').hidden = session.role !== 'ops';
   $('whoami').textContent = `Signed in as ${session.role}`;
   const view = $('view');
-  const hash = location.hash || '#/board';
+  const [hash, query] = (location.hash || '#/board').split('?');
+  const params = new URLSearchParams(query || '');
   const visit = hash.match(/^#\/visit\/(.+)$/);
+  const technician = hash.match(/^#\/technician\/(.+)$/);
+  const technicianOf = hash.match(/^#\/technician-of\/(.+)$/);
   if (visit) current = showVisit(view, decodeURIComponent(visit[1]));
+  else if (technician) current = showTechnician(view, decodeURIComponent(technician[1]), params.get('date'));
+  else if (technicianOf) current = showTechnicianOf(view, decodeURIComponent(technicianOf[1]));
   else if (hash === '#/ops' && session.role === 'ops') current = showOps(view);
-  else current = showBoard(view);
+  else current = showBoard(view, params);
 }
 
-whenUnauthorized(() => signOut('Your key is no longer accepted. Sign in again.'));
+whenUnauthorized(() => signOut('Your key is no longer accepted. Sign in again.', true));
 
 $('signin-form').addEventListener('submit', async (event) => {
   event.preventDefault();
@@ -61,7 +70,7 @@ $('signin-form').addEventListener('submit', async (event) => {
   }
 });
 
-$('signout').addEventListener('click', () => signOut());
+$('signout').addEventListener('click', () => signOut('', true));
 window.addEventListener('hashchange', () => { if (session.key) route(); });
 
 session.role = sessionStorage.getItem('livevisits.role');

@@ -1,6 +1,6 @@
 // A visit's Live Activity ledger (GET /v1/visits/{id}/live-activities): what each customer device shows. The
 // visit's page draws it; the board reads it for its "unfollowed" exception (an active visit no device shows).
-import { api } from './api.js';
+import { api, backgroundSlot } from './api.js';
 import { h, replace, moment } from './dom.js';
 import { isEnded } from './transitions.js';
 
@@ -71,7 +71,8 @@ const PARALLEL = 4;
  * with no live activity has its ledger read (a start may be on its way to a device), once per version of the
  * visit and again every 30 s, at most four at a time. `mark(visitId)` is `followed`, `unfollowed`, or null
  * (ended, or its ledger not read yet); `onChange(visitId)` is called when a reading changes a visit's mark
- * (a change of the visit itself changes its row, which asks again).
+ * (a change of the visit itself changes its row, which asks again). Reads wait for api.js backgroundSlot: ten a
+ * second at most with the board's other background reads.
  */
 export function followWatch(onChange) {
   const known = new Map(); // visitId → { version, at, unfollowed }: the last reading of its ledger
@@ -122,6 +123,8 @@ export function followWatch(onChange) {
   async function check(v) {
     let unfollowed;
     try {
+      await backgroundSlot();
+      if (stopped) return;
       const { liveActivities } = await api('GET', ledgerPath(v.visitId));
       unfollowed = showsNothing(liveActivities);
     } catch (e) {

@@ -1,9 +1,14 @@
-// Ops: outbox depth by state (from /metrics), the sending pause and its reason, dead letters with retry, the projection replay.
-import { api } from './api.js';
-import { h, replace, when } from './dom.js';
+// Ops: the outbox's depth (the pushes waiting to go) and its finished deliveries by state (from /metrics), the
+// sending pause and its reason, dead letters with retry, broadcast channels, the projection replay. Retry and
+// replay ask first.
+import { api, explain } from './api.js';
+import { h, replace, when, dialog } from './dom.js';
 
 const POLL_MS = 2000;
-const STATES = ['pending', 'sending', 'sent', 'dead', 'expired', 'superseded', 'cancelled'];
+/** The outbox's depth: deliveries still to be sent. */
+const WAITING = ['pending', 'sending'];
+/** Final states: counts of every delivery kept (until retention removes it), not work to do. */
+const FINISHED = ['sent', 'dead', 'expired', 'superseded', 'cancelled'];
 
 /** The samples of one metric family from Prometheus text: [{labels, value}]. */
 function samples(text, name) {
@@ -26,7 +31,8 @@ export function showOps(view) {
   let timer = null;
   let lastDead = '';
   const message = h('p', { class: 'error', role: 'alert' });
-  const depth = h('dl', { class: 'depth', testid: 'outbox-depth' });
+  const depth = h('div', { testid: 'outbox-depth' });
+  const channels = h('div', { testid: 'channels' });
   const pause = h('p', { testid: 'sending-pause' });
   const dead = h('tbody');
   const replayOut = h('p', { class: 'muted', testid: 'replay-result' });
@@ -38,25 +44,57 @@ export function showOps(view) {
       h('section', { class: 'card' }, h('h2', {}, 'Outbox depth'), depth, pause),
       h('section', { class: 'card' }, h('h2', {}, 'Projection replay'),
         h('p', { class: 'muted' }, 'Rebuilds the visits read model from the event log while the API keeps serving. Sends no push.'),
-        replayButton, replayOut)),
+        replayButton, replayOut),
+      h('section', { class: 'card' }, h('h2', {}, 'Broadcast channels'),
+        h('p', { class: 'muted small' }, 'The channels the fleet keeps at APNs (iOS 18), by environment and state; an ended one is deleted an hour after its end.'),
+        channels)),
     h('section', { class: 'card' }, h('h2', {}, 'Dead letters'),
       h('div', { class: 'table-wrap' }, h('table', { testid: 'dead-letters' },
         h('thead', {}, h('tr', {}, ['Id', 'Visit', 'Kind', 'Attempts', 'Last answer', 'Created', ''].map((t) => h('th', { scope: 'col' }, t)))),
         dead))));
 
-  async function retry(id) {
+  async function retry(d, button) {
     message.textContent = '';
-    try { await api('POST', `/v1/ops/outbox/${id}/retry`); lastDead = ''; refresh(); } catch (e) { message.textContent = e.message; }
+    const ok = await dialog({ title: `Retry delivery ${d.id}?`, testid: 'confirm', ok: 'Retry',
+      lines: [`Sends this ${d.kind} push to the customer's device again now (visit ${d.visitId}). If the cause is not fixed it fails again.`] });
+    if (!ok) return;
+    button.disabled = true;
+    try { await api('POST', `/v1/ops/outbox/${d.id}/retry`); lastDead = ''; refresh(); } catch (e) { message.textContent = explain(e); button.disabled = false; }
   }
 
   async function replay() {
+    const ok = await dialog({ title: 'Replay the visits projection?', testid: 'confirm', ok: 'Replay',
+      lines: ['Rebuilds every visit from the event log. The API keeps serving and no push is sent, but on a large log it takes a while and loads the database.'] });
+    if (!ok) return;
     replayButton.disabled = true;
     replayOut.textContent = 'Replaying…';
     try {
       const r = await api('POST', '/v1/ops/projections/visits/rebuild');
       replayOut.textContent = `Replayed ${r.events} events into ${r.visits} visits in ${r.seconds} s.`;
-    } catch (e) { replayOut.textContent = e.message; }
+    } catch (e) { replayOut.textContent = explain(e); }
     replayButton.disabled = false;
+  }
+
+  // Depth: the pushes still to send; the finished deliveries are kept counts, coloured only when not zero.
+  function drawDepth(byState) {
+    const tile = (s) => {
+      const n = byState[s] ?? 0;
+      return h('div', { class: 'depth-item ' + s + (n > 0 ? ' some' : ''), 'data-state': s }, h('dt', {}, s), h('dd', {}, String(n)));
+    };
+    const waiting = WAITING.reduce((sum, s) => sum + (byState[s] ?? 0), 0);
+    depth.dataset.depth = String(waiting);
+    replace(depth,
+      h('p', { class: 'depth-total' }, h('strong', { testid: 'depth-waiting' }, String(waiting)), ` push${waiting === 1 ? '' : 'es'} waiting to be sent`),
+      h('dl', { class: 'depth' }, WAITING.map(tile)),
+      h('h3', { class: 'small muted' }, 'Finished deliveries kept (until retention removes them)'),
+      h('dl', { class: 'depth finished' }, FINISHED.map(tile)));
+  }
+
+  function drawChannels(list) {
+    replace(channels, list.length === 0 ? h('p', { class: 'muted' }, 'No broadcast channel.')
+      : h('table', {}, h('thead', {}, h('tr', {}, ['Environment', 'State', 'Channels'].map((t) => h('th', { scope: 'col' }, t)))),
+        h('tbody', {}, list.map((c) => h('tr', { testid: 'channel-count', 'data-environment': c.labels.environment, 'data-state': c.labels.state },
+          h('td', {}, c.labels.environment), h('td', {}, c.labels.state), h('td', {}, String(c.value)))))));
   }
 
   async function refresh() {
@@ -64,7 +102,8 @@ export function showOps(view) {
     try {
       const metrics = await fetch('/metrics', { cache: 'no-store' }).then((r) => r.text());
       const byState = Object.fromEntries(samples(metrics, 'livevisits_outbox_deliveries').map((s) => [s.labels.state, s.value]));
-      replace(depth, STATES.map((s) => h('div', { class: 'depth-item ' + s, 'data-state': s }, h('dt', {}, s), h('dd', {}, String(byState[s] ?? 0)))));
+      drawDepth(byState);
+      drawChannels(samples(metrics, 'livevisits_channels'));
       const sending = await api('GET', '/v1/ops/outbox/pause');
       pause.className = sending.paused ? 'error' : 'muted';
       pause.textContent = sending.paused
@@ -79,12 +118,12 @@ export function showOps(view) {
             h('td', {}, String(d.id)), h('td', {}, h('a', { href: '#/visit/' + encodeURIComponent(d.visitId) }, d.visitId)),
             h('td', {}, d.kind), h('td', {}, String(d.attempts)),
             h('td', {}, d.lastStatus === null ? '—' : `${d.lastStatus} ${d.lastReason || ''}`), h('td', {}, when(d.createdAt)),
-            h('td', {}, h('button', { type: 'button', testid: 'retry', onclick: () => retry(d.id) }, 'Retry')))));
+            h('td', {}, h('button', { type: 'button', testid: 'retry', onclick: (e) => retry(d, e.currentTarget) }, 'Retry')))));
       }
       if (message.dataset.kind === 'poll') { message.textContent = ''; delete message.dataset.kind; }
     } catch (e) {
       if (stopped) return;
-      message.textContent = e.message;
+      message.textContent = explain(e);
       message.dataset.kind = 'poll';
     }
     if (!stopped) timer = setTimeout(refresh, POLL_MS);

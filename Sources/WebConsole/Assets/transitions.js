@@ -38,3 +38,13 @@ export function legalEvents(status, role) {
 }
 
 export function isEnded(status) { return ENDED.includes(status); }
+
+/**
+ * The alert a status's push carries to the customer's phone (sound and banner), as the shipped rules
+ * (Projections/rules.json, `statuses.<status>.alert`) word it in their default language. The console asks
+ * before posting these events and shows this text; the others post without asking.
+ */
+export const ALERTS = {
+  nearby: { title: 'Service visit', body: 'Your technician is a few minutes away.' },
+  onSite: { title: 'Service visit', body: 'Your technician has arrived.' },
+};

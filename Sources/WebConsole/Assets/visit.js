@@ -1,36 +1,135 @@
 // A visit's page: its events offered, history, Live Activity as the customer sees it beside the ledger of what
 // each customer device shows, and its deliveries.
-import { api, session } from './api.js';
-import { h, replace, when, ask } from './dom.js';
-import { ACTIONS, LABELS, legalEvents } from './transitions.js';
+import { api, explain, session } from './api.js';
+import { h, replace, when, ask, dialog, busy, kilometres, distanceProblem, windowText } from './dom.js';
+import { ACTIONS, ALERTS, LABELS, legalEvents } from './transitions.js';
 import { drawActivity } from './activity.js';
 import { drawLedger, ledgerPath } from './ledger.js';
+import { technicianChoices } from './timeline.js';
 
 const POLL_MS = 2000;
 
-/** Posts one event to a visit, asking first for what it needs; false when the user cancelled. */
+/**
+ * Posts one event to a visit, asking first for what it needs: a reason, a technician, a distance ("En route",
+ * "Nearby" and "Progress" ask for it, filled with the current one), and, for an event whose push alerts the
+ * customer's phone, a confirmation naming that alert (`confirm`). False when the person cancelled.
+ */
 export async function postEvent(visit, type) {
-  let body = { type };
-  if (type === 'cancelled' || type === 'failed') {
+  const body = { type };
+  const c = visit.contentState || {};
+  const distanceField = { name: 'kilometresAway', label: 'Distance (km)', inputmode: 'decimal', testid: 'distance',
+    value: c.kilometresAway === undefined ? '' : String(c.kilometresAway), hint: 'How far the technician is from the customer now.' };
+  const withDistance = (v) => { body.kilometresAway = kilometres(v.kilometresAway); };
+  const alert = ALERTS[type];
+  if (alert) {
+    const fields = type === 'nearby' ? [distanceField] : [];
+    const v = await dialog({
+      title: `${LABELS[type]}: the customer's phone will alert`, testid: 'confirm', ok: `Send "${LABELS[type]}"`,
+      lines: [`Posting "${LABELS[type]}" for ${visit.attributes?.customerFirstName ?? 'the customer'} (${visit.visitId}) sounds an alert on their phone:`,
+        h('blockquote', { class: 'alert-text', testid: 'confirm-alert' }, h('strong', {}, alert.title), h('br'), alert.body)],
+      fields, validate: (values) => (fields.length ? distanceProblem(values.kilometresAway) : null),
+    });
+    if (!v) return false;
+    if (fields.length) withDistance(v);
+  } else if (type === 'enRoute' || type === 'progress') {
+    const v = await ask(type === 'enRoute' ? 'En route: how far away?' : 'Progress: the new distance', [distanceField],
+      { validate: (values) => distanceProblem(values.kilometresAway) });
+    if (!v) return false;
+    withDistance(v);
+  } else if (type === 'cancelled' || type === 'failed') {
     const v = await ask(type === 'cancelled' ? 'Cancel the visit' : 'Mark the visit failed',
       [{ name: 'reason', label: 'Reason', required: type === 'failed' }]);
     if (!v) return false;
     if (v.reason) body.reason = v.reason;
   } else if (type === 'reassigned') {
-    const c = visit.contentState || {};
-    const v = await ask('Reassign to', [
-      { name: 'id', label: 'Technician id' }, { name: 'name', label: 'Name' },
-      { name: 'avatarSymbol', label: 'Avatar symbol', value: c.avatarSymbol || 'person.crop.circle' },
-      { name: 'vanDescription', label: 'Van', value: c.vanDescription || 'White van' }]);
+    const v = await reassignDialog(visit);
     if (!v) return false;
     body.technician = v;
-  } else if (type === 'progress') {
-    const v = await ask('Progress', [{ name: 'kilometresAway', label: 'Kilometres away' }]);
-    if (!v) return false;
-    body.kilometresAway = Number(v.kilometresAway);
   }
   await api('POST', `/v1/visits/${encodeURIComponent(visit.visitId)}/events`, body);
   return true;
+}
+
+/** Asks for the new technician of a visit, offering the known technicians (their name, avatar and van filled in
+ * from the choice); the van is the new technician's, never the previous one's. */
+async function reassignDialog(visit) {
+  const c = visit.contentState || {};
+  const list = await technicianChoices();
+  const pick = list.length ? [{ name: 'pick', label: 'Technician', required: false, testid: 'pick-technician',
+    options: [{ value: '', label: 'Someone else (type below)' }, ...list.map((t) => ({ value: t.id, label: `${t.name} (${t.id}) · ${t.vanDescription}` }))],
+    onchange: (value, inputs) => {
+      const t = list.find((x) => x.id === value);
+      const set = (name, v) => { const input = inputs.find((i) => i.name === name); if (input) input.value = v; };
+      set('id', t ? t.id : ''); set('name', t ? t.name : ''); set('avatarSymbol', t ? t.avatarSymbol : 'person.crop.circle');
+      set('vanDescription', t ? t.vanDescription : '');
+    } }] : [];
+  const v = await ask('Reassign to', [...pick,
+    { name: 'id', label: 'Technician id' }, { name: 'name', label: 'Name' },
+    { name: 'avatarSymbol', label: 'Avatar symbol', value: c.avatarSymbol || 'person.crop.circle' },
+    { name: 'vanDescription', label: 'Van', value: '', hint: "The new technician's van, as the customer will see it." }]);
+  if (!v) return null;
+  delete v.pick;
+  return v;
+}
+
+/** The event buttons of a visit for this caller; a click disables all of them until its request has answered. */
+export function eventButtons(visit, onPosted, onError) {
+  const buttons = legalEvents(visit.status, session.role).map((type) =>
+    h('button', { type: 'button', class: 'event ' + type, testid: 'event-' + type, onclick: () => act(type) }, ACTIONS[type]));
+  async function act(type) {
+    onError('');
+    try {
+      if (await busy(buttons, () => postEvent(visit, type))) onPosted();
+    } catch (e) { onError(explain(e)); }
+  }
+  return buttons;
+}
+
+/** Who posted an event, as a person reads it: the key's display name when it has one, else its role and subject
+ * (a technician's key named by the technician the visit had then). */
+function actorText(actor, technicians) {
+  if (!actor) return '';
+  const role = actor.role || '';
+  if (actor.name) return `${actor.name} (${role})`;
+  if (role === 'technician' && technicians.has(actor.subject)) return `${technicians.get(actor.subject)} (technician ${actor.subject})`;
+  return `${role}${actor.subject ? ' ' + actor.subject : ''}`;
+}
+
+/** What an event changed: distance, window (and by how much), technician from whom to whom, reason. */
+function changeText(e, before) {
+  const d = e.data || {};
+  const parts = [];
+  const who = (t) => `${t.name} (${t.id})`;
+  if (e.type === 'scheduled' && d.technician) parts.push(`Technician ${who(d.technician)}, ${d.technician.vanDescription}`);
+  if (e.type === 'reassigned' && d.technician) {
+    parts.push(before.technician ? `From ${who(before.technician)} to ${who(d.technician)}` : `To ${who(d.technician)}`);
+    parts.push(`van: ${d.technician.vanDescription}`);
+  }
+  if (typeof d.kilometresAway === 'number') parts.push(`${d.kilometresAway.toFixed(1)} km away`);
+  if (d.arrivalWindow) {
+    const w = windowText({ arrivalStartEpoch: d.arrivalWindow.start, arrivalEndEpoch: d.arrivalWindow.end });
+    const moved = before.window ? Math.round((d.arrivalWindow.start - before.window.start) / 60) : 0;
+    parts.push(e.type === 'scheduled' || !moved ? `Arrival ${w}` : `Arrival moved ${Math.abs(moved)} min ${moved > 0 ? 'later' : 'earlier'}: ${w}`);
+  }
+  if (d.reason) parts.push(`Reason: ${d.reason}`);
+  return parts.join(' · ');
+}
+
+/** The history's entries, oldest first, each saying who did what and what it changed. */
+function historyEntries(events) {
+  const state = { technician: null, window: null };
+  const technicians = new Map();
+  return events.map((e) => {
+    const d = e.data || {};
+    const change = changeText(e, state);
+    const actor = actorText(e.actor, technicians);
+    if (d.technician) { state.technician = d.technician; technicians.set(d.technician.id, d.technician.name); }
+    if (d.arrivalWindow) state.window = d.arrivalWindow;
+    return h('li', { 'data-type': e.type, testid: 'history-entry' },
+      h('strong', {}, e.type === 'reassigned' ? 'Reassigned' : LABELS[e.type] || e.type), ' ',
+      h('span', { class: 'muted', testid: 'history-actor' }, `v${e.version} · ${when(e.recordedAt)} · ${actor}`),
+      change ? h('div', { testid: 'history-change' }, change) : null);
+  });
 }
 
 export function showVisit(view, visitId) {
@@ -39,6 +138,7 @@ export function showVisit(view, visitId) {
   let visit = null;
   let version = -1;
   let lastDeliveries = '';
+  let deliveryList = null; // the visit's deliveries as last read: whether the phone has what the preview draws
   const path = `/v1/visits/${encodeURIComponent(visitId)}`;
   const mayReadDeliveries = session.role === 'dispatcher' || session.role === 'ops';
 
@@ -70,10 +170,9 @@ export function showVisit(view, visitId) {
     status.className = 'status ' + visit.status;
     status.textContent = LABELS[visit.status] || visit.status;
     status.dataset.testid = 'visit-status';
-    replace(events, legalEvents(visit.status, session.role).map((type) =>
-      h('button', { type: 'button', class: 'event ' + type, testid: 'event-' + type, onclick: () => act(type) }, ACTIONS[type])));
+    replace(events, eventButtons(visit, () => refresh(), (text) => { message.textContent = text; delete message.dataset.kind; }));
     drawSummary();
-    drawActivity(preview, visit);
+    drawActivity(preview, visit, deliveryList);
   }
 
   // Also between versions: the count of live activities moves with the app's registrations and reports.
@@ -81,20 +180,13 @@ export function showVisit(view, visitId) {
     const a = visit.attributes || {};
     const c = visit.contentState || {};
     who.textContent = `For ${a.customerFirstName ?? '(erased)'} (${visit.customerId}) · ${a.jobSummary ?? ''} at ${a.serviceAddress ?? ''}` +
-      ` · technician ${c.technicianName || ''} · version ${visit.version} · ${visit.liveActivities ?? 0} Live Activit${visit.liveActivities === 1 ? 'y' : 'ies'}`;
-  }
-
-  async function act(type) {
-    message.textContent = '';
-    try { if (await postEvent(visit, type)) refresh(); } catch (e) { message.textContent = e.message; }
+      ` · technician ${c.technicianName || ''} · version ${visit.version} · ${visit.liveActivities ?? 0} Live Activit${visit.liveActivities === 1 ? 'y' : 'ies'}`
+      + (visit.channels && visit.channels.length ? ` · broadcast channel: ${visit.channels.map((ch) => ch.environment).join(', ')}` : '');
   }
 
   async function refreshHistory() {
     const { events: list } = await api('GET', path + '/events');
-    replace(history, list.slice().reverse().map((e) => h('li', {},
-      h('strong', {}, LABELS[e.type] || e.type), ' ',
-      h('span', { class: 'muted' }, `v${e.version} · ${when(e.recordedAt)} · ${e.actor ? e.actor.role + (e.actor.subject ? ' ' + e.actor.subject : '') : ''}`),
-      e.data && e.data.reason ? h('div', {}, 'Reason: ', e.data.reason) : null)));
+    replace(history, historyEntries(list).reverse());
   }
 
   // Deliveries are read every cycle while one is still on its way (or the visit just changed), else every
@@ -107,6 +199,8 @@ export function showVisit(view, visitId) {
     const json = JSON.stringify(list);
     if (json === lastDeliveries) return;
     lastDeliveries = json;
+    deliveryList = list;
+    drawActivity(preview, visit, deliveryList);
     replace(deliveries, list.length === 0 ? h('tr', {}, h('td', { colSpan: 9, class: 'muted' }, 'No pushes yet.')) :
       list.map((d) => h('tr', { testid: 'delivery', 'data-kind': d.kind, 'data-state': d.state },
         h('td', {}, String(d.id)), h('td', {}, d.kind), h('td', {}, d.target), h('td', {}, String(d.priority)),
@@ -141,13 +235,13 @@ export function showVisit(view, visitId) {
         await refreshHistory();
       } else {
         drawSummary();
-        drawActivity(preview, visit); // the countdown and the stale date move with the clock
+        drawActivity(preview, visit, deliveryList); // the countdown and the stale date move with the clock
       }
       if (mayReadDeliveries) await Promise.all([refreshDeliveries(changed), refreshLedger()]);
       if (message.dataset.kind === 'poll') { message.textContent = ''; delete message.dataset.kind; }
     } catch (e) {
       if (stopped) return;
-      message.textContent = e.status === 404 ? 'No such visit (or not yours).' : e.message;
+      message.textContent = e.status === 404 ? 'No such visit (or not yours).' : explain(e);
       message.dataset.kind = 'poll';
     }
     if (!stopped) timer = setTimeout(refresh, POLL_MS);
