@@ -155,7 +155,7 @@ let package = Package(
                 "HTTPAPI", "HTTPServer", "Outbox", "OutboxAPNs", "APNs", "APNsSimulator", "VisitDomain", "VisitProjections",
                 "Postgres", "Runtime",
                 "APIStores", "VisitCommands", "TestSupport", "PersonalData", "Retention", "JSON", "EventStore",
-                "LiveActivityLedger",
+                "LiveActivityLedger", "Webhooks",
             ]
         ),
         .testTarget(

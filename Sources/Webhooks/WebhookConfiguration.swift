@@ -46,7 +46,7 @@ public struct WebhookConfiguration: Sendable {
         case (let url?, let secret?):
             guard isHTTPURL(url) else {
                 throw WebhookConfigurationError(
-                    "LIVEVISITS_WEBHOOK_URL must be an http:// or https:// URL with a host, not \(quoted(url))")
+                    "LIVEVISITS_WEBHOOK_URL must be an http:// or https:// URL with a host (\(described(url)))")
             }
             return WebhookConfiguration(url: url, secret: secret)
         }
@@ -69,10 +69,15 @@ public struct WebhookConfiguration: Sendable {
         return !host.isEmpty && !host.hasPrefix(":")
     }
 
-    /// The URL as given, shortened: never the whole of something that may hold credentials.
-    static func quoted(_ text: String) -> String {
-        let shown = text.count > 40 ? String(text.prefix(40)) + "…" : text
-        return "\"\(shown.filter { !$0.isNewline })\""
+    /// What is wrong with a refused URL, without repeating it (it may carry credentials or a token).
+    static func described(_ text: String) -> String {
+        guard let range = text.range(of: "://") else { return "no scheme" }
+        let scheme = text[..<range.lowerBound].lowercased()
+        guard scheme == "http" || scheme == "https" else {
+            let shown = scheme.count <= 10 && scheme.allSatisfy { $0.isLetter || $0.isNumber || "+-.".contains($0) }
+            return shown ? "scheme \(scheme)" : "an unknown scheme"
+        }
+        return "no host, or spaces or control characters"
     }
 }
 

@@ -123,16 +123,17 @@ public struct WebhookStore: Sendable {
     @discardableResult
     public func retry(id: Int64) async throws -> Webhook {
         let now = clock.now()
-        _ = try await pool.query(
+        let updated = try await pool.query(
             """
             UPDATE webhooks SET state = 'pending', next_attempt_at = \(now)::float8, created_at = \(now)::float8,
                                 finished_at = NULL
             WHERE id = \(id) AND state = 'dead'
+            RETURNING id
             """)
         guard let webhook = try await webhook(id: id) else {
             throw OutboxError(code: .notFound, message: "no delivery \(id)")
         }
-        guard webhook.state == .pending else {
+        guard !updated.rows.isEmpty else {
             throw OutboxError(
                 code: .notRetryable, message: "webhook \(id) is \(webhook.state.rawValue); only dead webhooks can be retried")
         }
