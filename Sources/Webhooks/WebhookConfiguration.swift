@@ -20,6 +20,10 @@ public struct WebhookConfiguration: Sendable {
     public var maximumConnections: Int = 64
     /// How long a claim holds before another worker may take the webhook (longer than a request may take).
     public var leaseSeconds: Double = 60
+    /// While the pushes have a backlog (`WebhookWorker`'s `pushesBacklogged`), one loop claims at most
+    /// `yieldBatchSize` webhooks every `yieldSeconds`: the Lock Screen first, the dispatch system right after.
+    public var yieldSeconds: Double = 0.5
+    public var yieldBatchSize: Int = 100
     /// Longest idle wait for new webhooks (they are written by triggers, without a NOTIFY of their own).
     public var pollIntervalSeconds: Double = 0.2
 

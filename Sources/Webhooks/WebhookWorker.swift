@@ -28,17 +28,23 @@ public final class WebhookWorker: Service {
     private let metrics: Metrics
     private let logger: Logger
     private let stopping = Atomic<Bool>(false)
+    private let pushesBacklogged: @Sendable () -> Bool
 
     /// - Parameters:
     ///   - transport: the HTTP client (`CurlWebhookTransport`).
     ///   - opener: opens the sealed personal fields of a `visit.event`'s history entry at send time (erased:
     ///     `null`); nil leaves them sealed.
     ///   - clock: due times, the lease, the 24 hours and the signature's `t` come from it, and idle waits run on it.
+    ///   - pushesBacklogged: whether the pushes sharing this machine have a backlog (`OutboxWorker.hasBacklog`):
+    ///     then webhooks slow down to `yieldBatchSize` every `yieldSeconds` and leave the machine to the pushes,
+    ///     never stopping altogether (a push backlog that lasts must not let webhooks die).
     public init(
         pool: PostgresPool, configuration: WebhookConfiguration, transport: any WebhookTransport,
         opener: PersonalDataOpener?, clock: any WallClock = SystemClock(), wakeUp: WakeUp? = nil,
-        metrics: Metrics = .shared, logger: Logger = Logger(label: "webhooks")
+        metrics: Metrics = .shared, logger: Logger = Logger(label: "webhooks"),
+        pushesBacklogged: @escaping @Sendable () -> Bool = { false }
     ) {
+        self.pushesBacklogged = pushesBacklogged
         self.pool = pool
         self.store = WebhookStore(pool: pool, clock: clock)
         self.configuration = configuration
@@ -60,7 +66,7 @@ public final class WebhookWorker: Service {
         logger.info("webhook worker started", ["webhook.loops": String(configuration.concurrentBatches)])
         let loops = Task {
             await withTaskGroup(of: Void.self) { group in
-                for _ in 0..<max(1, configuration.concurrentBatches) { group.addTask { await self.claimLoop() } }
+                for loop in 0..<max(1, configuration.concurrentBatches) { group.addTask { await self.claimLoop(loop) } }
             }
         }
         await withTaskCancellationHandler {
@@ -79,14 +85,22 @@ public final class WebhookWorker: Service {
 
     private var isStopping: Bool { stopping.load(ordering: .relaxed) }
 
-    private func claimLoop() async {
+    private func claimLoop(_ loop: Int) async {
         var failures = 0
         while !isStopping {
             do {
+                let yielding = pushesBacklogged()
+                if yielding && loop > 0 {
+                    try? await clock.sleep(seconds: configuration.yieldSeconds)
+                    continue
+                }
+                let limit = yielding ? configuration.yieldBatchSize : configuration.batchSize
                 // The batch's database work and sends run to the end even once stopping: they are recorded.
-                let handled = try await Task { try await self.cycle() }.value
+                let handled = try await Task { try await self.cycle(limit: limit) }.value
                 failures = 0
-                if handled < configuration.batchSize {
+                if yielding {
+                    try? await clock.sleep(seconds: configuration.yieldSeconds)
+                } else if handled < limit {
                     _ = await wakeUp.wait(upTo: configuration.pollIntervalSeconds)
                 }
             } catch {
@@ -101,8 +115,8 @@ public final class WebhookWorker: Service {
     }
 
     /// One claim, its sends and their record; answers how many webhooks it handled.
-    func cycle() async throws -> Int {
-        let claimed = try await store.claim(limit: configuration.batchSize, leaseSeconds: configuration.leaseSeconds)
+    func cycle(limit: Int) async throws -> Int {
+        let claimed = try await store.claim(limit: limit, leaseSeconds: configuration.leaseSeconds)
         guard !claimed.isEmpty else { return 0 }
         let bodies = try await self.bodies(claimed)
         let completions = await withTaskGroup(of: WebhookCompletion.self) { group in

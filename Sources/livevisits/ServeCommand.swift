@@ -108,6 +108,7 @@ enum ServeCommand {
         outboxConfiguration.activityLifetimeSeconds = Double(rules.activityLifetimeSeconds)
         outboxConfiguration.maxRenewals = rules.maxRenewals
         var transport: [any Service] = []
+        var pushWorker: OutboxWorker?
         var intake: [any Service] = []
         // One cache of unwrapped data keys for the API's answers and the worker's start pushes, used while
         // its listener hears erasures (Docs/operations.md, "Erasure").
@@ -144,6 +145,7 @@ enum ServeCommand {
                     inner: APNsPushSender(client: client), keys: personalData, pool: pool, cache: dataKeyCache),
                 configuration: outboxConfiguration, clock: clock,
                 renewer: ActivityRenewals(rules: rules))
+            pushWorker = worker
             let channels = ChannelMaintenance(
                 lifecycle: ChannelLifecycle(
                     pool: pool, service: channelService, configuration: outboxConfiguration, clock: clock),
@@ -155,7 +157,8 @@ enum ServeCommand {
         }
         intake += try await WebhookWiring.services(
             webhooks, worker: parts.contains(.worker), pool: pool, listenURL: listenURL, clock: clock,
-            opener: PersonalDataOpener(keys: personalData, cache: dataKeyCache))
+            opener: PersonalDataOpener(keys: personalData, cache: dataKeyCache),
+            pushesBacklogged: { [pushWorker] in pushWorker?.hasBacklog ?? false })
         if parts.contains(.api) {
             let readModel = try VisitReadModel(projectionsDirectory: configuration.projectionsDirectory, rules: rules)
             let environment = APIEnvironment(

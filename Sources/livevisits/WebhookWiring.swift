@@ -9,7 +9,7 @@ import Webhooks
 enum WebhookWiring {
     static func services(
         _ configuration: WebhookConfiguration?, worker: Bool, pool: PostgresPool, listenURL: String, clock: any WallClock,
-        opener: PersonalDataOpener
+        opener: PersonalDataOpener, pushesBacklogged: @escaping @Sendable () -> Bool
     ) async throws -> [any Service] {
         let store = WebhookStore(pool: pool, clock: clock)
         try await store.setEnabled(configuration != nil)
@@ -18,7 +18,7 @@ enum WebhookWiring {
         let sender = WebhookWorker(
             pool: pool, configuration: configuration,
             transport: CurlWebhookTransport(maximumConnections: configuration.maximumConnections), opener: opener,
-            clock: clock)
+            clock: clock, pushesBacklogged: pushesBacklogged)
         Logger(label: "livevisits").info("webhooks configured", ["webhook.host": WebhookWiring.host(configuration.url)])
         return [sender.listener(url: listenURL), sender]
     }

@@ -210,6 +210,23 @@ import Webhooks
         }
     }
 
+    /// While the pushes have a backlog, webhooks slow down to a trickle but still go, in order.
+    @Test func webhooksYieldToAPushBacklogButKeepGoing() async throws {
+        let backlog = Atomic<Bool>(true)
+        try await withWebhookWorld(
+            configure: {
+                $0.yieldBatchSize = 1
+                $0.yieldSeconds = 0.01
+            }, pushesBacklogged: { backlog.load(ordering: .relaxed) }
+        ) { world in
+            for version in 1...3 { try await world.append("v-1", version: Int64(version), type: "progress") }
+            try await eventually("all sent while yielding", within: 30) {
+                try await world.webhookRows().allSatisfy { $0.state == .sent }
+            }
+            #expect(world.receiver.received.map { $0.json["data"]?["version"]?.integerValue } == [1, 2, 3])
+        }
+    }
+
     /// Retention removes finished webhooks older than the retention, never open ones.
     @Test func retentionRemovesOldFinishedWebhooks() async throws {
         try await withTestDatabase { _, pool in

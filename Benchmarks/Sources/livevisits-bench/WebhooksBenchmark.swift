@@ -73,6 +73,7 @@ enum WebhooksBenchmark {
                 print(String(format: "worker / transport alone: %.2f", rate / reference))
                 var without: [Double] = []
                 var with: [Double] = []
+                var written: [Double] = []
                 for round in 1...options.rounds {
                     without.append(
                         try await pushPhase(
@@ -82,13 +83,21 @@ enum WebhooksBenchmark {
                         try await pushPhase(
                             "round \(round), webhooks on", pool: pool, url: database.url, webhooks: configuration,
                             transport: transport, count: options.pushes))
+                    written.append(
+                        try await pushPhase(
+                            "round \(round), webhooks written, not sent", pool: pool, url: database.url,
+                            webhooks: configuration, transport: transport, count: options.pushes, send: false))
                 }
                 let off = without.reduce(0, +) / Double(without.count)
                 let on = with.reduce(0, +) / Double(with.count)
+                let writtenOnly = written.reduce(0, +) / Double(written.count)
                 print(
                     String(
                         format: "pushes/s: %.0f without webhooks, %.0f with them flowing (mean of %d): ratio %.2f", off, on,
                         options.rounds, on / off))
+                print(
+                    String(
+                        format: "pushes/s with webhooks written but not sent: %.0f, ratio %.2f", writtenOnly, writtenOnly / off))
             }
         }
         await transport.close()
@@ -162,7 +171,7 @@ enum WebhooksBenchmark {
     /// meanwhile. Answers pushes/s of the drain.
     static func pushPhase(
         _ label: String, pool: PostgresPool, url: String, webhooks: WebhookConfiguration?, transport: CurlWebhookTransport,
-        count: Int
+        count: Int, send: Bool = true
     ) async throws -> Double {
         try await WebhookStore(pool: pool).setEnabled(webhooks != nil)
         let prefix = "p\(UUID().uuidString.prefix(6))"
@@ -192,10 +201,12 @@ enum WebhooksBenchmark {
         let sender = WebhooksBenchmarkSender()
         let pushes = OutboxWorker(
             pool: pool, sender: sender, metrics: Metrics(), logger: Logger(label: "outbox"))
-        let webhookWorker = webhooks.map {
-            WebhookWorker(
-                pool: pool, configuration: $0, transport: transport, opener: nil, metrics: Metrics(),
-                logger: Logger(label: "webhooks"))
+        let webhookWorker = webhooks.flatMap { configuration -> WebhookWorker? in
+            guard send else { return nil }
+            // As `serve` wires it: webhooks yield while the pushes have a backlog.
+            return WebhookWorker(
+                pool: pool, configuration: configuration, transport: transport, opener: nil, metrics: Metrics(),
+                logger: Logger(label: "webhooks"), pushesBacklogged: { pushes.hasBacklog })
         }
         let hooksBefore = try await integer(pool, "SELECT count(*) AS n FROM webhooks WHERE state = 'sent'")
         let started = ContinuousClock.now
@@ -208,6 +219,7 @@ enum WebhooksBenchmark {
         _ = try? await running.value
         webhookWorker?.stop()
         _ = try? await hooks.value
+        if !send { _ = try await pool.query("DELETE FROM webhooks WHERE state = 'pending'") }
         let rate = Double(count) / seconds
         print(
             String(

@@ -44,6 +44,7 @@ func fastWebhookConfiguration(url: String) -> WebhookConfiguration {
 func withWebhookWorld<Result>(
     clock: any WallClock = SystemClock(),
     configure: (inout WebhookConfiguration) -> Void = { _ in },
+    pushesBacklogged: @escaping @Sendable () -> Bool = { false },
     answer: @escaping @Sendable (_ index: Int, _ received: WebhookReceiver.Received) -> WebhookReceiver.Answer = { _, _ in
         .status(204)
     },
@@ -60,7 +61,7 @@ func withWebhookWorld<Result>(
             let transport = CurlWebhookTransport(maximumConnections: 8)
             let worker = WebhookWorker(
                 pool: pool, configuration: configuration, transport: transport, opener: PersonalDataOpener(keys: keys),
-                clock: clock, metrics: Metrics())
+                clock: clock, metrics: Metrics(), pushesBacklogged: pushesBacklogged)
             let running = Task { try await worker.run() }
             let world = WebhookWorld(
                 url: url, pool: pool, receiver: receiver, worker: worker, store: store, keys: keys)
