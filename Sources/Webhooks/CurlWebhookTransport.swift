@@ -8,7 +8,8 @@ import Synchronization
 /// and https are spoken.
 public final class CurlWebhookTransport: WebhookTransport, @unchecked Sendable {
     // @unchecked: `queue` is behind its Mutex; `multi`, `transfers` and `idle` are touched only on the
-    // transport's own thread (`loop`), and `multi` otherwise only by `curl_multi_wakeup`, which is thread-safe.
+    // transport's own thread (`loop`), and `multi` otherwise only by `curl_multi_wakeup` (thread-safe), called
+    // under `queue`'s lock while `closed` is false, which keeps the loop from having freed it.
     private struct Queued: @unchecked Sendable {
         let request: WebhookRequest
         let continuation: CheckedContinuation<WebhookResponse, Never>
@@ -28,7 +29,7 @@ public final class CurlWebhookTransport: WebhookTransport, @unchecked Sendable {
     private let multi: UnsafeMutableRawPointer
     private var transfers: [UnsafeMutableRawPointer: Transfer] = [:]
     private var idle: [UnsafeMutableRawPointer] = []
-    private let finished = Mutex<CheckedContinuation<Void, Never>?>(nil)
+    private let finished = Mutex<[CheckedContinuation<Void, Never>]>([])
     private let done = Atomic<Bool>(false)
 
     /// - Parameter maximumConnections: connections to one host at most; more POSTs wait for one.
@@ -44,33 +45,34 @@ public final class CurlWebhookTransport: WebhookTransport, @unchecked Sendable {
 
     public func post(_ request: WebhookRequest) async -> WebhookResponse {
         await withCheckedContinuation { continuation in
+            // The wake-up is sent under the queue's lock: the loop frees `multi` only after it saw `closed` there.
             let accepted = queue.withLock { q -> Bool in
                 guard !q.closed else { return false }
                 q.waiting.append(Queued(request: request, continuation: continuation))
+                curl_multi_wakeup(multi)
                 return true
             }
-            if accepted {
-                curl_multi_wakeup(multi)
-            } else {
-                continuation.resume(returning: .failed("webhook transport closed"))
-            }
+            if !accepted { continuation.resume(returning: .failed("webhook transport closed")) }
         }
     }
 
     /// Takes no more POSTs, lets those on the wire finish (each within its timeout), then frees the handles.
     public func close() async {
-        let first = queue.withLock { q -> Bool in
-            defer { q.closed = true }
-            return !q.closed
-        }
-        guard first else { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let already = finished.withLock { f -> Bool in
+            let ended = finished.withLock { waiters -> Bool in
                 if done.load(ordering: .acquiring) { return true }
-                f = continuation
+                waiters.append(continuation)
                 return false
             }
-            if already { continuation.resume() } else { curl_multi_wakeup(multi) }
+            if ended {
+                continuation.resume()
+                return
+            }
+            queue.withLock { q in
+                guard !q.closed else { return }
+                q.closed = true
+                curl_multi_wakeup(multi)
+            }
         }
     }
 
@@ -93,12 +95,12 @@ public final class CurlWebhookTransport: WebhookTransport, @unchecked Sendable {
         for handle in idle { curl_easy_cleanup(handle) }
         idle = []
         curl_multi_cleanup(multi)
-        let waiter = finished.withLock { f -> CheckedContinuation<Void, Never>? in
+        let waiters = finished.withLock { waiters -> [CheckedContinuation<Void, Never>] in
             done.store(true, ordering: .releasing)
-            defer { f = nil }
-            return f
+            defer { waiters = [] }
+            return waiters
         }
-        waiter?.resume()
+        for waiter in waiters { waiter.resume() }
     }
 
     private func start(_ queued: Queued) {
