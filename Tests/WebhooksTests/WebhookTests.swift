@@ -46,9 +46,15 @@ import Webhooks
     /// A visit's webhooks arrive in order, its next one only after the previous got a 2xx: the first POST
     /// gets 500 and is retried with the same id and the same bytes before anything later of its visit goes.
     @Test func aVisitsWebhooksGoInOrderAndARetryRepeatsIdAndBody() async throws {
-        try await withWebhookWorld(answer: { index, _ in index == 0 ? .status(500) : .status(200) }) { world in
+        // The retry waits up to a second; what comes meanwhile is due at once, and must wait behind it.
+        try await withWebhookWorld(
+            configure: { $0.backoff = Backoff(baseSeconds: 1, capSeconds: 1) },
+            answer: { index, _ in index == 0 ? .status(500) : .status(200) }
+        ) { world in
             try await world.append("v-1", version: 1, type: "scheduled")
-            try await eventually("the first attempt", within: 30) { world.receiver.received.count >= 1 }
+            try await eventually("the first attempt recorded as failed", within: 30) {
+                try await world.webhookRows().first.map { $0.attempts == 1 && $0.state == .pending } ?? false
+            }
             try await world.append("v-1", version: 2, type: "enRoute")
             try await world.append("v-1", version: 3, type: "nearby")
             try await world.append("v-2", version: 1, type: "scheduled")
