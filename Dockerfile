@@ -1,10 +1,10 @@
 # LiveVisits image: built and run on the official Swift image (Debian), with the -dev packages of the C
-# libraries it links (libpq, OpenSSL, libmicrohttpd, libnghttp2). The runtime
+# libraries it links (libpq, OpenSSL, libmicrohttpd, libnghttp2, libcurl). The runtime
 # image also has curl (health checks) and the openssl CLI (docker-compose.yml's `credentials` step
 # generates the throw-away signing key and the simulator's certificate with it).
 FROM swift:6.3-bookworm AS build
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        pkg-config libpq-dev libssl-dev libmicrohttpd-dev libnghttp2-dev \
+        pkg-config libpq-dev libssl-dev libmicrohttpd-dev libnghttp2-dev libcurl4-openssl-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Package.swift ./

@@ -17,7 +17,7 @@ let package = Package(
                 "Outbox",
                 "OutboxAPNs",
                 "PersonalData",
-                "Postgres", "Retention", "Runtime", "VisitCommands", "VisitDomain", "VisitProjections",
+                "Postgres", "Retention", "Runtime", "VisitCommands", "VisitDomain", "VisitProjections", "Webhooks",
             ]
         ),
         .library(name: "LiveVisitsTestSupport", targets: ["TestSupport"]),
@@ -28,6 +28,7 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CNGHTTP2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
         // The one JSON reader/writer (order-keeping, byte-exact, numbers apart from booleans). Pure, no I/O.
         .target(name: "JSON"),
@@ -53,6 +54,11 @@ let package = Package(
         .target(name: "PersonalData", dependencies: ["COpenSSL", "JSON", "Postgres", "Runtime", "Outbox"]),
         // Retention (§10): the prune rules, `livevisits prune` and the workers' hourly pass.
         .target(name: "Retention", dependencies: ["Postgres", "Runtime"]),
+        // Webhooks (§14): the rows the database's triggers write, signed and POSTed over libcurl by a sender
+        // loop of their own, in order per visit.
+        .target(
+            name: "Webhooks",
+            dependencies: ["CCurl", "COpenSSL", "EventStore", "JSON", "Outbox", "PersonalData", "Postgres", "Runtime"]),
         // The APNs side of the outbox: the sender over the APNs client, the fleet's provider token in PostgreSQL.
         .target(name: "OutboxAPNs", dependencies: ["LiveActivityLedger", "Outbox", "APNs", "PersonalData", "Postgres"]),
         .target(name: "APNsSimulator", dependencies: ["CNGHTTP2", "COpenSSL", "HTTP2TLS", "JSON", "Runtime"]),
@@ -80,7 +86,7 @@ let package = Package(
             dependencies: [
                 "HTTPServer", "VisitDomain", "VisitProjections", "VisitCommands", "LiveActivityLedger", "Outbox", "Runtime",
                 "APIStores",
-                "CustomerErasure", "WebConsole", "PersonalData",
+                "CustomerErasure", "WebConsole", "PersonalData", "Webhooks",
             ]
         ),
 
@@ -91,7 +97,7 @@ let package = Package(
                 "Runtime", "VisitDomain", "Postgres", "EventStore", "VisitProjections", "VisitCommands", "APNs", "Outbox",
                 "OutboxAPNs", "LiveActivityLedger",
                 "APNsSimulator", "HTTPServer", "HTTPAPI", "APIStores", "JSON", "PersonalData", "Retention",
-                "CustomerErasure",
+                "CustomerErasure", "Webhooks",
             ]
         ),
 
@@ -149,7 +155,7 @@ let package = Package(
                 "HTTPAPI", "HTTPServer", "Outbox", "OutboxAPNs", "APNs", "APNsSimulator", "VisitDomain", "VisitProjections",
                 "Postgres", "Runtime",
                 "APIStores", "VisitCommands", "TestSupport", "PersonalData", "Retention", "JSON", "EventStore",
-                "LiveActivityLedger",
+                "LiveActivityLedger", "Webhooks",
             ]
         ),
         .testTarget(
@@ -168,6 +174,12 @@ let package = Package(
             dependencies: ["OutboxAPNs", "Outbox", "APNs", "PersonalData", "Postgres", "Runtime", "TestSupport"]),
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "Runtime"]),
         .testTarget(name: "ScaleTests", dependencies: ["APNsSimulator", "JSON", "Postgres", "Runtime", "TestSupport"]),
+        .testTarget(
+            name: "WebhooksTests",
+            dependencies: [
+                "Webhooks", "HTTPServer", "Outbox", "OutboxTestSupport", "PersonalData", "EventStore", "Postgres", "Runtime",
+                "JSON", "TestSupport", "Retention", "LiveActivityLedger",
+            ]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "TestSupportCore"]),
     ],
     swiftLanguageModes: [.v6]

@@ -4,6 +4,7 @@ import HTTPServer
 import JSON
 import Outbox
 import VisitProjections
+import Webhooks
 
 extension LiveVisitsAPI {
     func addOpsRoutes(to router: inout Router) {
@@ -49,7 +50,13 @@ extension LiveVisitsAPI {
             limit = n
         }
         let deliveries = try await mapped { try await environment.outboxStore.list(state: state, limit: limit) }
-        let items = deliveries.map(LiveVisitsAPI.deliveryJSON)
+        let webhooks = try await mapped {
+            try await WebhookStore(pool: environment.pool, clock: environment.clock).list(state: state, limit: limit)
+        }
+        // Deliveries and webhooks share one numbering: the newest of both, by id.
+        let rows =
+            deliveries.map { ($0.id, LiveVisitsAPI.deliveryJSON($0)) } + webhooks.map { ($0.id, LiveVisitsAPI.webhookJSON($0)) }
+        let items = rows.sorted { $0.0 > $1.0 }.prefix(limit).map(\.1)
         return .json(body: Data("{\"deliveries\":[\(items.joined(separator: ","))]}".utf8))
     }
 
@@ -77,9 +84,17 @@ extension LiveVisitsAPI {
     func retryDelivery(id: String?, caller: Caller) async throws -> HTTPResponse {
         try LiveVisitsAPI.requireOps(caller)
         guard let id, let deliveryId = Int64(id) else { throw APIError.notFound("delivery") }
-        let delivery = try await mapped { try await environment.outboxStore.retry(id: deliveryId) }
+        let store = environment.outboxStore
+        let webhooks = WebhookStore(pool: environment.pool, clock: environment.clock)
+        let body = try await mapped { () async throws -> String in
+            do {
+                return LiveVisitsAPI.deliveryJSON(try await store.retry(id: deliveryId))
+            } catch let error as OutboxError where error.code == .notFound {
+                return LiveVisitsAPI.webhookJSON(try await webhooks.retry(id: deliveryId))
+            }
+        }
         environment.pushes.committed()
-        return .json(body: Data(LiveVisitsAPI.deliveryJSON(delivery).utf8))
+        return .json(body: Data(body.utf8))
     }
 
     func rebuild(name: String?, caller: Caller) async throws -> HTTPResponse {
@@ -94,6 +109,18 @@ extension LiveVisitsAPI {
             "{\"projection\":\"\(projection.name)\",\"events\":\(report.events),\"visits\":\(report.visits),"
             + "\"carriedOver\":\(report.carriedOver),\"seconds\":\(String(format: "%.3f", report.seconds))}"
         return .json(body: Data(body.utf8))
+    }
+
+    /// A webhook in the outbox list: the delivery fields that have no meaning for it are `null`; `webhookId` is
+    /// the body's `id`, `type` what it reports.
+    static func webhookJSON(_ w: Webhook) -> String {
+        func opt<T>(_ v: T?, _ f: (T) -> String) -> String { v.map(f) ?? "null" }
+        return "{\"id\":\(w.id),\"apnsId\":null,\"visitId\":\(jsonString(w.visitId)),\"customerId\":null,"
+            + "\"activityId\":null,\"deviceId\":null,\"kind\":\"webhook\",\"state\":\"\(w.state.rawValue)\","
+            + "\"priority\":null,\"apsTimestamp\":null,\"visitVersion\":null,\"webhookId\":\(jsonString(w.webhookId)),"
+            + "\"type\":\(jsonString(w.type)),\"attempts\":\(w.attempts),\"createdAt\":\(Int64(w.createdAt)),"
+            + "\"nextAttemptAt\":\(Int64(w.nextAttemptAt)),\"finishedAt\":\(opt(w.finishedAt) { String(Int64($0)) }),"
+            + "\"lastStatus\":\(opt(w.lastStatus) { String($0) }),\"lastReason\":\(opt(w.lastReason, jsonString))}"
     }
 
     /// An outbox row for operators: never the push token.

@@ -50,6 +50,8 @@ public final class OutboxWorker: Service {
     private let fullClaims = Atomic<Int>(0)
     /// The loops' claims, one at a time (other workers' claims still run beside them, kept apart by SKIP LOCKED).
     private let claimTurns = Turns()
+    /// `hasBacklog`.
+    private let backlogged = Atomic<Bool>(false)
     /// Set by `stop()`: claim no more; finish what is on the wire.
     private let stopping = Atomic<Bool>(false)
     /// Batches this worker sent but could not record because the database went away (a failover, a
@@ -138,6 +140,10 @@ public final class OutboxWorker: Service {
     /// Whether `stop()` was called (or `run()`'s task cancelled).
     public var isStopping: Bool { stopping.load(ordering: .relaxed) }
 
+    /// Whether this worker has a backlog: its last claim came back full (until its first loop claims a part
+    /// batch). Work that may wait for pushes (webhooks) yields while it is true.
+    public var hasBacklog: Bool { backlogged.load(ordering: .relaxed) }
+
     private func claimLoop(_ loop: Int) async {
         var failures = 0
         var lastClaimWasFull = false
@@ -172,6 +178,7 @@ public final class OutboxWorker: Service {
                     fullClaims.add(1, ordering: .relaxed)
                     backlog.signal()
                 }
+                if lastClaimWasFull || loop == 0 { backlogged.store(lastClaimWasFull, ordering: .relaxed) }
                 if loop == 0 && !lastClaimWasFull {
                     // A part batch took what was due: claim again only once more is (a wake-up, a due time),
                     // not at once (an empty claim costs PostgreSQL as much as a small one).

@@ -33,7 +33,7 @@ public struct RetentionRule: Sendable {
     /// Every rule of contract §10, in the order they run. Events are never deleted; a delivery that is
     /// pending or sending never matches.
     public static let all: [RetentionRule] = [
-        finishedDeliveries, idempotencyRecords,
+        finishedDeliveries, finishedWebhooks, idempotencyRecords,
         retiredActivities, retiredTokens(table: "push_to_start_tokens"),
         retiredTokens(table: "notification_tokens"), endedVisitActivities, endedVisitChannels,
     ]
@@ -66,6 +66,22 @@ public struct RetentionRule: Sendable {
                     RETURNING 1
                 )
                 SELECT (SELECT count(*) FROM gone) AS deliveries, (SELECT count(*) FROM gone_attempts) AS delivery_attempts
+                """, binds: [.text(String(cutoff)), .text(String(settings.batchSize))])
+    }
+
+    /// Finished webhooks (sent or dead) older than the retention, oldest first.
+    public static let finishedWebhooks = RetentionRule(name: "finished webhooks") { settings, now in
+        let cutoff = now - Double(settings.retentionDays) * 86_400
+        return PostgresQuery(
+            sql: """
+                WITH gone AS (
+                    DELETE FROM webhooks WHERE id = ANY(ARRAY(
+                        SELECT id FROM webhooks WHERE state IN ('sent', 'dead') AND finished_at < $1::float8
+                        ORDER BY finished_at LIMIT $2::int))
+                    AND state IN ('sent', 'dead')
+                    RETURNING 1
+                )
+                SELECT count(*) AS webhooks FROM gone
                 """, binds: [.text(String(cutoff)), .text(String(settings.batchSize))])
     }
 

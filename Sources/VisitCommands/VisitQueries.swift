@@ -76,30 +76,10 @@ public struct VisitQueries: Sendable {
     public func history(
         _ visitId: String, showingLocation: Bool = false, visible: @escaping @Sendable (VisitReadModel.Row) -> Bool
     ) async throws -> JSONValue? {
-        try await pool.withConnection { c in
+        try await pool.withConnection { c -> JSONValue? in
             guard let row = try VisitReadModel.row(visitId: visitId, on: c), visible(row) else { return nil }
             let events = try EventStore.readStream(VisitCommandHandler.streamName(for: visitId), on: c)
-            let items: [JSONValue] = events.map { event in
-                var data = (try? JSONValue.parse(Array(event.data.utf8))) ?? .null
-                if !showingLocation, case .object(var members) = data, members.contains(where: { $0.key == "location" }) {
-                    members.removeAll { $0.key == "location" }
-                    data = .object(members)
-                }
-                return .object([
-                    JSONMember("position", .number(Double(event.globalPosition))),
-                    JSONMember("version", .number(Double(event.position))),
-                    JSONMember("type", .string(event.type)),
-                    JSONMember("data", data),
-                    JSONMember("recordedAt", .number(event.recordedAt.rounded(.down))),
-                    JSONMember(
-                        "actor",
-                        .object(
-                            [
-                                JSONMember("role", event.metadata.actorRole.map { .string($0) } ?? .null),
-                                JSONMember("subject", event.metadata.actorSubject.map { .string($0) } ?? .null),
-                            ] + (event.metadata.actorName.map { [JSONMember("name", .string($0))] } ?? []))),
-                ])
-            }
+            let items: [JSONValue] = events.map { $0.historyEntry(showingLocation: showingLocation) }
             return .object([JSONMember("events", .array(items))])
         }
     }

@@ -2,14 +2,15 @@ import Foundation
 import Outbox
 import Postgres
 import Runtime
+import Webhooks
 
 /// `livevisits outbox list [--state STATE] [--limit N]` and `outbox retry ID`.
 enum OutboxCommand {
     static let menu = CommandMenu(
         command: "livevisits outbox",
         entries: [
-            .init("list", "[--state STATE] [--limit N]", "the newest deliveries, one line each"),
-            .init("retry", "ID", "requeue a delivery (a dead letter, say) now"),
+            .init("list", "[--state STATE] [--limit N]", "the newest deliveries and webhooks, one line each"),
+            .init("retry", "ID", "requeue a delivery or webhook (a dead letter, say) now"),
         ])
 
     static let listSyntax = CommandSyntax(
@@ -33,30 +34,56 @@ enum OutboxCommand {
                 DeliveryState.init(rawValue:))
             let limit = try parsed.integer("--limit", in: 1...Int.max) ?? 50
             let url = try configuration.databaseURL()
-            let deliveries = try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 1)) { pool in
-                try await OutboxStore(pool: pool).list(state: state, limit: limit)
+            let (deliveries, webhooks) = try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 1)) { pool in
+                (
+                    try await OutboxStore(pool: pool).list(state: state, limit: limit),
+                    try await WebhookStore(pool: pool).list(state: state, limit: limit)
+                )
             }
+            func last(_ status: Int?, _ reason: String?) -> String {
+                status.map { "\($0) \(reason ?? "")" } ?? (reason ?? "-")
+            }
+            // Deliveries and webhooks share one numbering: the newest of both. A webhook's last column is its body's id.
+            let lines =
+                deliveries.map { d in
+                    (
+                        d.id,
+                        "\(d.id)\t\(d.state.rawValue)\t\(d.kind.rawValue)\t\(d.visitId)\t\(d.attempts)\t"
+                            + "\(last(d.lastStatus, d.lastReason))\t\(d.apnsId)"
+                    )
+                }
+                + webhooks.map { w in
+                    (
+                        w.id,
+                        "\(w.id)\t\(w.state.rawValue)\twebhook\t\(w.visitId)\t\(w.attempts)\t"
+                            + "\(last(w.lastStatus, w.lastReason))\t\(w.webhookId)"
+                    )
+                }
+            let shown = lines.sorted { $0.0 > $1.0 }.prefix(limit)
             Console.line("id\tstate\tkind\tvisit\tattempts\tlast\tapns-id")
-            for d in deliveries {
-                let last = d.lastStatus.map { "\($0) \(d.lastReason ?? "")" } ?? (d.lastReason ?? "-")
-                Console.line(
-                    "\(d.id)\t\(d.state.rawValue)\t\(d.kind.rawValue)\t\(d.visitId)\t\(d.attempts)\t\(last)\t\(d.apnsId)")
-            }
-            Console.line("\(deliveries.count) deliveries")
+            for line in shown { Console.line(line.1) }
+            Console.line("\(shown.count) deliveries")
         default:
             let parsed = try retrySyntax.parse(rest)
             guard let id = Int64(parsed.positionals[0]) else { throw retrySyntax.mistake("ID is a delivery id (a whole number)") }
             let url = try configuration.databaseURL()
-            let delivery = try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 1)) { pool in
+            let requeued = try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 1)) { pool in
                 do {
-                    let delivery = try await OutboxStore(pool: pool).retry(id: id)
+                    let what: String
+                    do {
+                        let delivery = try await OutboxStore(pool: pool).retry(id: id)
+                        what = "delivery \(delivery.id) (\(delivery.kind.rawValue) for visit \(delivery.visitId))"
+                    } catch let error as OutboxError where error.code == .notFound {
+                        let webhook = try await WebhookStore(pool: pool).retry(id: id)
+                        what = "webhook \(webhook.id) (\(webhook.type) for visit \(webhook.visitId))"
+                    }
                     _ = try? await pool.query("SELECT pg_notify(\(Outbox.channel), '')")
-                    return delivery
+                    return what
                 } catch let error as OutboxError {
                     throw CommandFailure(error.message)
                 }
             }
-            Console.line("requeued delivery \(delivery.id) (\(delivery.kind.rawValue) for visit \(delivery.visitId))")
+            Console.line("requeued \(requeued)")
         }
     }
 }

@@ -13,6 +13,7 @@ import Runtime
 import VisitCommands
 import VisitDomain
 import VisitProjections
+import Webhooks
 
 /// `livevisits serve [--api-only|--worker-only]` and `livevisits worker`: the HTTP API and the outbox worker,
 /// together or apart, as services of one group that SIGTERM/SIGINT shut down gracefully.
@@ -52,6 +53,7 @@ enum ServeCommand {
             _ = try workerSyntax.parse(arguments)
         }
         let configuration = Configuration()
+        _ = try configuration.webhookConfiguration()  // refused before anything starts
         try await PostgresPool.withPool(try poolConfiguration(parts: parts, configuration: configuration)) { pool in
             let group = try await services(parts: parts, pool: pool, configuration: configuration, clock: SystemClock())
             try await group.run()
@@ -98,6 +100,7 @@ enum ServeCommand {
         // it does not start (Docs/operations.md, "Recovering from a lost personal-data key").
         if let problem = try await personalData.keyFileProblem(pool: pool) { throw CommandFailure(problem.message) }
         let retention = try configuration.retentionSettings()
+        let webhooks = try configuration.webhookConfiguration()
         var outboxConfiguration = OutboxConfiguration()
         outboxConfiguration.priority10PerHour = rules.budget.priority10PerHour
         outboxConfiguration.priority10PerHourFrequent = rules.budget.priority10PerHourFrequent
@@ -105,6 +108,7 @@ enum ServeCommand {
         outboxConfiguration.activityLifetimeSeconds = Double(rules.activityLifetimeSeconds)
         outboxConfiguration.maxRenewals = rules.maxRenewals
         var transport: [any Service] = []
+        var pushWorker: OutboxWorker?
         var intake: [any Service] = []
         // One cache of unwrapped data keys for the API's answers and the worker's start pushes, used while
         // its listener hears erasures (Docs/operations.md, "Erasure").
@@ -141,6 +145,7 @@ enum ServeCommand {
                     inner: APNsPushSender(client: client), keys: personalData, pool: pool, cache: dataKeyCache),
                 configuration: outboxConfiguration, clock: clock,
                 renewer: ActivityRenewals(rules: rules))
+            pushWorker = worker
             let channels = ChannelMaintenance(
                 lifecycle: ChannelLifecycle(
                     pool: pool, service: channelService, configuration: outboxConfiguration, clock: clock),
@@ -150,6 +155,10 @@ enum ServeCommand {
             intake.append(PrunePass(prune: Prune(pool: pool, settings: retention, clock: clock)))
             logger.info("outbox worker configured", ["apns.topic": client.configuration.topic])
         }
+        intake += try await WebhookWiring.services(
+            webhooks, worker: parts.contains(.worker), pool: pool, listenURL: listenURL, clock: clock,
+            opener: PersonalDataOpener(keys: personalData, cache: dataKeyCache),
+            pushesBacklogged: { [pushWorker] in pushWorker?.hasBacklog ?? false })
         if parts.contains(.api) {
             let readModel = try VisitReadModel(projectionsDirectory: configuration.projectionsDirectory, rules: rules)
             let environment = APIEnvironment(

@@ -30,6 +30,27 @@ import Testing
         #expect(outcome.stderr.contains("\(variable) must be a whole number from \(range), not \(value)"))
     }
 
+    /// A webhook URL that is not http(s), or one of the two webhook variables without the other: refused at
+    /// start with one line naming the variable (exit 2), before the database is even reached.
+    @Test(arguments: [
+        ("ftp://dispatch.example/hooks", "s3cret", "LIVEVISITS_WEBHOOK_URL must be an http:// or https:// URL"),
+        ("dispatch.example/hooks", "s3cret", "LIVEVISITS_WEBHOOK_URL must be an http:// or https:// URL"),
+        ("https://dispatch.example/hooks", "", "LIVEVISITS_WEBHOOK_SECRET is not set"),
+        ("", "s3cret", "LIVEVISITS_WEBHOOK_URL is not set"),
+    ])
+    func aBadWebhookSettingIsRefusedAtStart(_ url: String, _ secret: String, _ message: String) async throws {
+        let livevisits = try await BuiltProduct.livevisits()
+        var environment = ProcessInfo.processInfo.environment
+        environment["LIVEVISITS_DATABASE_URL"] = "postgresql://nobody@127.0.0.1:1/none"
+        environment["LIVEVISITS_WEBHOOK_URL"] = url
+        environment["LIVEVISITS_WEBHOOK_SECRET"] = secret
+        let outcome = try await Subprocess.run(livevisits, ["serve"], environment: environment)
+        #expect(outcome.status == 2)
+        let lines = outcome.stderr.split(separator: "\n").filter { !$0.isEmpty }
+        #expect(lines.count == 1 && lines[0].contains(message), "\(outcome.stderr)")
+        #expect(!outcome.stderr.contains("s3cret"))
+    }
+
     /// More connections than the open-files hard limit allows: refused at start, naming the variable.
     @Test func moreConnectionsThanOpenFilesIsRefused() async throws {
         let livevisits = try await BuiltProduct.livevisits()

@@ -34,6 +34,7 @@ export function showOps(view) {
   const depth = h('div', { testid: 'outbox-depth' });
   const channels = h('div', { testid: 'channels' });
   const pause = h('p', { testid: 'sending-pause' });
+  const hooks = h('p', { class: 'muted', testid: 'webhook-depth' });
   const dead = h('tbody');
   const replayOut = h('p', { class: 'muted', testid: 'replay-result' });
   const replayButton = h('button', { type: 'button', testid: 'replay', onclick: () => replay() }, 'Replay the visits projection');
@@ -41,7 +42,7 @@ export function showOps(view) {
   replace(view,
     h('div', { class: 'toolbar' }, h('h1', {}, 'Operations')), message,
     h('div', { class: 'visit-grid' },
-      h('section', { class: 'card' }, h('h2', {}, 'Outbox depth'), depth, pause),
+      h('section', { class: 'card' }, h('h2', {}, 'Outbox depth'), depth, pause, hooks),
       h('section', { class: 'card' }, h('h2', {}, 'Projection replay'),
         h('p', { class: 'muted' }, 'Rebuilds the visits read model from the event log while the API keeps serving. Sends no push.'),
         replayButton, replayOut),
@@ -104,6 +105,10 @@ export function showOps(view) {
       const byState = Object.fromEntries(samples(metrics, 'livevisits_outbox_deliveries').map((s) => [s.labels.state, s.value]));
       drawDepth(byState);
       drawChannels(samples(metrics, 'livevisits_channels'));
+      // Webhooks (when configured) are dead letters like pushes, listed below with kind "webhook".
+      const hookStates = samples(metrics, 'livevisits_webhooks').filter((s) => s.value > 0);
+      hooks.textContent = hookStates.length === 0 ? '' :
+        'Webhooks: ' + hookStates.map((s) => `${s.labels.state} ${s.value}`).join(', ') + '.';
       const sending = await api('GET', '/v1/ops/outbox/pause');
       pause.className = sending.paused ? 'error' : 'muted';
       pause.textContent = sending.paused
@@ -116,8 +121,8 @@ export function showOps(view) {
         replace(dead, deliveries.length === 0 ? h('tr', {}, h('td', { colSpan: 7, class: 'muted' }, 'No dead letters.')) :
           deliveries.map((d) => h('tr', { testid: 'dead-letter', 'data-delivery-id': String(d.id) },
             h('td', {}, String(d.id)), h('td', {}, h('a', { href: '#/visit/' + encodeURIComponent(d.visitId) }, d.visitId)),
-            h('td', {}, d.kind), h('td', {}, String(d.attempts)),
-            h('td', {}, d.lastStatus === null ? '—' : `${d.lastStatus} ${d.lastReason || ''}`), h('td', {}, when(d.createdAt)),
+            h('td', {}, d.kind === 'webhook' ? `webhook ${d.type}` : d.kind), h('td', {}, String(d.attempts)),
+            h('td', {}, d.lastStatus === null ? (d.lastReason || '—') : `${d.lastStatus} ${d.lastReason || ''}`), h('td', {}, when(d.createdAt)),
             h('td', {}, h('button', { type: 'button', testid: 'retry', onclick: (e) => retry(d, e.currentTarget) }, 'Retry')))));
       }
       if (message.dataset.kind === 'poll') { message.textContent = ''; delete message.dataset.kind; }

@@ -1,0 +1,278 @@
+import Foundation
+import HTTPServer
+import LiveActivityLedger
+import Outbox
+import PersonalData
+import Postgres
+import Runtime
+import Synchronization
+import Webhooks
+
+/// The webhooks benchmark, against a receiver in this process (the project's HTTP server answering 204):
+/// - transport: N POSTs through the libcurl transport alone, 256 in flight (the reference: the ceiling the
+///   receiver and the client set on this machine);
+/// - worker: N webhook rows (events over N/`--per-visit` visits) drained by one webhook worker: deliveries/s,
+///   and the ratio to the transport's rate;
+/// - pushes: one outbox worker draining M enqueued pushes (a loopback APNs answering after 2 ms), first with
+///   webhooks off, then with them on and a webhook worker sending what the events and the deliveries report
+///   meanwhile: pushes/s of both and their ratio (alternated `--rounds` times).
+enum WebhooksBenchmark {
+    struct Options {
+        var count = 20_000
+        var perVisit = 4
+        var pushes = 20_000
+        var rounds = 2
+        var connections = 64
+    }
+
+    static let summary =
+        "webhook deliveries/s from one worker to a local receiver; pushes/s with and without webhooks (--count N --pushes M)"
+
+    static let syntax = CommandSyntax(
+        command: "livevisits-bench webhooks", summary: summary,
+        options: [
+            .value("--count", "N", "webhooks of the worker phase and POSTs of the transport phase (default 20000)"),
+            .value("--per-visit", "K", "webhooks per visit in the worker phase (sent one at a time, in order; default 4)"),
+            .value("--pushes", "M", "pushes of each outbox drain (default 20000)"),
+            .value("--rounds", "R", "drains without and with webhooks, alternated (default 2)"),
+            .value("--connections", "N", "connections to the receiver (default 64)"),
+        ],
+        details:
+            "Needs LIVEVISITS_DATABASE_URL; a scratch database is created there and dropped. Each drain starts from emptied, vacuumed tables and a CHECKPOINT (the role needs pg_checkpoint or superuser)."
+    )
+
+    static func main(arguments: [String]) async throws {
+        let parsed = try syntax.parse(arguments)
+        var options = Options()
+        options.count = try parsed.integer("--count", in: 1...Int.max) ?? options.count
+        options.perVisit = try parsed.integer("--per-visit", in: 1...Int.max) ?? options.perVisit
+        options.pushes = try parsed.integer("--pushes", in: 1...Int.max) ?? options.pushes
+        options.rounds = try parsed.integer("--rounds", in: 1...100) ?? options.rounds
+        options.connections = try parsed.integer("--connections", in: 1...4096) ?? options.connections
+        let serverURL = try BenchmarkEnvironment.serverURL()
+        Logger.minimumLevel.withLock { $0 = .warning }
+        let received = Atomic<Int>(0)
+        let receiver = try HTTPServer(
+            configuration: HTTPServerConfiguration(
+                listenAddress: ListenAddress(host: "127.0.0.1", port: 0), connectionLimit: 4096,
+                perAddressConnectionLimit: 4096),
+            logger: Logger(label: "receiver"), metrics: Metrics()
+        ) { _ in
+            received.add(1, ordering: .relaxed)
+            return HTTPResponse(status: 204)
+        }
+        let running = Task { try await receiver.run() }
+        defer { running.cancel() }
+        let url = "http://127.0.0.1:\(receiver.address.port)/hooks"
+        print("webhooks benchmark: receiver \(url) (in process, 2 threads), \(options.connections) connections")
+        let transport = CurlWebhookTransport(maximumConnections: options.connections)
+        let reference = try await transportAlone(transport, url: url, count: options.count)
+        try await ScratchDatabase.with(serverURL: serverURL, migrations: URL(fileURLWithPath: "Migrations")) { database in
+            try await PostgresPool.withPool(PostgresConfiguration(url: database.url, size: 12)) { pool in
+                var configuration = WebhookConfiguration(url: url, secret: "bench-secret")
+                configuration.maximumConnections = options.connections
+                let rate = try await workerPhase(pool: pool, configuration: configuration, transport: transport, options: options)
+                print(String(format: "worker / transport alone: %.2f", rate / reference))
+                var without: [Double] = []
+                var with: [Double] = []
+                var written: [Double] = []
+                for round in 1...options.rounds {
+                    // Alternated, so that neither kind of drain always runs on the later (warmer, fuller) machine.
+                    var kinds = ["off", "on", "written"]
+                    if round % 2 == 0 { kinds.reverse() }
+                    for kind in kinds {
+                        let rate = try await pushPhase(
+                            "round \(round), webhooks \(kind == "off" ? "off" : kind == "on" ? "on" : "written, not sent")",
+                            pool: pool, url: database.url, webhooks: kind == "off" ? nil : configuration,
+                            transport: transport, count: options.pushes, send: kind == "on")
+                        switch kind {
+                        case "off": without.append(rate)
+                        case "on": with.append(rate)
+                        default: written.append(rate)
+                        }
+                    }
+                }
+                let off = without.reduce(0, +) / Double(without.count)
+                let on = with.reduce(0, +) / Double(with.count)
+                let writtenOnly = written.reduce(0, +) / Double(written.count)
+                print(
+                    String(
+                        format: "pushes/s: %.0f without webhooks, %.0f with them flowing (mean of %d): ratio %.2f", off, on,
+                        options.rounds, on / off))
+                print(
+                    String(
+                        format: "pushes/s with webhooks written but not sent: %.0f, ratio %.2f", writtenOnly, writtenOnly / off))
+            }
+        }
+        await transport.close()
+        print("receiver got \(received.load(ordering: .relaxed)) POSTs")
+    }
+
+    /// N POSTs through the transport alone, 256 at a time: the reference rate.
+    static func transportAlone(_ transport: CurlWebhookTransport, url: String, count: Int) async throws -> Double {
+        let body = Array(#"{"id":"x","type":"visit.event","visitId":"v","occurredAt":0,"data":{}}"#.utf8)
+        let started = ContinuousClock.now
+        let failures = await withTaskGroup(of: Int.self) { group in
+            var next = 0
+            var failures = 0
+            func add() {
+                next += 1
+                group.addTask {
+                    let answer = await transport.post(
+                        WebhookRequest(url: url, headers: [], body: body, timeoutSeconds: 10))
+                    return answer.isSuccess ? 0 : 1
+                }
+            }
+            while next < min(256, count) { add() }
+            for await failed in group {
+                failures += failed
+                if next < count { add() }
+            }
+            return failures
+        }
+        let seconds = seconds(since: started)
+        let rate = Double(count) / seconds
+        print(
+            String(format: "transport alone: %d POSTs in %.2f s = %.0f/s (%d failed)", count, seconds, rate, failures))
+        return rate
+    }
+
+    /// N webhook rows written by the events' trigger, then drained by one worker.
+    static func workerPhase(
+        pool: PostgresPool, configuration: WebhookConfiguration, transport: CurlWebhookTransport, options: Options
+    ) async throws -> Double {
+        let store = WebhookStore(pool: pool)
+        try await store.setEnabled(true)
+        let visits = max(1, options.count / options.perVisit)
+        _ = try await pool.query(
+            """
+            INSERT INTO events (stream_name, position, type, data, metadata)
+            SELECT 'visit-wh-' || (n % \(visits)), n / \(visits) + 1, 'progress', '{"kilometresAway":1.2}',
+                   '{"actorRole":"technician","actorSubject":"t-1"}'
+            FROM generate_series(0, \(options.count - 1)) AS n ORDER BY n
+            """)
+        let worker = WebhookWorker(
+            pool: pool, configuration: configuration, transport: transport, opener: nil, metrics: Metrics(),
+            logger: Logger(label: "webhooks"))
+        let started = ContinuousClock.now
+        let running = Task { try await worker.run() }
+        try await waitUntil(pool: pool, "SELECT count(*) AS n FROM webhooks WHERE state IN ('pending', 'sending')")
+        let seconds = seconds(since: started)
+        worker.stop()
+        _ = try? await running.value
+        let sent = try await integer(pool, "SELECT count(*) AS n FROM webhooks WHERE state = 'sent'")
+        let rate = Double(options.count) / seconds
+        print(
+            String(
+                format: "worker: %d webhooks over %d visits in %.2f s = %.0f deliveries/s (%d sent)", options.count, visits,
+                seconds, rate, sent))
+        _ = try await pool.query("DELETE FROM webhooks")
+        return rate
+    }
+
+    /// M events appended with their pushes while no worker runs, then one outbox worker drains them; with
+    /// `webhooks`, the triggers write webhooks for the events and the deliveries and a webhook worker sends them
+    /// meanwhile. Answers pushes/s of the drain.
+    static func pushPhase(
+        _ label: String, pool: PostgresPool, url: String, webhooks: WebhookConfiguration?, transport: CurlWebhookTransport,
+        count: Int, send: Bool = true
+    ) async throws -> Double {
+        // Each drain starts from the same tables: emptied of what earlier drains left, vacuumed, checkpointed.
+        _ = try await pool.query("TRUNCATE deliveries, delivery_attempts, delivery_targets, live_activities, webhooks")
+        _ = try await pool.query("VACUUM (ANALYZE) deliveries, delivery_targets, live_activities, webhooks, events")
+        _ = try await pool.query("CHECKPOINT")
+        try await WebhookStore(pool: pool).setEnabled(webhooks != nil)
+        let prefix = "p\(UUID().uuidString.prefix(6))"
+        let registry = TokenRegistry()
+        try await pool.withTransaction { connection in
+            for v in 0..<count {
+                try registry.registerLiveActivity(
+                    visitId: "\(prefix)-\(v)", activityId: "a", pushToken: token(prefix, v), environment: .sandbox,
+                    on: connection)
+            }
+        }
+        let outbox = Outbox(pool: pool)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for writer in 0..<8 {
+                group.addTask {
+                    for v in stride(from: writer, to: count, by: 8) {
+                        let recordedAt = Date().timeIntervalSince1970
+                        let ts = Int64(recordedAt) + 1
+                        try await outbox.appendVisitEvent(
+                            visit: "\(prefix)-\(v)", eventType: "nearby", recordedAt: recordedAt,
+                            intent: intent(visit: "\(prefix)-\(v)", timestamp: ts, recordedAt: recordedAt), pool: pool)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let sender = WebhooksBenchmarkSender()
+        let pushes = OutboxWorker(
+            pool: pool, sender: sender, metrics: Metrics(), logger: Logger(label: "outbox"))
+        let webhookWorker = webhooks.flatMap { configuration -> WebhookWorker? in
+            guard send else { return nil }
+            // As `serve` wires it: webhooks yield while the pushes have a backlog.
+            return WebhookWorker(
+                pool: pool, configuration: configuration, transport: transport, opener: nil, metrics: Metrics(),
+                logger: Logger(label: "webhooks"), pushesBacklogged: { pushes.hasBacklog })
+        }
+        let hooksBefore = try await integer(pool, "SELECT count(*) AS n FROM webhooks WHERE state = 'sent'")
+        let started = ContinuousClock.now
+        let hooks = Task { try await webhookWorker?.run() }
+        let running = Task { try await pushes.run() }
+        try await waitUntil(pool: pool, "SELECT count(*) AS n FROM deliveries WHERE state IN ('pending', 'sending')")
+        let seconds = seconds(since: started)
+        let hooksSent = try await integer(pool, "SELECT count(*) AS n FROM webhooks WHERE state = 'sent'") - hooksBefore
+        pushes.stop()
+        _ = try? await running.value
+        webhookWorker?.stop()
+        _ = try? await hooks.value
+        let rate = Double(count) / seconds
+        print(
+            String(
+                format: "%@: %d pushes drained in %.2f s = %.0f pushes/s%@", label, count, seconds, rate,
+                webhooks == nil ? "" : String(format: "; %d webhooks sent meanwhile", hooksSent)))
+        return rate
+    }
+
+    static func waitUntil(pool: PostgresPool, _ countQuery: PostgresQuery) async throws {
+        while try await integer(pool, countQuery) > 0 { try await Task.sleep(nanoseconds: 20_000_000) }
+    }
+
+    static func integer(_ pool: PostgresPool, _ query: PostgresQuery) async throws -> Int {
+        Int(try await pool.query(query).first?["n"] ?? "0") ?? 0
+    }
+
+    static func seconds(since start: ContinuousClock.Instant) -> Double {
+        let d = start.duration(to: .now)
+        return Double(d.components.seconds) + Double(d.components.attoseconds) * 1e-18
+    }
+
+    static func intent(visit: String, timestamp: Int64, recordedAt: Double) -> PushIntent {
+        let body = """
+            {"aps":{"timestamp":\(timestamp),"event":"update","content-state":{"technicianName":"Sam",\
+            "avatarSymbol":"person.crop.circle","vanDescription":"White van, blue stripe","arrivalStartEpoch":\(timestamp + 300),\
+            "arrivalEndEpoch":\(timestamp + 900),"status":"nearby","kilometresAway":1.2},"stale-date":\(timestamp + 120),\
+            "relevance-score":100}}
+            """
+        return PushIntent(
+            visitId: visit, customerId: "c-bench", kind: .update, audience: .liveActivities, priority: 5,
+            apsTimestamp: timestamp, body: Array(body.utf8), staleDate: timestamp + 120, visitVersion: 2,
+            eventRecordedAt: recordedAt)
+    }
+
+    static func token(_ prefix: String, _ v: Int) -> String {
+        let hex =
+            String(UInt64(truncatingIfNeeded: v), radix: 16) + "0"
+            + String(prefix.utf8.reduce(0) { $0 &* 31 &+ Int($1) } & 0xFFFF, radix: 16)
+        return String((hex + String(repeating: "0", count: 64)).prefix(64))
+    }
+}
+
+/// APNs on loopback: accepted after 2 ms (what the outbox benchmark's loopback sender does).
+private struct WebhooksBenchmarkSender: PushSender {
+    func send(_ push: OutgoingPush) async -> PushOutcome {
+        try? await Task.sleep(nanoseconds: 2_000_000)
+        return .accepted(latency: 0.002)
+    }
+}

@@ -1,0 +1,176 @@
+import Foundation
+import Outbox
+import Postgres
+import Runtime
+
+/// The `webhooks` table: the switch the triggers read, the worker's claim/complete cycle (one statement
+/// each), and what operators list and requeue.
+public struct WebhookStore: Sendable {
+    public let pool: PostgresPool
+    private let clock: any WallClock
+
+    public init(pool: PostgresPool, clock: any WallClock = SystemClock()) {
+        self.pool = pool
+        self.clock = clock
+    }
+
+    /// Turns the writing of webhook rows on or off for the whole database (every `serve`/`worker` process sets
+    /// it at start from its configuration).
+    public func setEnabled(_ enabled: Bool) async throws {
+        _ = try await pool.query("UPDATE webhook_settings SET enabled = \(enabled) WHERE enabled <> \(enabled)")
+    }
+
+    // MARK: the worker
+
+    /// Claims up to `limit` due webhooks, each the first open one of its visit with nothing of its visit on
+    /// the wire, under a lease until `now + leaseSeconds` (when another worker may take them over).
+    func claim(limit: Int, leaseSeconds: Double) async throws -> [ClaimedWebhook] {
+        let now = clock.now()
+        return try await pool.withConnection { connection in
+            try connection.query(
+                """
+                WITH picked AS (
+                    SELECT w.id FROM webhooks w
+                    WHERE w.state IN ('pending', 'sending') AND w.next_attempt_at <= \(now)::float8
+                      AND NOT EXISTS (SELECT 1 FROM webhooks p
+                                      WHERE p.visit_id = w.visit_id AND p.state IN ('pending', 'sending') AND p.id < w.id)
+                      AND NOT EXISTS (SELECT 1 FROM webhooks p
+                                      WHERE p.visit_id = w.visit_id AND p.state = 'sending' AND p.id > w.id
+                                        AND p.next_attempt_at > \(now)::float8)
+                    ORDER BY w.next_attempt_at, w.id
+                    LIMIT \(limit)
+                    FOR UPDATE SKIP LOCKED
+                )
+                UPDATE webhooks w SET state = 'sending', next_attempt_at = \(now + leaseSeconds)::float8
+                FROM picked WHERE w.id = picked.id
+                RETURNING w.id, w.webhook_id::text AS webhook_id, w.visit_id, w.type, w.occurred_at, w.event_position,
+                          w.data, w.created_at, w.attempts
+                """
+            ).rows.map { row in
+                ClaimedWebhook(
+                    id: try row.int64("id"), webhookId: try row.string("webhook_id"), visitId: try row.string("visit_id"),
+                    type: try row.string("type"), occurredAt: try row.int64("occurred_at"),
+                    eventPosition: row.optionalInt64("event_position"), data: row["data"],
+                    createdAt: try row.double("created_at"), attempts: try row.int("attempts"))
+            }.sorted { $0.id < $1.id }
+        }
+    }
+
+    /// Records a batch's outcomes in one statement, only for rows still on the wire. A webhook put back into
+    /// backoff holds the later ones of its visit until then too, so a claim does not walk past them.
+    func complete(_ completions: [WebhookCompletion]) async throws {
+        guard !completions.isEmpty else { return }
+        let now = clock.now()
+        let ids = PostgresBinaryArray(completions.map(\.id))
+        let states = PostgresBinaryArray(completions.map(\.state.rawValue))
+        let next = PostgresBinaryArray(completions.map(\.nextAttemptAt))
+        let statuses = PostgresBinaryArray(completions.map { $0.status.map(Int64.init) })
+        let reasons = PostgresBinaryArray(completions.map(\.reason))
+        let latencies = PostgresBinaryArray(completions.map(\.latencySeconds))
+        _ = try await pool.query(
+            """
+            WITH r AS (
+                SELECT * FROM unnest(\(ids)::bigint[], \(states)::text[], \(next)::float8[], \(statuses)::bigint[],
+                                     \(reasons)::text[], \(latencies)::float8[])
+                    AS r(id, state, next_attempt_at, status, reason, latency)
+            ), done AS (
+                UPDATE webhooks w
+                SET state = r.state, next_attempt_at = COALESCE(r.next_attempt_at, w.next_attempt_at),
+                    attempts = w.attempts + 1,
+                    finished_at = CASE WHEN r.state IN ('sent', 'dead') THEN \(now)::float8 END,
+                    last_status = r.status, last_reason = r.reason, last_latency_seconds = r.latency
+                FROM r WHERE w.id = r.id AND w.state = 'sending'
+                RETURNING w.id, w.visit_id, w.state, w.next_attempt_at
+            )
+            UPDATE webhooks l SET next_attempt_at = d.next_attempt_at
+            FROM done d
+            WHERE d.state = 'pending' AND l.visit_id = d.visit_id AND l.state = 'pending' AND l.id > d.id
+              AND l.next_attempt_at < d.next_attempt_at
+            """)
+    }
+
+    // MARK: operations
+
+    private static let columns: PostgresQuery = """
+        id, webhook_id::text AS webhook_id, visit_id, type, state, attempts, occurred_at, created_at, next_attempt_at,
+        finished_at, last_status, last_reason
+        """
+
+    /// The newest webhooks (by id, descending), optionally in one state.
+    public func list(state: DeliveryState? = nil, limit: Int = 100) async throws -> [Webhook] {
+        let limit = min(max(limit, 1), 1000)
+        let stateText = state?.rawValue
+        return try await pool.withConnection { connection in
+            try connection.query(
+                """
+                SELECT \(WebhookStore.columns) FROM webhooks WHERE (\(stateText)::text IS NULL OR state = \(stateText))
+                ORDER BY id DESC LIMIT \(limit)
+                """
+            ).rows.map(WebhookStore.webhook)
+        }
+    }
+
+    /// One webhook by its outbox id.
+    public func webhook(id: Int64) async throws -> Webhook? {
+        try await pool.withConnection { connection in
+            try connection.query("SELECT \(WebhookStore.columns) FROM webhooks WHERE id = \(id)").rows.first.map(
+                WebhookStore.webhook)
+        }
+    }
+
+    /// Requeues a dead webhook as a new attempt now, with a fresh 24 hours; its `id` and body stay the same.
+    /// `OutboxError.notFound` for an unknown id, `.notRetryable` for one that is not dead.
+    @discardableResult
+    public func retry(id: Int64) async throws -> Webhook {
+        let now = clock.now()
+        let updated = try await pool.query(
+            """
+            UPDATE webhooks SET state = 'pending', next_attempt_at = \(now)::float8, created_at = \(now)::float8,
+                                finished_at = NULL
+            WHERE id = \(id) AND state = 'dead'
+            RETURNING id
+            """)
+        guard let webhook = try await webhook(id: id) else {
+            throw OutboxError(code: .notFound, message: "no delivery \(id)")
+        }
+        guard !updated.rows.isEmpty else {
+            throw OutboxError(
+                code: .notRetryable, message: "webhook \(id) is \(webhook.state.rawValue); only dead webhooks can be retried")
+        }
+        return webhook
+    }
+
+    /// How many webhooks are in each state.
+    public func depth() async throws -> [DeliveryState: Int] {
+        try await pool.withConnection { connection in
+            var out: [DeliveryState: Int] = [.pending: 0, .sending: 0, .sent: 0, .dead: 0]
+            for row in try connection.query("SELECT state, count(*) AS n FROM webhooks GROUP BY state") {
+                if let state = DeliveryState(rawValue: try row.string("state")) { out[state] = try row.int("n") }
+            }
+            return out
+        }
+    }
+
+    /// Adds `livevisits_webhooks{state}` to `metrics`, read from the database at scrape time.
+    public func registerDepthCollector(metrics: Metrics = .shared) {
+        let store = self
+        metrics.addCollector {
+            guard let depth = try? await store.depth() else { return "" }
+            var text = "# HELP livevisits_webhooks Webhooks by state.\n# TYPE livevisits_webhooks gauge\n"
+            for state in [DeliveryState.pending, .sending, .sent, .dead] {
+                text += "livevisits_webhooks{state=\"\(state.rawValue)\"} \(depth[state] ?? 0)\n"
+            }
+            return text
+        }
+    }
+
+    static func webhook(_ row: PostgresRow) throws -> Webhook {
+        Webhook(
+            id: try row.int64("id"), webhookId: try row.string("webhook_id"), visitId: try row.string("visit_id"),
+            type: try row.string("type"), state: DeliveryState(rawValue: try row.string("state")) ?? .pending,
+            attempts: try row.int("attempts"), occurredAt: try row.int64("occurred_at"),
+            createdAt: try row.double("created_at"), nextAttemptAt: try row.double("next_attempt_at"),
+            finishedAt: row.optionalDouble("finished_at"), lastStatus: row.optionalInt64("last_status").map(Int.init),
+            lastReason: row["last_reason"])
+    }
+}
