@@ -58,7 +58,7 @@ public struct OutboxStore: Sendable {
             let rows = try connection.query(
                 """
                 UPDATE deliveries
-                SET state = 'pending', next_attempt_at = \(now), created_at = \(now), finished_at = NULL,
+                SET state = 'pending', next_attempt_at = \(now), requeued_at = \(now), finished_at = NULL,
                     stale_date = CASE WHEN state = 'expired' THEN NULL ELSE stale_date END,
                     expires_after_sending = CASE WHEN state = 'expired' THEN 0 ELSE expires_after_sending END,
                     outcome_unknown_since = NULL
@@ -203,7 +203,8 @@ public struct OutboxStore: Sendable {
             )
             SELECT c.id, c.apns_id::text AS apns_id, c.target, c.visit_id, c.customer_id, c.activity_id, c.device_id,
                    c.kind, c.priority, c.aps_timestamp, c.body, c.stale_date, c.expires_after_sending, c.event_recorded_at,
-                   c.created_at, c.attempts, c.outcome_unknown_since,
+                   -- The maximum age counts from an operator's retry, when there was one.
+                   COALESCE(c.requeued_at, c.created_at) AS created_at, c.attempts, c.outcome_unknown_since,
                    tok.push_token, tok.environment, tok.registered_at_ms,
                    -- An activity the server ended (renewed, replaced) is retired for everything but its own end.
                    (tok.retired_at_ms IS NOT NULL
@@ -230,7 +231,7 @@ public struct OutboxStore: Sendable {
                           AND ((r.device_id IS NULL AND r.retired_at_ms IS NULL)
                                OR (r.device_id = c.device_id
                                    AND (r.retired_at_ms IS NULL OR r.retired_reason = 'dismissed'
-                                        OR r.began_at_ms >= (c.created_at * 1000)::bigint))))))
+                                        OR r.began_at_ms >= (COALESCE(c.requeued_at, c.created_at) * 1000)::bigint))))))
                        AS visit_has_activity,
                    (c.outcome_unknown_since IS NOT NULL AND (SELECT EXISTS (
                         SELECT 1 FROM live_activities r

@@ -44,7 +44,7 @@ public struct WebhookStore: Sendable {
                 UPDATE webhooks w SET state = 'sending', next_attempt_at = \(now + leaseSeconds)::float8
                 FROM picked WHERE w.id = picked.id
                 RETURNING w.id, w.webhook_id::text AS webhook_id, w.visit_id, w.type, w.occurred_at, w.event_position,
-                          w.data, w.created_at, w.attempts
+                          w.data, COALESCE(w.requeued_at, w.created_at) AS created_at, w.attempts
                 """
             ).rows.map { row in
                 ClaimedWebhook(
@@ -125,7 +125,7 @@ public struct WebhookStore: Sendable {
         let now = clock.now()
         let updated = try await pool.query(
             """
-            UPDATE webhooks SET state = 'pending', next_attempt_at = \(now)::float8, created_at = \(now)::float8,
+            UPDATE webhooks SET state = 'pending', next_attempt_at = \(now)::float8, requeued_at = \(now)::float8,
                                 finished_at = NULL
             WHERE id = \(id) AND state = 'dead'
             RETURNING id

@@ -50,6 +50,8 @@ import Testing
             // Operators requeue it as a new attempt with the same apns-id.
             let requeued = try await f.store.retry(id: dead.id)
             #expect(requeued.state == .pending && requeued.apnsId == dead.apnsId)
+            // With a fresh maximum age, but still showing when it was first written.
+            #expect(requeued.createdAt == dead.createdAt)
             let healthy = RecordingSender()
             try await f.drain(f.worker(healthy))
             #expect(healthy.calls.map(\.request.apnsId) == [dead.apnsId])
