@@ -37,15 +37,18 @@ export function showOps(view) {
   const hooks = h('p', { class: 'muted', testid: 'webhook-depth' });
   const dead = h('tbody');
   const replayOut = h('p', { class: 'muted', testid: 'replay-result' });
-  const replayButton = h('button', { type: 'button', testid: 'replay', onclick: () => replay() }, 'Replay the visits projection');
+  // The read models `livevisits replay` knows: the visits (the board, a visit's page) and the day by technician.
+  const projection = h('select', { testid: 'replay-projection', 'aria-label': 'Projection' },
+    h('option', { value: 'visits' }, 'visits'), h('option', { value: 'technicians' }, 'technicians (the day by technician)'));
+  const replayButton = h('button', { type: 'button', testid: 'replay', onclick: () => replay() }, 'Replay');
 
   replace(view,
     h('div', { class: 'toolbar' }, h('h1', {}, 'Operations')), message,
     h('div', { class: 'visit-grid' },
       h('section', { class: 'card' }, h('h2', {}, 'Outbox depth'), depth, pause, hooks),
       h('section', { class: 'card' }, h('h2', {}, 'Projection replay'),
-        h('p', { class: 'muted' }, 'Rebuilds the visits read model from the event log while the API keeps serving. Sends no push.'),
-        replayButton, replayOut),
+        h('p', { class: 'muted' }, 'Rebuilds a read model from the event log while the API keeps serving. Sends no push.'),
+        h('p', { class: 'toolbar' }, projection, replayButton), replayOut),
       h('section', { class: 'card' }, h('h2', {}, 'Broadcast channels'),
         h('p', { class: 'muted small' }, 'The channels the fleet keeps at APNs (iOS 18), by environment and state; an ended one is deleted an hour after its end.'),
         channels)),
@@ -64,14 +67,15 @@ export function showOps(view) {
   }
 
   async function replay() {
-    const ok = await dialog({ title: 'Replay the visits projection?', testid: 'confirm', ok: 'Replay',
-      lines: ['Rebuilds every visit from the event log. The API keeps serving and no push is sent, but on a large log it takes a while and loads the database.'] });
+    const name = projection.value;
+    const ok = await dialog({ title: `Replay the ${name} projection?`, testid: 'confirm', ok: 'Replay',
+      lines: ['Rebuilds it from the event log. The API keeps serving and no push is sent, but on a large log it takes a while and loads the database.'] });
     if (!ok) return;
     replayButton.disabled = true;
     replayOut.textContent = 'Replaying…';
     try {
-      const r = await api('POST', '/v1/ops/projections/visits/rebuild');
-      replayOut.textContent = `Replayed ${r.events} events into ${r.visits} visits in ${r.seconds} s.`;
+      const r = await api('POST', `/v1/ops/projections/${encodeURIComponent(name)}/rebuild`);
+      replayOut.textContent = `Replayed ${r.events} events into the ${r.projection} projection (${r.visits} visits) in ${r.seconds} s.`;
     } catch (e) { replayOut.textContent = explain(e); }
     replayButton.disabled = false;
   }
