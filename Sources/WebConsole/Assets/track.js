@@ -84,7 +84,7 @@ function draw() {
     el('div', 'la-status', LABELS.statuses[s.status] || s.status || '', s.vanDescription ? ` · ${s.vanDescription}` : ''),
     el('div', 'la-status', `${LABELS.arrival}: ${time(s.arrivalStartEpoch)}–${time(s.arrivalEndEpoch)}`),
     el('div', 'la-progress', fill),
-    el('div', 'la-row', el('span', 'la-job', s.jobSummary ?? ''), el('span', 'la-job', LABELS.away(km.toFixed(1)))));
+    el('div', 'la-row', el('span', 'la-job', s.jobSummary ?? ''), el('span', 'la-away', LABELS.away(km.toFixed(1)))));
   card.dataset.testid = 'lock-screen';
   card.dataset.status = s.status;
   let footer = null;
