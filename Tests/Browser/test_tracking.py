@@ -112,3 +112,25 @@ def test_an_ended_visit_shows_its_end(stack, browser, artifacts):
         page.screenshot(path=artifacts / "tracking-ended.png")
     finally:
         context.close()
+
+
+def test_a_stale_card_is_dimmed_and_says_it_may_be_out_of_date(stack, browser, artifacts):
+    visit_id, url = book_and_link(stack, "Sam")
+    status, visit = stack.api("GET", f"/v1/visits/{visit_id}")
+    assert status == 200, visit
+    context = phone(browser, "light")
+    try:
+        page = context.new_page()
+        page.clock.install()
+        page.goto(stack.base + url)
+        card = page.get_by_test_id("lock-screen")
+        expect(card).to_be_visible()
+        expect(page.get_by_test_id("stale")).to_have_count(0)
+        # The browser's clock past the visit's staleDate: the card dims and says so.
+        page.clock.fast_forward(int((visit["staleDate"] - time.time() + 5) * 1000))
+        page.clock.run_for(2_500)
+        expect(page.get_by_test_id("stale")).to_contain_text("May be out of date")
+        expect(card).to_have_class("lock-screen stale")
+        page.screenshot(path=artifacts / "tracking-stale.png")
+    finally:
+        context.close()
