@@ -18,11 +18,11 @@ const LABELS = {
   offline: 'Cannot reach the server: this may be out of date.',
 };
 
-// Stand-ins for the SF Symbols an avatar may name, in characters every system has; others show an initial.
+// Stand-ins for the SF Symbols an avatar may name, in characters the common system fonts have (emoji fonts
+// are not everywhere); a person, or any other symbol, shows the technician's initial.
 const SYMBOLS = {
-  'person.crop.circle': '\u{1F464}', 'person.circle': '\u{1F464}', 'person.fill': '\u{1F464}',
-  'wrench.fill': '\u{1F527}', 'wrench.and.screwdriver': '\u{1F6E0}', 'hammer.fill': '\u{1F528}',
-  'bolt.fill': '\u26A1', 'drop.fill': '\u{1F4A7}', 'flame.fill': '\u{1F525}', 'car.fill': '\u{1F697}',
+  'wrench.fill': '\u2692', 'wrench.and.screwdriver': '\u2692', 'wrench.and.screwdriver.fill': '\u2692',
+  'hammer.fill': '\u2692', 'hammer': '\u2692', 'bolt.fill': '\u26A1', 'bolt': '\u26A1',
 };
 const ENDED = ['completed', 'cancelled', 'failed'];
 const POLL_MS = 1500;
