@@ -131,10 +131,15 @@ extension LiveVisitsAPI {
     /// valid.
     func trackingPage(_ request: HTTPRequest, token: String) async -> HTTPResponse {
         switch await lookUpTracking(request, token: token) {
-        case .limited(let answer): return answer
-        case .unavailable: return .error(status: 503, code: "unavailable", message: APIError.unavailable.message)
         case .notFound: return TrackingPage.answer(found: false)
         case .found: return TrackingPage.answer(found: true)
+        case .limited(var answer):
+            WebConsole.addSecurityHeaders(to: &answer.headers)
+            return answer
+        case .unavailable:
+            var answer = HTTPResponse.error(status: 503, code: "unavailable", message: APIError.unavailable.message)
+            WebConsole.addSecurityHeaders(to: &answer.headers)
+            return answer
         }
     }
 
