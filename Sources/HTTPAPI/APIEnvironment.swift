@@ -49,6 +49,8 @@ public final class APIEnvironment: Sendable {
     public let transactions: IdempotentTransactions
     /// A visit's deliveries, for the console.
     public let deliveries: VisitDeliveries
+    /// Tracking links: a visit's card for customers without the app.
+    public let trackingLinks: TrackingLinks
     /// The fleet's sending pause, for operators.
     public let sendingPause: SendingPauseView
     /// What `/readyz` asks of the database.
@@ -105,6 +107,7 @@ public final class APIEnvironment: Sendable {
         self.visits = VisitQueries(pool: pool, ledger: ledger, rules: readModel.rules)
         self.transactions = IdempotentTransactions(pool: pool)
         self.deliveries = VisitDeliveries(pool: pool)
+        self.trackingLinks = TrackingLinks(pool: pool)
         self.sendingPause = SendingPauseView(pool: pool)
         self.readiness = DatabaseReadiness(pool: pool, migrator: migrator)
         self.erasure = CustomerErasure(

@@ -99,6 +99,7 @@ public struct LiveVisitsAPI: Sendable {
         addDelayRoutes(to: &router)
         addLocationRoutes(to: &router)
         addTechnicianRoutes(to: &router)
+        addTrackingRoutes(to: &router)
         WebConsole.addRoutes(to: &router)
         return router
     }

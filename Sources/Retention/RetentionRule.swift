@@ -36,6 +36,7 @@ public struct RetentionRule: Sendable {
         finishedDeliveries, finishedWebhooks, idempotencyRecords,
         retiredActivities, retiredTokens(table: "push_to_start_tokens"),
         retiredTokens(table: "notification_tokens"), endedVisitActivities, endedVisitChannels,
+        endedVisitTrackingLinks,
     ]
 
     /// The final states of a delivery (`deliveries_finished_age` is partial on exactly these).
@@ -171,6 +172,26 @@ public struct RetentionRule: Sendable {
                     RETURNING 1
                 )
                 SELECT count(*) AS channels FROM gone
+                """, binds: [.text(String(cutoff)), .text(String(settings.batchSize))])
+    }
+
+    /// The tracking link of a visit that ended more than 12 hours ago: it has answered nothing since an hour
+    /// after the end, and its row (a token's hash) is no use to anyone.
+    public static let endedVisitTrackingLinks = RetentionRule(name: "tracking links of ended visits") { settings, now in
+        let cutoff = now - Double(settings.endedVisitTokenHours) * 3_600
+        return PostgresQuery(
+            sql: """
+                WITH old AS (
+                    SELECT t.visit_id FROM tracking_links t
+                    JOIN visits v ON v.visit_id = t.visit_id AND v.ended
+                    WHERE (SELECT extract(epoch FROM e.recorded_at) FROM events e
+                           WHERE e.stream_name = 'visit-' || v.visit_id ORDER BY e.position DESC LIMIT 1) < $1::float8
+                    LIMIT $2::int
+                ), gone AS (
+                    DELETE FROM tracking_links t USING old WHERE t.visit_id = old.visit_id
+                    RETURNING 1
+                )
+                SELECT count(*) AS tracking_links FROM gone
                 """, binds: [.text(String(cutoff)), .text(String(settings.batchSize))])
     }
 }

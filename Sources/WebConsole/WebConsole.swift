@@ -65,6 +65,15 @@ public enum WebConsole {
         router.add(.get, "/console/{file}") { request, params in answer(params["file"].flatMap { assets[$0] }, request) }
     }
 
+    /// The headers of every page and file of the console and the tracking page: the Content-Security-Policy,
+    /// no sniffing, no framing, no referrer.
+    public static func addSecurityHeaders(to headers: inout HTTPHeaders) {
+        headers.add(name: "Content-Security-Policy", value: contentSecurityPolicy)
+        headers.add(name: "X-Content-Type-Options", value: "nosniff")
+        headers.add(name: "X-Frame-Options", value: "DENY")
+        headers.add(name: "Referrer-Policy", value: "no-referrer")
+    }
+
     /// An asset, revalidated by its ETag (cached, and a 304 while unchanged), with the console's headers.
     static func answer(_ asset: Asset?, _ request: HTTPRequest) -> HTTPResponse {
         guard let asset else { return .error(status: 404, code: "not_found", message: "no such console file") }
@@ -72,10 +81,7 @@ public enum WebConsole {
         headers.add(name: "Content-Type", value: asset.contentType)
         headers.add(name: "Cache-Control", value: "public, no-cache")
         headers.add(name: "ETag", value: asset.etag)
-        headers.add(name: "Content-Security-Policy", value: contentSecurityPolicy)
-        headers.add(name: "X-Content-Type-Options", value: "nosniff")
-        headers.add(name: "X-Frame-Options", value: "DENY")
-        headers.add(name: "Referrer-Policy", value: "no-referrer")
+        addSecurityHeaders(to: &headers)
         if let tags = request.headers["If-None-Match"],
             tags.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == asset.etag })
         {

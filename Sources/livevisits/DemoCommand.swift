@@ -288,6 +288,7 @@ enum DemoCommand {
               dispatcher   \(keys.dispatcher)
               technician   \(keys.technician)   (subject \(scenario.technicianId))
               customer     \(keys.customerA)   (subject \(scenario.customerA))
+              tracking     \(baseURL)\(keys.trackingLink ?? "")   (visit \(scenario.visitA)'s page for a customer without the app; lapses an hour after the visit ended)
 
             Try:
               curl -fsS \(baseURL)/v1/visits/\(scenario.visitA) -H 'Authorization: Bearer \(keys.customerA)'

@@ -12,6 +12,9 @@ struct DemoPlayer: Sendable {
         var technician: String
         var customerA: String
         var customerB: String
+        /// The tracking link the first customer made for their visit (a path on the server), for the
+        /// customer without the app.
+        var trackingLink: String? = nil
     }
 
     var scenario: DemoScenario
@@ -27,7 +30,7 @@ struct DemoPlayer: Sendable {
             return key
         }
         DemoCommand.progress("dispatcher mints a technician key and two customer keys (POST /v1/keys)")
-        let keys = Keys(
+        var keys = Keys(
             dispatcher: dispatcherKey,
             technician: try await mint("technician", scenario.technicianId),
             customerA: try await mint("customer", scenario.customerA),
@@ -53,6 +56,11 @@ struct DemoPlayer: Sendable {
             } else {
                 answer = try await client.send(step.method, step.path, key: step.key, body: step.body, expect: step.expect)
             }
+            if keys.trackingLink == nil, step.method == "POST", step.path == "/v1/visits",
+                step.body?["visitId"]?.stringValue == scenario.visitA
+            {
+                keys.trackingLink = try await makeTrackingLink(customerKey: keys.customerA)
+            }
             if let expected = step.ledger { try check(ledger: answer, against: expected) }
             if let expected = step.delays { try check(delayed: answer, against: expected) }
             if step.answersChannel {
@@ -71,6 +79,17 @@ struct DemoPlayer: Sendable {
             }
         }
         return keys
+    }
+
+    /// The first visit's tracking link, made by its customer (whose family member has no iPhone), printed
+    /// with the server's address: the page follows the visit live.
+    private func makeTrackingLink(customerKey: String) async throws -> String {
+        let path = "/v1/visits/\(scenario.visitA)/tracking-link"
+        let answer = try await client.send("POST", path, key: customerKey, expect: 201)
+        guard let url = answer["url"]?.stringValue else { throw CommandFailure("POST \(path) answered no url") }
+        DemoCommand.progress("    customer makes a tracking link for visit \(scenario.visitA) — POST \(path)")
+        DemoCommand.progress("    open it in any browser: \(client.baseURL)\(url)")
+        return url
     }
 
     /// Prints a ledger answer, one entry a line, and fails unless it holds exactly the expected activities in

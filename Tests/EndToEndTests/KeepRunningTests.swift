@@ -54,6 +54,16 @@ import Testing
             #expect(page.status == 0 && page.stdout.contains("signin-key"), "GET \(consoleURL) → \(page.stderr)")
         }
 
+        // The tracking link is printed in full and its page's state answers without a key.
+        let trackingURL = text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+            .first { $0.hasPrefix("tracking ") }?
+            .split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.map(String.init)
+        #expect(trackingURL?.contains("/track/") == true, "the tracking line: \(text.suffix(1500))")
+        if let trackingURL {
+            let state = try await Subprocess.run("/usr/bin/curl", ["-fsS", trackingURL + "/state"])
+            #expect(state.status == 0 && state.stdout.contains("\"completed\""), "GET \(trackingURL)/state → \(state.stderr)")
+        }
+
         demo.signal(SIGINT)
         let status = await demo.wait()
         let final = (try? String(contentsOf: output, encoding: .utf8)) ?? ""

@@ -104,6 +104,8 @@ import Testing
                                ('v-ended-long', 'production', 'c-1', 'channel:b', NULL, 'creating', \(now)),
                                ('v-ended-lately', 'sandbox', 'c-1', 'channel:c', 'ch-c', 'ended', \(now)),
                                ('v-live', 'sandbox', 'c-1', 'channel:d', 'ch-d', 'active', \(now));
+                        INSERT INTO tracking_links (visit_id, token_hash, created_at)
+                        VALUES ('v-ended-long', 'h-a', \(now)), ('v-ended-lately', 'h-b', \(now)), ('v-live', 'h-c', \(now));
                         """)
                 return ids
             }
@@ -118,6 +120,7 @@ import Testing
             #expect(printed["push_to_start_tokens"] == 1)
             #expect(printed["notification_tokens"] == 0, "every table is printed, 0 included")
             #expect(printed["channels"] == 1, "the ended visit's channel, not the one being created")
+            #expect(printed["tracking_links"] == 1, "the link of the visit that ended 13 h ago")
             #expect(report.lines.contains("prune: deliveries 2"))
             #expect(metrics.value("livevisits_pruned_rows_total", labels: ["table": "delivery_attempts"]) == 5)
 
@@ -134,6 +137,10 @@ import Testing
                 )
             }
             #expect(left.5 == ["channel:b", "channel:c", "channel:d"])
+            let links = try await pool.withConnection { c in
+                try c.query("SELECT visit_id FROM tracking_links ORDER BY 1").rows.map { try $0.string("visit_id") }
+            }
+            #expect(links == ["v-ended-lately", "v-live"])
             #expect(left.0 == [ids["freshSent"]!, ids["oldPending"]!, ids["oldSending"]!].sorted())
             #expect(left.1 == 3, "the attempts of the three deliveries that stay")
             #expect(left.2 == ["fresh"])

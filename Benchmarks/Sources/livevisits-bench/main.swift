@@ -17,6 +17,7 @@ let benchmarks: [(name: String, summary: String, run: ([String]) async throws ->
     ("scale", ScaleBenchmark.summary, { try await ScaleBenchmark(arguments: $0).run() }),
     ("slow-clients", SlowClientsBenchmark.summary, { try await SlowClientsBenchmark(arguments: $0).run() }),
     ("technicians", TechniciansBenchmark.summary, { try await TechniciansBenchmark(arguments: $0).run() }),
+    ("tracking", TrackingBenchmark.summary, { try await TrackingBenchmark(arguments: $0).run() }),
     ("webhooks", WebhooksBenchmark.summary, { try await WebhooksBenchmark.main(arguments: $0) }),
 ]
 let menu = CommandMenu(command: "livevisits-bench", entries: benchmarks.map { .init($0.name, "[options]", $0.summary) })

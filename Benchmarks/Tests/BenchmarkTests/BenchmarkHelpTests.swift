@@ -10,7 +10,7 @@ import Testing
         #expect(walk.problems.isEmpty, "\(walk.problems.joined(separator: "\n"))")
         for benchmark in [
             "api", "apns", "append", "channels", "location", "outbox", "personal-data", "pipeline", "prune", "replay",
-            "scale", "slow-clients", "technicians", "webhooks",
+            "scale", "slow-clients", "technicians", "tracking", "webhooks",
         ] {
             #expect(walk.checked.contains("livevisits-bench \(benchmark)"), "\(walk.checked)")
         }

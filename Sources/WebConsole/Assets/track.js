@@ -1,0 +1,126 @@
+// The tracking page: the visit's Lock Screen card for a customer without the app, drawn from this link's
+// state (`<this page>/state`), asked again every 1.5 s. Every text goes in as text, never as markup; the
+// link's address is sent nowhere but to its own state call.
+
+// Every word the page shows, in one place (English here; a translation replaces this object).
+const LABELS = {
+  title: 'Your visit',
+  statuses: {
+    scheduled: 'Scheduled', enRoute: 'On the way', nearby: 'Nearby', onSite: 'On site', finishing: 'Finishing',
+    completed: 'Completed', cancelled: 'Cancelled', failed: 'Could not be completed',
+  },
+  arrival: 'Arrival window',
+  away: (km) => `${km} km away`,
+  stale: 'May be out of date: waiting for fresh news',
+  ended: 'This visit has ended.',
+  endedUntil: (time) => `This visit has ended. This card stays until ${time}.`,
+  gone: 'This tracking link has expired or is not valid.',
+  offline: 'Cannot reach the server: this may be out of date.',
+};
+
+// Stand-ins for the SF Symbols an avatar may name, in characters the common system fonts have (emoji fonts
+// are not everywhere); a person, or any other symbol, shows the technician's initial.
+const SYMBOLS = {
+  'wrench.fill': '\u2692', 'wrench.and.screwdriver': '\u2692', 'wrench.and.screwdriver.fill': '\u2692',
+  'hammer.fill': '\u2692', 'hammer': '\u2692', 'bolt.fill': '\u26A1', 'bolt': '\u26A1',
+};
+const ENDED = ['completed', 'cancelled', 'failed'];
+const POLL_MS = 1500;
+
+const root = document.getElementById('track');
+const stateURL = location.pathname.replace(/\/+$/, '') + '/state';
+let last = null;
+let offline = false;
+let stopped = false;
+
+/** An element with a class and children (strings become text nodes). */
+function el(tag, cls, ...children) {
+  const node = document.createElement(tag);
+  if (cls) node.className = cls;
+  for (const child of children) {
+    if (child === null || child === undefined) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+const TIME = new Intl.DateTimeFormat([], { hour: '2-digit', minute: '2-digit' });
+const time = (epoch) => TIME.format(new Date(epoch * 1000));
+
+function countdown(seconds) {
+  const s = Math.max(0, Math.floor(seconds));
+  const hh = Math.floor(s / 3600), mm = Math.floor((s % 3600) / 60), ss = s % 60;
+  const two = (n) => String(n).padStart(2, '0');
+  return hh > 0 ? `${hh}:${two(mm)}:${two(ss)}` : `${mm}:${two(ss)}`;
+}
+
+function avatar(s) {
+  const symbol = SYMBOLS[s.avatarSymbol];
+  const initial = (s.technicianName || '?').trim().charAt(0).toUpperCase() || '?';
+  const node = el('span', 'la-avatar', symbol || initial);
+  node.setAttribute('aria-hidden', 'true');
+  return node;
+}
+
+function draw() {
+  const now = Date.now() / 1000;
+  const s = last;
+  if (!s) return;
+  const ended = ENDED.includes(s.status);
+  const d = s.dismissal;
+  const dismissed = ended && d && (d.policy === 'immediate' || (d.policy === 'after' && now >= d.date));
+  if (dismissed) {
+    root.replaceChildren(el('p', 'note', LABELS.ended));
+    root.firstChild.dataset.testid = 'dismissal';
+    return;
+  }
+  const stale = !ended && s.staleDate && now > s.staleDate;
+  const km = Math.max(0, Number(s.kilometresAway || 0));
+  const fill = el('div', 'la-fill');
+  fill.style.width = `${(Math.max(0, 15 - km) / 15) * 100}%`;
+  const card = el('section', 'lock-screen' + (ended ? ' ended' : '') + (stale ? ' stale' : ''),
+    el('div', 'la-row', avatar(s), el('strong', 'la-name', s.technicianName || ''),
+      el('span', 'la-timer', ended ? LABELS.statuses[s.status] || s.status : countdown(s.arrivalEndEpoch - now))),
+    el('div', 'la-status', LABELS.statuses[s.status] || s.status || '', s.vanDescription ? ` · ${s.vanDescription}` : ''),
+    el('div', 'la-status', `${LABELS.arrival}: ${time(s.arrivalStartEpoch)}–${time(s.arrivalEndEpoch)}`),
+    el('div', 'la-progress', fill),
+    el('div', 'la-row', el('span', 'la-job', s.jobSummary ?? ''), el('span', 'la-away', LABELS.away(km.toFixed(1)))));
+  card.dataset.testid = 'lock-screen';
+  card.dataset.status = s.status;
+  let footer = null;
+  if (ended) {
+    footer = el('p', 'note', d && d.policy === 'after' ? LABELS.endedUntil(time(d.date)) : LABELS.ended);
+    footer.dataset.testid = 'dismissal';
+  } else if (stale || offline) {
+    footer = el('p', 'note warn', stale ? LABELS.stale : LABELS.offline);
+    footer.dataset.testid = 'stale';
+  }
+  root.replaceChildren(card, footer || '');
+}
+
+function gone() {
+  stopped = true;
+  const note = el('h1', '', LABELS.gone);
+  note.dataset.testid = 'track-gone';
+  root.replaceChildren(note);
+}
+
+async function poll() {
+  if (stopped) return;
+  try {
+    const answer = await fetch(stateURL, { cache: 'no-store', credentials: 'omit', referrerPolicy: 'no-referrer' });
+    if (answer.status === 404) return gone();
+    if (answer.ok) {
+      last = await answer.json();
+      offline = false;
+    } else offline = true;
+  } catch {
+    offline = true;
+  }
+  draw();
+  setTimeout(poll, POLL_MS);
+}
+
+document.title = LABELS.title;
+setInterval(() => { if (!stopped) draw(); }, 1000);
+poll();
