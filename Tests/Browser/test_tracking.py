@@ -1,7 +1,7 @@
 """The tracking page (`/track/<token>`), as a customer without the app opens it on a phone: the Lock Screen card
 at 390 px without sideways scrolling, in light and dark, updated without a reload after an event, a name with
 markup shown as text, the link's token sent nowhere but to its own state call, and the page saying so once the
-link is revoked. Real Chromium against `livevisits serve`; every wait bounded."""
+link is revoked; a dispatcher making and revoking the link on the console's visit page. Real Chromium against `livevisits serve`; every wait bounded."""
 
 import time
 from urllib.parse import urlsplit
@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 import pytest
 from playwright.sync_api import expect
 
-from test_console import unique
+from test_console import sign_in, unique
 from test_phone import fits
 
 HOSTILE = "<img src=x onerror=alert(1)>"
@@ -134,3 +134,33 @@ def test_a_stale_card_is_dimmed_and_says_it_may_be_out_of_date(stack, browser, a
         page.screenshot(path=artifacts / "tracking-stale.png")
     finally:
         context.close()
+
+
+def test_a_dispatcher_makes_and_revokes_the_link_on_the_visit_page(stack, context, browser, artifacts):
+    visit_id = unique("v-track-console")
+    stack.book(visit_id)
+    page = context.new_page()
+    sign_in(page, stack)
+    page.goto(stack.base + f"/console/#/visit/{visit_id}")
+    card = page.get_by_test_id("tracking-link")
+    card.get_by_test_id("tracking-link-create").click()
+    # It asks first, saying what the page shows and that an older link stops working.
+    expect(page.get_by_test_id("confirm")).to_contain_text("never the address")
+    page.get_by_test_id("confirm-ok").click()
+    field = card.get_by_test_id("tracking-link-url")
+    expect(field).to_be_visible()
+    url = field.input_value()
+    assert url.startswith(stack.base + "/track/"), url
+    customer = phone(browser, "light")
+    try:
+        tracked = customer.new_page()
+        tracked.goto(url)
+        expect(tracked.get_by_test_id("lock-screen")).to_be_visible()
+        # Revoked from the console, the customer's open page says so within its polling interval.
+        card.get_by_test_id("tracking-link-revoke").click()
+        page.get_by_test_id("confirm-ok").click()
+        expect(card.get_by_test_id("tracking-link-result")).to_have_text("Revoked.")
+        expect(field).to_be_hidden()
+        expect(tracked.get_by_test_id("track-gone")).to_contain_text("expired or is not valid", timeout=2_500)
+    finally:
+        customer.close()

@@ -132,6 +132,46 @@ function historyEntries(events) {
   });
 }
 
+/**
+ * The visit's tracking link, for a customer without the app: made (or replaced: a visit has one link, and a new
+ * one stops the old URL) and revoked here. The server keeps only the token's hash, so the URL is shown once,
+ * when it is made, to be copied into a message to the customer.
+ */
+function trackingLinkCard(path) {
+  const out = h('p', { class: 'muted', testid: 'tracking-link-result' });
+  const url = h('input', { type: 'text', readOnly: true, class: 'tracking-url', testid: 'tracking-link-url', 'aria-label': 'Tracking link', hidden: true });
+  const make = h('button', { type: 'button', testid: 'tracking-link-create', onclick: () => create() }, 'Make a tracking link');
+  const revoke = h('button', { type: 'button', testid: 'tracking-link-revoke', onclick: () => remove() }, 'Revoke the link');
+  async function create() {
+    const ok = await dialog({ title: 'Make a tracking link?', testid: 'confirm', ok: 'Make the link',
+      lines: ['A page anyone with the link can open, showing what the Lock Screen shows: technician, van, arrival window, status, distance and job — never the address or the customer\'s name. A link made before stops working.'] });
+    if (!ok) return;
+    await busy([make, revoke], async () => {
+      try {
+        const r = await api('POST', path + '/tracking-link');
+        url.value = new URL(r.url, location.origin).href;
+        url.hidden = false;
+        out.textContent = 'Copy it into a message to the customer: it is shown only now. It stops working an hour after the visit ends.';
+      } catch (e) { out.textContent = explain(e); }
+    });
+  }
+  async function remove() {
+    const ok = await dialog({ title: 'Revoke the tracking link?', testid: 'confirm', ok: 'Revoke',
+      lines: ['The customer\'s page stops updating and says the link is no longer valid.'] });
+    if (!ok) return;
+    await busy([make, revoke], async () => {
+      try {
+        await api('DELETE', path + '/tracking-link');
+        url.value = ''; url.hidden = true;
+        out.textContent = 'Revoked.';
+      } catch (e) { out.textContent = explain(e); }
+    });
+  }
+  return h('section', { class: 'card', testid: 'tracking-link' }, h('h2', {}, 'Tracking link'),
+    h('p', { class: 'muted small' }, 'For a customer without the app: a live page with the Lock Screen card.'),
+    h('div', { class: 'toolbar' }, make, revoke), url, out);
+}
+
 export function showVisit(view, visitId) {
   let stopped = false;
   let timer = null;
@@ -151,6 +191,7 @@ export function showVisit(view, visitId) {
   const ledger = h('ul', { class: 'ledger', testid: 'ledger' });
   const history = h('ol', { class: 'history', testid: 'history' });
   const deliveries = h('tbody');
+  const trackingCard = mayReadDeliveries ? trackingLinkCard(path) : null;
 
   replace(view,
     h('p', {}, h('a', { href: '#/board' }, '← Board')),
@@ -161,6 +202,7 @@ export function showVisit(view, visitId) {
         h('div', { class: 'activity-and-ledger' }, preview,
           mayReadDeliveries ? h('div', { class: 'ledger-panel' }, h('h3', {}, "On the customer's devices"), ledger) : null)),
       h('section', { class: 'card' }, h('h2', {}, 'History'), history)),
+    trackingCard,
     mayReadDeliveries ? h('section', { class: 'card' }, h('h2', {}, 'Deliveries'),
       h('div', { class: 'table-wrap' }, h('table', { testid: 'deliveries' },
         h('thead', {}, h('tr', {}, ['Id', 'Kind', 'Target', 'Priority', 'State', 'Attempts', 'Last answer', 'Created', 'Sent'].map((t) => h('th', { scope: 'col' }, t)))),
