@@ -69,15 +69,24 @@ struct TechniciansBenchmark {
                 let key = try await pool.withConnection {
                     try APIKeys.mint(role: .dispatcher, subject: nil, createdBy: nil, on: $0).key
                 }
-                let environment = APIEnvironment(
-                    pool: pool, readModel: readModel, outbox: Outbox(pool: pool),
-                    migrator: Migrator(directory: root.appendingPathComponent("Migrations")), metrics: Metrics(),
-                    personalData: PersonalDataKeys(current: nil), limits: APIBenchmark.InProcessReader.limits)
-                let api = LiveVisitsAPI(environment: environment).handler()
-                let day = try await reads(api, path: "/v1/technicians", query: ["date": date], key: key)
-                let page = try await reads(api, path: "/v1/visits", query: ["limit": "100"], key: key)
-                print(line("GET /v1/technicians?date=\(date)", day) + String(format: ", %d bytes", day.bytes))
-                print(line("GET /v1/visits?limit=100 (reference)", page) + String(format: ", %d bytes", page.bytes))
+                let api = HandlerReads.handler(pool: pool, readModel: readModel)
+                let headers: HTTPHeaders = ["Authorization": "Bearer \(key)"]
+                let day = try await HandlerReads.measure(
+                    api,
+                    requests: [
+                        HTTPRequest(
+                            method: .get, rawPath: "/v1/technicians", queryItems: [HTTPQueryItem(name: "date", value: date)],
+                            headers: headers)
+                    ], callers: 1, seconds: seconds)
+                let page = try await HandlerReads.measure(
+                    api,
+                    requests: [
+                        HTTPRequest(
+                            method: .get, rawPath: "/v1/visits", queryItems: [HTTPQueryItem(name: "limit", value: "100")],
+                            headers: headers)
+                    ], callers: 1, seconds: seconds)
+                print(day.line("GET /v1/technicians?date=\(date)") + String(format: ", %d bytes", day.bytes))
+                print(page.line("GET /v1/visits?limit=100 (reference)") + String(format: ", %d bytes", page.bytes))
                 print(String(format: "  ratio: the day / a page of the list = %.2f (p50)", day.p50 / page.p50))
 
                 let (visitsWrite, techniciansWrite) = try await writes(readModel, pool: pool, measured: measured)
@@ -120,46 +129,7 @@ struct TechniciansBenchmark {
                 }
             }
         }
-        for list in [commands, reassignments] {
-            for start in stride(from: 0, to: list.count, by: 200) {
-                let batch = Array(list[start..<min(start + 200, list.count)])
-                let outcomes = try await pool.withConnection { handler.executeBatch(batch, on: $0) }
-                for outcome in outcomes { _ = try outcome.get() }
-            }
-        }
-    }
-
-    struct Reads {
-        var perSecond: Double
-        var p50: Double
-        var p99: Double
-        var bytes: Int
-    }
-
-    /// One caller repeating `GET path?query` through the handler for `seconds`.
-    func reads(_ api: HTTPHandler, path: String, query: [String: String], key: String) async throws -> Reads {
-        let items = query.map { HTTPQueryItem(name: $0.key, value: $0.value) }
-        let headers: HTTPHeaders = ["Authorization": "Bearer \(key)"]
-        var latencies: [Double] = []
-        var bytes = 0
-        let started = Date()
-        while Date().timeIntervalSince(started) < seconds {
-            let t0 = Date()
-            let response = await api(HTTPRequest(method: .get, rawPath: path, queryItems: items, headers: headers))
-            latencies.append(Date().timeIntervalSince(t0))
-            guard response.status == 200 else {
-                throw BenchmarkUsageError(message: "GET \(path) answered \(response.status)")
-            }
-            bytes = response.body.count
-        }
-        latencies.sort()
-        return Reads(
-            perSecond: Double(latencies.count) / Date().timeIntervalSince(started), p50: latencies[latencies.count / 2],
-            p99: latencies[min(latencies.count - 1, latencies.count * 99 / 100)], bytes: bytes)
-    }
-
-    func line(_ label: String, _ reads: Reads) -> String {
-        String(format: "%@: %.0f/s, p50 %.2f ms, p99 %.2f ms", label, reads.perSecond, reads.p50 * 1e3, reads.p99 * 1e3)
+        for list in [commands, reassignments] { try await handler.executeInBatches(list, pool: pool) }
     }
 
     /// Median seconds of the visits' upsert and of the technicians' for the same 32 states (the measured day's

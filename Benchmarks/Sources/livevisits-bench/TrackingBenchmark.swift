@@ -70,19 +70,19 @@ struct TrackingBenchmark {
                 let key = try await pool.withConnection {
                     try APIKeys.mint(role: .dispatcher, subject: nil, createdBy: nil, on: $0).key
                 }
-                let environment = APIEnvironment(
-                    pool: pool, readModel: readModel, outbox: Outbox(pool: pool),
-                    migrator: Migrator(directory: root.appendingPathComponent("Migrations")), metrics: Metrics(),
-                    personalData: PersonalDataKeys(current: nil), limits: APIBenchmark.InProcessReader.limits)
-                let api = LiveVisitsAPI(environment: environment).handler()
+                let api = HandlerReads.handler(pool: pool, readModel: readModel)
                 let page = await api(HTTPRequest(method: .get, rawPath: "/track/\(tokens[0])")).body.count
                 let script = await api(HTTPRequest(method: .get, rawPath: "/tracking/track.js")).body.count
                 let style = await api(HTTPRequest(method: .get, rawPath: "/tracking/track.css")).body.count
-                let state = try await reads(api, paths: tokens.map { "/track/\($0)/state" }, headers: [:])
-                let visit = try await reads(
-                    api, paths: ids.map { "/v1/visits/\($0)" }, headers: ["Authorization": "Bearer \(key)"])
-                print(line("GET /track/<token>/state", state))
-                print(line("GET /v1/visits/{id} (reference)", visit))
+                let state = try await HandlerReads.measure(
+                    api, requests: tokens.map { HTTPRequest(method: .get, rawPath: "/track/\($0)/state") }, callers: callers,
+                    seconds: seconds)
+                let headers: HTTPHeaders = ["Authorization": "Bearer \(key)"]
+                let visit = try await HandlerReads.measure(
+                    api, requests: ids.map { HTTPRequest(method: .get, rawPath: "/v1/visits/\($0)", headers: headers) },
+                    callers: callers, seconds: seconds)
+                print(state.line("GET /track/<token>/state"))
+                print(visit.line("GET /v1/visits/{id} (reference)"))
                 print(
                     String(
                         format: "  ratio: state / visit = %.2f (p50), %.2f (p99)", state.p50 / visit.p50, state.p99 / visit.p99))
@@ -110,50 +110,7 @@ struct TrackingBenchmark {
                 arrivalWindow: ArrivalWindow(start: now + 600, end: now + 2_400), kilometresAway: 14)
             return VisitCommand(visitId: id, event: .scheduled(scheduled), context: context, isCreation: true)
         }
-        for start in stride(from: 0, to: commands.count, by: 200) {
-            let batch = Array(commands[start..<min(start + 200, commands.count)])
-            let outcomes = try await pool.withConnection { handler.executeBatch(batch, on: $0) }
-            for outcome in outcomes { _ = try outcome.get() }
-        }
+        try await handler.executeInBatches(commands, pool: pool)
         return commands.map(\.visitId)
-    }
-
-    struct Reads {
-        var perSecond: Double
-        var p50: Double
-        var p99: Double
-    }
-
-    /// `callers` concurrent callers each repeating GETs of random `paths` through the handler for `seconds`.
-    func reads(_ api: @escaping HTTPHandler, paths: [String], headers: HTTPHeaders) async throws -> Reads {
-        let seconds = self.seconds
-        let started = Date()
-        let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
-            for _ in 0..<callers {
-                group.addTask {
-                    var mine: [Double] = []
-                    while Date().timeIntervalSince(started) < seconds {
-                        let path = paths.randomElement()!
-                        let t0 = Date()
-                        let response = await api(HTTPRequest(method: .get, rawPath: path, headers: headers))
-                        mine.append(Date().timeIntervalSince(t0))
-                        guard response.status == 200 else {
-                            throw BenchmarkUsageError(message: "GET \(path) answered \(response.status)")
-                        }
-                    }
-                    return mine
-                }
-            }
-            var all: [Double] = []
-            for try await mine in group { all += mine }
-            return all.sorted()
-        }
-        return Reads(
-            perSecond: Double(latencies.count) / Date().timeIntervalSince(started), p50: latencies[latencies.count / 2],
-            p99: latencies[min(latencies.count - 1, latencies.count * 99 / 100)])
-    }
-
-    func line(_ label: String, _ reads: Reads) -> String {
-        String(format: "%@: %.0f/s, p50 %.2f ms, p99 %.2f ms", label, reads.perSecond, reads.p50 * 1e3, reads.p99 * 1e3)
     }
 }
