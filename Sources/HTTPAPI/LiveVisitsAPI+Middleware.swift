@@ -31,9 +31,7 @@ extension LiveVisitsAPI {
             do {
                 caller = try await authenticate(request)
             } catch let limited as RateLimited {
-                var headers = HTTPHeaders()
-                headers.add(name: "Retry-After", value: String(limited.retryAfterSeconds))
-                return .error(status: 429, code: "rate_limited", message: limited.message, headers: headers)
+                return limited.response
             }
             return try await Caller.$current.withValue(caller) { try await next(request, parameters) }
         }
@@ -43,6 +41,13 @@ extension LiveVisitsAPI {
     struct RateLimited: Error {
         let retryAfterSeconds: Int
         let message: String
+
+        /// 429 `rate_limited` with `Retry-After`.
+        var response: HTTPResponse {
+            var headers = HTTPHeaders()
+            headers.add(name: "Retry-After", value: String(retryAfterSeconds))
+            return .error(status: 429, code: "rate_limited", message: message, headers: headers)
+        }
     }
 
     /// Middleware of the write routes (contract §6, "Idempotency"): a request with an `Idempotency-Key`

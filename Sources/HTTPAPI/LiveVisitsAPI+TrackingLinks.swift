@@ -88,12 +88,11 @@ extension LiveVisitsAPI {
         let address = request.peerAddress
         let lockout = environment.lockout
         if let lockout, let address, let wait = lockout.lockedOut(address, now: environment.clock.now()) {
-            var headers = HTTPHeaders()
-            headers.add(name: "Retry-After", value: String(RequestLimits.retryAfterSeconds(wait)))
             return .limited(
-                .error(
-                    status: 429, code: "rate_limited", message: "too many failed look-ups from this address; retry later",
-                    headers: headers))
+                RateLimited(
+                    retryAfterSeconds: RequestLimits.retryAfterSeconds(wait),
+                    message: "too many failed look-ups from this address; retry later"
+                ).response)
         }
         let shown: TrackingLinks.Shown?
         do {
