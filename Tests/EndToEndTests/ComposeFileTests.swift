@@ -256,8 +256,7 @@ struct ComposeFileTests {
         } catch {
             checked = .failure(error)
         }
-        process.signal(SIGINT)
-        let status = await process.wait()
+        let status = await process.stop(SIGINT, killAfter: 30)
         try checked.get()
         #expect(status == 0, "apns-sim after SIGINT")
     }

@@ -27,8 +27,10 @@ import Testing
                 return text.contains("curl -fsS --http2")
             }
         } catch {
-            demo.signal(SIGINT)
-            _ = await demo.wait()
+            _ = await demo.stop(SIGINT, killAfter: 30)
+            // Where the demo stood: its last lines, and what it said on stderr.
+            let errors = (try? String(contentsOfFile: output.path + ".err", encoding: .utf8)) ?? ""
+            Issue.record("the demo printed:\n\(text.suffix(3000))\nstderr:\n\(errors.suffix(3000))")
             throw error
         }
         let curls = text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { $0.hasPrefix("curl ") }
@@ -64,8 +66,8 @@ import Testing
             #expect(state.status == 0 && state.stdout.contains("\"completed\""), "GET \(trackingURL)/state → \(state.stderr)")
         }
 
-        demo.signal(SIGINT)
-        let status = await demo.wait()
+        // Bounded: a demo that ignored Ctrl-C is killed and fails here instead of hanging the run.
+        let status = await demo.stop(SIGINT, killAfter: 60)
         let final = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
         #expect(status == 0, "exit status after Ctrl-C: \(final.suffix(800))")
         #expect(final.contains("stopped the PostgreSQL cluster"))

@@ -69,12 +69,10 @@ import Testing
                     return true
                 }
                 let result = try await body(base)
-                server.signal(SIGTERM)
-                _ = await server.wait()
+                _ = await server.stop(SIGTERM, killAfter: 30)
                 return result
             } catch {
-                server.signal(SIGTERM)
-                _ = await server.wait()
+                _ = await server.stop(SIGTERM, killAfter: 30)
                 throw error
             }
         }

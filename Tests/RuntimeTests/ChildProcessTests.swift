@@ -32,8 +32,8 @@ import Testing
         _ = SignalWatcher.shared  // sets SIGTERM and SIGINT to ignored in this process
         let child = try ChildProcess("/bin/sleep", ["30"]).start()
         #expect(child.isRunning)
-        child.signal(SIGTERM)
-        let status = await child.wait()
+        // A lost SIGTERM ends in the SIGKILL 30 s later (status 137), not in a hang.
+        let status = await child.stop(SIGTERM, killAfter: 30)
         #expect(status == 128 + SIGTERM)
         #expect(!child.isRunning)
     }
