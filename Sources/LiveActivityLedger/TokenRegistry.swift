@@ -304,17 +304,20 @@ extension TokenRegistry.Holder {
     /// A new Live Activity enters the ledger with how it came to be. From a device that a `start` of the visit
     /// reached since its last activity began, it is that start's activity: origin `pushToStart` (or `renewal`
     /// for a renewal's start), begun when APNs acknowledged the start (iOS counts its 8 hours from there).
+    /// A start still on the wire counts too, begun now: the phone can register the activity a start made
+    /// before the worker has recorded APNs' answer, and the origin must not depend on that race.
     /// Otherwise the app started it, now. It counts the renewals before it: one more than the newest renewed
     /// activity of its device (or of the visit, without a device), so the visit's cap holds along each chain.
     func insertValues(deviceId: String?, nowMs: Int64) -> PostgresQuery {
         switch self {
         case .liveActivity(let visitId, let activityId):
             let started: PostgresQuery = """
-                (SELECT d.finished_at, strpos(d.target, ' renewal ') > 0 AS renewal
+                (SELECT COALESCE(d.finished_at, \(Double(nowMs) / 1000)::float8) AS finished_at,
+                        strpos(d.target, ' renewal ') > 0 AS renewal
                  FROM deliveries d
-                 WHERE d.visit_id = \(visitId) AND d.kind = 'start' AND d.state = 'sent'
+                 WHERE d.visit_id = \(visitId) AND d.kind = 'start' AND d.state IN ('sending', 'sent')
                    AND d.device_id = \(deviceId)::text
-                   AND d.finished_at * 1000 > COALESCE((SELECT max(r.began_at_ms) FROM live_activities r
+                   AND COALESCE(d.finished_at * 1000, \(nowMs)) > COALESCE((SELECT max(r.began_at_ms) FROM live_activities r
                                                         WHERE r.visit_id = \(visitId) AND r.device_id = \(deviceId)::text), 0)
                  ORDER BY d.id DESC LIMIT 1)
                 """

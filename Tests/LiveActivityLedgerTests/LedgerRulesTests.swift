@@ -85,6 +85,26 @@ import Testing
         }
     }
 
+    /// A phone may register the activity a start made before the worker has recorded APNs' answer: the
+    /// start still on the wire makes it that start's activity all the same, not one the app started.
+    @Test func anActivityRegisteredWhileItsStartIsOnTheWireIsThatStarts() async throws {
+        let clock = ManualClock(now: Self.t0)
+        try await withOutboxFixture(clock: clock, configuration: Self.configuration()) { f in
+            for device in ["d-1", "d-2"] {
+                try await f.registerStart(customer: "c-1", device: device, token: token("s-" + device))
+            }
+            #expect(try await f.enqueue(start("v-1", timestamp: Self.stamp)).created == 2)
+            // On the wire to d-1 (claimed, no answer recorded yet); d-2's start still waits.
+            _ = try await f.pool.query(
+                "UPDATE deliveries SET state = 'sending' WHERE visit_id = 'v-1' AND kind = 'start' AND device_id = 'd-1'")
+            try await f.registerActivity(visit: "v-1", activity: "a-1", token: token("a1"), device: "d-1")
+            try await f.registerActivity(visit: "v-1", activity: "a-2", token: token("a2"), device: "d-2")
+            let entries = try await f.entries(visit: "v-1")
+            #expect(entries.first { $0.activityId == "a-1" }?.origin == .pushToStart)
+            #expect(entries.first { $0.activityId == "a-2" }?.origin == .app, "a start not yet sent made nothing")
+        }
+    }
+
     @Test func aDismissalIsKeptThroughRotationRenewalAndFallbacks() async throws {
         let clock = ManualClock(now: Self.t0)
         try await withOutboxFixture(clock: clock, configuration: Self.configuration()) { f in
