@@ -177,9 +177,10 @@ public struct APIError: Error, HTTPErrorConvertible, Sendable, CustomStringConve
         }
     }
 
-    /// A body the domain refuses; an id outside the grammar names its field (contract §15).
+    /// A body the domain refuses; an id outside the grammar and a malformed locale name their field.
     static func input(_ error: VisitInputError) -> APIError {
-        APIError(.input(error.code), error.message, field: error.code == .invalidId ? error.field : nil, underlying: error)
+        let namesField = error.code == .invalidId || error.code == .invalidLocale
+        return APIError(.input(error.code), error.message, field: namesField ? error.field : nil, underlying: error)
     }
 
     static func fromOutbox(_ error: OutboxError) -> APIError? {

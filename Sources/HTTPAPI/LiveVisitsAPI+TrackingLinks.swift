@@ -126,12 +126,17 @@ extension LiveVisitsAPI {
         return response
     }
 
-    /// `GET /track/<token>` (no key): the tracking page, or a 404 page saying the link has expired or is not
-    /// valid.
+    /// `GET /track/<token>` (no key): the tracking page in the visit's language (its labels from the rules'
+    /// texts for that language), or a 404 page saying the link has expired or is not valid.
     func trackingPage(_ request: HTTPRequest, token: String) async -> HTTPResponse {
         switch await lookUpTracking(request, token: token) {
-        case .notFound: return TrackingPage.answer(found: false)
-        case .found: return TrackingPage.answer(found: true)
+        case .notFound: return TrackingPage.notFound()
+        case .found(let shown):
+            let locale = shown.state.locale
+            let labels = environment.rules.localized(for: locale).trackingLabels
+            return TrackingPage.found(
+                language: locale?.text, rightToLeft: locale?.isRightToLeft ?? false,
+                labels: labels.json.serializedString())
         case .limited(var answer):
             WebConsole.addSecurityHeaders(to: &answer.headers)
             return answer

@@ -182,13 +182,16 @@ struct DemoScenario: Sendable {
             "id": .string(technicianId), "name": "Sam", "avatarSymbol": "person.crop.circle",
             "vanDescription": "White van, blue stripe",
         ]
-        func schedule(_ visit: String, customer: String, summary: String, location: JSONValue? = nil) -> JSONValue {
+        func schedule(
+            _ visit: String, customer: String, summary: String, location: JSONValue? = nil, locale: String? = nil
+        ) -> JSONValue {
             var body: JSONValue = [
                 "visitId": .string(visit), "customerId": .string(customer),
                 "attributes": ["customerFirstName": "Alex", "serviceAddress": "12 Elm Row", "jobSummary": .string(summary)],
                 "technician": technicianObject, "arrivalWindow": window, "kilometresAway": 14.5,
             ]
             if let location { body = .object((body.objectMembers ?? []) + [JSONMember("location", location)]) }
+            if let locale { body = .object((body.objectMembers ?? []) + [JSONMember("locale", .string(locale))]) }
             return body
         }
         /// A fix the technician's phone posts `kilometres` due south of visit A's address.
@@ -333,9 +336,11 @@ struct DemoScenario: Sendable {
                 path: "/v1/customers/\(customerB)/devices/\(tabletId)/preferences", key: customerBKey,
                 body: ["liveActivitiesEnabled": false, "frequentPushesEnabled": false], expect: 204, push: nil),
             Step(
-                actor: "dispatcher", description: "books visit \(visitB) for another customer (the iPad gets a notification)",
+                actor: "dispatcher",
+                description:
+                    "books visit \(visitB) for another customer, in Simplified Chinese (the iPad gets a notification in Chinese)",
                 method: "POST", path: "/v1/visits", key: dispatcher,
-                body: schedule(visitB, customer: customerB, summary: "Radiator leak"), expect: 201,
+                body: schedule(visitB, customer: customerB, summary: "Radiator leak", locale: "zh-Hans"), expect: 201,
                 push: notification("scheduled")),
             Step(
                 actor: "customer B", description: "the Live Activity started in the app registers its token (version 1)",

@@ -299,3 +299,30 @@ def test_tablet_width_and_dark_mode(stack, browser, artifacts):
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
     finally:
         context.close()
+
+
+def test_the_preview_imitates_the_phone_in_the_visits_language(stack, context, artifacts):
+    """The Lock Screen and Dynamic Island previews carry the visit's `locale` (and its direction), so the
+    browser draws them as a phone set to that language would; the console's own words stay English."""
+    chinese, arabic = unique("v-zh"), unique("v-ar")
+    now = int(time.time())
+    for visit_id, locale in ((chinese, "zh-Hans"), (arabic, "ar-EG")):
+        status, body = stack.api("POST", "/v1/visits", {
+            "visitId": visit_id, "customerId": "c-1", "locale": locale,
+            "attributes": {"customerFirstName": "Alex", "serviceAddress": "12 Elm Row", "jobSummary": "Boiler check"},
+            "technician": {"id": "t-1", "name": "Sam", "avatarSymbol": "person.crop.circle", "vanDescription": "White van"},
+            "arrivalWindow": {"start": now + 600, "end": now + 1800}, "kilometresAway": 14.0})
+        assert status == 201, body
+        assert body["locale"] == locale
+    page = context.new_page()
+    sign_in(page, stack)
+    page.goto(stack.base + f"/console/#/visit/{chinese}")
+    lock = page.get_by_test_id("lock-screen")
+    expect(lock).to_have_attribute("lang", "zh-Hans")
+    expect(lock).to_have_attribute("dir", "ltr")
+    expect(page.get_by_test_id("island-expanded")).to_have_attribute("lang", "zh-Hans")
+    page.screenshot(path=artifacts / "visit-zh-preview.png", full_page=True)
+    page.goto(stack.base + f"/console/#/visit/{arabic}")
+    lock = page.get_by_test_id("lock-screen")
+    expect(lock).to_have_attribute("lang", "ar-EG")
+    expect(lock).to_have_attribute("dir", "rtl")

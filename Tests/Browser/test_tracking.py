@@ -15,16 +15,19 @@ from test_phone import fits
 HOSTILE = "<img src=x onerror=alert(1)>"
 
 
-def book_and_link(stack, technician_name):
+def book_and_link(stack, technician_name, locale=None):
     visit_id = unique("v-track")
     now = int(time.time())
-    status, body = stack.api("POST", "/v1/visits", {
+    visit = {
         "visitId": visit_id, "customerId": unique("c-track"),
         "attributes": {"customerFirstName": "Alex", "serviceAddress": "12 Elm Row",
                        "jobSummary": "Replace the thermostatic radiator valves in the upstairs bedrooms"},
         "technician": {"id": unique("t-track"), "name": technician_name, "avatarSymbol": "wrench.fill",
                        "vanDescription": "Long white van with a ladder rack"},
-        "arrivalWindow": {"start": now + 600, "end": now + 1800}, "kilometresAway": 12.0})
+        "arrivalWindow": {"start": now + 600, "end": now + 1800}, "kilometresAway": 12.0}
+    if locale:
+        visit["locale"] = locale
+    status, body = stack.api("POST", "/v1/visits", visit)
     assert status == 201, body
     status, link = stack.api("POST", f"/v1/visits/{visit_id}/tracking-link")
     assert status == 201, link
@@ -164,3 +167,53 @@ def test_a_dispatcher_makes_and_revokes_the_link_on_the_visit_page(stack, contex
         expect(tracked.get_by_test_id("track-gone")).to_contain_text("expired or is not valid", timeout=2_500)
     finally:
         customer.close()
+
+
+def test_a_chinese_visits_page_speaks_chinese(stack, browser, artifacts):
+    """A visit booked in `zh-Hans-CN`: the page's language is the visit's, its labels are the rules' Simplified
+    Chinese, and times are written as Chinese writes them (Intl with the visit's locale)."""
+    visit_id, url = book_and_link(stack, "王师傅", locale="zh-Hans-CN")
+    context = phone(browser, "light")
+    try:
+        page = context.new_page()
+        page.goto(stack.base + url)
+        card = page.get_by_test_id("lock-screen")
+        expect(card).to_contain_text("已预约")
+        expect(card).to_contain_text("距您 12.0 公里")
+        expect(card).to_contain_text("预计到达")
+        assert page.evaluate("document.documentElement.lang") == "zh-Hans-CN"
+        assert page.evaluate("document.documentElement.dir") == "ltr"
+        assert page.title() == "您的上门服务"
+        # The arrival window is written as Chinese writes times.
+        start = page.evaluate(
+            "fetch(location.pathname + '/state').then((r) => r.json()).then((s) => new Intl.DateTimeFormat("
+            "'zh-Hans-CN', { hour: '2-digit', minute: '2-digit' }).format(new Date(s.arrivalStartEpoch * 1000)))")
+        expect(card).to_contain_text(f"预计到达: {start}")
+        text = card.inner_text()
+        assert "Scheduled" not in text and "km away" not in text and "Arrival window" not in text, text
+        fits(page, "tracking page in Chinese")
+        page.screenshot(path=artifacts / "tracking-zh.png", full_page=True)
+
+        status, body = stack.api("POST", f"/v1/visits/{visit_id}/events", {"type": "nearby", "kilometresAway": 0.8})
+        assert status == 201, body
+        expect(page.get_by_test_id("lock-screen")).to_contain_text("即将到达", timeout=2_500)
+        status, body = stack.api("POST", f"/v1/visits/{visit_id}/events", {"type": "onSite"})
+        assert status == 201, body
+        status, body = stack.api("POST", f"/v1/visits/{visit_id}/events", {"type": "completed"})
+        assert status == 201, body
+        expect(page.get_by_test_id("dismissal")).to_contain_text("本次上门服务已结束", timeout=2_500)
+    finally:
+        context.close()
+
+
+def test_a_visit_in_a_language_without_texts_gets_english(stack, browser):
+    _, url = book_and_link(stack, "Sam", locale="es")
+    context = phone(browser, "light")
+    try:
+        page = context.new_page()
+        page.goto(stack.base + url)
+        expect(page.get_by_test_id("lock-screen")).to_contain_text("Scheduled")
+        expect(page.get_by_test_id("lock-screen")).to_contain_text("km away")
+        assert page.evaluate("document.documentElement.lang") == "es"
+    finally:
+        context.close()

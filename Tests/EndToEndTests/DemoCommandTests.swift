@@ -53,6 +53,9 @@ import Testing
         let notifications = events("alert")
         #expect(notifications.map { $0["device"] as? String } == ["notification-B", "notification-B"])
         #expect(notifications.map { $0["notificationStatus"] as? String } == ["scheduled", "cancelled"])
+        // Visit B was booked in Simplified Chinese: its notifications speak it.
+        #expect(notifications.map { $0["alertTitle"] as? String } == ["上门服务已预约", "服务已取消"])
+        #expect(outcome.stdout.contains("alert=上门服务已预约"), "the demo prints the Chinese alert")
         #expect(notifications.allSatisfy { $0["pushType"] as? String == "alert" })
         #expect(notifications.allSatisfy { $0["topic"] as? String == "com.example.fieldservice" })
         #expect(notifications.allSatisfy { $0["priority"] as? Int == 10 })

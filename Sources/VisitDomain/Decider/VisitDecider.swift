@@ -57,7 +57,8 @@ public enum VisitDecider {
                 attributes: scheduled.attributes, customerId: scheduled.customerId, technician: scheduled.technician,
                 status: .scheduled, arrivalWindow: scheduled.arrivalWindow, kilometresAway: scheduled.kilometresAway,
                 reason: nil, version: 1, lastEventType: .scheduled, scheduledAt: at, lastRecordedAt: at,
-                apsTimestamp: at, statusChangedAt: at, statusChangedVersion: 1, location: scheduled.location)
+                apsTimestamp: at, statusChangedAt: at, statusChangedVersion: 1, location: scheduled.location,
+                locale: scheduled.locale)
         }
         guard recorded.version == state.version + 1 else {
             throw StoredEventError(

@@ -33,6 +33,9 @@ public struct VisitState: Sendable, Hashable {
     public var statusChangedVersion: Int
     /// Where the work happens, as booked (`VisitScheduled.location`: sealed once stored); nil: no location.
     public var location: String? = nil
+    /// The customer's language, as booked (`VisitScheduled.locale`): which of the rules' texts its pushes
+    /// and tracking page carry; nil: the default texts.
+    public var locale: LanguageTag? = nil
 
     /// The visit's id.
     public var visitId: String { attributes.visitId }

@@ -14,6 +14,7 @@ public struct VisitInputError: Error, Sendable, Equatable, CustomStringConvertib
             case invalidValue = "invalid_value"
             case unknownField = "unknown_field"
             case invalidId = "invalid_id"
+            case invalidLocale = "invalid_locale"
         }
         let value: Value
 
@@ -33,6 +34,9 @@ public struct VisitInputError: Error, Sendable, Equatable, CustomStringConvertib
         public static let unknownField = Code(value: .unknownField)
         /// An id outside the one grammar (`IdGrammar`): the refusal names the field. HTTP 422.
         public static let invalidId = Code(value: .invalidId)
+        /// A `locale` that is not a well-formed BCP 47 language tag (RFC 5646): the refusal names the field.
+        /// HTTP 422.
+        public static let invalidLocale = Code(value: .invalidLocale)
 
         /// The snake_case code for `{"error":{"code":…}}`.
         public var rawValue: String { value.rawValue }

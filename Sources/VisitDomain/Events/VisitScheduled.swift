@@ -13,6 +13,8 @@ public struct VisitScheduled: Sendable, Hashable {
     /// Where the work happens, as `ServiceLocation.text` — or, once the write side sealed it, its sealed
     /// text: the customer's personal data, never in a push (nil: booked without one).
     public var location: String?
+    /// The customer's language (nil: the rules' default texts). Not personal data.
+    public var locale: LanguageTag?
 
     /// The visit's id (the same as `attributes.visitId`).
     public var visitId: String { attributes.visitId }
@@ -20,7 +22,7 @@ public struct VisitScheduled: Sendable, Hashable {
     /// A scheduling.
     public init(
         customerId: String, attributes: ServiceVisitAttributes, technician: Technician,
-        arrivalWindow: ArrivalWindow, kilometresAway: Double, location: String? = nil
+        arrivalWindow: ArrivalWindow, kilometresAway: Double, location: String? = nil, locale: LanguageTag? = nil
     ) {
         self.customerId = customerId
         self.attributes = attributes
@@ -28,5 +30,6 @@ public struct VisitScheduled: Sendable, Hashable {
         self.arrivalWindow = arrivalWindow
         self.kilometresAway = kilometresAway
         self.location = location
+        self.locale = locale
     }
 }

@@ -14,6 +14,7 @@ public enum ScheduleVisitRequest {
         try VisitInputError.reading { () throws(FieldProblem) in
             try object.rejectUnknown(allowed: [
                 "visitId", "customerId", "attributes", "technician", "arrivalWindow", "kilometresAway", "location",
+                "locale",
             ])
         }
         let visitId = try object.optionalId("visitId") ?? generateVisitId()
@@ -28,6 +29,7 @@ public enum ScheduleVisitRequest {
                 jobSummary: try attributes.text("jobSummary", maxBytes: VisitInputLimits.textBytes))
         }
         let technician = try object.technician("technician")
+        let locale = try object.optionalLanguageTag("locale")
         return try VisitInputError.reading { () throws(FieldProblem) in
             guard let window = try object.optionalArrivalWindow("arrivalWindow") else {
                 throw FieldProblem(kind: .missing, path: "arrivalWindow", reason: "required field is missing")
@@ -36,7 +38,7 @@ public enum ScheduleVisitRequest {
             let location = try object.optionalLocation("location")
             return VisitScheduled(
                 customerId: customerId, attributes: serviceAttributes, technician: technician,
-                arrivalWindow: window, kilometresAway: kilometres, location: location?.text)
+                arrivalWindow: window, kilometresAway: kilometres, location: location?.text, locale: locale)
         }
     }
 }

@@ -20,6 +20,8 @@ public struct VisitView: Sendable, Hashable {
     public var staleDate: Int?
     /// `nil` while active.
     public var dismissal: VisitDismissal?
+    /// The customer's language as booked; nil: booked without one (the JSON leaves it out).
+    public var locale: LanguageTag?
 
     /// What the rules in force gave a state (its relevance, stale date and dismissal): the read model keeps
     /// them beside the folded state, so that a visit's view is drawn as the rules of its last event made it
@@ -59,11 +61,12 @@ public struct VisitView: Sendable, Hashable {
         relevanceScore = ruled.relevanceScore
         staleDate = ruled.staleDate
         dismissal = ruled.dismissal
+        locale = state.locale
     }
 
     /// The contract's JSON, keys in its order; `liveActivities` (live tokens) is the caller's.
     public func json(liveActivities: Int) -> JSONValue {
-        .object([
+        var members: [JSONMember] = [
             JSONMember("visitId", .string(visitId)),
             JSONMember("customerId", .string(customerId)),
             JSONMember("version", .number(Double(version))),
@@ -73,7 +76,9 @@ public struct VisitView: Sendable, Hashable {
             JSONMember("relevanceScore", .number(relevanceScore)),
             JSONMember("staleDate", staleDate.map { .number(Double($0)) } ?? .null),
             JSONMember("dismissal", dismissal?.json ?? .null),
-            JSONMember("liveActivities", .number(Double(liveActivities))),
-        ])
+        ]
+        if let locale { members.append(JSONMember("locale", .string(locale.text))) }
+        members.append(JSONMember("liveActivities", .number(Double(liveActivities))))
+        return .object(members)
     }
 }

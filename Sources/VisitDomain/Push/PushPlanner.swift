@@ -1,4 +1,7 @@
 /// Turns visit states into the pushes they imply (contract §5 rule table and §6).
+///
+/// Every text a push carries is in the visit's language: each entry point plans with
+/// `rules.localized(for: state.locale)`.
 public enum PushPlanner {
     /// The pushes implied by the event that produced `state` (its last event):
     /// - `scheduled`: a `start` to push-to-start tokens and an `update` to activities already registered;
@@ -14,6 +17,7 @@ public enum PushPlanner {
     /// customer's devices without a Live Activity of the visit (contract §9); `progress` and `reassigned`
     /// never do.
     public static func pushes(for state: VisitState, rules: ProjectionRules) -> [PushPlan] {
+        let rules = rules.localized(for: state.locale)
         let fallbacks = fallback(state, rules: rules).map { [$0] } ?? []
         if state.hasEnded { return [end(state, rules: rules, isCatchUp: false)] + fallbacks }
         let alert: AlertContent? =
@@ -58,7 +62,8 @@ public enum PushPlanner {
     /// `aps.timestamp`, so an activity that already has this state ignores it. The update is sent
     /// even past its stale date (`PushExpiration.atOrWhenSent`): it is still the latest state.
     public static func catchUp(for state: VisitState, rules: ProjectionRules) -> PushPlan {
-        state.hasEnded
+        let rules = rules.localized(for: state.locale)
+        return state.hasEnded
             ? end(state, rules: rules, isCatchUp: true)
             : update(state, rules: rules, alert: nil, isCatchUp: true)
     }
@@ -66,7 +71,7 @@ public enum PushPlanner {
     /// The `start` for a push-to-start token registered after scheduling, while the visit is
     /// active (`nil` once ended). It carries the current state and the start alert.
     public static func lateStart(for state: VisitState, rules: ProjectionRules) -> PushPlan? {
-        state.hasEnded ? nil : start(state, rules: rules, isCatchUp: true)
+        state.hasEnded ? nil : start(state, rules: rules.localized(for: state.locale), isCatchUp: true)
     }
 
     /// The renewal of a still-active visit's Live Activity at `activityRenewalSeconds` (contract §9; nil once
@@ -75,6 +80,7 @@ public enum PushPlanner {
     /// next event, recorded at `now` or later, is newer than the start), and after the state's own.
     public static func renewal(for state: VisitState, rules: ProjectionRules, now: Int) -> (end: PushPlan, start: PushPlan)? {
         guard !state.hasEnded else { return nil }
+        let rules = rules.localized(for: state.locale)
         var ending = state
         ending.apsTimestamp = max(now - 1, state.apsTimestamp + 1)
         var starting = ending
@@ -88,7 +94,8 @@ public enum PushPlanner {
     /// Every body the event behind `state` may cause: its pushes and, while active, the start
     /// a later push-to-start token would get. The 4 KB budget is checked on the largest.
     public static func largestPossiblePush(for state: VisitState, rules: ProjectionRules) -> PushPlan? {
-        largestPossiblePush(among: pushes(for: state, rules: rules), for: state, rules: rules)
+        let rules = rules.localized(for: state.locale)
+        return largestPossiblePush(among: pushes(for: state, rules: rules), for: state, rules: rules)
     }
 
     /// The same, given the pushes already planned for `state` (`pushes(for:rules:)`), so they are not built
@@ -96,6 +103,7 @@ public enum PushPlanner {
     public static func largestPossiblePush(among pushes: [PushPlan], for state: VisitState, rules: ProjectionRules)
         -> PushPlan?
     {
+        let rules = rules.localized(for: state.locale)
         var candidates = pushes
         if !pushes.contains(where: { $0.kind == .start }), let start = lateStart(for: state, rules: rules) {
             candidates.append(start)
@@ -113,6 +121,7 @@ public enum PushPlanner {
     public static func largestPossiblePushSize(among pushes: [PushPlan], for state: VisitState, rules: ProjectionRules)
         -> (kind: PushKind, bytes: Int)?
     {
+        let rules = rules.localized(for: state.locale)
         var candidates = pushes
         if !pushes.contains(where: { $0.kind == .start }), let start = lateStart(for: state, rules: rules) {
             candidates.append(start)

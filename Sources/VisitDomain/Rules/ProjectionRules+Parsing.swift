@@ -20,7 +20,7 @@ extension ProjectionRules {
         try document.rejectUnknown(allowed: [
             "comment", "schemaVersion", "statuses", "priorities", "startEndExpirationSeconds", "start",
             "maximumPushBytes", "budget", "progressIntervalSeconds", "activityRenewalSeconds", "channels",
-            "renewalAlert", "maxRenewals", "activityLifetimeSeconds", "location",
+            "renewalAlert", "maxRenewals", "activityLifetimeSeconds", "location", "trackingPage", "locales",
         ])
         let schemaVersion = try document.integer("schemaVersion")
         guard schemaVersion == 1 else { throw document.invalid("schemaVersion", "only version 1 is known") }
@@ -112,18 +112,31 @@ extension ProjectionRules {
             }
         }
         if let location = try document.optionalObject("location") { rules.location = try parseLocation(location) }
-        // The fallback notification is measured at its largest: the longest visit id the API accepts.
+        if let labels = try document.optionalObject("trackingPage") {
+            rules.trackingLabels = try rules.trackingLabels.overlaid(by: labels)
+        }
+        if let locales = try document.optionalObject("locales") {
+            rules.locales = try parseLocales(locales, defaults: rules)
+        }
+        // Every language's texts are held to the budget (`parseLocales` checks each locale's): the longest
+        // text of any locale counts.
+        try checkFallbackBudget(rules, path: "")
+        return rules
+    }
+
+    /// Refuses a fallback notification over the push budget, naming its key path (under `path`). It is
+    /// measured at its largest: with the longest visit id the API accepts.
+    static func checkFallbackBudget(_ rules: ProjectionRules, path: String) throws(FieldProblem) {
         let longestVisitId = String(repeating: "v", count: IdGrammar.maximumBytes)
         for status in VisitStatus.allCases {
             guard let fallback = rules.rule(for: status).fallbackAlert else { continue }
             let size = fallback.body(visitId: longestVisitId, status: status).count
             guard size <= rules.maximumPushBytes else {
                 throw FieldProblem(
-                    kind: .invalidValue, path: "statuses.\(status.rawValue).fallbackAlert",
+                    kind: .invalidValue, path: "\(path)statuses.\(status.rawValue).fallbackAlert",
                     reason: "the notification would be \(size) bytes, over the \(rules.maximumPushBytes)-byte push budget")
             }
         }
-        return rules
     }
 
     static func parseRule(_ object: JSONObjectReader, status: VisitStatus) throws(FieldProblem) -> StatusRule {

@@ -44,6 +44,11 @@ public struct ProjectionRules: Sendable, Hashable {
     public var activityLifetimeSeconds: Int = 28_800
     /// What technicians' location fixes do to their visits under way (`"location": {…}`).
     public var location = LocationRules()
+    /// The tracking page's words (`"trackingPage": {…}`), English unless the rules give others.
+    public var trackingLabels = TrackingPageLabels.english
+    /// The rules of each language the rules give texts for (`"locales"`), by lower-cased tag: these rules
+    /// with that language's texts in place of the default ones (`localized(for:)`). Empty in those rules.
+    public internal(set) var locales: [String: ProjectionRules] = [:]
 
     /// Rules from their parts.
     public init(

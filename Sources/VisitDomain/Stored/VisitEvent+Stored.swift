@@ -23,6 +23,7 @@ extension VisitEvent {
                 JSONMember("kilometresAway", .number(scheduled.kilometresAway)),
             ]
             if let location = scheduled.location { members.append(JSONMember("location", .string(location))) }
+            if let locale = scheduled.locale { members.append(JSONMember("locale", .string(locale.text))) }
         case .enRoute(let update), .nearby(let update), .finishing(let update):
             members += update.jsonMembers
         case .progress(let update, let reason):
@@ -115,7 +116,8 @@ extension VisitEvent {
                     technician: try object.storedTechnician("technician"),
                     arrivalWindow: try object.storedWindow(required: "arrivalWindow"),
                     kilometresAway: try object.double("kilometresAway"),
-                    location: try object.optionalString("location")))
+                    location: try object.optionalString("location"),
+                    locale: try object.storedLanguageTag("locale")))
         case .enRoute: return .enRoute(try object.storedUpdate())
         case .nearby: return .nearby(try object.storedUpdate())
         case .onSite: return .onSite

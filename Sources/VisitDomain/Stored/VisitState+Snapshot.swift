@@ -24,6 +24,7 @@ extension VisitState {
         ]
         if let reason { members.append(JSONMember("reason", .string(reason))) }
         if let location { members.append(JSONMember("location", .string(location))) }
+        if let locale { members.append(JSONMember("locale", .string(locale.text))) }
         return .object(members)
     }
 
@@ -58,7 +59,8 @@ extension VisitState {
                 apsTimestamp: try object.integer("apsTimestamp"),
                 statusChangedAt: try object.integer("statusChangedAt"),
                 statusChangedVersion: try object.integer("statusChangedVersion"),
-                location: try object.optionalString("location"))
+                location: try object.optionalString("location"),
+                locale: try object.storedLanguageTag("locale"))
         } catch let error as FieldProblem {
             throw StoredEventError(code: .corruptData, eventType: "snapshot", message: error.message)
         } catch let error as JSONParseError {

@@ -40,6 +40,22 @@ export function deliveryTruth(deliveries) {
   return null;
 }
 
+/**
+ * The language the phone draws the visit in: the visit's `locale` (what its pushed texts are written in), with
+ * its writing direction; the console's own words around the preview stay English.
+ */
+export function phoneLanguage(visit) {
+  const lang = typeof visit.locale === 'string' ? visit.locale : '';
+  if (!lang) return { lang: 'en', dir: 'ltr' };
+  let dir = /^(ar|he|iw|fa|ur|ps|sd|ug|yi|dv|ckb|syr|ks)(-|$)/i.test(lang) ? 'rtl' : 'ltr';
+  try {
+    const info = new Intl.Locale(lang);
+    const text = info.getTextInfo ? info.getTextInfo() : info.textInfo;
+    if (text && text.direction) dir = text.direction;
+  } catch { /* a tag the browser does not know: the guess above */ }
+  return { lang, dir };
+}
+
 export function drawActivity(container, visit, deliveries = null) {
   const c = visit.contentState || {};
   const a = visit.attributes || {};
@@ -86,6 +102,13 @@ export function drawActivity(container, visit, deliveries = null) {
     footer = h('p', { class: 'muted small' }, `Stale since ${when(visit.staleDate)}.`);
   } else if (visit.staleDate) {
     footer = h('p', { class: 'muted small' }, `Fresh until ${when(visit.staleDate)} · relevance ${visit.relevanceScore}`);
+  }
+
+  // What imitates the phone is drawn in the visit's language and direction.
+  const { lang, dir } = phoneLanguage(visit);
+  for (const node of [lock, compact, minimal, expanded]) {
+    node.setAttribute('lang', lang);
+    node.setAttribute('dir', dir);
   }
 
   const truth = deliveryTruth(deliveries);

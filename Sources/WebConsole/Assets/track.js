@@ -2,21 +2,31 @@
 // state (`<this page>/state`), asked again every 1.5 s. Every text goes in as text, never as markup; the
 // link's address is sent nowhere but to its own state call.
 
-// Every word the page shows, in one place (English here; a translation replaces this object).
-const LABELS = {
-  title: 'Your visit',
+// Every word the page shows comes with the page, in the visit's language (`#labels`, from the rules' texts for
+// that language); English when the block is missing. `{km}` and `{time}` are filled in here.
+const ENGLISH = {
+  title: 'Your visit', arrival: 'Arrival window', away: '{km} km away',
+  stale: 'May be out of date: waiting for fresh news', ended: 'This visit has ended.',
+  endedUntil: 'This visit has ended. This card stays until {time}.',
+  gone: 'This tracking link has expired or is not valid.', offline: 'Cannot reach the server: this may be out of date.',
   statuses: {
     scheduled: 'Scheduled', enRoute: 'On the way', nearby: 'Nearby', onSite: 'On site', finishing: 'Finishing',
     completed: 'Completed', cancelled: 'Cancelled', failed: 'Could not be completed',
   },
-  arrival: 'Arrival window',
-  away: (km) => `${km} km away`,
-  stale: 'May be out of date: waiting for fresh news',
-  ended: 'This visit has ended.',
-  endedUntil: (time) => `This visit has ended. This card stays until ${time}.`,
-  gone: 'This tracking link has expired or is not valid.',
-  offline: 'Cannot reach the server: this may be out of date.',
 };
+
+function readLabels() {
+  try {
+    const block = document.getElementById('labels');
+    return block ? { ...ENGLISH, ...JSON.parse(block.textContent) } : ENGLISH;
+  } catch {
+    return ENGLISH;
+  }
+}
+const LABELS = readLabels();
+// The page's language (`<html lang>`) sets how times are written.
+const LANGUAGE = document.documentElement.lang || undefined;
+const filled = (text, key, value) => text.split(`{${key}}`).join(value);
 
 // Stand-ins for the SF Symbols an avatar may name, in characters the common system fonts have (emoji fonts
 // are not everywhere); a person, or any other symbol, shows the technician's initial.
@@ -44,7 +54,14 @@ function el(tag, cls, ...children) {
   return node;
 }
 
-const TIME = new Intl.DateTimeFormat([], { hour: '2-digit', minute: '2-digit' });
+function timeFormat() {
+  try {
+    return new Intl.DateTimeFormat(LANGUAGE, { hour: '2-digit', minute: '2-digit' });
+  } catch {
+    return new Intl.DateTimeFormat([], { hour: '2-digit', minute: '2-digit' });
+  }
+}
+const TIME = timeFormat();
 const time = (epoch) => TIME.format(new Date(epoch * 1000));
 
 function countdown(seconds) {
@@ -84,12 +101,12 @@ function draw() {
     el('div', 'la-status', LABELS.statuses[s.status] || s.status || '', s.vanDescription ? ` · ${s.vanDescription}` : ''),
     el('div', 'la-status', `${LABELS.arrival}: ${time(s.arrivalStartEpoch)}–${time(s.arrivalEndEpoch)}`),
     el('div', 'la-progress', fill),
-    el('div', 'la-row', el('span', 'la-job', s.jobSummary ?? ''), el('span', 'la-away', LABELS.away(km.toFixed(1)))));
+    el('div', 'la-row', el('span', 'la-job', s.jobSummary ?? ''), el('span', 'la-away', filled(LABELS.away, 'km', km.toLocaleString(LANGUAGE, { minimumFractionDigits: 1, maximumFractionDigits: 1 })))));
   card.dataset.testid = 'lock-screen';
   card.dataset.status = s.status;
   let footer = null;
   if (ended) {
-    footer = el('p', 'note', d && d.policy === 'after' ? LABELS.endedUntil(time(d.date)) : LABELS.ended);
+    footer = el('p', 'note', d && d.policy === 'after' ? filled(LABELS.endedUntil, 'time', time(d.date)) : LABELS.ended);
     footer.dataset.testid = 'dismissal';
   } else if (stale || offline) {
     footer = el('p', 'note warn', stale ? LABELS.stale : LABELS.offline);
