@@ -178,7 +178,9 @@ export function showVisit(view, visitId) {
   let visit = null;
   let version = -1;
   let lastDeliveries = '';
-  let deliveryList = null; // the visit's deliveries as last read: whether the phone has what the preview draws
+  let deliveryList = null; // the visit's deliveries as last read: what the phone acknowledged, what is held back
+  let ledgerList = null; // the visit's Live Activities as last read
+  let lastFollowed = ''; // the visit's count of live activities and channels when last read
   const path = `/v1/visits/${encodeURIComponent(visitId)}`;
   const mayReadDeliveries = session.role === 'dispatcher' || session.role === 'ops';
 
@@ -214,7 +216,7 @@ export function showVisit(view, visitId) {
     status.dataset.testid = 'visit-status';
     replace(events, eventButtons(visit, () => refresh(), (text) => { message.textContent = text; delete message.dataset.kind; }));
     drawSummary();
-    drawActivity(preview, visit, deliveryList);
+    drawActivity(preview, visit, deliveryList, ledgerList);
   }
 
   // Also between versions: the count of live activities moves with the app's registrations and reports.
@@ -231,8 +233,8 @@ export function showVisit(view, visitId) {
     replace(history, historyEntries(list).reverse());
   }
 
-  // Deliveries are read every cycle while one is still on its way (or the visit just changed), else every
-  // fifth: a settled visit's pushes do not move.
+  // Deliveries are read every cycle while one is still on its way (or the visit or its followers just
+  // changed), else every fifth: a settled visit's pushes do not move.
   let settledCycles = 0;
   async function refreshDeliveries(changed) {
     if (!changed && settledCycles > 0 && settledCycles % 5 !== 0) { settledCycles += 1; return; }
@@ -242,7 +244,7 @@ export function showVisit(view, visitId) {
     if (json === lastDeliveries) return;
     lastDeliveries = json;
     deliveryList = list;
-    drawActivity(preview, visit, deliveryList);
+    drawActivity(preview, visit, deliveryList, ledgerList);
     replace(deliveries, list.length === 0 ? h('tr', {}, h('td', { colSpan: 9, class: 'muted' }, 'No pushes yet.')) :
       list.map((d) => h('tr', { testid: 'delivery', 'data-kind': d.kind, 'data-state': d.state },
         h('td', {}, String(d.id)), h('td', {}, d.kind), h('td', {}, d.target), h('td', {}, String(d.priority)),
@@ -262,6 +264,7 @@ export function showVisit(view, visitId) {
     if (stopped) return;
     ledgerKey = key;
     ledgerCycles = 1;
+    ledgerList = list;
     drawLedger(ledger, list);
   }
 
@@ -277,9 +280,13 @@ export function showVisit(view, visitId) {
         await refreshHistory();
       } else {
         drawSummary();
-        drawActivity(preview, visit, deliveryList); // the countdown and the stale date move with the clock
+        drawActivity(preview, visit, deliveryList, ledgerList); // the countdown and the stale date move with the clock
       }
-      if (mayReadDeliveries) await Promise.all([refreshDeliveries(changed), refreshLedger()]);
+      // A registration (or a retirement) changes the count, not the version, and brings its own pushes.
+      const followed = `${visit.liveActivities}/${(visit.channels || []).length}`;
+      const followersChanged = followed !== lastFollowed;
+      lastFollowed = followed;
+      if (mayReadDeliveries) await Promise.all([refreshDeliveries(changed || followersChanged), refreshLedger()]);
       if (message.dataset.kind === 'poll') { message.textContent = ''; delete message.dataset.kind; }
     } catch (e) {
       if (stopped) return;
