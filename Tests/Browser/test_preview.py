@@ -11,6 +11,7 @@ from playwright.sync_api import expect
 from conftest import wait_for
 from test_console import TWO_SECONDS_AND_A_REQUEST, sign_in, unique
 from test_desk import book
+from test_phone import fits
 
 # The worker's pause after a configuration error is 30 s; then the held push is sent and acknowledged.
 PAUSE_AND_A_POLL = 45_000
@@ -58,6 +59,13 @@ def test_the_preview_shows_the_phones_state_and_what_is_held_back(stack, context
     expect(page.get_by_test_id("island-expanded")).to_contain_text("12.0 km")
     expect(page.get_by_test_id("lock-screen").get_by_role("progressbar")).to_have_attribute("aria-valuenow", "3.0")
     page.screenshot(path=artifacts / "preview-paused.png", full_page=True)
+    page.locator("section.card").filter(has=phone).screenshot(path=artifacts / "preview-paused-card.png")
+    # At phone width, the phone's card and the held one fit without sideways scrolling.
+    page.set_viewport_size({"width": 390, "height": 844})
+    expect(intended).to_be_visible()
+    fits(page, "the preview with a held push")
+    page.screenshot(path=artifacts / "preview-paused-390.png", full_page=True)
+    page.set_viewport_size({"width": 1280, "height": 900})
 
     # The pause ends, the push goes through: the phone shows the new distance and nothing is held back.
     expect(intended).to_have_count(0, timeout=PAUSE_AND_A_POLL)
