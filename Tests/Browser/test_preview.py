@@ -11,6 +11,7 @@ from playwright.sync_api import expect
 from conftest import wait_for
 from test_console import TWO_SECONDS_AND_A_REQUEST, sign_in, unique
 from test_desk import book
+from test_ledger import register
 from test_phone import fits
 
 # The worker's pause after a configuration error is 30 s; then the held push is sent and acknowledged.
@@ -107,3 +108,33 @@ def test_an_ended_activity_loses_its_island_and_stale_dims_every_form(stack, con
     expect(page.get_by_test_id("dismissal")).to_be_visible()
     expect(page.get_by_test_id("preview-intended")).to_have_count(0)
     page.screenshot(path=artifacts / "preview-ended.png", full_page=True)
+
+
+def test_a_device_left_behind_is_named(stack, context, artifacts):
+    visit_id, customer = unique("v-behind"), unique("c-behind")
+    phone, tablet = unique("iphone"), unique("ipad")
+    book(stack, visit_id, unique("t-behind"), int(time.time()) + 600, customer=customer, km=12.0)
+    register(stack, visit_id, customer, unique("a-phone"), phone)
+    register(stack, visit_id, customer, unique("a-tablet"), tablet)
+    wait_for("both catch-up updates acknowledged", lambda: sum(
+        d["state"] == "sent" for d in deliveries(stack, visit_id)) == 2, within=20)
+    page = context.new_page()
+    sign_in(page, stack)
+    page.goto(stack.base + f"/console/#/visit/{visit_id}")
+    expect(page.get_by_test_id("preview-phone")).to_have_attribute("data-shows", "acknowledged")
+    expect(page.get_by_test_id("preview-behind")).to_have_count(0)
+
+    # One of the two pushes of the progress is refused for good: that device keeps the earlier state.
+    stack.sim("POST", "/_sim/faults", {"failNext": {"count": 1, "status": 400, "reason": "BadExpirationDate"}})
+    status, body = stack.api("POST", f"/v1/visits/{visit_id}/events", {"type": "progress", "kilometresAway": 4.5})
+    assert status == 201, body
+    finished = wait_for("one push of the progress dead, the other sent", lambda: (lambda latest: sorted(
+        d["state"] for d in latest) == ["dead", "sent"] and latest)(deliveries(stack, visit_id)[:2]), within=30)
+    dead = next(d for d in finished if d["state"] == "dead")
+    status, ledger = stack.api("GET", f"/v1/visits/{visit_id}/live-activities")
+    left_behind = next(e["deviceId"] for e in ledger["liveActivities"] if e["activityId"] == dead["activityId"])
+    expect(page.get_by_test_id("island-expanded")).to_contain_text("4.5 km", timeout=TWO_SECONDS_AND_A_REQUEST)
+    behind = page.get_by_test_id("preview-behind")
+    expect(behind).to_contain_text(f"One device shows an earlier state: {left_behind} (its push dead, 400 BadExpirationDate)")
+    expect(behind).not_to_contain_text(phone if left_behind == tablet else tablet)
+    page.screenshot(path=artifacts / "preview-behind.png", full_page=True)

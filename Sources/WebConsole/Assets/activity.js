@@ -170,6 +170,22 @@ function phoneForms(shown, visit, now) {
   });
 }
 
+/** The devices still showing the visit whose activity acknowledged only an earlier push than the one drawn (the
+ * ledger's last acknowledged `aps.timestamp`, known for pushes to an activity, not for broadcasts), or null. */
+function behindLine(ledger, deliveries, shown) {
+  const behind = (ledger || []).filter((e) => (e.state === 'active' || e.state === 'stale')
+    && e.lastTimestamp !== null && e.lastTimestamp !== undefined && e.lastTimestamp < shown.timestamp);
+  if (!behind.length) return null;
+  const why = (e) => {
+    const held = deliveries.find((d) => d.target === 'activity' && d.activityId === e.activityId && d.timestamp > e.lastTimestamp
+      && d.state !== 'sent' && d.state !== 'superseded');
+    return held ? `its push ${held.state}${held.attempts > 0 ? ', ' + answer(held) : ''}` : 'no newer push acknowledged';
+  };
+  return h('p', { class: 'preview-behind', testid: 'preview-behind' },
+    `${behind.length === 1 ? 'One device shows' : `${behind.length} devices show`} an earlier state: `
+    + behind.map((e) => `${e.deviceId ?? e.activityId} (${why(e)})`).join(', ') + '.');
+}
+
 /**
  * Draws the visit's Live Activity as the customer's phone shows it. `deliveries` (the visit's, newest first, or
  * null when this key cannot read them or they are not read yet) say what the phone acknowledged: that state is
@@ -214,6 +230,7 @@ export function drawActivity(container, visit, deliveries = null, ledger = null)
     h('p', { class: 'muted small', testid: 'preview-phone-note' },
       `The ${shown.kind} push APNs accepted at ${when(shown.sentAt)} (state of ${when(shown.timestamp)}).`
       + (ledger && ledger.length && showsNothing(ledger) ? ' No device shows the visit any more (see the ledger): this is the last state one acknowledged.' : '')),
+    behindLine(ledger, deliveries, shown),
     phoneForms(shown, visit, now));
   if (!differs) {
     replace(container, phone);

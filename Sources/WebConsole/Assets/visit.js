@@ -235,13 +235,14 @@ export function showVisit(view, visitId) {
 
   // Deliveries are read every cycle while one is still on its way (or the visit or its followers just
   // changed), else every fifth: a settled visit's pushes do not move.
+  // True when the list changed.
   let settledCycles = 0;
   async function refreshDeliveries(changed) {
-    if (!changed && settledCycles > 0 && settledCycles % 5 !== 0) { settledCycles += 1; return; }
+    if (!changed && settledCycles > 0 && settledCycles % 5 !== 0) { settledCycles += 1; return false; }
     const { deliveries: list } = await api('GET', path + '/deliveries');
     settledCycles = list.some((d) => d.state === 'pending' || d.state === 'sending') ? 0 : settledCycles + 1;
     const json = JSON.stringify(list);
-    if (json === lastDeliveries) return;
+    if (json === lastDeliveries) return false;
     lastDeliveries = json;
     deliveryList = list;
     drawActivity(preview, visit, deliveryList, ledgerList);
@@ -251,21 +252,25 @@ export function showVisit(view, visitId) {
         h('td', {}, h('span', { class: 'state ' + d.state }, d.state)), h('td', {}, String(d.attempts)),
         h('td', {}, d.lastStatus === null ? '—' : `${d.lastStatus}${d.lastReason ? ' ' + d.lastReason : ''}`),
         h('td', {}, when(d.createdAt)), h('td', {}, when(d.sentAt)))));
+    return true;
   }
 
   // The ledger is read when the visit or its count of live activities changed (a report, a registration, a
-  // retirement changes the count), else every fifth cycle: a start's expiry or a lapse changes nothing else.
+  // retirement changes the count) or its deliveries did (an acknowledgement moves an activity's last
+  // timestamp, which the preview compares), else every fifth cycle: a start's expiry or a lapse changes
+  // nothing else.
   let ledgerCycles = 0;
   let ledgerKey = '';
-  async function refreshLedger() {
+  async function refreshLedger(deliveriesMoved) {
     const key = `${visit.version}/${visit.liveActivities}`;
-    if (key === ledgerKey && ledgerCycles % 5 !== 0) { ledgerCycles += 1; return; }
+    if (!deliveriesMoved && key === ledgerKey && ledgerCycles % 5 !== 0) { ledgerCycles += 1; return; }
     const { liveActivities: list } = await api('GET', ledgerPath(visitId));
     if (stopped) return;
     ledgerKey = key;
     ledgerCycles = 1;
     ledgerList = list;
     drawLedger(ledger, list);
+    drawActivity(preview, visit, deliveryList, ledgerList);
   }
 
   async function refresh() {
@@ -286,7 +291,8 @@ export function showVisit(view, visitId) {
       const followed = `${visit.liveActivities}/${(visit.channels || []).length}`;
       const followersChanged = followed !== lastFollowed;
       lastFollowed = followed;
-      if (mayReadDeliveries) await Promise.all([refreshDeliveries(changed || followersChanged), refreshLedger()]);
+      // The ledger after the deliveries: never older than the acknowledgements the preview draws.
+      if (mayReadDeliveries) await refreshLedger(await refreshDeliveries(changed || followersChanged));
       if (message.dataset.kind === 'poll') { message.textContent = ''; delete message.dataset.kind; }
     } catch (e) {
       if (stopped) return;
