@@ -105,7 +105,9 @@ def test_an_ended_activity_loses_its_island_and_stale_dims_every_form(stack, con
     expect(page.get_by_test_id("island-gone")).to_be_visible(timeout=TWO_SECONDS_AND_A_REQUEST)
     expect(page.get_by_test_id("island-compact")).to_have_count(0)
     expect(page.get_by_test_id("lock-screen")).to_have_attribute("data-status", "cancelled")
-    expect(page.get_by_test_id("dismissal")).to_be_visible()
+    # Cancelled is dismissed at once (the rules): gone from the Lock Screen too, drawn faded with its last state.
+    expect(page.get_by_test_id("dismissal")).to_have_text("Ended: dismissed from the Lock Screen at once.")
+    expect(page.get_by_test_id("lock-screen")).to_have_class(re.compile(r"\bdismissed\b"))
     expect(page.get_by_test_id("preview-intended")).to_have_count(0)
     page.screenshot(path=artifacts / "preview-ended.png", full_page=True)
 

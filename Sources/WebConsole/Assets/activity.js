@@ -112,7 +112,9 @@ function forms(c, a, { ended, stale, staleDate, relevance, dismissal, now, testi
     : h('span', { class: 'la-timer' }, ended ? LABELS[c.status] || c.status : countdown(c, now));
 
   const dim = stale ? ' stale' : '';
-  const lock = h('div', { class: 'lock-screen' + (ended ? ' ended' : '') + dim, testid: testids ? 'lock-screen' : 'intended-lock-screen', 'data-status': c.status },
+  // Dismissed: iOS has taken it off the Lock Screen too; drawn faded, so the last state stays readable.
+  const dismissed = ended && (dismissal.policy === 'immediate' || (dismissal.policy === 'after' && now >= dismissal.date));
+  const lock = h('div', { class: 'lock-screen' + (ended ? ' ended' : '') + (dismissed ? ' dismissed' : '') + dim, testid: testids ? 'lock-screen' : 'intended-lock-screen', 'data-status': c.status },
     h('div', { class: 'la-row' }, avatar(c), h('strong', { class: 'la-name' }, c.technicianName || ''), timer),
     h('div', { class: 'la-status' }, LABELS[c.status] || c.status || '', c.vanDescription ? ` · ${c.vanDescription}` : ''),
     progressBar(km),
@@ -146,7 +148,7 @@ function forms(c, a, { ended, stale, staleDate, relevance, dismissal, now, testi
   else if (stale) footer = h('p', { class: 'muted small' }, `Stale since ${when(staleDate)}.`);
   else if (staleDate) footer = h('p', { class: 'muted small' }, `Fresh until ${when(staleDate)}${relevance === undefined ? '' : ` · relevance ${relevance}`}`);
 
-  return [h('div', { class: 'phone' }, h('div', { class: 'phone-label muted small' }, 'Lock Screen'), lock), island, footer];
+  return [h('div', { class: 'phone' }, h('div', { class: 'phone-label muted small' }, dismissed ? 'Lock Screen: gone (dismissed)' : 'Lock Screen'), lock), island, footer];
 }
 
 /** The server's intended state in the forms' terms, from the visit. */
