@@ -47,6 +47,15 @@ public struct VisitDeliveries: Sendable {
         public let apnsId: String
         /// The `apns-unique-id` APNs acknowledged it with (sandbox pushes only), else nil.
         public let apnsUniqueId: String?
+        /// Its `aps.timestamp` (epoch seconds): a device shows the acknowledged push with the greatest one.
+        public let timestamp: Int64
+        /// The `aps.content-state` it carries, as stored (JSON text, personal fields still sealed); nil for an
+        /// `alert`.
+        public let contentState: String?
+        /// Its `aps.stale-date` (epoch seconds), else nil.
+        public let staleDate: Int64?
+        /// Its `aps.dismissal-date` (epoch seconds; an `end`'s), else nil.
+        public let dismissalDate: Int64?
     }
 
     /// The visit's newest `limit` deliveries, by id descending.
@@ -58,8 +67,14 @@ public struct VisitDeliveries: Sendable {
                    CASE WHEN d.state = 'sent' THEN d.finished_at END AS sent_at,
                    d.activity_id, d.device_id, d.apns_id::text AS apns_id, d.apns_unique_id::text AS apns_unique_id,
                    -- A broadcast not sent yet goes to the channel the visit has now (its target names the channel).
-                   COALESCE(d.channel_id, (SELECT ch.channel_id FROM channels ch WHERE ch.target = d.target)) AS channel_id
-            FROM deliveries d WHERE d.visit_id = \(visitId)
+                   COALESCE(d.channel_id, (SELECT ch.channel_id FROM channels ch WHERE ch.target = d.target)) AS channel_id,
+                   d.aps_timestamp, (b.aps -> 'content-state')::text AS content_state,
+                   (b.aps ->> 'stale-date')::numeric::bigint AS aps_stale_date,
+                   (b.aps ->> 'dismissal-date')::numeric::bigint AS aps_dismissal_date
+            FROM deliveries d
+            -- What the push carries, read from its body: what a device shows once it is acknowledged.
+            CROSS JOIN LATERAL (SELECT d.body::json -> 'aps' AS aps) b
+            WHERE d.visit_id = \(visitId)
             ORDER BY d.id DESC LIMIT \(limit)
             """
         ).map { row in
@@ -72,7 +87,9 @@ public struct VisitDeliveries: Sendable {
                 activityId: target == "activity" ? row["activity_id"] : nil,
                 deviceId: target == "pushToStart" || target == "device" ? row["device_id"] : nil,
                 channelId: target == "channel" ? row["channel_id"] : nil,
-                apnsId: try row.string("apns_id"), apnsUniqueId: row["apns_unique_id"])
+                apnsId: try row.string("apns_id"), apnsUniqueId: row["apns_unique_id"],
+                timestamp: try row.int64("aps_timestamp"), contentState: row["content_state"],
+                staleDate: row.optionalInt64("aps_stale_date"), dismissalDate: row.optionalInt64("aps_dismissal_date"))
         }
     }
 

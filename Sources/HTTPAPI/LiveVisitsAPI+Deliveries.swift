@@ -6,7 +6,9 @@ import VisitProjections
 
 extension LiveVisitsAPI {
     /// `GET /v1/visits/{id}/deliveries` (dispatcher, ops; contract §11 and §13): the visit's pushes, newest
-    /// first, each with its target's id and its APNs ids, never a token.
+    /// first, each with its target's id, its APNs ids and what it carries for the Live Activity (its
+    /// `aps.timestamp`, content state, stale and dismissal dates: what a device shows once it is acknowledged,
+    /// the console's preview), never a token.
     func visitDeliveries(_ request: HTTPRequest, id: String?, caller: Caller) async throws -> HTTPResponse {
         guard caller.role == .dispatcher || caller.role == .ops else {
             throw APIError.forbidden("a visit's deliveries need a dispatcher or ops key")
@@ -39,6 +41,10 @@ extension LiveVisitsAPI {
                 JSONMember("channelId", d.channelId.map(JSONValue.string) ?? .null),
                 JSONMember("apnsId", .string(d.apnsId)),
                 JSONMember("apnsUniqueId", d.apnsUniqueId.map(JSONValue.string) ?? .null),
+                JSONMember("timestamp", .number(Double(d.timestamp))),
+                JSONMember("contentState", d.contentState.flatMap { try? JSONValue.parse($0) } ?? .null),
+                JSONMember("staleDate", d.staleDate.map { .number(Double($0)) } ?? .null),
+                JSONMember("dismissalDate", d.dismissalDate.map { .number(Double($0)) } ?? .null),
             ])
         }
         return .json(.object([JSONMember("deliveries", .array(items))]))

@@ -1,5 +1,6 @@
 import APNsSimulator
 import Foundation
+import PersonalData
 import TestSupport
 import Testing
 
@@ -38,7 +39,8 @@ import Testing
                 #expect(
                     Set(d.keys) == [
                         "id", "kind", "target", "priority", "state", "attempts", "lastStatus", "lastReason", "createdAt",
-                        "sentAt", "activityId", "deviceId", "channelId", "apnsId", "apnsUniqueId",
+                        "sentAt", "activityId", "deviceId", "channelId", "apnsId", "apnsUniqueId", "timestamp",
+                        "contentState", "staleDate", "dismissalDate",
                     ])
                 #expect(d["target"] as? String == "activity")
                 #expect(d["activityId"] as? String == "a-1")
@@ -50,6 +52,46 @@ import Testing
             // Another visit's pushes are not listed; a visit without any lists none.
             #expect(deliveries(try await api.call("GET", "/v1/visits/\(other)/deliveries", key: api.ops)).isEmpty)
             #expect(deliveries(try await api.call("GET", "/v1/visits/\(id)/deliveries?limit=1", key: api.ops)).count == 1)
+        }
+    }
+
+    /// What each push carries for the Live Activity, read from the body it is sent with: its `aps.timestamp`,
+    /// its content state (personal fields opened, as in every answer), stale and dismissal dates. The console
+    /// draws what a phone shows from the acknowledged ones.
+    @Test func eachPushSaysWhatItCarries() async throws {
+        let file = try PersonalDataTests.keyFile()
+        try await withAPIServer(personalData: PersonalDataKeys(current: file.key)) { api in
+            let id = uniqueID("v")
+            let customerId = uniqueID("c")
+            try await api.schedule(id, customer: customerId)
+            let customer = try await api.key(.customer, customerId)
+            let token = pushToken("carries-\(id)")
+            #expect(
+                try await api.call(
+                    "PUT", "/v1/visits/\(id)/live-activities/a-1", key: customer,
+                    json: "{\"pushToken\":\"\(token)\",\"environment\":\"sandbox\"}"
+                ).status == 204)
+            #expect(try await api.post(id, #"{"type":"enRoute","kilometresAway":4.5}"#).status == 201)
+            let reason = "Gas meter locked \(id)"
+            #expect(try await api.post(id, "{\"type\":\"failed\",\"reason\":\"\(reason)\"}").status == 201)
+
+            let answer = try await api.call("GET", "/v1/visits/\(id)/deliveries", key: api.dispatcher)
+            #expect(answer.status == 200)
+            #expect(!answer.text.contains("enc:v1:"), "a sealed field reaches the answer opened")
+            let list = deliveries(answer)
+            let end = try #require(list.first { $0["kind"] as? String == "end" })
+            let endState = try #require(end["contentState"] as? [String: Any])
+            #expect(endState["status"] as? String == "failed")
+            #expect(endState["vanDescription"] as? String == reason)
+            #expect((end["dismissalDate"] as? Int ?? 0) >= (end["timestamp"] as? Int ?? .max))
+            let enRoute = try #require(
+                list.first { ($0["contentState"] as? [String: Any])?["status"] as? String == "enRoute" })
+            #expect(enRoute["kind"] as? String == "update")
+            #expect((enRoute["contentState"] as? [String: Any])?["kilometresAway"] as? Double == 4.5)
+            let timestamp = try #require(enRoute["timestamp"] as? Int)
+            #expect((enRoute["staleDate"] as? Int ?? 0) > timestamp)
+            #expect(enRoute["dismissalDate"] is NSNull)
+            #expect(timestamp <= end["timestamp"] as? Int ?? 0)
         }
     }
 
@@ -88,6 +130,12 @@ import Testing
             #expect(pairs.contains("alert device"), "\(pairs)")
             #expect(pairs.contains("update activity"), "\(pairs)")
             #expect(pairs.isSubset(of: ["start pushToStart", "alert device", "update activity"]), "\(pairs)")
+            // A notification carries no Live Activity state; a start does.
+            for d in list where d["kind"] as? String == "alert" {
+                #expect(d["contentState"] is NSNull && d["staleDate"] is NSNull && d["dismissalDate"] is NSNull)
+            }
+            let start = try #require(list.first { $0["kind"] as? String == "start" })
+            #expect((start["contentState"] as? [String: Any])?["status"] as? String == "scheduled")
         }
     }
 

@@ -178,7 +178,9 @@ export function showVisit(view, visitId) {
   let visit = null;
   let version = -1;
   let lastDeliveries = '';
-  let deliveryList = null; // the visit's deliveries as last read: whether the phone has what the preview draws
+  let deliveryList = null; // the visit's deliveries as last read: what the phone acknowledged, what is held back
+  let ledgerList = null; // the visit's Live Activities as last read
+  let lastFollowed = ''; // the visit's count of live activities and channels when last read
   const path = `/v1/visits/${encodeURIComponent(visitId)}`;
   const mayReadDeliveries = session.role === 'dispatcher' || session.role === 'ops';
 
@@ -214,7 +216,7 @@ export function showVisit(view, visitId) {
     status.dataset.testid = 'visit-status';
     replace(events, eventButtons(visit, () => refresh(), (text) => { message.textContent = text; delete message.dataset.kind; }));
     drawSummary();
-    drawActivity(preview, visit, deliveryList);
+    drawActivity(preview, visit, deliveryList, ledgerList);
   }
 
   // Also between versions: the count of live activities moves with the app's registrations and reports.
@@ -231,38 +233,44 @@ export function showVisit(view, visitId) {
     replace(history, historyEntries(list).reverse());
   }
 
-  // Deliveries are read every cycle while one is still on its way (or the visit just changed), else every
-  // fifth: a settled visit's pushes do not move.
+  // Deliveries are read every cycle while one is still on its way (or the visit or its followers just
+  // changed), else every fifth: a settled visit's pushes do not move.
+  // True when the list changed.
   let settledCycles = 0;
   async function refreshDeliveries(changed) {
-    if (!changed && settledCycles > 0 && settledCycles % 5 !== 0) { settledCycles += 1; return; }
+    if (!changed && settledCycles > 0 && settledCycles % 5 !== 0) { settledCycles += 1; return false; }
     const { deliveries: list } = await api('GET', path + '/deliveries');
     settledCycles = list.some((d) => d.state === 'pending' || d.state === 'sending') ? 0 : settledCycles + 1;
     const json = JSON.stringify(list);
-    if (json === lastDeliveries) return;
+    if (json === lastDeliveries) return false;
     lastDeliveries = json;
     deliveryList = list;
-    drawActivity(preview, visit, deliveryList);
+    drawActivity(preview, visit, deliveryList, ledgerList);
     replace(deliveries, list.length === 0 ? h('tr', {}, h('td', { colSpan: 9, class: 'muted' }, 'No pushes yet.')) :
       list.map((d) => h('tr', { testid: 'delivery', 'data-kind': d.kind, 'data-state': d.state },
         h('td', {}, String(d.id)), h('td', {}, d.kind), h('td', {}, d.target), h('td', {}, String(d.priority)),
         h('td', {}, h('span', { class: 'state ' + d.state }, d.state)), h('td', {}, String(d.attempts)),
         h('td', {}, d.lastStatus === null ? '—' : `${d.lastStatus}${d.lastReason ? ' ' + d.lastReason : ''}`),
         h('td', {}, when(d.createdAt)), h('td', {}, when(d.sentAt)))));
+    return true;
   }
 
   // The ledger is read when the visit or its count of live activities changed (a report, a registration, a
-  // retirement changes the count), else every fifth cycle: a start's expiry or a lapse changes nothing else.
+  // retirement changes the count) or its deliveries did (an acknowledgement moves an activity's last
+  // timestamp, which the preview compares), else every fifth cycle: a start's expiry or a lapse changes
+  // nothing else.
   let ledgerCycles = 0;
   let ledgerKey = '';
-  async function refreshLedger() {
+  async function refreshLedger(deliveriesMoved) {
     const key = `${visit.version}/${visit.liveActivities}`;
-    if (key === ledgerKey && ledgerCycles % 5 !== 0) { ledgerCycles += 1; return; }
+    if (!deliveriesMoved && key === ledgerKey && ledgerCycles % 5 !== 0) { ledgerCycles += 1; return; }
     const { liveActivities: list } = await api('GET', ledgerPath(visitId));
     if (stopped) return;
     ledgerKey = key;
     ledgerCycles = 1;
+    ledgerList = list;
     drawLedger(ledger, list);
+    drawActivity(preview, visit, deliveryList, ledgerList);
   }
 
   async function refresh() {
@@ -277,9 +285,14 @@ export function showVisit(view, visitId) {
         await refreshHistory();
       } else {
         drawSummary();
-        drawActivity(preview, visit, deliveryList); // the countdown and the stale date move with the clock
+        drawActivity(preview, visit, deliveryList, ledgerList); // the countdown and the stale date move with the clock
       }
-      if (mayReadDeliveries) await Promise.all([refreshDeliveries(changed), refreshLedger()]);
+      // A registration (or a retirement) changes the count, not the version, and brings its own pushes.
+      const followed = `${visit.liveActivities}/${(visit.channels || []).length}`;
+      const followersChanged = followed !== lastFollowed;
+      lastFollowed = followed;
+      // The ledger after the deliveries: never older than the acknowledgements the preview draws.
+      if (mayReadDeliveries) await refreshLedger(await refreshDeliveries(changed || followersChanged));
       if (message.dataset.kind === 'poll') { message.textContent = ''; delete message.dataset.kind; }
     } catch (e) {
       if (stopped) return;
