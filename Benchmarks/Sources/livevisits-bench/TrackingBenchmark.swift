@@ -141,9 +141,9 @@ struct TrackingBenchmark {
                     say(
                         String(
                             format:
-                                "round %d, with pages: %.0f events/s (HTTP p99 %.1f ms); state: %d answers = %.0f/s, p50 %.1f ms, p99 %.1f ms, max %.1f ms, %d not 200; load %@",
+                                "round %d, with pages: %.0f events/s (HTTP p99 %.1f ms); state: %d answers = %.0f/s, p50 %.1f ms, p99 %.1f ms, max %.1f ms, %d not 200; %@; load %@",
                             round, run.eventsPerSecond, run.httpP99 * 1000, figures.answers, figures.perSecond,
-                            figures.p50 * 1000, figures.p99 * 1000, figures.max * 1000, figures.failed,
+                            figures.p50 * 1000, figures.p99 * 1000, figures.max * 1000, figures.failed, Self.cores(run),
                             PipelineBenchmark.loadAverage()))
                 } else {
                     let run = try await pipeline.load(
@@ -152,8 +152,8 @@ struct TrackingBenchmark {
                     without.append(run)
                     say(
                         String(
-                            format: "round %d, without pages: %.0f events/s (HTTP p99 %.1f ms); load %@", round,
-                            run.eventsPerSecond, run.httpP99 * 1000, PipelineBenchmark.loadAverage()))
+                            format: "round %d, without pages: %.0f events/s (HTTP p99 %.1f ms); %@; load %@", round,
+                            run.eventsPerSecond, run.httpP99 * 1000, Self.cores(run), PipelineBenchmark.loadAverage()))
                 }
             }
         }
@@ -264,6 +264,13 @@ struct TrackingBenchmark {
             answers: answers.count, failed: answers.count - latencies.count, perSecond: Double(answers.count) / seconds,
             p50: percentile(0.5), p99: percentile(0.99), max: latencies.last ?? .nan)
         return (run, figures)
+    }
+
+    /// The CPU each side used over the measurement (the wait for its pushes included), in cores.
+    static func cores(_ run: PipelineBenchmark.Run) -> String {
+        String(
+            format: "CPU in cores: livevisits %.2f, PostgreSQL %.2f, this process (clients, pages, APNs sink) %.2f",
+            run.ours / run.seconds, run.postgres / run.seconds, run.bench / run.seconds)
     }
 
     /// "min–max" of a few figures.
