@@ -59,6 +59,7 @@ public struct OutboxStore: Sendable {
                 """
                 UPDATE deliveries
                 SET state = 'pending', next_attempt_at = \(now), requeued_at = \(now), finished_at = NULL,
+                    finished_xid = NULL,
                     stale_date = CASE WHEN state = 'expired' THEN NULL ELSE stale_date END,
                     expires_after_sending = CASE WHEN state = 'expired' THEN 0 ELSE expires_after_sending END,
                     outcome_unknown_since = NULL
@@ -345,6 +346,11 @@ public struct OutboxStore: Sendable {
                     last_latency_seconds = CASE WHEN i.attempt IS NULL THEN d.last_latency_seconds ELSE i.latency END,
                     outcome_unknown_since = CASE WHEN i.state = 'pending' THEN i.unknown_since ELSE d.outcome_unknown_since END,
                     finished_at = CASE WHEN i.state = 'pending' THEN NULL ELSE \(now)::float8 END,
+                    -- While webhooks are on, the outcomes they report carry their transaction: the position the
+                    -- webhook worker reads finished deliveries by (migration 0036). The setting is read once
+                    -- per statement.
+                    finished_xid = CASE WHEN i.state IN ('sent', 'dead', 'expired') AND (SELECT enabled FROM webhook_settings)
+                                        THEN pg_current_xact_id() END,
                     sent_priority = COALESCE(i.sent_priority, d.sent_priority),
                     apns_unique_id = COALESCE(i.unique_id, d.apns_unique_id),
                     channel_id = COALESCE(i.channel_id, d.channel_id),

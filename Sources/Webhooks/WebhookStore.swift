@@ -15,9 +15,69 @@ public struct WebhookStore: Sendable {
     }
 
     /// Turns the writing of webhook rows on or off for the whole database (every `serve`/`worker` process sets
-    /// it at start from its configuration).
+    /// it at start from its configuration). Switched on, deliveries are reported from the ones finishing then.
     public func setEnabled(_ enabled: Bool) async throws {
-        _ = try await pool.query("UPDATE webhook_settings SET enabled = \(enabled) WHERE enabled <> \(enabled)")
+        _ = try await pool.query(
+            """
+            UPDATE webhook_settings
+            SET enabled = \(enabled),
+                deliveries_xid = CASE WHEN \(enabled) THEN pg_snapshot_xmax(pg_current_snapshot()) ELSE deliveries_xid END,
+                deliveries_id = CASE WHEN \(enabled) THEN 0 ELSE deliveries_id END
+            WHERE enabled <> \(enabled)
+            """)
+    }
+
+    /// Turns up to `limit` deliveries that reached a reported final state into webhook rows, in the order they
+    /// finished, and moves the cursor past them in the same transaction: `delivery.sent|dead|expired` and, for a
+    /// push-to-start device's acknowledged start, `liveActivity.starting` (migration 0036). Only deliveries
+    /// stamped by transactions older than every transaction still running are read, so none is skipped.
+    /// Nothing while webhooks are off, or while another worker is collecting. Answers how many deliveries it read.
+    @discardableResult
+    public func collectDeliveryOutcomes(limit: Int) async throws -> Int {
+        let at = clock.now()
+        let rows = try await pool.query(
+            """
+            WITH cursor AS (
+                SELECT deliveries_xid AS xid, deliveries_id AS id, pg_snapshot_xmin(pg_current_snapshot()) AS horizon
+                FROM webhook_settings WHERE enabled
+                FOR UPDATE SKIP LOCKED
+            ), picked AS (
+                SELECT d.id, d.finished_xid, d.visit_id, d.state, d.kind, d.finished_at, d.activity_id, d.device_id,
+                       d.channel_id, d.apns_id, d.apns_unique_id, d.attempts, d.last_status, d.last_reason
+                FROM cursor c
+                CROSS JOIN LATERAL (
+                    SELECT * FROM deliveries x
+                    WHERE x.finished_xid IS NOT NULL AND (x.finished_xid, x.id) > (c.xid, c.id) AND x.finished_xid < c.horizon
+                    ORDER BY x.finished_xid, x.id
+                    LIMIT \(limit)
+                ) d
+            ), made AS (
+                INSERT INTO webhooks (visit_id, type, occurred_at, data, created_at, next_attempt_at)
+                SELECT f.visit_id, f.type, floor(COALESCE(f.finished_at, \(at)::float8))::bigint, f.data,
+                       \(at)::float8, \(at)::float8
+                FROM (
+                    SELECT n.finished_xid, n.id, 0 AS part, n.visit_id, 'delivery.' || n.state AS type, n.finished_at,
+                           json_build_object('deliveryId', n.id, 'kind', n.kind, 'activityId', n.activity_id,
+                                             'deviceId', n.device_id, 'channelId', n.channel_id, 'apnsId', n.apns_id,
+                                             'apnsUniqueId', n.apns_unique_id, 'attempts', n.attempts,
+                                             'lastStatus', n.last_status, 'lastReason', n.last_reason)::text AS data
+                    FROM picked n WHERE n.state IN ('sent', 'dead', 'expired')
+                    UNION ALL
+                    SELECT n.finished_xid, n.id, 1, n.visit_id, 'liveActivity.starting', n.finished_at,
+                           json_build_object('activityId', NULL, 'deviceId', n.device_id, 'state', 'starting',
+                                             'previousState', NULL)::text
+                    FROM picked n WHERE n.kind = 'start' AND n.state = 'sent' AND n.device_id IS NOT NULL
+                ) f
+                ORDER BY f.finished_xid, f.id, f.part
+                RETURNING id
+            ), moved AS (
+                UPDATE webhook_settings s SET deliveries_xid = last.finished_xid, deliveries_id = last.id
+                FROM (SELECT finished_xid, id FROM picked ORDER BY finished_xid DESC, id DESC LIMIT 1) last
+                WHERE s.only_row
+            )
+            SELECT count(*) AS n FROM picked
+            """)
+        return Int(rows.first?["n"] ?? "0") ?? 0
     }
 
     // MARK: the worker

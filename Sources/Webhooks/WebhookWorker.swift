@@ -7,7 +7,8 @@ import Postgres
 import Runtime
 import Synchronization
 
-/// Sends the `webhooks` table: claims due webhooks in batches under a lease (the first open one of each visit
+/// Sends the `webhooks` table: turns finished deliveries into webhook rows (read by a cursor, off the pushes'
+/// path: `WebhookStore.collectDeliveryOutcomes`), claims due webhooks in batches under a lease (the first open one of each visit
 /// only, so a visit's webhooks arrive in order), builds and signs each body, POSTs them all at once through
 /// the transport, and records the batch's outcomes in one statement. A 2xx is `sent`; anything else is
 /// retried with the outbox's backoff until 24 hours after the webhook was written, then it is `dead`.
@@ -114,10 +115,13 @@ public final class WebhookWorker: Service {
         }
     }
 
-    /// One claim, its sends and their record; answers how many webhooks it handled.
+    /// The deliveries finished since the last look turned into webhooks, then one claim, its sends and their
+    /// record; answers how many webhooks it handled (a full collection counts as full, so the loop comes back
+    /// at once for the rest).
     func cycle(limit: Int) async throws -> Int {
+        let collected = try await store.collectDeliveryOutcomes(limit: limit)
         let claimed = try await store.claim(limit: limit, leaseSeconds: configuration.leaseSeconds)
-        guard !claimed.isEmpty else { return 0 }
+        guard !claimed.isEmpty else { return collected >= limit ? limit : 0 }
         let bodies = try await self.bodies(claimed)
         let completions = await withTaskGroup(of: WebhookCompletion.self) { group in
             for (webhook, body) in zip(claimed, bodies) {
@@ -128,7 +132,7 @@ public final class WebhookWorker: Service {
             return out
         }
         try await store.complete(completions)
-        return claimed.count
+        return collected >= limit ? max(limit, claimed.count) : claimed.count
     }
 
     /// Each webhook's body: `{"id","type","visitId","occurredAt","data"}`, the same bytes on every attempt

@@ -167,9 +167,14 @@ import Webhooks
                        (gen_random_uuid(), 'activity:a/act-1', 'a', 'c-1', 'act-1', 'update', 5, 2, '{}', 2, 0, 0, 0)
                 """)
             _ = try await pool.query("UPDATE deliveries SET state = 'sending'")
+            // As the outbox completes a push: a reported outcome is stamped with its transaction.
             _ = try await pool.query(
-                "UPDATE deliveries SET state = 'sent', finished_at = 5, last_status = 200 WHERE aps_timestamp = 1")
+                """
+                UPDATE deliveries SET state = 'sent', finished_at = 5, last_status = 200, finished_xid = pg_current_xact_id()
+                WHERE aps_timestamp = 1
+                """)
             _ = try await pool.query("UPDATE deliveries SET state = 'superseded' WHERE aps_timestamp = 2")
+            try await collect(store, count: 1, limit: 100)
             let rows = try await store.list().reversed()
             #expect(
                 rows.map(\.type) == [
@@ -186,6 +191,97 @@ import Webhooks
             _ = try await pool.query(
                 "INSERT INTO events (stream_name, position, type, data) VALUES ('visit-a', 3, 'onSite', '{}')")
             #expect(try await store.list().count == 5)
+        }
+    }
+
+    /// Finished deliveries are read by their transaction, never past one still running: a delivery finished by a
+    /// transaction that commits after a later one is reported all the same, and each delivery once, in the order
+    /// of the transactions.
+    @Test func deliveryOutcomesAreCollectedOnceAndNeverPastARunningTransaction() async throws {
+        try await withTestDatabase { url, pool in
+            let store = WebhookStore(pool: pool)
+            try await store.setEnabled(true)
+            _ = try await pool.query(
+                """
+                INSERT INTO deliveries (apns_id, target, visit_id, customer_id, activity_id, kind, priority, aps_timestamp,
+                                        body, visit_version, event_recorded_at, created_at, next_attempt_at, state)
+                SELECT gen_random_uuid(), 'activity:a/act-' || n, 'a', 'c-1', 'act-' || n, 'update', 5, n, '{}', 2, 0, 0, 0,
+                       'sending'
+                FROM generate_series(1, 3) AS n
+                """)
+            func finish(_ timestamp: Int, _ state: String) -> PostgresQuery {
+                """
+                UPDATE deliveries SET state = \(state), finished_at = 5, finished_xid = pg_current_xact_id()
+                WHERE aps_timestamp = \(timestamp)
+                """
+            }
+            // A session lock the slow transaction waits for, held by a connection of its own.
+            try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 1)) { holder in
+                try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 1)) { slow in
+                    _ = try await holder.query("SELECT pg_advisory_lock(4242)")
+                    let first = finish(1, "sent")
+                    let running = Task {
+                        try await slow.withTransaction { c in
+                            try c.query(first)
+                            try c.query("SELECT pg_advisory_xact_lock(4242)")
+                        }
+                    }
+                    try await eventually("the first transaction waits, its delivery stamped", within: 30) {
+                        try await pool.query("SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
+                            .first?["n"] == "1"
+                    }
+                    _ = try await pool.query(finish(2, "dead"))
+                    #expect(try await store.collectDeliveryOutcomes(limit: 100) == 0)
+                    _ = try await holder.query("SELECT pg_advisory_unlock(4242)")
+                    try await running.value
+                }
+            }
+            _ = try await pool.query(finish(3, "expired"))
+            try await collect(store, count: 3, limit: 2)
+            let rows = try await store.list().reversed()
+            #expect(rows.map(\.type) == ["delivery.sent", "delivery.dead", "delivery.expired"])
+            // Switched off and on again, what finished meanwhile is not reported.
+            try await store.setEnabled(false)
+            _ = try await pool.query("UPDATE deliveries SET finished_xid = pg_current_xact_id() WHERE aps_timestamp = 3")
+            #expect(try await store.collectDeliveryOutcomes(limit: 100) == 0)
+            try await store.setEnabled(true)
+            #expect(try await store.collectDeliveryOutcomes(limit: 100) == 0)
+        }
+    }
+
+    /// A push the outbox worker delivers is reported by the webhook worker as `delivery.sent`, after the event
+    /// that caused it, without anything written for it in the push's transaction but the stamp.
+    @Test func aDeliveredPushIsReportedAfterItsEvent() async throws {
+        try await withWebhookWorld { world in
+            try await world.append("v-1", version: 1, type: "scheduled")
+            let configuration = OutboxFixture.fastConfiguration
+            let outbox = Outbox(pool: world.pool, configuration: configuration)
+            _ = try await world.pool.withConnection {
+                try TokenRegistry().registerLiveActivity(
+                    visitId: "v-1", activityId: "act-1", pushToken: token("act-1"), environment: .sandbox, deviceId: nil,
+                    on: $0)
+            }
+            let sender = RecordingSender()
+            let pushes = OutboxWorker(pool: world.pool, sender: sender, configuration: configuration, metrics: Metrics())
+            let running = Task { try await pushes.run() }
+            defer { running.cancel() }
+            _ = try await world.pool.withTransaction {
+                try outbox.enqueue([update("v-1", timestamp: Int64(Date().timeIntervalSince1970))], on: $0)
+            }
+            pushes.wake()
+            try await eventually("the push's outcome arrived", within: 30) {
+                world.receiver.received.contains { $0.json["type"]?.stringValue == "delivery.sent" }
+            }
+            pushes.stop()
+            _ = try? await running.value
+            let received = world.receiver.received.filter { $0.visitId == "v-1" }
+            let types = received.compactMap { $0.json["type"]?.stringValue }
+            #expect(types.first == "visit.event")
+            #expect(types.filter { $0 == "delivery.sent" }.count == 1)
+            let sent = try #require(received.first { $0.json["type"]?.stringValue == "delivery.sent" })
+            #expect(sent.json["data"]?["kind"]?.stringValue == "update")
+            #expect(sent.json["data"]?["activityId"]?.stringValue == "act-1")
+            #expect(WebhookReceiver.verify(sent, secret: WebhookWorld.secret))
         }
     }
 
@@ -252,6 +348,20 @@ import Webhooks
             #expect(left.sorted { $0.rawValue < $1.rawValue } == [.dead, .pending])
         }
     }
+}
+
+/// Collects delivery outcomes until `count` were read, `limit` at a time, then checks that nothing is left. A
+/// transaction running anywhere in the cluster (other tests' too) may hold collection back for a moment.
+private func collect(_ store: WebhookStore, count: Int, limit: Int) async throws {
+    var read = 0
+    try await eventually("\(count) delivery outcomes collected", within: 30) {
+        let n = try await store.collectDeliveryOutcomes(limit: limit)
+        #expect(n <= limit)
+        read += n
+        return read >= count
+    }
+    #expect(read == count)
+    #expect(try await store.collectDeliveryOutcomes(limit: limit) == 0)
 }
 
 /// The start-time checks of `LIVEVISITS_WEBHOOK_URL` and `LIVEVISITS_WEBHOOK_SECRET`.

@@ -206,6 +206,13 @@ protocol LoadClient: AnyObject {
     func next() -> [UInt8]?
     /// The answer to the request `next` gave last.
     func answered(status: Int, body: [UInt8])
+    /// When the next request is to go (`LoadConnection.now()` seconds), for a client on a timer of its own such
+    /// as a page polling every few seconds; nil: at once (closed loop, the default).
+    var dueAt: Double? { get }
+}
+
+extension LoadClient {
+    var dueAt: Double? { nil }
 }
 
 /// Closed-loop load as wrk makes it: a few threads, each driving many keep-alive connections through
@@ -215,7 +222,12 @@ enum LoadLoop {
     /// Connects one connection per client, spreads them over `threads` loops, and runs until every client is
     /// done; the first failure stops all and is thrown.
     static func run(port: UInt16, clients: [any LoadClient], threads: Int = 2) async throws {
-        let opened = try clients.map { _ in try LoadConnection(port: port) }
+        try await run(connections: try clients.map { _ in try LoadConnection(port: port) }, clients: clients, threads: threads)
+    }
+
+    /// The same over connections already open, one per client (opened before the clock starts).
+    static func run(connections opened: [LoadConnection], clients: [any LoadClient], threads: Int = 2) async throws {
+        precondition(opened.count == clients.count)
         for c in opened { c.makeNonBlocking() }
         let loops = max(1, min(threads, clients.count))
         let shares = (0..<loops).map { k in Array(stride(from: k, to: clients.count, by: loops)) }
@@ -244,37 +256,82 @@ enum LoadLoop {
     }
 
     private static func loop(_ pairs: [(LoadConnection, any LoadClient)], failure: FirstFailure) throws {
-        // poll(2) over this loop's share (a few dozen sockets): Glibc's module does not bring epoll to Swift.
-        var watched: [pollfd] = []
-        var owners: [Int] = []
-        for (k, (connection, client)) in pairs.enumerated() {
-            guard let request = client.next() else { continue }
-            try connection.send(request)
-            watched.append(pollfd(fd: connection.fd, events: Int16(POLLIN), revents: 0))
-            owners.append(k)
+        // poll(2) over this loop's share (Glibc's module does not bring epoll to Swift). Each connection has one
+        // slot for the whole run: its descriptor while an answer is awaited, negative (ignored by poll) while its
+        // client waits for its due time or is done.
+        var watched = pairs.map { _ in pollfd(fd: -1, events: Int16(POLLIN), revents: 0) }
+        var waiting = DueHeap()
+        var open = pairs.count
+        /// Sends the client's next request now or when it is due; false when the client is done.
+        func sendNext(_ k: Int) throws {
+            let (connection, client) = pairs[k]
+            if let due = client.dueAt, due > LoadConnection.now() {
+                watched[k].fd = -1
+                waiting.push(due, k)
+            } else if let request = client.next() {
+                try connection.send(request)
+                watched[k].fd = connection.fd
+            } else {
+                watched[k].fd = -1
+                open -= 1
+            }
         }
-        while !watched.isEmpty && failure.error == nil {
-            let n = poll(&watched, nfds_t(watched.count), 1000)
+        for k in pairs.indices { try sendNext(k) }
+        while open > 0 && failure.error == nil {
+            let now = LoadConnection.now()
+            while let earliest = waiting.first, earliest.due <= now {
+                waiting.pop()
+                try sendNext(earliest.k)
+            }
+            let timeout = waiting.first.map { Int32(max(0, min(1000, ($0.due - now) * 1000))) } ?? 1000
+            let n = poll(&watched, nfds_t(watched.count), timeout)
             if n < 0 && errno == EINTR { continue }
             guard n >= 0 else { throw LoadConnection.Failure(description: "poll: \(String(cString: strerror(errno)))") }
-            var done: [Int] = []
-            for slot in watched.indices where watched[slot].revents != 0 {
-                watched[slot].revents = 0
-                let (connection, client) = pairs[owners[slot]]
+            guard n > 0 else { continue }
+            for k in watched.indices where watched[k].revents != 0 {
+                watched[k].revents = 0
+                let (connection, client) = pairs[k]
                 while try connection.readSome() {}
                 while let answer = try connection.takeAnswer() {
                     client.answered(status: answer.status, body: answer.body)
-                    if let request = client.next() {
-                        try connection.send(request)
-                    } else {
-                        done.append(slot)
-                    }
+                    try sendNext(k)
                 }
             }
-            for slot in done.reversed() {
-                watched.remove(at: slot)
-                owners.remove(at: slot)
-            }
+        }
+    }
+}
+
+/// The clients waiting for their due time, earliest first (a binary heap).
+private struct DueHeap {
+    private var items: [(due: Double, k: Int)] = []
+
+    var first: (due: Double, k: Int)? { items.first }
+
+    mutating func push(_ due: Double, _ k: Int) {
+        items.append((due, k))
+        var i = items.count - 1
+        while i > 0 {
+            let parent = (i - 1) / 2
+            guard items[i].due < items[parent].due else { break }
+            items.swapAt(i, parent)
+            i = parent
+        }
+    }
+
+    mutating func pop() {
+        guard !items.isEmpty else { return }
+        items.swapAt(0, items.count - 1)
+        items.removeLast()
+        var i = 0
+        while true {
+            let left = 2 * i + 1
+            let right = left + 1
+            var smallest = i
+            if left < items.count && items[left].due < items[smallest].due { smallest = left }
+            if right < items.count && items[right].due < items[smallest].due { smallest = right }
+            guard smallest != i else { return }
+            items.swapAt(i, smallest)
+            i = smallest
         }
     }
 }

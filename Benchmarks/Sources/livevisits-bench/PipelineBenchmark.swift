@@ -226,14 +226,7 @@ struct PipelineBenchmark {
         let arguments = layout == .serve ? ["serve"] : ["serve", "--api-only"]
         let (server, port) = try await rig.startServer(databaseURL: databaseURL, arguments: arguments)
         children.append(server)
-        let customerAnswer = try await LoadConnection.drive(port: port, connections: 1) { c, _ in
-            try c.exchange(
-                LoadConnection.request(
-                    "POST", "/v1/keys", key: dispatcher, body: #"{"role":"customer","subject":"c-1"}"#))
-        }[0]
-        guard customerAnswer.status == 201,
-            let customer = (try? JSONValue.parse(customerAnswer.body))?["key"]?.stringValue
-        else { throw BenchmarkUsageError(message: "POST /v1/keys answered \(customerAnswer.status)") }
+        let customer = try await Self.customerKey(port: port, dispatcher: dispatcher)
 
         let loadVisits = (connections.max() ?? 1) * visitsPerConnection
         let visits = layout == .split ? max(loadVisits, backlog) : loadVisits
@@ -285,6 +278,19 @@ struct PipelineBenchmark {
         }
         let peak = processes.map(CPUSample.peakMegabytes(pid:)).reduce(0, +)
         return (runs, drain, peak)
+    }
+
+    /// A key of customer `c-1` (the customer of every visit `setUp` books), minted through the API.
+    static func customerKey(port: UInt16, dispatcher: String) async throws -> String {
+        let answer = try await LoadConnection.drive(port: port, connections: 1) { c, _ in
+            try c.exchange(
+                LoadConnection.request(
+                    "POST", "/v1/keys", key: dispatcher, body: #"{"role":"customer","subject":"c-1"}"#))
+        }[0]
+        guard answer.status == 201, let customer = (try? JSONValue.parse(answer.body))?["key"]?.stringValue else {
+            throw BenchmarkUsageError(message: "POST /v1/keys answered \(answer.status)")
+        }
+        return customer
     }
 
     /// Books the visits and registers a Live Activity for each (64 clients, untimed).

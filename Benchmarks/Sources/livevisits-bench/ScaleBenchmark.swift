@@ -323,10 +323,13 @@ struct ScaleBenchmark {
             return (child, Client(baseURL: "http://127.0.0.1:\(port)"))
         }
 
-        /// `livevisits <arguments>` (a `serve`) on a free loopback port, once `/readyz` answers 200.
-        func startServer(databaseURL: String, arguments: [String]) async throws -> (RunningChild, UInt16) {
+        /// `livevisits <arguments>` (a `serve`) on a free loopback port, once `/readyz` answers 200; `settings`
+        /// are added to its environment.
+        func startServer(databaseURL: String, arguments: [String], settings: [String: String] = [:]) async throws -> (
+            RunningChild, UInt16
+        ) {
             guard let port = LoopbackPort.bindable() else { throw BenchmarkUsageError(message: "no free loopback port") }
-            var environment = environment(databaseURL: databaseURL)
+            var environment = environment(databaseURL: databaseURL).merging(settings) { $1 }
             environment["LIVEVISITS_HTTP_ADDR"] = "127.0.0.1:\(port)"
             // The load comes from one address with many connections, as through a proxy: no per-address limit.
             environment["LIVEVISITS_HTTP_MAX_CONNECTIONS_PER_IP"] = "0"

@@ -3,6 +3,7 @@ import EventStore
 import Foundation
 import HTTPAPI
 import HTTPServer
+import JSON
 import Outbox
 import PersonalData
 import Postgres
@@ -11,35 +12,280 @@ import VisitCommands
 import VisitDomain
 import VisitProjections
 
-/// `livevisits-bench tracking`: what an open tracking page costs. Books `--visits` visits through the real
-/// command path with a tracking link each, then has `--callers` concurrent callers ask
-/// `GET /track/<token>/state` of random links through the API's handler (the page asks every 1.5 s, so
-/// 10,000 open pages are about 6,700 a second), against the same callers reading `GET /v1/visits/{id}` with
-/// a key in the same run. It also prints the page's weight (HTML, script and style).
+/// `livevisits-bench tracking`: what open tracking pages cost.
+///
+/// Over HTTP (the default): a `livevisits serve` (with the APNs simulator in this process, as `pipeline` runs
+/// it) serves `--pages` open tracking pages, each on a keep-alive loopback connection of its own asking
+/// `GET /track/<token>/state` as the page's script does (1.5 s after each answer, from a random start), while
+/// `pipeline`'s measured load (`--connections` clients posting events, each pushed to a Live Activity) runs
+/// against the same server. The pipeline's load runs with and without the pages, alternated over `--rounds`:
+/// the state answer's p50/p99 (target p99 < 20 ms), the pipeline's events/s with the pages against without
+/// them (target: within 10 %), and the page's weight fetched from the server (HTML + script + style; target
+/// under 30 KB). The pages and the pipeline's clients are this process (two threads each).
+///
+/// In process (`--in-process`): books `--visits` visits through the real command path with a tracking link
+/// each, then has `--callers` concurrent callers ask `GET /track/<token>/state` of random links through the
+/// API's handler, against the same callers reading `GET /v1/visits/{id}` with a key in the same run.
 struct TrackingBenchmark {
-    static let summary = "GET /track/<token>/state against GET /v1/visits/{id}, and the page's weight (see --help)"
+    static let summary =
+        "open tracking pages polling GET /track/<token>/state over HTTP beside pipeline's load; the page's weight (see --help)"
 
     static let syntax = CommandSyntax(
         command: "livevisits-bench tracking", summary: summary,
         options: [
-            .value("--visits", "N", "visits, each with a tracking link (default 10000)"),
-            .value("--callers", "N", "concurrent callers (default 8)"),
-            .value("--seconds", "N", "how long each read is repeated (default 5)"),
+            .value("--pages", "N", "open tracking pages, one connection each (default 10000)"),
+            .value("--connections", "N", "pipeline load clients (default 16)"),
+            .value("--rounds", "N", "pipeline loads without and with the pages, alternated (default 2)"),
+            .value("--seconds", "N", "seconds of each pipeline load, or of each read in process (default 10; 5 in process)"),
+            .flag("--in-process", "the handler alone in this process, no HTTP: state against GET /v1/visits/{id}"),
+            .value("--visits", "N", "in process: visits, each with a tracking link (default 10000)"),
+            .value("--callers", "N", "in process: concurrent callers (default 8)"),
         ],
-        details: "Needs LIVEVISITS_DATABASE_URL (a cluster to make a scratch database on).")
+        details:
+            "Needs LIVEVISITS_DATABASE_URL (a cluster to make a scratch database on); over HTTP also openssl and a built livevisits next to this binary; run from the repository root. The pages need about --pages open files in this process and in the server (ulimit -n)."
+    )
+
+    /// What a page's script waits after each answer before it asks again (`POLL_MS` in track.js).
+    static let pollSeconds = 1.5
 
     var visits = 10_000
     var callers = 8
-    var seconds = 5.0
+    var seconds = 10.0
+    var pages = 10_000
+    var connections = 16
+    var rounds = 2
+    var inProcess = false
 
     init(arguments: [String]) throws {
         let parsed = try Self.syntax.parse(arguments)
         visits = try parsed.integer("--visits", in: 1...1_000_000) ?? visits
         callers = try parsed.integer("--callers", in: 1...1_000) ?? callers
-        seconds = try parsed.positiveNumber("--seconds") ?? seconds
+        inProcess = parsed.has("--in-process")
+        seconds = try parsed.positiveNumber("--seconds") ?? (inProcess ? 5 : seconds)
+        pages = try parsed.integer("--pages", in: 1...15_000) ?? pages
+        connections = try parsed.integer("--connections", in: 1...512) ?? connections
+        rounds = try parsed.integer("--rounds", in: 1...20) ?? rounds
     }
 
     func run() async throws {
+        if inProcess { try await runInProcess() } else { try await runOverHTTP() }
+    }
+
+    // MARK: over HTTP, beside the pipeline
+
+    func runOverHTTP() async throws {
+        let serverURL = try BenchmarkEnvironment.serverURL()
+        let root = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+        let executable = try BenchmarkEnvironment.livevisits()
+        let book = AckBook()
+        let rig = try await ScaleBenchmark.Rig.start(root: root, livevisits: executable.path, recorded: 1) {
+            book.note($0)
+        }
+        defer { Task { await rig.stop() } }
+        let postmaster = try await PipelineBenchmark.postmaster(url: serverURL)
+        let pipeline = try PipelineBenchmark(arguments: [
+            "--connections", String(connections), "--seconds", String(seconds), "--layouts", "serve", "--no-pgbench",
+            "--no-aioapns",
+        ])
+        let database = try await ScratchDatabase.create(
+            serverURL: serverURL, migrations: root.appendingPathComponent("Migrations"))
+        do {
+            try await measureOverHTTP(pipeline: pipeline, database: database, rig: rig, book: book, postmaster: postmaster)
+            await database.drop()
+        } catch {
+            await database.drop()
+            throw error
+        }
+    }
+
+    func measureOverHTTP(
+        pipeline: PipelineBenchmark, database: ScratchDatabase, rig: ScaleBenchmark.Rig, book: AckBook, postmaster: Int32
+    ) async throws {
+        let (server, port) = try await rig.startServer(
+            databaseURL: database.url, arguments: ["serve"],
+            settings: ["LIVEVISITS_HTTP_MAX_CONNECTIONS": String(pages + connections + 1024)])
+        defer { server.signal(SIGTERM) }
+        let dispatcher = try await rig.dispatcherKey(databaseURL: database.url)
+        let customer = try await PipelineBenchmark.customerKey(port: port, dispatcher: dispatcher)
+        let loadVisits = connections * pipeline.visitsPerConnection
+        let prefix = "pserve-"
+        let acceptedBefore = book.accepted
+        try await pipeline.setUp(visits: loadVisits, prefix: prefix, port: port, dispatcher: dispatcher, customer: customer)
+        let cursor = VisitCursor(count: loadVisits)
+        // Warm-up, untimed, as the pipeline's: every visit's first event, its push awaited.
+        try await pipeline.post(visits: loadVisits, prefix: prefix, port: port, dispatcher: dispatcher, cursor: cursor)
+        try await PipelineBenchmark.waitFor(book, accepted: acceptedBefore + loadVisits, within: 300)
+        let t0 = Date()
+        let tokens = try await bookTrackedVisits(port: port, dispatcher: dispatcher)
+        say(
+            String(
+                format:
+                    "tracking benchmark over HTTP: %d pages (one connection each, every %.1f s after an answer), "
+                    + "pipeline load of %d clients for %.0f s, %d rounds; %d tracked visits made in %.1f s; load %@",
+                pages, Self.pollSeconds, connections, seconds, rounds, tokens.count, Date().timeIntervalSince(t0),
+                PipelineBenchmark.loadAverage()))
+        let weight = try await pageWeight(port: port, token: tokens[0])
+        say("page weight: HTML \(weight.html) + script \(weight.script) + style \(weight.style) = \(weight.total) bytes")
+
+        var without: [PipelineBenchmark.Run] = []
+        var with: [(run: PipelineBenchmark.Run, pages: PageFigures)] = []
+        for round in 1...rounds {
+            for withPages in round % 2 == 1 ? [false, true] : [true, false] {
+                try await database.settle()
+                try await Task.sleep(for: .seconds(1))
+                if withPages {
+                    let (run, figures) = try await pipelineBesidePages(
+                        pipeline: pipeline, tokens: tokens, port: port, prefix: prefix, dispatcher: dispatcher, cursor: cursor,
+                        book: book, server: server.pid, postmaster: postmaster, database: database)
+                    with.append((run, figures))
+                    say(
+                        String(
+                            format:
+                                "round %d, with pages: %.0f events/s (HTTP p99 %.1f ms); state: %d answers = %.0f/s, p50 %.1f ms, p99 %.1f ms, max %.1f ms, %d not 200; %@; load %@",
+                            round, run.eventsPerSecond, run.httpP99 * 1000, figures.answers, figures.perSecond,
+                            figures.p50 * 1000, figures.p99 * 1000, figures.max * 1000, figures.failed, Self.cores(run),
+                            PipelineBenchmark.loadAverage()))
+                } else {
+                    let run = try await pipeline.load(
+                        layout: .serve, connections: connections, prefix: prefix, port: port, dispatcher: dispatcher,
+                        cursor: cursor, book: book, processes: [server.pid], postmaster: postmaster, database: database)
+                    without.append(run)
+                    say(
+                        String(
+                            format: "round %d, without pages: %.0f events/s (HTTP p99 %.1f ms); %@; load %@", round,
+                            run.eventsPerSecond, run.httpP99 * 1000, Self.cores(run), PipelineBenchmark.loadAverage()))
+                }
+            }
+        }
+        let off = without.map(\.eventsPerSecond)
+        let on = with.map(\.run.eventsPerSecond)
+        let mean = { (values: [Double]) in values.reduce(0, +) / Double(max(values.count, 1)) }
+        let p99s = with.map(\.pages.p99)
+        say("")
+        say(
+            String(
+                format: "pipeline events/s: %.0f without pages (%@), %.0f with %d pages (%@): ratio %.2f (target ≥ 0.90)",
+                mean(off), Self.spread(off), mean(on), pages, Self.spread(on), mean(on) / mean(off)))
+        say(
+            String(
+                format: "GET /track/<token>/state beside the pipeline: p99 %.1f ms (rounds: %@; target < 20 ms), %.0f answers/s",
+                mean(p99s) * 1000, p99s.map { String(format: "%.1f", $0 * 1000) }.joined(separator: ", "),
+                mean(with.map(\.pages.perSecond))))
+        say(String(format: "page weight %d bytes (target < 30,720)", weight.total))
+    }
+
+    /// Books `pages` visits (no Live Activity: a tracking page is for the customer without one) and makes each a
+    /// tracking link through the API (64 clients, untimed); the links' tokens.
+    func bookTrackedVisits(port: UInt16, dispatcher: String) async throws -> [String] {
+        let width = min(64, pages)
+        let now = Int(Date().timeIntervalSince1970)
+        let made = try await LoadConnection.drive(port: port, connections: width) { c, i in
+            var tokens: [String] = []
+            for v in stride(from: i, to: pages, by: width) {
+                let id = "track-\(v)"
+                let visit = """
+                    {"visitId":"\(id)","customerId":"c-\(v)","attributes":{"customerFirstName":"Alex",\
+                    "serviceAddress":"12 Elm Row","jobSummary":"Boiler check"},"technician":{"id":"t-\(v % 300)",\
+                    "name":"Technician \(v % 300)","avatarSymbol":"person.crop.circle","vanDescription":"White van"},\
+                    "arrivalWindow":{"start":\(now + 600),"end":\(now + 2400)},"kilometresAway":14}
+                    """
+                let booked = try c.exchange(LoadConnection.request("POST", "/v1/visits", key: dispatcher, body: visit))
+                guard booked.status == 201 else {
+                    throw BenchmarkUsageError(message: "POST /v1/visits answered \(booked.status)")
+                }
+                let link = try c.exchange(
+                    LoadConnection.request("POST", "/v1/visits/\(id)/tracking-link", key: dispatcher, body: "{}"))
+                guard link.status == 201, let url = (try? JSONValue.parse(link.body))?["url"]?.stringValue,
+                    url.hasPrefix("/track/")
+                else { throw BenchmarkUsageError(message: "POST /v1/visits/{id}/tracking-link answered \(link.status)") }
+                tokens.append(String(url.dropFirst("/track/".count)))
+            }
+            return tokens
+        }
+        return made.flatMap { $0 }
+    }
+
+    /// The page, its script and its style as the server sends them (bodies only).
+    func pageWeight(port: UInt16, token: String) async throws -> (html: Int, script: Int, style: Int, total: Int) {
+        let sizes = try await LoadConnection.drive(port: port, connections: 1) { c, _ in
+            try ["/track/\(token)", "/tracking/track.js", "/tracking/track.css"].map { path in
+                let answer = try c.exchange(LoadConnection.request("GET", path, key: "", body: nil))
+                guard answer.status == 200 else { throw BenchmarkUsageError(message: "GET \(path) answered \(answer.status)") }
+                return answer.body.count
+            }
+        }[0]
+        return (sizes[0], sizes[1], sizes[2], sizes.reduce(0, +))
+    }
+
+    /// What the pages saw during one pipeline load.
+    struct PageFigures {
+        var answers = 0
+        var failed = 0
+        var perSecond = 0.0
+        var p50 = 0.0
+        var p99 = 0.0
+        var max = 0.0
+    }
+
+    /// The pages open and polling (a warm-up of two poll periods first), the pipeline's load meanwhile; the state
+    /// answers of the requests sent during the load.
+    func pipelineBesidePages(
+        pipeline: PipelineBenchmark, tokens: [String], port: UInt16, prefix: String, dispatcher: String,
+        cursor: VisitCursor, book: AckBook, server: Int32, postmaster: Int32, database: ScratchDatabase
+    ) async throws -> (PipelineBenchmark.Run, PageFigures) {
+        let opened = try tokens.map { _ in try LoadConnection(port: port) }
+        let warmUp = 2 * Self.pollSeconds
+        let until = LoadConnection.now() + warmUp + seconds + 1
+        let pollers = tokens.map { PagePoller(token: $0, every: Self.pollSeconds, until: until) }
+        // The pages' connections and clients are the loop's alone until it returns; read only after that.
+        nonisolated(unsafe) let pageConnections = opened
+        nonisolated(unsafe) let pageClients: [any LoadClient] = pollers
+        let polling = Task { try await LoadLoop.run(connections: pageConnections, clients: pageClients) }
+        try await Task.sleep(for: .seconds(warmUp))
+        let started = LoadConnection.now()
+        let run: PipelineBenchmark.Run
+        do {
+            run = try await pipeline.load(
+                layout: .serve, connections: connections, prefix: prefix, port: port, dispatcher: dispatcher, cursor: cursor,
+                book: book, processes: [server], postmaster: postmaster, database: database)
+        } catch {
+            _ = try? await polling.value
+            throw error
+        }
+        // The pages stop on their own at `until` (the pipeline's load takes `seconds`, then waits for its pushes).
+        try await polling.value
+        let window = started...(started + seconds)
+        let answers = pollers.flatMap(\.answers).filter { window.contains($0.sent) }
+        let latencies = answers.filter { $0.status == 200 }.map(\.seconds).sorted()
+        func percentile(_ p: Double) -> Double {
+            latencies.isEmpty ? .nan : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))]
+        }
+        let figures = PageFigures(
+            answers: answers.count, failed: answers.count - latencies.count, perSecond: Double(answers.count) / seconds,
+            p50: percentile(0.5), p99: percentile(0.99), max: latencies.last ?? .nan)
+        return (run, figures)
+    }
+
+    /// The CPU each side used over the measurement (the wait for its pushes included), in cores.
+    static func cores(_ run: PipelineBenchmark.Run) -> String {
+        String(
+            format: "CPU in cores: livevisits %.2f, PostgreSQL %.2f, this process (clients, pages, APNs sink) %.2f",
+            run.ours / run.seconds, run.postgres / run.seconds, run.bench / run.seconds)
+    }
+
+    /// "min–max" of a few figures.
+    static func spread(_ values: [Double]) -> String {
+        String(format: "%.0f–%.0f", values.min() ?? .nan, values.max() ?? .nan)
+    }
+
+    /// A line on stdout at once (print buffers when stdout is a pipe).
+    func say(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+
+    // MARK: in process
+
+    func runInProcess() async throws {
         let server = try BenchmarkEnvironment.serverURL()
         let root = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
         try await ScratchDatabase.with(serverURL: server, migrations: root.appendingPathComponent("Migrations")) { database in
@@ -89,7 +335,7 @@ struct TrackingBenchmark {
                 print(
                     String(
                         format: "  10,000 open pages ask %.0f/s: %.0f%% of what this process answered",
-                        10_000 / 1.5, 10_000 / 1.5 / state.perSecond * 100))
+                        10_000 / Self.pollSeconds, 10_000 / Self.pollSeconds / state.perSecond * 100))
                 print("page weight: HTML \(page) + script \(script) + style \(style) = \(page + script + style) bytes")
             }
         }
@@ -112,5 +358,42 @@ struct TrackingBenchmark {
         }
         try await handler.executeInBatches(commands, pool: pool)
         return commands.map(\.visitId)
+    }
+}
+
+/// One open tracking page: asks its state `every` seconds after each answer (the first time at a random point
+/// of the first period, as pages opened at different moments do) until `until`, noting each answer.
+final class PagePoller: LoadClient {
+    private let request: [UInt8]
+    private let every: Double
+    private let until: Double
+    private var due: Double?
+    private var sent = 0.0
+    private(set) var answers: [(sent: Double, seconds: Double, status: Int)] = []
+
+    init(token: String, every: Double, until: Double) {
+        request = Array("GET /track/\(token)/state HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\n\r\n".utf8)
+        self.every = every
+        self.until = until
+        answers.reserveCapacity(16)
+    }
+
+    var dueAt: Double? {
+        if let due { return due }
+        let first = LoadConnection.now() + Double.random(in: 0..<every)
+        due = first
+        return first
+    }
+
+    func next() -> [UInt8]? {
+        sent = LoadConnection.now()
+        guard sent < until else { return nil }
+        return request
+    }
+
+    func answered(status: Int, body: [UInt8]) {
+        let now = LoadConnection.now()
+        answers.append((sent, now - sent, status))
+        due = now + every
     }
 }

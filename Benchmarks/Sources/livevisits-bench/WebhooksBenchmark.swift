@@ -8,14 +8,16 @@ import Runtime
 import Synchronization
 import Webhooks
 
-/// The webhooks benchmark, against a receiver in this process (the project's HTTP server answering 204):
+/// The webhooks benchmark, against a receiver in this process or (`--receiver process`) in a process of its own
+/// (the project's HTTP server answering 204):
 /// - transport: N POSTs through the libcurl transport alone, 256 in flight (the reference: the ceiling the
 ///   receiver and the client set on this machine);
 /// - worker: N webhook rows (events over N/`--per-visit` visits) drained by one webhook worker: deliveries/s,
 ///   and the ratio to the transport's rate;
 /// - pushes: one outbox worker draining M enqueued pushes (a loopback APNs answering after 2 ms), first with
 ///   webhooks off, then with them on and a webhook worker sending what the events and the deliveries report
-///   meanwhile: pushes/s of both and their ratio (alternated `--rounds` times).
+///   meanwhile, and with them on but no webhook worker (what the push path itself pays): pushes/s and the
+///   ratios (alternated `--rounds` times).
 enum WebhooksBenchmark {
     struct Options {
         var count = 20_000
@@ -23,6 +25,8 @@ enum WebhooksBenchmark {
         var pushes = 20_000
         var rounds = 2
         var connections = 64
+        /// Whether the receiver runs in this process or in a process of its own (`webhook-receiver`).
+        var receiver = "in-process"
     }
 
     static let summary =
@@ -36,6 +40,10 @@ enum WebhooksBenchmark {
             .value("--pushes", "M", "pushes of each outbox drain (default 20000)"),
             .value("--rounds", "R", "drains without and with webhooks, alternated (default 2)"),
             .value("--connections", "N", "connections to the receiver (default 64)"),
+            .value(
+                "--receiver", "WHERE",
+                "in-process (the receiver's threads in this process) or process (livevisits-bench webhook-receiver, a process of its own; default in-process)"
+            ),
         ],
         details:
             "Needs LIVEVISITS_DATABASE_URL; a scratch database is created there and dropped. Each drain starts from emptied, vacuumed tables and a CHECKPOINT (the role needs pg_checkpoint or superuser)."
@@ -49,22 +57,30 @@ enum WebhooksBenchmark {
         options.pushes = try parsed.integer("--pushes", in: 1...Int.max) ?? options.pushes
         options.rounds = try parsed.integer("--rounds", in: 1...100) ?? options.rounds
         options.connections = try parsed.integer("--connections", in: 1...4096) ?? options.connections
+        options.receiver = try parsed.choice("--receiver", among: ["in-process", "process"]) ?? options.receiver
         let serverURL = try BenchmarkEnvironment.serverURL()
         Logger.minimumLevel.withLock { $0 = .warning }
         let received = Atomic<Int>(0)
-        let receiver = try HTTPServer(
-            configuration: HTTPServerConfiguration(
-                listenAddress: ListenAddress(host: "127.0.0.1", port: 0), connectionLimit: 4096,
-                perAddressConnectionLimit: 4096),
-            logger: Logger(label: "receiver"), metrics: Metrics()
-        ) { _ in
-            received.add(1, ordering: .relaxed)
-            return HTTPResponse(status: 204)
+        let port: UInt16
+        var child: RunningChild?
+        var running: Task<Void, any Error>?
+        if options.receiver == "process" {
+            let started = try await WebhookReceiverProcess.start()
+            child = started.child
+            port = started.port
+        } else {
+            let receiver = try WebhookReceiverProcess.server { received.add(1, ordering: .relaxed) }
+            running = Task { try await receiver.run() }
+            port = receiver.address.port
         }
-        let running = Task { try await receiver.run() }
-        defer { running.cancel() }
-        let url = "http://127.0.0.1:\(receiver.address.port)/hooks"
-        print("webhooks benchmark: receiver \(url) (in process, 2 threads), \(options.connections) connections")
+        defer {
+            running?.cancel()
+            child?.signal(SIGKILL)
+        }
+        let url = "http://127.0.0.1:\(port)/hooks"
+        print(
+            "webhooks benchmark: receiver \(url) (\(options.receiver == "process" ? "a process of its own" : "in this process"), 2 threads), \(options.connections) connections; load \(PipelineBenchmark.loadAverage())"
+        )
         let transport = CurlWebhookTransport(maximumConnections: options.connections)
         let reference = try await transportAlone(transport, url: url, count: options.count)
         try await ScratchDatabase.with(serverURL: serverURL, migrations: URL(fileURLWithPath: "Migrations")) { database in
@@ -82,7 +98,7 @@ enum WebhooksBenchmark {
                     if round % 2 == 0 { kinds.reverse() }
                     for kind in kinds {
                         let rate = try await pushPhase(
-                            "round \(round), webhooks \(kind == "off" ? "off" : kind == "on" ? "on" : "written, not sent")",
+                            "round \(round), webhooks \(kind == "off" ? "off" : kind == "on" ? "on" : "on, no worker")",
                             pool: pool, url: database.url, webhooks: kind == "off" ? nil : configuration,
                             transport: transport, count: options.pushes, send: kind == "on")
                         switch kind {
@@ -101,11 +117,18 @@ enum WebhooksBenchmark {
                         options.rounds, on / off))
                 print(
                     String(
-                        format: "pushes/s with webhooks written but not sent: %.0f, ratio %.2f", writtenOnly, writtenOnly / off))
+                        format: "pushes/s with webhooks on but no webhook worker (the push path's own share): %.0f, ratio %.2f",
+                        writtenOnly, writtenOnly / off))
             }
         }
         await transport.close()
-        print("receiver got \(received.load(ordering: .relaxed)) POSTs")
+        if let process = child {
+            _ = await process.stop(SIGTERM, killAfter: 5)
+            child = nil
+        } else {
+            print("receiver got \(received.load(ordering: .relaxed)) POSTs")
+        }
+        print("load average after: \(PipelineBenchmark.loadAverage())")
     }
 
     /// N POSTs through the transport alone, 256 at a time: the reference rate.
@@ -274,5 +297,63 @@ private struct WebhooksBenchmarkSender: PushSender {
     func send(_ push: OutgoingPush) async -> PushOutcome {
         try? await Task.sleep(nanoseconds: 2_000_000)
         return .accepted(latency: 0.002)
+    }
+}
+
+/// The benchmark's webhook receiver: the project's HTTP server answering 204 to anything, in this process or
+/// as `livevisits-bench webhook-receiver`, a process of its own (so that its CPU is not this process's).
+enum WebhookReceiverProcess {
+    static let summary = "a webhook receiver answering 204, for webhooks --receiver process (prints its port)"
+
+    static let syntax = CommandSyntax(
+        command: "livevisits-bench webhook-receiver", summary: summary, options: [],
+        details:
+            "Listens on a free loopback port, prints `listening <port>`, and answers every request 204 until SIGTERM, or until the process that started it ends."
+    )
+
+    static func server(_ received: @escaping @Sendable () -> Void = {}) throws -> HTTPServer {
+        try HTTPServer(
+            configuration: HTTPServerConfiguration(
+                listenAddress: ListenAddress(host: "127.0.0.1", port: 0), connectionLimit: 4096,
+                perAddressConnectionLimit: 4096),
+            logger: Logger(label: "receiver"), metrics: Metrics()
+        ) { _ in
+            received()
+            return HTTPResponse(status: 204)
+        }
+    }
+
+    /// The command: serves until SIGTERM (the default action) or until its parent is gone.
+    static func main(arguments: [String]) async throws {
+        _ = try syntax.parse(arguments)
+        Logger.minimumLevel.withLock { $0 = .warning }
+        let receiver = try server()
+        let running = Task { try await receiver.run() }
+        FileHandle.standardOutput.write(Data("listening \(receiver.address.port)\n".utf8))
+        let parent = getppid()
+        while getppid() == parent { try await Task.sleep(for: .milliseconds(200)) }
+        running.cancel()
+    }
+
+    /// Starts the receiver process next to this binary; its port once it listens (within 10 s).
+    static func start() async throws -> (child: RunningChild, port: UInt16) {
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("lv-bench-receiver-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
+        let child = try ChildProcess(executable, ["webhook-receiver"]).start(stdout: .file(out), stderr: .inherit)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            let text = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
+            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("listening ") }),
+                let port = UInt16(line.dropFirst("listening ".count))
+            {
+                return (child, port)
+            }
+            guard child.isRunning else { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        child.signal(SIGKILL)
+        _ = await child.wait()
+        throw BenchmarkUsageError(message: "the webhook receiver process did not start listening within 10 s")
     }
 }

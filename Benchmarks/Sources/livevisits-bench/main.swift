@@ -19,6 +19,7 @@ let benchmarks: [(name: String, summary: String, run: ([String]) async throws ->
     ("technicians", TechniciansBenchmark.summary, { try await TechniciansBenchmark(arguments: $0).run() }),
     ("tracking", TrackingBenchmark.summary, { try await TrackingBenchmark(arguments: $0).run() }),
     ("webhooks", WebhooksBenchmark.summary, { try await WebhooksBenchmark.main(arguments: $0) }),
+    ("webhook-receiver", WebhookReceiverProcess.summary, { try await WebhookReceiverProcess.main(arguments: $0) }),
 ]
 let menu = CommandMenu(command: "livevisits-bench", entries: benchmarks.map { .init($0.name, "[options]", $0.summary) })
 
