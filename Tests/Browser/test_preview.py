@@ -140,3 +140,21 @@ def test_a_device_left_behind_is_named(stack, context, artifacts):
     expect(behind).to_contain_text(f"One device shows an earlier state: {left_behind} (its push dead, 400 BadExpirationDate)")
     expect(behind).not_to_contain_text(phone if left_behind == tablet else tablet)
     page.screenshot(path=artifacts / "preview-behind.png", full_page=True)
+
+
+def test_on_site_the_timer_gives_way_to_the_status(stack, context, artifacts):
+    """From on site the window is collapsed to the arrival: the preview shows the status where the countdown
+    was, never a 0:00 timer (as the app should, see Docs/live-activity-contract.md)."""
+    visit_id, customer = unique("v-phone-site"), unique("c-phone-site")
+    book(stack, visit_id, unique("t-phone-site"), int(time.time()) + 600, customer=customer)
+    page = context.new_page()
+    sign_in(page, stack)
+    page.goto(stack.base + f"/console/#/visit/{visit_id}")
+    timer = page.get_by_test_id("lock-screen").locator(".la-timer")
+    expect(timer).to_have_text(re.compile(r"^\d+:\d\d"))
+    for event, label in (("onSite", "On site"), ("finishing", "Finishing")):
+        assert stack.api("POST", f"/v1/visits/{visit_id}/events", {"type": event})[0] == 201
+        expect(page.get_by_test_id("lock-screen")).to_have_attribute("data-status", event, timeout=TWO_SECONDS_AND_A_REQUEST)
+        expect(timer).to_have_text(label)
+        expect(page.get_by_test_id("island-compact").locator(".la-timer")).to_have_text(label)
+        expect(page.get_by_test_id("island-expanded").locator(".la-timer")).to_have_text(label)

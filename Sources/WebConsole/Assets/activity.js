@@ -18,6 +18,13 @@ function progressBar(km) {
 
 /** Text(timerInterval: arrivalWindow, countsDown: true): the time left until the window ends. */
 function countdown(c, now) { return duration(c.arrivalEndEpoch - now); }
+/**
+ * The timer's place: a countdown to the window's end while the technician is on the way; from on site on the
+ * window is collapsed to the arrival, so a countdown would sit at 0:00 — the status reads there instead.
+ */
+function timerText(c, now) {
+  return c.status === 'onSite' || c.status === 'finishing' ? LABELS[c.status] : countdown(c, now);
+}
 
 function avatar(c) {
   const initial = (c.technicianName || '?').trim().charAt(0).toUpperCase() || '?';
@@ -109,7 +116,7 @@ function forms(c, a, { ended, stale, staleDate, relevance, dismissal, now, testi
   const km = Number(c.kilometresAway || 0);
   const timer = stale
     ? h('span', { class: 'la-stale', testid: id('stale') }, '↻ Waiting for fresh data')
-    : h('span', { class: 'la-timer' }, ended ? LABELS[c.status] || c.status : countdown(c, now));
+    : h('span', { class: 'la-timer' }, ended ? LABELS[c.status] || c.status : timerText(c, now));
 
   const dim = stale ? ' stale' : '';
   // Dismissed: iOS has taken it off the Lock Screen too; drawn faded, so the last state stays readable.
@@ -127,13 +134,13 @@ function forms(c, a, { ended, stale, staleDate, relevance, dismissal, now, testi
     const compact = h('div', { class: 'island island-compact' + dim, testid: id('island-compact') },
       h('span', { class: 'la-icon', 'aria-label': 'service visit' }, TOOL),
       h('span', { class: 'island-gap' }),
-      h('span', { class: 'la-timer' }, countdown(c, now)));
+      h('span', { class: 'la-timer' }, timerText(c, now)));
     const minimal = h('div', { class: 'island island-minimal' + dim, testid: id('island-minimal') }, h('span', { class: 'la-icon orange', 'aria-label': 'service visit' }, TOOL));
     const expanded = h('div', { class: 'island island-expanded' + dim, testid: id('island-expanded') },
       h('div', { class: 'la-row' },
         h('span', { class: 'island-leading' }, avatar(c), ' ', c.technicianName || ''),
         h('span', { class: 'island-center' }, LABELS[c.status] || c.status || ''),
-        h('span', { class: 'island-trailing' }, h('span', { class: 'la-timer' }, countdown(c, now)),
+        h('span', { class: 'island-trailing' }, h('span', { class: 'la-timer' }, timerText(c, now)),
           h('span', { class: 'small' }, `${km.toFixed(1)} km`))),
       progressBar(km),
       h('div', { class: 'la-row small' }, h('span', {}, `${TOOL} `, a.jobSummary ?? ''), h('span', {}, `${HOUSE} `, a.serviceAddress ?? '')));
