@@ -17,7 +17,8 @@ import Runtime
 /// Each phase prints events/s, HTTP p50/p99, and CPU per event of the API process and of this cluster's
 /// PostgreSQL; the ratios are cold/hot of PostgreSQL's CPU per event and cold events/s against pgbench.
 struct FlatCostBenchmark {
-    static let summary = "PostgreSQL µs per event on visits outside every cache vs the hot path, by visits and visits per customer, vs pgbench"
+    static let summary =
+        "PostgreSQL µs per event on visits outside every cache vs the hot path, by visits and visits per customer, vs pgbench"
     var visits = [1_000, 10_000, 60_000]
     var perCustomer = [1, 100, 1_000]
     var connections = 64
@@ -25,6 +26,8 @@ struct FlatCostBenchmark {
     var hotSeconds = 5.0
     var runPgbench = true
     var keep = false
+    var settle = true
+    var statements = false
     var pgbenchPath = "/usr/lib/postgresql/15/bin/pgbench"
 
     static let syntax = CommandSyntax(
@@ -36,6 +39,13 @@ struct FlatCostBenchmark {
             .value("--hot-visits", "N", "visits of the hot phase (default 640)"),
             .value("--hot-seconds", "N", "seconds of the hot phase (default 5)"),
             .flag("--no-pgbench", "skip pgbench"),
+            .flag(
+                "--no-settle",
+                "go on from the set-up as it left the tables and the API process: no VACUUM (ANALYZE), CHECKPOINT or restart"),
+            .flag(
+                "--statements",
+                "after each phase, its costliest statements by pg_stat_statements (the cluster must preload it; reset before each phase)"
+            ),
             .flag("--keep", "keep each measurement's database (its URL is printed) for EXPLAIN and the like"),
             .value("--pgbench", "PATH", "pgbench binary (default /usr/lib/postgresql/15/bin/pgbench)"),
         ],
@@ -52,6 +62,8 @@ struct FlatCostBenchmark {
         hotSeconds = try parsed.positiveNumber("--hot-seconds") ?? hotSeconds
         runPgbench = !parsed.has("--no-pgbench")
         keep = parsed.has("--keep")
+        settle = !parsed.has("--no-settle")
+        statements = parsed.has("--statements")
         pgbenchPath = parsed.value("--pgbench") ?? pgbenchPath
     }
 
@@ -102,14 +114,17 @@ struct FlatCostBenchmark {
                 measurements.append(m)
                 say(
                     String(
-                        format: "%6d visits, %4d per customer: cold %5.0f events/s, PostgreSQL %4.0f µs/event, %.1f commands/batch; hot %5.0f events/s, %4.0f µs/event, %.1f commands/batch",
+                        format:
+                            "%6d visits, %4d per customer: cold %5.0f events/s, PostgreSQL %4.0f µs/event, %.1f commands/batch; hot %5.0f events/s, %4.0f µs/event, %.1f commands/batch",
                         n, k, m.cold.eventsPerSecond, m.cold.postgresPerEvent, m.cold.commandsPerBatch, m.hot.eventsPerSecond,
                         m.hot.postgresPerEvent, m.hot.commandsPerBatch))
             }
         }
         var pgbenchTPS: Double?
         if runPgbench {
-            pgbenchTPS = try await ScratchDatabase.with(serverURL: serverURL, migrations: root.appendingPathComponent("Migrations")) {
+            pgbenchTPS = try await ScratchDatabase.with(
+                serverURL: serverURL, migrations: root.appendingPathComponent("Migrations")
+            ) {
                 let pgbench = PgBench(path: pgbenchPath, url: $0.url, streams: 1000)
                 try await pgbench.prepare(eventData: AppendBenchmark.eventData)
                 return try pgbench.run(clients: 16, seconds: 5)
@@ -151,21 +166,27 @@ struct FlatCostBenchmark {
         var (server, port) = try await rig.startServer(databaseURL: database.url, arguments: ["serve", "--api-only"])
         do {
             try await setUp(visits: n, perCustomer: k, customerKeys: customerKeys, port: port, dispatcher: dispatcher)
-            _ = await server.stop()
-            try await database.settle()
-            (server, port) = try await rig.startServer(databaseURL: database.url, arguments: ["serve", "--api-only"])
+            if settle {
+                _ = await server.stop()
+                try await database.settle()
+                (server, port) = try await rig.startServer(databaseURL: database.url, arguments: ["serve", "--api-only"])
+            }
             let width = min(connections, n)
             // Cold: every visit once, client i taking visits i, i + width, …: neighbouring requests are on
             // neighbouring visits, so of one customer when it has many.
             let cold = try await phase(
-                port: port, server: server, postmaster: postmaster, { Array(stride(from: $0, to: n, by: width)) }, width: width,
+                "cold", database: database, port: port, server: server, postmaster: postmaster,
+                { Array(stride(from: $0, to: n, by: width)) }, width: width,
                 dispatcher: dispatcher, until: nil)
             let hot = min(hotVisits, n)
             let hotWidth = min(connections, hot)
             let owned: @Sendable (Int) -> [Int] = { Array(stride(from: $0, to: hot, by: hotWidth)) }
-            _ = try await phase(port: port, server: server, postmaster: postmaster, owned, width: hotWidth, dispatcher: dispatcher, until: nil)
+            _ = try await phase(
+                "warm-up", database: database, port: port, server: server, postmaster: postmaster, owned, width: hotWidth,
+                dispatcher: dispatcher, until: nil)
             let warm = try await phase(
-                port: port, server: server, postmaster: postmaster, owned, width: hotWidth, dispatcher: dispatcher,
+                "hot", database: database, port: port, server: server, postmaster: postmaster, owned, width: hotWidth,
+                dispatcher: dispatcher,
                 until: LoadConnection.now() + hotSeconds)
             _ = await server.stop()
             return Measurement(visits: n, perCustomer: k, cold: cold, hot: warm)
@@ -193,7 +214,8 @@ struct FlatCostBenchmark {
                 }
                 let activity = #"{"pushToken":"\#(PipelineBenchmark.token(v, "f-"))","environment":"sandbox","version":1}"#
                 let answer = try c.exchange(
-                    LoadConnection.request("PUT", "/v1/visits/f-\(v)/live-activities/a", key: customerKeys[v / k], body: activity))
+                    LoadConnection.request("PUT", "/v1/visits/f-\(v)/live-activities/a", key: customerKeys[v / k], body: activity)
+                )
                 if answer.status / 100 != 2 { bad += 1 }
             }
             return bad
@@ -204,9 +226,11 @@ struct FlatCostBenchmark {
     /// `width` clients post `progress` to their visits (`owned(i)`), round and round until `deadline`, or each
     /// visit once without one.
     func phase(
-        port: UInt16, server: RunningChild, postmaster: Int32, _ owned: @escaping @Sendable (Int) -> [Int], width: Int,
+        _ name: String, database: ScratchDatabase, port: UInt16, server: RunningChild, postmaster: Int32,
+        _ owned: @escaping @Sendable (Int) -> [Int], width: Int,
         dispatcher: String, until deadline: Double?
     ) async throws -> Phase {
+        if statements { try await Self.resetStatements(database) }
         let metricsBefore = try await PipelineBenchmark.metrics(port: port)
         let beforeOurs = CPUSample.seconds(pid: server.pid)
         let beforePostgres = CPUSample.clusterSeconds(postmaster: postmaster)
@@ -237,12 +261,48 @@ struct FlatCostBenchmark {
         let metricsAfter = try await PipelineBenchmark.metrics(port: port)
         func grown(_ name: String) -> Double { (metricsAfter[name] ?? 0) - (metricsBefore[name] ?? 0) }
         let times = answers.flatMap(\.0).sorted()
-        func percentile(_ p: Double) -> Double { times.isEmpty ? .nan : times[min(times.count - 1, Int(Double(times.count) * p))] }
+        if statements { try await printStatements(name, database, events: times.count) }
+        func percentile(_ p: Double) -> Double {
+            times.isEmpty ? .nan : times[min(times.count - 1, Int(Double(times.count) * p))]
+        }
         return Phase(
             events: times.count, refused: answers.map(\.1).reduce(0, +), seconds: seconds, p50: percentile(0.5),
             p99: percentile(0.99), ours: CPUSample.seconds(pid: server.pid) - beforeOurs,
             postgres: CPUSample.clusterSeconds(postmaster: postmaster) - beforePostgres,
             commandsPerBatch: grown("livevisits_command_batched_total") / max(grown("livevisits_command_batches_total"), 1))
+    }
+
+    static func resetStatements(_ database: ScratchDatabase) async throws {
+        try await PostgresPool.withPool(PostgresConfiguration(url: database.url, size: 1)) { pool in
+            try await pool.withConnection { c in
+                try c.execute(script: "CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SELECT pg_stat_statements_reset()")
+            }
+        }
+    }
+
+    /// The phase's costliest statements of this database: calls, time and shared buffers per call and per event.
+    func printStatements(_ phase: String, _ database: ScratchDatabase, events: Int) async throws {
+        let rows = try await PostgresPool.withPool(PostgresConfiguration(url: database.url, size: 1)) { pool in
+            try await pool.query(
+                """
+                SELECT calls::bigint AS calls, total_exec_time::float8 AS ms,
+                       (shared_blks_hit + shared_blks_read)::bigint AS buffers,
+                       left(regexp_replace(query, '\\s+', ' ', 'g'), 70) AS query
+                FROM pg_stat_statements
+                WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+                ORDER BY total_exec_time DESC LIMIT 10
+                """
+            ).rows.map { row in
+                (try row.int("calls"), try row.double("ms"), try row.int("buffers"), try row.string("query"))
+            }
+        }
+        say("\(phase): \(events) events; statements by time: calls  µs/call  µs/event  buffers/call  query")
+        for (calls, ms, buffers, query) in rows {
+            say(
+                String(
+                    format: "  %7d  %7.0f  %8.1f  %12.0f  %@", calls, ms * 1000 / Double(max(calls, 1)),
+                    ms * 1000 / Double(max(events, 1)), Double(buffers) / Double(max(calls, 1)), query))
+        }
     }
 
     /// A line on stdout at once (print buffers when stdout is a pipe).
