@@ -10,7 +10,8 @@ import Runtime
 /// Per size (visits) and visits per customer: a scratch database, one `serve --api-only` (no worker: the outbox
 /// fills, as it does while APNs or the workers are down), each visit booked for its customer with one Live
 /// Activity registered by that customer's key (untimed). Then the tables are vacuumed and checkpointed and the
-/// API process restarted, so that no state, data key or API key is in its caches, and:
+/// API process restarted, so that no state, data key or API key is in its caches; its connections are warmed
+/// on visits of their own (each plans its statements once), and:
 /// - **cold**: `--connections` clients post one `progress` to each visit, every visit once;
 /// - **hot**: the same clients post `progress` round and round to `--hot-visits` visits for `--hot-seconds`
 ///   (after one untimed round, so their states are the process's own).
@@ -115,9 +116,9 @@ struct FlatCostBenchmark {
                 say(
                     String(
                         format:
-                            "%6d visits, %4d per customer: cold %5.0f events/s, PostgreSQL %4.0f µs/event, %.1f commands/batch; hot %5.0f events/s, %4.0f µs/event, %.1f commands/batch",
+                            "%6d visits, %4d per customer: cold %5.0f events/s, PostgreSQL %4.0f µs/event, %.1f commands/batch; hot %5.0f events/s, %4.0f µs/event, %.1f commands/batch; refused %d",
                         n, k, m.cold.eventsPerSecond, m.cold.postgresPerEvent, m.cold.commandsPerBatch, m.hot.eventsPerSecond,
-                        m.hot.postgresPerEvent, m.hot.commandsPerBatch))
+                        m.hot.postgresPerEvent, m.hot.commandsPerBatch, m.cold.refused + m.hot.refused))
             }
         }
         var pgbenchTPS: Double?
@@ -155,7 +156,10 @@ struct FlatCostBenchmark {
         async throws -> Measurement
     {
         let dispatcher = try await rig.dispatcherKey(databaseURL: database.url)
-        let customers = (n + k - 1) / k
+        // Besides the measured visits, `connections` of their own warm the restarted API's connections (each
+        // plans its statements once) before the cold phase, so that it measures visits, not a process starting.
+        let warm = connections
+        let customers = (n + warm + k - 1) / k
         let customerKeys = try await PostgresPool.withPool(PostgresConfiguration(url: database.url, size: 1)) { pool in
             try await pool.withTransaction { c in
                 try (0..<customers).map {
@@ -165,11 +169,16 @@ struct FlatCostBenchmark {
         }
         var (server, port) = try await rig.startServer(databaseURL: database.url, arguments: ["serve", "--api-only"])
         do {
-            try await setUp(visits: n, perCustomer: k, customerKeys: customerKeys, port: port, dispatcher: dispatcher)
+            try await setUp(visits: n + warm, perCustomer: k, customerKeys: customerKeys, port: port, dispatcher: dispatcher)
             if settle {
                 _ = await server.stop()
                 try await database.settle()
                 (server, port) = try await rig.startServer(databaseURL: database.url, arguments: ["serve", "--api-only"])
+            }
+            for _ in 0..<2 {
+                _ = try await phase(
+                    "connections' warm-up", database: database, port: port, server: server, postmaster: postmaster,
+                    { [$0 + n] }, width: warm, dispatcher: dispatcher, until: nil)
             }
             let width = min(connections, n)
             // Cold: every visit once, client i taking visits i, i + width, …: neighbouring requests are on
@@ -234,6 +243,8 @@ struct FlatCostBenchmark {
         let metricsBefore = try await PipelineBenchmark.metrics(port: port)
         let beforeOurs = CPUSample.seconds(pid: server.pid)
         let beforePostgres = CPUSample.clusterSeconds(postmaster: postmaster)
+        // (Each phase its own distances: a phase's first round does not repeat the previous phase's.)
+        let salt = Int.random(in: 0..<400)
         let started = LoadConnection.now()
         let answers = try await LoadConnection.drive(port: port, connections: width) { c, i in
             let mine = owned(i)
@@ -244,7 +255,7 @@ struct FlatCostBenchmark {
                 for v in mine {
                     if let deadline, LoadConnection.now() >= deadline { break }
                     // A distance this visit has not shown: every progress is accepted and changes the visit.
-                    let km = Double(round % 400) / 10 + 0.1 + Double(i % 7) / 100
+                    let km = Double((round + salt) % 400) / 10 + 0.1 + Double(i % 7) / 100
                     let sent = LoadConnection.now()
                     let status = try c.exchange(
                         LoadConnection.request(
