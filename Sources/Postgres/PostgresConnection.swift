@@ -10,6 +10,8 @@ public final class PostgresConnection {
     /// The session's `plan_cache_mode` as this connection last set it (prepared statements only); nil when not
     /// known: a new session, or after a failure or a script that may have undone a setting.
     private(set) var sessionPlanning: PostgresQuery.Planning?
+    /// The session's `enable_seqscan` and `jit` as configured (`plannerDefaults()`), once read.
+    private var readPlannerDefaults: PostgresQuery.PlannerDefaults?
 
     /// Opens a connection; throws `.unavailable` when the server cannot be reached.
     public init(url: String, connectTimeoutSeconds: Int = 5, usePreparedStatements: Bool = true) throws {
@@ -83,7 +85,8 @@ public final class PostgresConnection {
     public func pipeline(_ queries: [PostgresQuery]) throws -> [PostgresRows] {
         if usePreparedStatements {
             guard queries.contains(where: { $0.plannedDifferently(from: sessionPlanning) }) else { return try send(queries) }
-            let (sent, positions, after) = PostgresQuery.withSessionPlanModes(queries, from: sessionPlanning)
+            let (sent, positions, after) = PostgresQuery.withSessionPlanModes(
+                queries, from: sessionPlanning, defaults: plannerDefaults())
             do {
                 let results = try send(sent)
                 sessionPlanning = after
@@ -95,9 +98,27 @@ public final class PostgresConnection {
             }
         }
         guard queries.contains(where: { $0.plannedDifferently(from: .chosenByServer) }) else { return try send(queries) }
-        let (sent, positions) = PostgresQuery.withPlanModes(queries)
+        let (sent, positions) = PostgresQuery.withPlanModes(queries, defaults: plannerDefaults())
         let results = try send(sent)
         return positions.map { results[$0] }
+    }
+
+    /// What statements not planned `once` are planned under (`PostgresQuery.setting`), read from the server
+    /// once per connection (a value that cannot be read now is read at the next need).
+    private func plannerDefaults() -> PostgresQuery.PlannerDefaults {
+        if let readPlannerDefaults { return readPlannerDefaults }
+        let sql = "SELECT name, reset_val FROM pg_settings WHERE name IN ('enable_seqscan', 'jit')"
+        guard let rows = try? consume(PQexec(conn, sql)), rows.count == 2 else { return .init() }
+        var defaults = PostgresQuery.PlannerDefaults()
+        for row in rows.rows {
+            if row["name"] == "jit" {
+                defaults.jit = row["reset_val"] ?? "on"
+            } else {
+                defaults.sequentialScans = row["reset_val"] ?? "on"
+            }
+        }
+        readPlannerDefaults = defaults
+        return defaults
     }
 
     private func send(_ queries: [PostgresQuery]) throws -> [PostgresRows] {

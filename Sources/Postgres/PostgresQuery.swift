@@ -15,7 +15,10 @@ public struct PostgresQuery: ExpressibleByStringInterpolation, Sendable, CustomS
         /// PostgreSQL's choice (`auto`): custom plans for the first executions, then generic if no costlier.
         case chosenByServer
         /// A generic plan, made once per connection: for a statement whose planning is costly and whose plan
-        /// holds whatever the values (`plannedOnce()`).
+        /// holds whatever the values (`plannedOnce()`). It is made with sequential scans off
+        /// (`enable_seqscan`, and without JIT: `setting`), so that it probes its tables by their indexes whatever
+        /// their size when it was made: a plan made while a table was nearly empty (the outbox's queue at start-up) otherwise scanned
+        /// the whole table at every probe as it filled, until an `ANALYZE` of it replaced the plan.
         case once
         /// A custom plan at every execution: for a statement whose best plan depends on how many values its
         /// arrays hold (`plannedForItsValues()`).
@@ -28,6 +31,7 @@ public struct PostgresQuery: ExpressibleByStringInterpolation, Sendable, CustomS
             case .forItsValues: "force_custom_plan"
             }
         }
+
     }
 
     public init(sql: String, binds: [PostgresBind] = []) {
@@ -63,22 +67,26 @@ public struct PostgresQuery: ExpressibleByStringInterpolation, Sendable, CustomS
     /// mode in force (`current`, nil when unknown), where each of `queries` went, and the mode in force after
     /// them. Nothing is added when every statement runs under the mode already in force — the common case of a
     /// connection that serves the same statements again and again.
-    static func withSessionPlanModes(_ queries: [PostgresQuery], from current: Planning?) -> (
-        queries: [PostgresQuery], positions: [Int], after: Planning?
-    ) {
-        settingModes(queries, from: current, forTheSession: true)
+    static func withSessionPlanModes(
+        _ queries: [PostgresQuery], from current: Planning?, defaults: PlannerDefaults = .init()
+    ) -> (queries: [PostgresQuery], positions: [Int], after: Planning?) {
+        settingModes(queries, from: current, forTheSession: true, defaults: defaults)
     }
 
     /// `queries` with a transaction-local `plan_cache_mode` set before each statement planned otherwise than
     /// by the server's choice, and given back after, and where each of `queries` went.
-    static func withPlanModes(_ queries: [PostgresQuery]) -> (queries: [PostgresQuery], positions: [Int]) {
-        var (out, positions, after) = settingModes(queries, from: .chosenByServer, forTheSession: false)
-        if after != .chosenByServer { out.append(setting(.chosenByServer)) }
+    static func withPlanModes(_ queries: [PostgresQuery], defaults: PlannerDefaults = .init()) -> (
+        queries: [PostgresQuery], positions: [Int]
+    ) {
+        var (out, positions, after) = settingModes(queries, from: .chosenByServer, forTheSession: false, defaults: defaults)
+        if after != .chosenByServer { out.append(setting(.chosenByServer, defaults: defaults)) }
         return (out, positions)
     }
 
     /// The one walk of both: a setting before each statement whose planning differs from the mode in force.
-    private static func settingModes(_ queries: [PostgresQuery], from current: Planning?, forTheSession: Bool) -> (
+    private static func settingModes(
+        _ queries: [PostgresQuery], from current: Planning?, forTheSession: Bool, defaults: PlannerDefaults
+    ) -> (
         queries: [PostgresQuery], positions: [Int], after: Planning?
     ) {
         var out: [PostgresQuery] = []
@@ -86,7 +94,7 @@ public struct PostgresQuery: ExpressibleByStringInterpolation, Sendable, CustomS
         var current = current
         for query in queries {
             if query.plannedDifferently(from: current) {
-                out.append(setting(query.planning, forTheSession: forTheSession))
+                out.append(setting(query.planning, forTheSession: forTheSession, defaults: defaults))
                 current = query.planning
             }
             positions.append(out.count)
@@ -95,14 +103,36 @@ public struct PostgresQuery: ExpressibleByStringInterpolation, Sendable, CustomS
         return (out, positions, current)
     }
 
-    /// Whether this statement must run under another `plan_cache_mode` than `mode`. A statement without
-    /// parameters never does: PostgreSQL has nothing to plan it for, and plans it once whatever the mode.
+    /// Whether this statement must run under other settings than those of `mode`. A statement without
+    /// parameters needs no `plan_cache_mode` (PostgreSQL has nothing to plan it for, and plans it once whatever
+    /// the mode), but it is planned with sequential scans off only when it is flagged `once` itself: after a
+    /// `once` statement (or where the settings are unknown) it sets the server's choice back.
     func plannedDifferently(from mode: Planning?) -> Bool {
-        !binds.isEmpty && planning != mode
+        guard binds.isEmpty else { return planning != mode }
+        return planning == .once ? mode != .once : (mode == .once || mode == nil)
     }
 
-    static func setting(_ planning: Planning, forTheSession: Bool = false) -> PostgresQuery {
-        "SELECT set_config('plan_cache_mode', \(planning.mode), \(!forTheSession))"
+    /// What `enable_seqscan` and `jit` are for a session when nothing set them (the server's or the role's
+    /// configuration): what statements not planned `once` are planned under.
+    public struct PlannerDefaults: Sendable, Equatable {
+        public var sequentialScans = "on"
+        public var jit = "on"
+        public init() {}
+    }
+
+    /// The settings of `planning`: its `plan_cache_mode`; for `once`, sequential scans off and no JIT (a plan
+    /// with a scan left that has no index to take instead, a transition table, is costed past `jit_above_cost`
+    /// with sequential scans off, and was compiled at every execution); for the others, those two as `defaults`.
+    static func setting(_ planning: Planning, forTheSession: Bool = false, defaults: PlannerDefaults = .init())
+        -> PostgresQuery
+    {
+        let local = !forTheSession
+        let once = planning == .once
+        return """
+            SELECT set_config('plan_cache_mode', \(planning.mode), \(local)),
+                   set_config('enable_seqscan', \(once ? "off" : defaults.sequentialScans), \(local)),
+                   set_config('jit', \(once ? "off" : defaults.jit), \(local))
+            """
     }
 
     public struct StringInterpolation: StringInterpolationProtocol {

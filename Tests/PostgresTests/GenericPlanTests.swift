@@ -51,8 +51,9 @@ import Testing
         #expect(again.queries.count == 2 && again.positions == [0, 1] && again.after == .once)
         let mixed = PostgresQuery.withSessionPlanModes([flagged, plain, plain], from: nil)
         #expect(mixed.queries.count == 5 && mixed.positions == [1, 3, 4] && mixed.after == .chosenByServer)
-        // Session-wide (`is_local` false), the mode's name as the value.
-        #expect(mixed.queries[0].binds == ["force_generic_plan", "f"] && mixed.queries[2].binds == ["auto", "f"])
+        // Session-wide (`is_local` false), the mode's name as the value, and sequential scans off for `once` alone.
+        #expect(mixed.queries[0].binds == ["force_generic_plan", "f", "off", "f", "off", "f"])
+        #expect(mixed.queries[2].binds == ["auto", "f", "on", "f", "on", "f"])
     }
 
     /// A setting made in a transaction that fails or rolls back is undone by PostgreSQL: the connection must not
@@ -91,23 +92,67 @@ import Testing
         #expect(sent[1].binds.contains("force_generic_plan") && sent[4].binds.contains("auto"))
     }
 
-    /// A statement without parameters is planned once whatever the mode (PostgreSQL has no values to plan it for):
-    /// it sends no setting, and the mode in force stays for the statements after it.
-    @Test func aStatementWithoutParametersSendsNoSetting() async throws {
-        let bare: PostgresQuery = "SELECT current_setting('plan_cache_mode') AS mode"
-        let flagged = GenericPlanTests.mode.plannedOnce()
-        for unflagged in [bare, bare.plannedOnce(), bare.plannedForItsValues()] {
-            let session = PostgresQuery.withSessionPlanModes([flagged, unflagged, flagged], from: .once)
-            #expect(session.queries.count == 3 && session.positions == [0, 1, 2] && session.after == .once)
-            let local = PostgresQuery.withPlanModes([unflagged, GenericPlanTests.mode])
-            #expect(local.queries.count == 2 && local.positions == [0, 1])
-        }
+    /// A statement without parameters is planned once whatever the mode (PostgreSQL has no values to plan it for),
+    /// so it needs no `plan_cache_mode`; but it is planned with sequential scans off only when flagged `once`
+    /// itself: after a `once` statement an unflagged one sets the server's choice back, and between two
+    /// statements that agree it sends nothing.
+    @Test func aStatementWithoutParametersIsNotPlannedWithoutSequentialScansUnlessFlagged() async throws {
+        let bare: PostgresQuery = """
+            SELECT current_setting('plan_cache_mode') AS mode, current_setting('enable_seqscan') || '/' || current_setting('jit') AS scans
+            """
+        let flagged: PostgresQuery = """
+            SELECT current_setting(\("plan_cache_mode")) AS mode, current_setting('enable_seqscan') || '/' || current_setting('jit') AS scans
+            """
+        let once = flagged.plannedOnce()
+        let session = PostgresQuery.withSessionPlanModes([once, bare.plannedOnce(), once], from: .once)
+        #expect(session.queries.count == 3 && session.positions == [0, 1, 2] && session.after == .once)
+        let back = PostgresQuery.withSessionPlanModes([once, bare, bare, once], from: .once)
+        #expect(back.queries.count == 6 && back.positions == [0, 2, 3, 5] && back.after == .once)
+        let local = PostgresQuery.withPlanModes([bare, flagged])
+        #expect(local.queries.count == 2 && local.positions == [0, 1])
         try await withTestDatabase(poolSize: 1) { _, pool in
-            let modes = try await pool.withConnection { c in
-                try c.pipeline([flagged, bare, flagged]).map { try $0.rows[0].string("mode") }
-                    + [try c.query(bare).rows[0].string("mode"), try c.query(flagged).rows[0].string("mode")]
+            let (settings, jit) = try await pool.withConnection { c in
+                (
+                    try c.pipeline([once, bare, once, bare.plannedOnce()]).map {
+                        try $0.rows[0].string("mode") + "/" + $0.rows[0].string("scans")
+                    } + [try c.query(bare).rows[0].string("mode") + "/" + c.query(bare).rows[0].string("scans")],
+                    try c.query("SELECT reset_val AS jit FROM pg_settings WHERE name = 'jit'").rows[0].string("jit")
+                )
             }
-            #expect(modes == Array(repeating: "force_generic_plan", count: 5))
+            // (Sequential scans and JIT as the server has them, outside `once`.)
+            let (generic, auto) = ("force_generic_plan/off/off", "auto/on/\(jit)")
+            #expect(settings == [generic, auto, generic, generic, auto])
+        }
+    }
+
+    /// A statement planned once on a table that was nearly empty then probes it by its index as the table
+    /// fills: the plan is made with sequential scans off. (Made otherwise, it scanned the whole table at every
+    /// execution until an ANALYZE replaced it: what an outbox filling from empty cost every enqueue.)
+    @Test func aPlanMadeOnANearlyEmptyTableProbesItsIndexAsItFills() async throws {
+        try await withTestDatabase(poolSize: 1) { _, pool in
+            let plan = try await pool.withConnection { c -> String in
+                try c.execute(
+                    script: """
+                        CREATE TABLE queue (id bigserial PRIMARY KEY, target text NOT NULL, state text NOT NULL);
+                        CREATE INDEX queue_open_by_target ON queue (target) WHERE state IN ('pending', 'sending');
+                        INSERT INTO queue (target, state) SELECT 't' || g, 'pending' FROM generate_series(1, 5) g;
+                        ANALYZE queue;
+                        """)
+                let probe: PostgresQuery = """
+                    SELECT EXISTS (SELECT 1 FROM queue WHERE target = \("t3") AND state IN ('pending', 'sending')) AS found
+                    """
+                #expect(try c.query(probe.plannedOnce()).rows[0].string("found") == "t")
+                try c.execute(
+                    script: "INSERT INTO queue (target, state) SELECT 't' || g, 'pending' FROM generate_series(6, 20000) g")
+                // The statement as the connection prepared it, explained with the plan it made.
+                let name = try c.query(
+                    "SELECT name FROM pg_prepared_statements WHERE statement LIKE \("%FROM queue WHERE target%")"
+                ).rows[0].string("name")
+                // (Flagged too: under a generic plan's mode EXECUTE uses the plan made, not a custom one.)
+                let explain = PostgresQuery(sql: "EXPLAIN EXECUTE \(name)('t3')").plannedOnce()
+                return try c.query(explain).rows.map { try $0.string("QUERY PLAN") }.joined(separator: "\n")
+            }
+            #expect(plan.contains("queue_open_by_target") && !plan.contains("Seq Scan"), "\(plan)")
         }
     }
 }
