@@ -254,26 +254,11 @@ import Webhooks
     @Test func aDeliveredPushIsReportedAfterItsEvent() async throws {
         try await withWebhookWorld { world in
             try await world.append("v-1", version: 1, type: "scheduled")
-            let configuration = OutboxFixture.fastConfiguration
-            let outbox = Outbox(pool: world.pool, configuration: configuration)
-            _ = try await world.pool.withConnection {
-                try TokenRegistry().registerLiveActivity(
-                    visitId: "v-1", activityId: "act-1", pushToken: token("act-1"), environment: .sandbox, deviceId: nil,
-                    on: $0)
+            try await Self.deliveringOneUpdate(world) { _ in
+                try await eventually("the push's outcome arrived", within: 30) {
+                    world.receiver.received.contains { $0.json["type"]?.stringValue == "delivery.sent" }
+                }
             }
-            let sender = RecordingSender()
-            let pushes = OutboxWorker(pool: world.pool, sender: sender, configuration: configuration, metrics: Metrics())
-            let running = Task { try await pushes.run() }
-            defer { running.cancel() }
-            _ = try await world.pool.withTransaction {
-                try outbox.enqueue([update("v-1", timestamp: Int64(Date().timeIntervalSince1970))], on: $0)
-            }
-            pushes.wake()
-            try await eventually("the push's outcome arrived", within: 30) {
-                world.receiver.received.contains { $0.json["type"]?.stringValue == "delivery.sent" }
-            }
-            pushes.stop()
-            _ = try? await running.value
             let received = world.receiver.received.filter { $0.visitId == "v-1" }
             let types = received.compactMap { $0.json["type"]?.stringValue }
             #expect(types.first == "visit.event")
@@ -290,26 +275,42 @@ import Webhooks
         try await withWebhookWorld(answer: { _, _ in .hang }) { world in
             try await world.append("v-1", version: 1, type: "scheduled")
             try await eventually("the receiver holds a POST", within: 30) { world.receiver.received.count >= 1 }
-            let configuration = OutboxFixture.fastConfiguration
-            let outbox = Outbox(pool: world.pool, configuration: configuration)
-            _ = try await world.pool.withConnection {
-                try TokenRegistry().registerLiveActivity(
-                    visitId: "v-1", activityId: "act-1", pushToken: token("act-1"), environment: .sandbox, deviceId: nil,
-                    on: $0)
+            try await Self.deliveringOneUpdate(world) { sender in
+                try await eventually("the push was sent while the webhook hangs", within: 30) { sender.calls.count >= 1 }
+                #expect(try await world.webhookRows().first?.state != .sent)
             }
-            let sender = RecordingSender()
-            let pushes = OutboxWorker(pool: world.pool, sender: sender, configuration: configuration, metrics: Metrics())
-            let running = Task { try await pushes.run() }
-            defer { running.cancel() }
-            _ = try await world.pool.withTransaction {
-                try outbox.enqueue([update("v-1", timestamp: Int64(Date().timeIntervalSince1970))], on: $0)
-            }
-            pushes.wake()
-            try await eventually("the push was sent while the webhook hangs", within: 30) { sender.calls.count >= 1 }
-            #expect(try await world.webhookRows().first?.state != .sent)
+        }
+    }
+
+    /// An outbox worker delivering one update to v-1's activity `act-1` (registered here) while `body` runs,
+    /// stopped after it.
+    static func deliveringOneUpdate(_ world: WebhookWorld, _ body: (RecordingSender) async throws -> Void)
+        async throws
+    {
+        let configuration = OutboxFixture.fastConfiguration
+        let outbox = Outbox(pool: world.pool, configuration: configuration)
+        _ = try await world.pool.withConnection {
+            try TokenRegistry().registerLiveActivity(
+                visitId: "v-1", activityId: "act-1", pushToken: token("act-1"), environment: .sandbox, deviceId: nil,
+                on: $0)
+        }
+        let sender = RecordingSender()
+        let pushes = OutboxWorker(pool: world.pool, sender: sender, configuration: configuration, metrics: Metrics())
+        let running = Task { try await pushes.run() }
+        defer { running.cancel() }
+        _ = try await world.pool.withTransaction {
+            try outbox.enqueue([update("v-1", timestamp: Int64(Date().timeIntervalSince1970))], on: $0)
+        }
+        pushes.wake()
+        do {
+            try await body(sender)
+        } catch {
             pushes.stop()
             _ = try? await running.value
+            throw error
         }
+        pushes.stop()
+        _ = try? await running.value
     }
 
     /// While the pushes have a backlog, webhooks slow down to a trickle but still go, in order.
