@@ -17,8 +17,9 @@ public struct PostgresQuery: ExpressibleByStringInterpolation, Sendable, CustomS
         /// A generic plan, made once per connection: for a statement whose planning is costly and whose plan
         /// holds whatever the values (`plannedOnce()`). It is made with sequential scans off
         /// (`enable_seqscan`, and without JIT: `setting`), so that it probes its tables by their indexes whatever
-        /// their size when it was made: a plan made while a table was nearly empty (the outbox's queue at start-up) otherwise scanned
-        /// the whole table at every probe as it filled, until an `ANALYZE` of it replaced the plan.
+        /// their size when it was made: a plan made while a table was nearly empty (the outbox's queue at
+        /// start-up) otherwise scanned the whole table at every probe as it filled, until an `ANALYZE` of it
+        /// replaced the plan.
         case once
         /// A custom plan at every execution: for a statement whose best plan depends on how many values its
         /// arrays hold (`plannedForItsValues()`).
@@ -31,7 +32,6 @@ public struct PostgresQuery: ExpressibleByStringInterpolation, Sendable, CustomS
             case .forItsValues: "force_custom_plan"
             }
         }
-
     }
 
     public init(sql: String, binds: [PostgresBind] = []) {

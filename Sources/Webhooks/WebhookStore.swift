@@ -77,7 +77,7 @@ public struct WebhookStore: Sendable {
             )
             SELECT count(*) AS n FROM picked
             """)
-        return Int(rows.first?["n"] ?? "0") ?? 0
+        return try rows.first?.int("n") ?? 0
     }
 
     // MARK: the worker

@@ -71,24 +71,19 @@ extension ProjectionRules {
                 try texts.rejectUnknownText(
                     allowed: Set((rule.alert == nil ? [] : ["alert"]) + (rule.fallbackAlert == nil ? [] : ["fallbackAlert"])))
                 if var alert = rule.alert, let object = try texts.optionalObject("alert") {
-                    try object.rejectUnknownText(allowed: ["title", "body"])
-                    alert.title = try object.optionalText("title", maxBytes: 512) ?? alert.title
-                    alert.body = try object.optionalText("body", maxBytes: 1024) ?? alert.body
+                    try object.overlayTitleAndBody(&alert.title, &alert.body, titleBytes: 512, bodyBytes: 1024)
                     rule.alert = alert
                 }
                 if var fallback = rule.fallbackAlert, let object = try texts.optionalObject("fallbackAlert") {
-                    try object.rejectUnknownText(allowed: ["title", "body"])
-                    fallback.title = try object.optionalText("title", maxBytes: 4096) ?? fallback.title
-                    fallback.body = try object.optionalText("body", maxBytes: 4096) ?? fallback.body
+                    try object.overlayTitleAndBody(&fallback.title, &fallback.body, titleBytes: 4096, bodyBytes: 4096)
                     rule.fallbackAlert = fallback
                 }
                 rules.statuses[status] = rule
             }
         }
         if let object = try block.optionalObject("renewalAlert") {
-            try object.rejectUnknownText(allowed: ["title", "body"])
-            rules.renewalAlert.title = try object.optionalText("title", maxBytes: 512) ?? rules.renewalAlert.title
-            rules.renewalAlert.body = try object.optionalText("body", maxBytes: 1024) ?? rules.renewalAlert.body
+            try object.overlayTitleAndBody(
+                &rules.renewalAlert.title, &rules.renewalAlert.body, titleBytes: 512, bodyBytes: 1024)
         }
         if let labels = try block.optionalObject("trackingPage") {
             rules.trackingLabels = try rules.trackingLabels.overlaid(by: labels)
@@ -98,6 +93,16 @@ extension ProjectionRules {
 }
 
 extension JSONObjectReader {
+    /// An alert's `title` and `body` from a locale block in place of the default ones it leaves out, each at
+    /// most its bytes; any other key refused naming its path.
+    fileprivate func overlayTitleAndBody(_ title: inout String, _ body: inout String, titleBytes: Int, bodyBytes: Int)
+        throws(FieldProblem)
+    {
+        try rejectUnknownText(allowed: ["title", "body"])
+        title = try optionalText("title", maxBytes: titleBytes) ?? title
+        body = try optionalText("body", maxBytes: bodyBytes) ?? body
+    }
+
     /// Refuses the first member of a locale block that the default texts do not have, naming its path.
     fileprivate func rejectUnknownText(allowed: Set<String>) throws(FieldProblem) {
         for member in members where !allowed.contains(member.key) {
