@@ -15,7 +15,7 @@ public final class PostgresConnection {
 
     /// Opens a connection; throws `.unavailable` when the server cannot be reached.
     public init(url: String, connectTimeoutSeconds: Int = 5, usePreparedStatements: Bool = true) throws {
-        let conninfo = PostgresConnection.withTimeout(url, seconds: connectTimeoutSeconds)
+        let conninfo = PostgresConnection.connectionString(url, connectTimeoutSeconds: connectTimeoutSeconds)
         guard let conn = PQconnectdb(conninfo) else {
             throw PostgresError(code: .unavailable, message: "out of memory opening a connection")
         }
@@ -351,13 +351,28 @@ public final class PostgresConnection {
         return text.split(separator: "\n").first.map(String.init) ?? text
     }
 
-    /// Adds `connect_timeout` to a URI or key=value connection string unless already given.
-    static func withTimeout(_ url: String, seconds: Int) -> String {
-        if url.contains("connect_timeout") { return url }
-        if url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") {
-            return url + (url.contains("?") ? "&" : "?") + "connect_timeout=\(seconds)"
+    /// The connection string libpq is given: `url` with `connect_timeout` and the session option `jit=off`
+    /// added, each unless the URL names it (`connect_timeout`, `options`) itself.
+    ///
+    /// JIT is off because every statement of the product is short: PostgreSQL compiles a plan whose estimate
+    /// passes `jit_above_cost`, and an estimate inflated by a guess (a CTE's row count, a table not yet
+    /// analysed) made a statement that ran in a millisecond spend seconds of CPU compiling, on a machine
+    /// whose cores the pushes needed. A startup option makes it the session's reset value, which the
+    /// planner settings of `PostgresQuery.setting` put back after a statement planned `once`.
+    static func connectionString(_ url: String, connectTimeoutSeconds seconds: Int) -> String {
+        let isURI = url.hasPrefix("postgres://") || url.hasPrefix("postgresql://")
+        var out = url
+        func add(_ key: String, uriValue: String, keywordValue: String) {
+            guard !url.contains(key) else { return }
+            if isURI {
+                out += (out.contains("?") ? "&" : "?") + "\(key)=\(uriValue)"
+            } else {
+                out += " \(key)=\(keywordValue)"
+            }
         }
-        return url + " connect_timeout=\(seconds)"
+        add("connect_timeout", uriValue: String(seconds), keywordValue: String(seconds))
+        add("options", uriValue: "-c%20jit%3Doff", keywordValue: "'-c jit=off'")
+        return out
     }
 
     /// Binds as libpq takes them: each value's bytes (NUL-terminated text, or binary with its length), and —

@@ -39,7 +39,8 @@ public struct WebhookStore: Sendable {
             """
             WITH cursor AS (
                 SELECT deliveries_xid AS xid, deliveries_id AS id, pg_snapshot_xmin(pg_current_snapshot()) AS horizon
-                FROM webhook_settings WHERE enabled
+                FROM webhook_settings WHERE enabled AND only_row
+                LIMIT 1
                 FOR UPDATE SKIP LOCKED
             ), picked AS (
                 SELECT d.id, d.finished_xid, d.visit_id, d.state, d.kind, d.finished_at, d.activity_id, d.device_id,
