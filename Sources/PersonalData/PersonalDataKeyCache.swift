@@ -1,4 +1,5 @@
 import Postgres
+import Synchronization
 
 /// Customers' data keys recently read and unwrapped, so that opening an answer (or a start push) does not
 /// pay a pooled round trip to `personal_data_keys` and an unwrap for every key it names. Only keys that
@@ -19,8 +20,68 @@ public final class PersonalDataKeyCache: Sendable {
     /// More keys than this and the cache starts over.
     public var capacity: Int { rows.capacity }
 
+    /// Reads of keys not cached, waiting for the one on the wire (`read`).
+    private let reads = Mutex(Reads())
+    /// Queries `read` has made (for tests).
+    let queriesMade = Atomic<Int>(0)
+
+    private struct Reads {
+        var onTheWire = false
+        var waiting: [Waiter] = []
+    }
+
+    private struct Waiter {
+        let ids: [String]
+        let continuation: CheckedContinuation<Result<PersonalDataKeys.Read, any Error>, Never>
+    }
+
     public init(timeToLive: Duration = .seconds(60), capacity: Int = 10_000) {
         rows = ListenedCache(channel: PersonalDataKeys.erasureChannel, timeToLive: timeToLive, capacity: capacity)
+    }
+
+    /// Reads the keys `ids` on a connection of `pool`, together with every other read asked for meanwhile:
+    /// while one read is on the wire the others wait, then go as one query. Answers whose customers were never
+    /// seen (a burst of visits outside the cache, each of its own customer) then cost a round trip a batch,
+    /// not one each. The reads go through the pool of the call that finds none on the wire.
+    func read(_ ids: [String], keys: PersonalDataKeys, pool: PostgresPool) async throws -> PersonalDataKeys.Read {
+        let result = await withCheckedContinuation { continuation in
+            let leads = reads.withLock { state -> Bool in
+                state.waiting.append(Waiter(ids: ids, continuation: continuation))
+                guard !state.onTheWire else { return false }
+                state.onTheWire = true
+                return true
+            }
+            if leads { Task { await self.readWaiting(keys: keys, pool: pool) } }
+        }
+        return try result.get()
+    }
+
+    /// Reads for the waiting calls, a batch at a time, until none waits.
+    private func readWaiting(keys: PersonalDataKeys, pool: PostgresPool) async {
+        while true {
+            let batch = reads.withLock { state -> [Waiter] in
+                let batch = state.waiting
+                state.waiting = []
+                if batch.isEmpty { state.onTheWire = false }
+                return batch
+            }
+            guard !batch.isEmpty else { return }
+            let ids = Array(Set(batch.flatMap(\.ids)))
+            queriesMade.add(1, ordering: .relaxed)
+            let result: Result<PersonalDataKeys.Read, any Error>
+            do {
+                result = .success(try await pool.withConnection { try keys.dataKeys(ids: ids, on: $0) })
+            } catch {
+                result = .failure(error)
+            }
+            for waiter in batch {
+                waiter.continuation.resume(
+                    returning: result.map { read in
+                        let wanted = Set(waiter.ids)
+                        return (read.keys.filter { wanted.contains($0.key) }, read.unreadable.filter { wanted.contains($0.key) })
+                    })
+            }
+        }
     }
 
     /// True while erasures can be heard.

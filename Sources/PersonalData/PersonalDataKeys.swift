@@ -85,9 +85,10 @@ public struct PersonalDataKeys: Sendable {
 
     /// The data keys with these ids that still exist (erased ones are absent). A row that cannot be
     /// unwrapped is reported in `unreadable`.
-    public func dataKeys(ids: [String], on connection: PostgresConnection) throws -> (
-        keys: [String: DataKey], unreadable: [String: PersonalDataError]
-    ) {
+    /// Keys read from `personal_data_keys`: the readable ones by id, and why the others could not be read.
+    public typealias Read = (keys: [String: DataKey], unreadable: [String: PersonalDataError])
+
+    public func dataKeys(ids: [String], on connection: PostgresConnection) throws -> Read {
         guard !ids.isEmpty else { return ([:], [:]) }
         let rows = try connection.query(
             """

@@ -102,12 +102,16 @@ public struct PersonalDataOpener: Sendable {
     }
 
     /// The same, taking a connection of `pool` only when a key is not cached: an answer whose keys are all
-    /// cached makes no round trip.
+    /// cached makes no round trip, and with a cache, concurrent answers read their missing keys together
+    /// (`PersonalDataKeyCache.read`).
     public func open(_ bytes: [UInt8], pool: PostgresPool) async throws -> Opened {
         switch start(bytes) {
         case .opened(let opened): return reported(opened)
         case .reading(let pending):
             let keys = self.keys
+            if let cache {
+                return reported(pending.finish(try await cache.read(pending.missing, keys: keys, pool: pool)))
+            }
             return reported(pending.finish(try await pool.withConnection { try keys.dataKeys(ids: pending.missing, on: $0) }))
         }
     }
@@ -194,9 +198,7 @@ public struct PersonalDataOpener: Sendable {
         let generation: UInt64?
 
         /// The document opened with the keys read; they are remembered in the cache.
-        func finish(_ read: (keys: [String: PersonalDataKeys.DataKey], unreadable: [String: PersonalDataError]))
-            -> Opened
-        {
+        func finish(_ read: PersonalDataKeys.Read) -> Opened {
             if let cache, let generation { cache.remember(read.keys.values, readAt: generation) }
             let keys = cached.merging(read.keys) { cached, _ in cached }
             return PersonalDataOpener.opened(document, keys: (keys, read.unreadable))

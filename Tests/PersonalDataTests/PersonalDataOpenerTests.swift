@@ -139,3 +139,35 @@ import Testing
         }
     }
 }
+
+/// Answers opened at once, each naming a customer the cache has not met, read their keys together: a read asked
+/// for while another is on the wire waits for it and goes with the others in one query, and each answer still
+/// gets its own customer's text.
+@Suite(.timeLimit(.minutes(1))) struct KeyReadBatchingTests {
+    @Test func concurrentAnswersOfUnseenCustomersShareTheirKeyReads() async throws {
+        try await withTestDatabase(poolSize: 2) { _, pool in
+            let store = PersonalDataKeys(current: try WrappingKey.temporary())
+            let names = (0..<64).map { "Name \($0)" }
+            let documents = try await pool.withConnection { c in
+                try names.enumerated().map { n, name in
+                    let key = try store.dataKey(forCustomer: "c-\(n)", on: c)
+                    return JSONValue.object([JSONMember("customerFirstName", .string(try store.seal(name, with: key)))])
+                        .serialized()
+                }
+            }
+            let cache = PersonalDataKeyCache()
+            let opener = PersonalDataOpener(keys: store, cache: cache)
+            let opened = try await withThrowingTaskGroup(of: (Int, String).self) { group in
+                for (n, document) in documents.enumerated() {
+                    group.addTask { (n, String(decoding: try await opener.open(document, pool: pool).bytes, as: UTF8.self)) }
+                }
+                return try await group.reduce(into: [Int: String]()) { $0[$1.0] = $1.1 }
+            }
+            for (n, name) in names.enumerated() {
+                #expect(opened[n] == #"{"customerFirstName":"\#(name)"}"#)
+            }
+            let queries = cache.queriesMade.load(ordering: .relaxed)
+            #expect(queries >= 1 && queries < names.count, "\(queries) key reads for \(names.count) answers")
+        }
+    }
+}
