@@ -47,6 +47,8 @@ public final class TrackingCards: Service {
     public let wakeUp = WakeUp()
     private let logger = Logger(label: "tracking-cards")
 
+    /// How long a state request is held by default: below the HTTP server's 10 s request timeout.
+    public static let defaultHoldSeconds = 8.0
     /// How long a link's entry is trusted at most, notifications or not.
     public static let tokenTimeToLive = Duration.seconds(300)
 
@@ -85,7 +87,8 @@ public final class TrackingCards: Service {
     private let tokens: ListenedCache<String>
 
     public init(
-        pool: PostgresPool, clock: any WallClock = SystemClock(), holdSeconds: Double = 8, pollIntervalSeconds: Double = 0.5,
+        pool: PostgresPool, clock: any WallClock = SystemClock(), holdSeconds: Double = TrackingCards.defaultHoldSeconds,
+        pollIntervalSeconds: Double = 0.5,
         minimumPassSeconds: Double = 0.1, trustSeconds: Double = 2, idleSeconds: Double = 120, capacity: Int = 200_000
     ) {
         self.pool = pool
