@@ -89,7 +89,7 @@ public final class TrackingCards: Service {
     public init(
         pool: PostgresPool, clock: any WallClock = SystemClock(), holdSeconds: Double = TrackingCards.defaultHoldSeconds,
         pollIntervalSeconds: Double = 0.5,
-        minimumPassSeconds: Double = 0.1, trustSeconds: Double = 2, idleSeconds: Double = 120, capacity: Int = 200_000
+        minimumPassSeconds: Double = 0.1, trustSeconds: Double = 5, idleSeconds: Double = 120, capacity: Int = 200_000
     ) {
         self.pool = pool
         self.clock = clock
@@ -207,18 +207,31 @@ public final class TrackingCards: Service {
     /// tried again on the next wake-up or poll; meanwhile the memory stops answering once `trustSeconds` pass.
     public func run() async throws {
         box.memory.withLock { $0.stopped = false }
-        var reported = false
-        while !Task.isCancelled {
-            do {
-                try await pass()
-                reported = false
-            } catch {
-                if !reported { logger.warning("cannot follow the event log; answering from the database", ["error": "\(error)"]) }
-                reported = true
+        await withTaskGroup(of: Void.self) { group in
+            // Held requests are released on their deadline on a timer of their own, however long a pass takes.
+            group.addTask { [self] in
+                while !Task.isCancelled {
+                    try? await Task.sleep(nanoseconds: UInt64(Self.sweepSeconds * 1_000_000_000))
+                    sweep()
+                }
             }
-            sweep()
-            try? await Task.sleep(nanoseconds: UInt64(minimumPassSeconds * 1_000_000_000))
-            _ = await wakeUp.wait(upTo: pollIntervalSeconds)
+            group.addTask { [self] in
+                var reported = false
+                while !Task.isCancelled {
+                    do {
+                        try await pass()
+                        reported = false
+                    } catch {
+                        if !reported {
+                            logger.warning("cannot follow the event log; answering from the database", ["error": "\(error)"])
+                        }
+                        reported = true
+                    }
+                    try? await Task.sleep(nanoseconds: UInt64(minimumPassSeconds * 1_000_000_000))
+                    _ = await wakeUp.wait(upTo: pollIntervalSeconds)
+                }
+            }
+            await group.waitForAll()
         }
         box.memory.withLock {
             $0.stopped = true
@@ -227,6 +240,9 @@ public final class TrackingCards: Service {
         }
         Self.release(box) { _ in true }
     }
+
+    /// How often held requests past their deadline are released.
+    static let sweepSeconds = 0.25
 
     /// One pass: from where the log ends the first time; afterwards the events committed since the last pass,
     /// and the rows of the remembered visits they touched (and of the unsure ones).

@@ -41,6 +41,7 @@ struct TrackingBenchmark {
             .value("--rounds", "N", "pipeline loads without and with the pages, alternated (default 2)"),
             .value("--seconds", "N", "seconds of each pipeline load, or of each read in process (default 10; 5 in process)"),
             .value("--changes", "N", "events a second posted to tracked visits beside the pages (default 10)"),
+            .flag("--conditional", "pages ask with If-None-Match only, 1.5 s after each answer (no held requests)"),
             .flag("--in-process", "the handler alone in this process, no HTTP: state against GET /v1/visits/{id}"),
             .value("--visits", "N", "in process: visits, each with a tracking link (default 10000)"),
             .value("--callers", "N", "in process: concurrent callers (default 8)"),
@@ -59,6 +60,7 @@ struct TrackingBenchmark {
     var connections = 16
     var rounds = 2
     var changesPerSecond = 10.0
+    var conditional = false
     var inProcess = false
 
     init(arguments: [String]) throws {
@@ -66,6 +68,7 @@ struct TrackingBenchmark {
         visits = try parsed.integer("--visits", in: 1...1_000_000) ?? visits
         callers = try parsed.integer("--callers", in: 1...1_000) ?? callers
         inProcess = parsed.has("--in-process")
+        conditional = parsed.has("--conditional")
         seconds = try parsed.positiveNumber("--seconds") ?? (inProcess ? 5 : seconds)
         pages = try parsed.integer("--pages", in: 1...15_000) ?? pages
         connections = try parsed.integer("--connections", in: 1...512) ?? connections
@@ -268,7 +271,9 @@ struct TrackingBenchmark {
         let opened = try tokens.map { _ in try LoadConnection(port: port) }
         let warmUp = 2 * Self.pollSeconds
         let until = LoadConnection.now() + warmUp + seconds + 1
-        let pollers = tokens.map { PagePoller(token: $0.token, every: Self.pollSeconds, until: until) }
+        let pollers = tokens.map {
+            PagePoller(token: $0.token, every: Self.pollSeconds, until: until, conditional: conditional)
+        }
         // The pages' connections and clients are the loop's alone until it returns; read only after that.
         nonisolated(unsafe) let pageConnections = opened
         nonisolated(unsafe) let pageClients: [any LoadClient] = pollers
@@ -315,8 +320,8 @@ struct TrackingBenchmark {
         }
         let hold = TrackingCards.defaultHoldSeconds
         // Answered at once: the plain asks (a page opened or reloaded).
-        let immediate = answers.filter { $0.status == 200 && !$0.held }.map(\.seconds).sorted()
-        let heldOut = answers.filter { $0.status == 304 }.map { $0.seconds - hold }.sorted()
+        let immediate = answers.filter { ($0.status == 200 || $0.status == 304) && !$0.held }.map(\.seconds).sorted()
+        let heldOut = answers.filter { $0.status == 304 && $0.held }.map { $0.seconds - hold }.sorted()
         var delays: [Double] = []
         for (index, at) in zip(changed, committed) {
             if let shown = pollers[index].answers.first(where: { $0.status == 200 && $0.sent + $0.seconds >= at }) {
@@ -448,8 +453,12 @@ final class PagePoller: LoadClient {
     /// Each answer: when its request went out, how long it took, its status, and whether it asked for a change.
     private(set) var answers: [(sent: Double, seconds: Double, status: Int, held: Bool)] = []
 
-    init(token: String, every: Double, until: Double) {
+    /// Asking with `If-None-Match` alone, `every` seconds after each answer, instead of asking to be held.
+    private let conditional: Bool
+
+    init(token: String, every: Double, until: Double, conditional: Bool = false) {
         path = "/track/\(token)/state"
+        self.conditional = conditional
         self.every = every
         self.until = until
         answers.reserveCapacity(16)
@@ -465,9 +474,14 @@ final class PagePoller: LoadClient {
     func next() -> [UInt8]? {
         sent = LoadConnection.now()
         guard sent < until else { return nil }
-        askedAfter = version
+        askedAfter = conditional ? nil : version
         guard let version else {
             return Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\n\r\n".utf8)
+        }
+        if conditional {
+            return Array(
+                "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\nIf-None-Match: \"\(version)\"\r\n\r\n"
+                    .utf8)
         }
         return Array(
             "GET \(path)?after=\(version) HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\nIf-None-Match: \"\(version)\"\r\n\r\n"
@@ -481,6 +495,6 @@ final class PagePoller: LoadClient {
         answers.append((sent, now - sent, status, askedAfter != nil))
         if status == 200 { version = body.firstRange(of: Self.enRoute) == nil ? 1 : 2 }
         if Double.random(in: 0..<1) < Self.reloadChance { version = nil }
-        due = max(now, sent + every)
+        due = conditional ? now + every : max(now, sent + every)
     }
 }
