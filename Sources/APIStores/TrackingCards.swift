@@ -43,6 +43,10 @@ public final class TrackingCards: Service {
     public let idleSeconds: Double
     /// The most cards remembered; past it, new links are answered from the database.
     public let capacity: Int
+    /// The most requests held at once; past it, a request asking for a change is answered at once. The HTTP
+    /// server keeps a held request's connection suspended, and many suspended connections slow it for everyone
+    /// (see `Docs/performance.md`, tracking).
+    public let maximumHeld: Int
     /// Signalled by `listener(url:)`: events were committed.
     public let wakeUp = WakeUp()
     private let logger = Logger(label: "tracking-cards")
@@ -89,8 +93,10 @@ public final class TrackingCards: Service {
     public init(
         pool: PostgresPool, clock: any WallClock = SystemClock(), holdSeconds: Double = TrackingCards.defaultHoldSeconds,
         pollIntervalSeconds: Double = 0.5,
-        minimumPassSeconds: Double = 0.1, trustSeconds: Double = 5, idleSeconds: Double = 120, capacity: Int = 200_000
+        minimumPassSeconds: Double = 0.1, trustSeconds: Double = 5, idleSeconds: Double = 120, capacity: Int = 200_000,
+        maximumHeld: Int = 512
     ) {
+        self.maximumHeld = maximumHeld
         self.pool = pool
         self.clock = clock
         self.holdSeconds = holdSeconds
@@ -175,7 +181,8 @@ public final class TrackingCards: Service {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let held = box.memory.withLock { m -> Bool in
-                    guard !m.stopped, !Task.isCancelled, let card = m.cards[visitId], card.shown.state.version <= version
+                    guard !m.stopped, !Task.isCancelled, m.waiters.count < maximumHeld, let card = m.cards[visitId],
+                        card.shown.state.version <= version
                     else { return false }
                     m.waiters[id] = Waiter(
                         visitId: visitId, tokenHash: tokenHash, version: version, deadline: deadline, continuation: continuation)

@@ -16,15 +16,16 @@ import VisitProjections
 ///
 /// Over HTTP (the default): a `livevisits serve` (with the APNs simulator in this process, as `pipeline` runs
 /// it) serves `--pages` open tracking pages, each on a keep-alive loopback connection of its own asking
-/// `GET /track/<token>/state` as the page's script does (`PagePoller`: its state, then `?after=<version>`, held
-/// by the server until a change or the hold's end, never more often than every 1.5 s), while `pipeline`'s
-/// measured load (`--connections` clients posting events, each pushed to a Live Activity) runs against the same
-/// server, and `--changes` events a second go to tracked visits (an `enRoute` each, from a client of their own).
-/// The pipeline's load runs with and without the pages, alternated over `--rounds`: the state answers given at
-/// once (p50/p99; target p99 < 20 ms), how late held requests were answered past their hold, the time from an
-/// event's 201 to the page's answer showing it (the page's "within 2 seconds"), the pipeline's events/s with the
-/// pages against without them (target: within 10 %), and the page's weight fetched from the server (HTML +
-/// script + style; target under 30 KB). The pages and the pipeline's clients are this process (two threads each).
+/// `GET /track/<token>/state` as the page's script does (`PagePoller`: 1.5 s after each answer, with the version
+/// it has as `If-None-Match`; with `--held`, `?after=<version>` instead, held by the server until a change), while
+/// `pipeline`'s measured load (`--connections` clients posting events, each pushed to a Live Activity) runs
+/// against the same server, and `--changes` events a second go to tracked visits (an `enRoute` each, from a client
+/// of their own). The pipeline's load runs with and without the pages, alternated over `--rounds`: the state
+/// answers given at once (p50/p99; target p99 < 20 ms), with `--held` how late held requests were answered past
+/// their hold, the time from an event's 201 to the page's answer showing it (the page's "within 2 seconds"), the
+/// pipeline's events/s with the pages against without them (target: within 10 %), and the page's weight fetched
+/// from the server (HTML + script + style; target under 30 KB). The pages and the pipeline's clients are this
+/// process (two threads each).
 ///
 /// In process (`--in-process`): books `--visits` visits through the real command path with a tracking link
 /// each, then has `--callers` concurrent callers ask `GET /track/<token>/state` of random links through the
@@ -41,7 +42,7 @@ struct TrackingBenchmark {
             .value("--rounds", "N", "pipeline loads without and with the pages, alternated (default 2)"),
             .value("--seconds", "N", "seconds of each pipeline load, or of each read in process (default 10; 5 in process)"),
             .value("--changes", "N", "events a second posted to tracked visits beside the pages (default 10)"),
-            .flag("--conditional", "pages ask with If-None-Match only, 1.5 s after each answer (no held requests)"),
+            .flag("--held", "pages ask after their version (?after=, held by the server) instead of the page's way"),
             .flag("--in-process", "the handler alone in this process, no HTTP: state against GET /v1/visits/{id}"),
             .value("--visits", "N", "in process: visits, each with a tracking link (default 10000)"),
             .value("--callers", "N", "in process: concurrent callers (default 8)"),
@@ -60,7 +61,7 @@ struct TrackingBenchmark {
     var connections = 16
     var rounds = 2
     var changesPerSecond = 10.0
-    var conditional = false
+    var conditional = true
     var inProcess = false
 
     init(arguments: [String]) throws {
@@ -68,7 +69,7 @@ struct TrackingBenchmark {
         visits = try parsed.integer("--visits", in: 1...1_000_000) ?? visits
         callers = try parsed.integer("--callers", in: 1...1_000) ?? callers
         inProcess = parsed.has("--in-process")
-        conditional = parsed.has("--conditional")
+        conditional = !parsed.has("--held")
         seconds = try parsed.positiveNumber("--seconds") ?? (inProcess ? 5 : seconds)
         pages = try parsed.integer("--pages", in: 1...15_000) ?? pages
         connections = try parsed.integer("--connections", in: 1...512) ?? connections
@@ -129,10 +130,13 @@ struct TrackingBenchmark {
         say(
             String(
                 format:
-                    "tracking benchmark over HTTP: %d pages (one connection each, asking after their version, held %.0f s, "
-                    + "at most every %.1f s), %.0f events/s to tracked visits, pipeline load of %d clients for %.0f s, "
+                    "tracking benchmark over HTTP: %d pages (one connection each, %@ %.1f s), "
+                    + "%.0f events/s to tracked visits, pipeline load of %d clients for %.0f s, "
                     + "%d rounds; %d tracked visits made in %.1f s; load %@",
-                pages, TrackingCards.defaultHoldSeconds, Self.pollSeconds, changesPerSecond, connections, seconds, rounds,
+                pages,
+                conditional
+                    ? "asking with If-None-Match every" : "asking after their version, held up to the server's hold, at most every",
+                Self.pollSeconds, changesPerSecond, connections, seconds, rounds,
                 tokens.count, Date().timeIntervalSince(t0),
                 PipelineBenchmark.loadAverage()))
         let weight = try await pageWeight(port: port, token: tokens[0].token)
@@ -433,10 +437,11 @@ struct TrackingBenchmark {
     }
 }
 
-/// One open tracking page, as its script asks: its state first, then `?after=<version>` with the version as
-/// `If-None-Match` — held by the server until the card changes or its hold passes — again as soon as an answer is
-/// in, but never sooner than `every` seconds after the previous request went out (the first time at a random
-/// point of the first period, as pages opened at different moments do) until `until`, noting each answer. The
+/// One open tracking page, as its script asks: its state first, then again `every` seconds after each answer
+/// with the version it has as `If-None-Match` (the first time at a random point of the first period, as pages
+/// opened at different moments do) until `until`, noting each answer. Not `conditional`: `?after=<version>` as
+/// well, held by the server until the card changes or its hold passes, asked again as soon as an answer is in but
+/// never sooner than `every` seconds after the previous request went out. The
 /// version is read off the answer's status: a tracked visit is at 1 when booked and at 2 after the one
 /// `enRoute` the benchmark may post to it (`LoadConnection` reads no headers, so not the ETag). After each answer
 /// the page is reloaded with a chance of `reloadChance` (it then asks its state plainly again), as pages are

@@ -1,8 +1,7 @@
 // The tracking page: the visit's Lock Screen card for a customer without the app, drawn from this link's
-// state (`<this page>/state`). After the first answer it asks for a change (`?after=<version>`, with the
-// version as `If-None-Match`): the server holds that request until the card changes or a few seconds pass
-// (304, no body, when nothing changed), and the page asks again at once, but never more than once per 1.5 s.
-// Every text goes in as text, never as markup; the link's address is sent nowhere but to its own state call.
+// state (`<this page>/state`), asked again 1.5 s after each answer with the version it has as
+// `If-None-Match` (a 304 without a body while nothing changed). Every text goes in as text, never as
+// markup; the link's address is sent nowhere but to its own state call.
 
 // Every word the page shows comes with the page, in the visit's language (`#labels`, from the rules' texts for
 // that language); English when the block is missing. `{km}` and `{time}` are filled in here.
@@ -128,11 +127,9 @@ function gone() {
 
 async function poll() {
   if (stopped) return;
-  const started = Date.now();
   try {
-    const asked = version === null ? stateURL : `${stateURL}?after=${version}`;
     const headers = version === null ? {} : { 'If-None-Match': `"${version}"` };
-    const answer = await fetch(asked, { cache: 'no-store', credentials: 'omit', referrerPolicy: 'no-referrer', headers });
+    const answer = await fetch(stateURL, { cache: 'no-store', credentials: 'omit', referrerPolicy: 'no-referrer', headers });
     if (answer.status === 404) return gone();
     if (answer.status === 304) offline = false;
     else if (answer.ok) {
@@ -145,7 +142,7 @@ async function poll() {
     offline = true;
   }
   draw();
-  setTimeout(poll, Math.max(0, POLL_MS - (Date.now() - started)));
+  setTimeout(poll, POLL_MS);
 }
 
 document.title = LABELS.title;
