@@ -135,7 +135,7 @@ struct TrackingBenchmark {
                     + "%d rounds; %d tracked visits made in %.1f s; load %@",
                 pages,
                 conditional
-                    ? "asking with If-None-Match every" : "asking after their version, held up to the server's hold, at most every",
+                    ? "asking with If-None-Match every" : "asking after their version, held, at most every",
                 Self.pollSeconds, changesPerSecond, connections, seconds, rounds,
                 tokens.count, Date().timeIntervalSince(t0),
                 PipelineBenchmark.loadAverage()))
