@@ -328,4 +328,29 @@ import Testing
             await held.value
         }
     }
+
+    @Test func pastTheMostHeldARequestIsAnsweredAtOnce() async throws {
+        try await withAPIServer { api in
+            let token = Self.token(try await Self.remembered(api, uniqueID("v")))
+            let cards = TrackingCards(pool: api.pool, clock: ManualClock(now: 0), maximumHeld: 1)
+            let links = TrackingLinks(pool: api.pool, cards: cards)
+            let listeners = cards.listeners(url: api.databaseURL)
+            try await withRunning({ try await listeners[0].run() }) { _ in
+                try await withRunning({ try await cards.run() }) { _ in
+                    try await eventually("the memory answers", within: 10) { cards.isServing }
+                    let now = Int64(Date().timeIntervalSince1970)
+                    _ = try await links.lookup(token: token, now: now)
+                    let shown = try #require(try await links.lookup(token: token, now: now))
+                    let first = Task { await links.waitForChange(token: token, beyond: shown) }
+                    try await eventually("the first wait is held", within: 10) { cards.holding == 1 }
+                    // The second returns at once (its clock never moves, so only the cap can end it).
+                    await links.waitForChange(token: token, beyond: shown)
+                    #expect(cards.holding == 1)
+                    first.cancel()
+                    await first.value
+                    #expect(cards.holding == 0, "a cancelled wait leaves")
+                }
+            }
+        }
+    }
 }
