@@ -65,7 +65,10 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "JSON", "Runtime"]),
         // The API's own tables and their use cases: API keys (minting, hashing, the caller behind a key,
         // revocation) and the first answers kept under Idempotency-Keys with their writes' transactions.
-        .target(name: "APIStores", dependencies: ["COpenSSL", "JSON", "Postgres", "Runtime", "VisitDomain"]),
+        .target(
+            name: "APIStores",
+            dependencies: ["COpenSSL", "EventStore", "JSON", "Postgres", "Runtime", "VisitDomain", "VisitProjections"]
+        ),
         // The right to be forgotten (§10): one customer's data gone from every table that holds it.
         .target(
             name: "CustomerErasure",

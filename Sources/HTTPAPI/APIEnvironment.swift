@@ -49,7 +49,8 @@ public final class APIEnvironment: Sendable {
     public let transactions: IdempotentTransactions
     /// A visit's deliveries, for the console.
     public let deliveries: VisitDeliveries
-    /// Tracking links: a visit's card for customers without the app.
+    /// Tracking links: a visit's card for customers without the app. Its memory (`trackingLinks.cards`) is a
+    /// service of the API process: run it and its `listeners(url:)` next to the server.
     public let trackingLinks: TrackingLinks
     /// The fleet's sending pause, for operators.
     public let sendingPause: SendingPauseView
@@ -107,7 +108,7 @@ public final class APIEnvironment: Sendable {
         self.visits = VisitQueries(pool: pool, ledger: ledger, rules: readModel.rules)
         self.transactions = IdempotentTransactions(pool: pool)
         self.deliveries = VisitDeliveries(pool: pool)
-        self.trackingLinks = TrackingLinks(pool: pool)
+        self.trackingLinks = TrackingLinks(pool: pool, cards: TrackingCards(pool: pool, clock: clock))
         self.sendingPause = SendingPauseView(pool: pool)
         self.readiness = DatabaseReadiness(pool: pool, migrator: migrator)
         self.erasure = CustomerErasure(

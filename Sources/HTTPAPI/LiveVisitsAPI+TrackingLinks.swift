@@ -114,15 +114,71 @@ extension LiveVisitsAPI {
     /// `staleDate`, `dismissal`; never the address, the customer's name or an id. The sealed fields are opened
     /// on the way out like every answer's (`openPersonalData`: `null` once the customer is erased). Unknown,
     /// revoked and lapsed links get the same 404.
+    ///
+    /// The answer carries the card's version as its `ETag`: `If-None-Match` with it answers 304 without a body.
+    /// `?after=<version>` (the ETag's number) asks for a change: while the card is still at that version the
+    /// request is held (`TrackingCards.waitForChange`: no connection, no thread) until it changes, the link stops
+    /// working, or `TrackingCards.holdSeconds` pass, then answered as any other — so a page asks about once per
+    /// change or per hold instead of once per poll.
     func trackingState(_ request: HTTPRequest, token: String) async -> HTTPResponse {
+        var after: Int?
+        if let text = request.queryValue("after") {
+            guard let version = Int(text), version >= 0 else {
+                var refused = HTTPResponse.error(
+                    status: APIError.Code.invalidValue.httpStatus, code: APIError.Code.invalidValue.rawValue,
+                    message: "after: expected a version (the ETag's number, 0 or more)")
+                WebConsole.addSecurityHeaders(to: &refused.headers)
+                return refused
+            }
+            after = version
+        }
         var response: HTTPResponse
         switch await lookUpTracking(request, token: token) {
         case .limited(let answer): response = answer
-        case .unavailable: response = .error(status: 503, code: "unavailable", message: APIError.unavailable.message)
-        case .notFound: response = .error(status: 404, code: "not_found", message: "this tracking link is not valid")
-        case .found(let shown): response = .json(LiveVisitsAPI.trackingJSON(shown))
+        case .unavailable: response = LiveVisitsAPI.trackingUnavailable
+        case .notFound: response = LiveVisitsAPI.trackingNotFound
+        case .found(var shown):
+            if after == shown.version {
+                let links = environment.trackingLinks
+                await links.waitForChange(token: token, beyond: shown)
+                do {
+                    if let now = try await links.lookup(token: token, now: environment.clock.epochSeconds()) {
+                        shown = now
+                        response = LiveVisitsAPI.trackingAnswer(shown, request)
+                    } else {
+                        response = LiveVisitsAPI.trackingNotFound
+                    }
+                } catch {
+                    response = LiveVisitsAPI.trackingUnavailable
+                }
+            } else {
+                response = LiveVisitsAPI.trackingAnswer(shown, request)
+            }
         }
         WebConsole.addSecurityHeaders(to: &response.headers)
+        return response
+    }
+
+    static var trackingNotFound: HTTPResponse {
+        .error(status: 404, code: "not_found", message: "this tracking link is not valid")
+    }
+
+    static var trackingUnavailable: HTTPResponse {
+        .error(status: 503, code: "unavailable", message: APIError.unavailable.message)
+    }
+
+    /// The state's 200 with its ETag, or 304 without a body when the request's `If-None-Match` names it.
+    static func trackingAnswer(_ shown: TrackingLinks.Shown, _ request: HTTPRequest) -> HTTPResponse {
+        let etag = "\"\(shown.version)\""
+        var response: HTTPResponse
+        if let tags = request.headers["If-None-Match"],
+            tags.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == etag })
+        {
+            response = HTTPResponse(status: 304)
+        } else {
+            response = .json(trackingJSON(shown))
+        }
+        response.headers.add(name: "ETag", value: etag)
         return response
     }
 

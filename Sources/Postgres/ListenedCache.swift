@@ -26,11 +26,18 @@ public final class ListenedCache<Value: Sendable>: Sendable {
     public let capacity: Int
     private let entries = Mutex(Entries())
     private let changes = Mutex<PostgresListener?>(nil)
+    /// Told after rows were dropped: the id, or nil for every row.
+    private let forgotten: (@Sendable (String?) -> Void)?
 
-    public init(channel: String, timeToLive: Duration, capacity: Int) {
+    /// - Parameter forgotten: called after a row is dropped (its id) or every row is (nil), outside the lock:
+    ///   for a user that must act on a change at once, not only stop trusting the row.
+    public init(
+        channel: String, timeToLive: Duration, capacity: Int, forgotten: (@Sendable (String?) -> Void)? = nil
+    ) {
         self.channel = channel
         self.timeToLive = timeToLive
         self.capacity = capacity
+        self.forgotten = forgotten
     }
 
     /// True while changes can be heard.
@@ -85,6 +92,7 @@ public final class ListenedCache<Value: Sendable>: Sendable {
             $0.generation &+= 1
             $0.byId[id] = nil
         }
+        forgotten?(id)
     }
 
     /// Drops every row.
@@ -93,6 +101,7 @@ public final class ListenedCache<Value: Sendable>: Sendable {
             $0.generation &+= 1
             $0.byId.removeAll()
         }
+        forgotten?(nil)
     }
 
     /// The LISTEN service that forgets rows as they change (and everything after a reconnect, or on an

@@ -183,8 +183,11 @@ enum ServeCommand {
             }
             intake += [
                 environment.keyCache.listener(url: listenURL), environment.locations.listener(url: listenURL),
-                environment.locations, server,
+                environment.locations,
             ]
+            // The tracking links' memory, with the listeners it needs to answer at all.
+            intake += environment.trackingLinks.cards.listeners(url: listenURL) as [any Service]
+            intake += [environment.trackingLinks.cards, server]
             announce("livevisits API listening on http://\(server.address)")
         }
         OutboxStore(pool: pool, clock: clock).registerDepthCollector()

@@ -194,4 +194,163 @@ import Testing
             #expect(try await api.call("GET", url + "/state", key: nil).status == 200)
         }
     }
+
+    // MARK: answered from memory
+
+    /// A link made and looked up once, its card remembered: the state answer comes from the process's memory.
+    static func remembered(_ api: APIServer, _ visit: String) async throws -> String {
+        try await api.schedule(visit)
+        let url = try Self.url(try await Self.link(api, visit))
+        let first = try await api.call("GET", url + "/state", key: nil)
+        #expect(first.status == 200, "\(first.text)")
+        let cards = api.environment.trackingLinks.cards
+        try await eventually("the memory answers and holds the card", within: 10) { cards.isServing && cards.count >= 1 }
+        return url
+    }
+
+    @Test func anEventAppendedInAnotherInstanceReachesTheRememberedStateWithinTwoSeconds() async throws {
+        try await withAPIServer { first in
+            try await withAPIServer(databaseURL: first.databaseURL) { second in
+                let visit = uniqueID("v")
+                let url = try await Self.remembered(first, visit)
+                let before = try await first.call("GET", url + "/state", key: nil)
+                #expect(before.json?["status"] as? String == "scheduled")
+                #expect(before.header("ETag") == "\"1\"")
+                #expect(try await second.post(visit, #"{"type":"enRoute"}"#).status == 201)
+                try await eventually("the first instance's state shows the second's event", within: 2) {
+                    let now = try await first.call("GET", url + "/state", key: nil)
+                    return now.json?["status"] as? String == "enRoute" && now.header("ETag") == "\"2\""
+                }
+                #expect(first.environment.trackingLinks.cards.isServing, "answered from memory throughout")
+            }
+        }
+    }
+
+    @Test func aRevokeOrAReplacementInAnotherInstanceStopsTheTokenWithinTwoSeconds() async throws {
+        try await withAPIServer { first in
+            try await withAPIServer(databaseURL: first.databaseURL) { second in
+                let visit = uniqueID("v")
+                let url = try await Self.remembered(second, visit)
+                // Replaced through the first: the second stops answering the old token.
+                let replacement = try Self.url(try await Self.link(first, visit))
+                try await eventually("the second instance refuses the replaced token", within: 2) {
+                    try await second.call("GET", url + "/state", key: nil).status == 404
+                }
+                #expect(try await second.call("GET", replacement + "/state", key: nil).status == 200)
+                try await eventually("the second instance remembers the new link", within: 10) {
+                    second.environment.trackingLinks.cards.isServing
+                }
+                // Revoked through the first: the same.
+                #expect(try await first.call("DELETE", "/v1/visits/\(visit)/tracking-link", key: first.dispatcher).status == 204)
+                try await eventually("the second instance refuses the revoked token", within: 2) {
+                    try await second.call("GET", replacement + "/state", key: nil).status == 404
+                }
+            }
+        }
+    }
+
+    @Test func anUnchangedStateAnswers304WithoutABody() async throws {
+        try await withAPIServer { api in
+            let url = try await Self.remembered(api, uniqueID("v"))
+            let tag = try #require(try await api.call("GET", url + "/state", key: nil).header("ETag"))
+            let unchanged = try await api.call("GET", url + "/state", key: nil, headers: [("If-None-Match", tag)])
+            #expect(unchanged.status == 304)
+            #expect(unchanged.text.isEmpty)
+            #expect(unchanged.header("ETag") == tag)
+            #expect(unchanged.header("Referrer-Policy") == "no-referrer")
+            #expect(unchanged.header("Content-Security-Policy") != nil)
+            let other = try await api.call("GET", url + "/state", key: nil, headers: [("If-None-Match", "\"99\"")])
+            #expect(other.status == 200)
+            let bad = try await api.call("GET", url + "/state?after=soon", key: nil)
+            #expect(bad.status == 422)
+            #expect(bad.errorCode == "invalid_value")
+        }
+    }
+
+    @Test func aHeldRequestIsAnsweredWhenTheCardChanges() async throws {
+        try await withAPIServer { api in
+            let visit = uniqueID("v")
+            let url = try await Self.remembered(api, visit)
+            let cards = api.environment.trackingLinks.cards
+            let held = Task { try await api.call("GET", url + "/state?after=1", key: nil, headers: [("If-None-Match", "\"1\"")]) }
+            try await eventually("the request is held", within: 10) { cards.holding == 1 }
+            #expect(try await api.post(visit, #"{"type":"enRoute"}"#).status == 201)
+            let answer = try await held.value
+            #expect(answer.status == 200)
+            #expect(answer.json?["status"] as? String == "enRoute")
+            #expect(answer.header("ETag") == "\"2\"")
+            // Asking after an older version answers at once.
+            let behind = try await api.call("GET", url + "/state?after=1", key: nil)
+            #expect(behind.status == 200)
+            #expect(cards.holding == 0)
+        }
+    }
+
+    @Test func aHeldRequestIsAnsweredAtItsDeadlineAndWhenItsLinkIsRevoked() async throws {
+        let clock = ManualClock(now: Date().timeIntervalSince1970.rounded(.down))
+        try await withAPIServer(clock: clock) { api in
+            let visit = uniqueID("v")
+            let url = try await Self.remembered(api, visit)
+            let cards = api.environment.trackingLinks.cards
+            let held = Task { try await api.call("GET", url + "/state?after=1", key: nil, headers: [("If-None-Match", "\"1\"")]) }
+            try await eventually("the request is held", within: 10) { cards.holding == 1 }
+            clock.advance(by: cards.holdSeconds)
+            let answer = try await held.value
+            #expect(answer.status == 304, "nothing changed: \(answer.text)")
+            #expect(answer.header("ETag") == "\"1\"")
+
+            let again = Task { try await api.call("GET", url + "/state?after=1", key: nil) }
+            try await eventually("the request is held again", within: 10) { cards.holding == 1 }
+            #expect(try await api.call("DELETE", "/v1/visits/\(visit)/tracking-link", key: api.dispatcher).status == 204)
+            #expect(try await again.value.status == 404, "the revoke answers the held request")
+        }
+    }
+
+    @Test func stoppingTheMemoryReleasesHeldRequests() async throws {
+        try await withAPIServer { api in
+            let token = Self.token(try await Self.remembered(api, uniqueID("v")))
+            // A clock that never moves: only the stop can release the wait.
+            let cards = TrackingCards(pool: api.pool, clock: ManualClock(now: 0))
+            let links = TrackingLinks(pool: api.pool, cards: cards)
+            let listeners = cards.listeners(url: api.databaseURL)
+            let held = try await withRunning({ try await listeners[0].run() }) { _ in
+                try await withRunning({ try await cards.run() }) { _ in
+                    try await eventually("the memory answers", within: 10) { cards.isServing }
+                    let now = Int64(Date().timeIntervalSince1970)
+                    _ = try await links.lookup(token: token, now: now)
+                    let shown = try #require(try await links.lookup(token: token, now: now))
+                    let held = Task { await links.waitForChange(token: token, beyond: shown) }
+                    try await eventually("the wait is held", within: 10) { cards.holding == 1 }
+                    return held
+                }
+            }
+            try await eventually("released when the memory stopped", within: 2) { cards.holding == 0 }
+            await held.value
+        }
+    }
+
+    @Test func pastTheMostHeldARequestIsAnsweredAtOnce() async throws {
+        try await withAPIServer { api in
+            let token = Self.token(try await Self.remembered(api, uniqueID("v")))
+            let cards = TrackingCards(pool: api.pool, clock: ManualClock(now: 0), maximumHeld: 1)
+            let links = TrackingLinks(pool: api.pool, cards: cards)
+            let listeners = cards.listeners(url: api.databaseURL)
+            try await withRunning({ try await listeners[0].run() }) { _ in
+                try await withRunning({ try await cards.run() }) { _ in
+                    try await eventually("the memory answers", within: 10) { cards.isServing }
+                    let now = Int64(Date().timeIntervalSince1970)
+                    _ = try await links.lookup(token: token, now: now)
+                    let shown = try #require(try await links.lookup(token: token, now: now))
+                    let first = Task { await links.waitForChange(token: token, beyond: shown) }
+                    try await eventually("the first wait is held", within: 10) { cards.holding == 1 }
+                    // The second returns at once (its clock never moves, so only the cap can end it).
+                    await links.waitForChange(token: token, beyond: shown)
+                    #expect(cards.holding == 1)
+                    first.cancel()
+                    await first.value
+                    #expect(cards.holding == 0, "a cancelled wait leaves")
+                }
+            }
+        }
+    }
 }

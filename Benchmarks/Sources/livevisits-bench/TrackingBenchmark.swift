@@ -16,12 +16,16 @@ import VisitProjections
 ///
 /// Over HTTP (the default): a `livevisits serve` (with the APNs simulator in this process, as `pipeline` runs
 /// it) serves `--pages` open tracking pages, each on a keep-alive loopback connection of its own asking
-/// `GET /track/<token>/state` as the page's script does (1.5 s after each answer, from a random start), while
+/// `GET /track/<token>/state` as the page's script does (`PagePoller`: 1.5 s after each answer, with the version
+/// it has as `If-None-Match`; with `--held`, `?after=<version>` instead, held by the server until a change), while
 /// `pipeline`'s measured load (`--connections` clients posting events, each pushed to a Live Activity) runs
-/// against the same server. The pipeline's load runs with and without the pages, alternated over `--rounds`:
-/// the state answer's p50/p99 (target p99 < 20 ms), the pipeline's events/s with the pages against without
-/// them (target: within 10 %), and the page's weight fetched from the server (HTML + script + style; target
-/// under 30 KB). The pages and the pipeline's clients are this process (two threads each).
+/// against the same server, and `--changes` events a second go to tracked visits (an `enRoute` each, from a client
+/// of their own). The pipeline's load runs with and without the pages, alternated over `--rounds`: the state
+/// answers given at once (p50/p99; target p99 < 20 ms), with `--held` how late held requests were answered past
+/// their hold, the time from an event's 201 to the page's answer showing it (the page's "within 2 seconds"), the
+/// pipeline's events/s with the pages against without them (target: within 10 %), and the page's weight fetched
+/// from the server (HTML + script + style; target under 30 KB). The pages and the pipeline's clients are this
+/// process (two threads each).
 ///
 /// In process (`--in-process`): books `--visits` visits through the real command path with a tracking link
 /// each, then has `--callers` concurrent callers ask `GET /track/<token>/state` of random links through the
@@ -37,6 +41,8 @@ struct TrackingBenchmark {
             .value("--connections", "N", "pipeline load clients (default 16)"),
             .value("--rounds", "N", "pipeline loads without and with the pages, alternated (default 2)"),
             .value("--seconds", "N", "seconds of each pipeline load, or of each read in process (default 10; 5 in process)"),
+            .value("--changes", "N", "events a second posted to tracked visits beside the pages (default 10)"),
+            .flag("--held", "pages ask after their version (?after=, held by the server) instead of the page's way"),
             .flag("--in-process", "the handler alone in this process, no HTTP: state against GET /v1/visits/{id}"),
             .value("--visits", "N", "in process: visits, each with a tracking link (default 10000)"),
             .value("--callers", "N", "in process: concurrent callers (default 8)"),
@@ -45,7 +51,7 @@ struct TrackingBenchmark {
             "Needs LIVEVISITS_DATABASE_URL (a cluster to make a scratch database on); over HTTP also openssl and a built livevisits next to this binary; run from the repository root. The pages need about --pages open files in this process and in the server (ulimit -n)."
     )
 
-    /// What a page's script waits after each answer before it asks again (`POLL_MS` in track.js).
+    /// The least time between two of a page's requests (`POLL_MS` in track.js).
     static let pollSeconds = 1.5
 
     var visits = 10_000
@@ -54,6 +60,8 @@ struct TrackingBenchmark {
     var pages = 10_000
     var connections = 16
     var rounds = 2
+    var changesPerSecond = 10.0
+    var conditional = true
     var inProcess = false
 
     init(arguments: [String]) throws {
@@ -61,10 +69,12 @@ struct TrackingBenchmark {
         visits = try parsed.integer("--visits", in: 1...1_000_000) ?? visits
         callers = try parsed.integer("--callers", in: 1...1_000) ?? callers
         inProcess = parsed.has("--in-process")
+        conditional = !parsed.has("--held")
         seconds = try parsed.positiveNumber("--seconds") ?? (inProcess ? 5 : seconds)
         pages = try parsed.integer("--pages", in: 1...15_000) ?? pages
         connections = try parsed.integer("--connections", in: 1...512) ?? connections
         rounds = try parsed.integer("--rounds", in: 1...20) ?? rounds
+        changesPerSecond = Double(try parsed.integer("--changes", in: 0...1_000) ?? Int(changesPerSecond))
     }
 
     func run() async throws {
@@ -120,30 +130,43 @@ struct TrackingBenchmark {
         say(
             String(
                 format:
-                    "tracking benchmark over HTTP: %d pages (one connection each, every %.1f s after an answer), "
-                    + "pipeline load of %d clients for %.0f s, %d rounds; %d tracked visits made in %.1f s; load %@",
-                pages, Self.pollSeconds, connections, seconds, rounds, tokens.count, Date().timeIntervalSince(t0),
+                    "tracking benchmark over HTTP: %d pages (one connection each, %@ %.1f s), "
+                    + "%.0f events/s to tracked visits, pipeline load of %d clients for %.0f s, "
+                    + "%d rounds; %d tracked visits made in %.1f s; load %@",
+                pages,
+                conditional
+                    ? "asking with If-None-Match every" : "asking after their version, held, at most every",
+                Self.pollSeconds, changesPerSecond, connections, seconds, rounds,
+                tokens.count, Date().timeIntervalSince(t0),
                 PipelineBenchmark.loadAverage()))
-        let weight = try await pageWeight(port: port, token: tokens[0])
+        let weight = try await pageWeight(port: port, token: tokens[0].token)
         say("page weight: HTML \(weight.html) + script \(weight.script) + style \(weight.style) = \(weight.total) bytes")
 
         var without: [PipelineBenchmark.Run] = []
         var with: [(run: PipelineBenchmark.Run, pages: PageFigures)] = []
+        var firstChanged = 0
         for round in 1...rounds {
             for withPages in round % 2 == 1 ? [false, true] : [true, false] {
                 try await database.settle()
                 try await Task.sleep(for: .seconds(1))
                 if withPages {
                     let (run, figures) = try await pipelineBesidePages(
-                        pipeline: pipeline, tokens: tokens, port: port, prefix: prefix, dispatcher: dispatcher, cursor: cursor,
-                        book: book, server: server.pid, postmaster: postmaster, database: database)
+                        pipeline: pipeline, tokens: tokens, firstChanged: firstChanged, port: port, prefix: prefix,
+                        dispatcher: dispatcher, cursor: cursor, book: book, server: server.pid, postmaster: postmaster,
+                        database: database)
+                    firstChanged += figures.changes
                     with.append((run, figures))
                     say(
                         String(
                             format:
-                                "round %d, with pages: %.0f events/s (HTTP p99 %.1f ms); state: %d answers = %.0f/s, p50 %.1f ms, p99 %.1f ms, max %.1f ms, %d not 200; %@; load %@",
-                            round, run.eventsPerSecond, run.httpP99 * 1000, figures.answers, figures.perSecond,
-                            figures.p50 * 1000, figures.p99 * 1000, figures.max * 1000, figures.failed, Self.cores(run),
+                                "round %d, with pages: %.0f events/s (HTTP p99 %.1f ms); state: %d requests = %.0f/s, %d failed; "
+                                + "%d answered at once: p50 %.1f ms, p99 %.1f ms, max %.1f ms; %d held to their end: "
+                                + "answered p99 %.1f ms past it; %d events to tracked visits shown p50 %.0f ms, p99 %.0f ms, "
+                                + "max %.0f ms after their 201 (%d not seen); %@; load %@",
+                            round, run.eventsPerSecond, run.httpP99 * 1000, figures.requests, figures.perSecond,
+                            figures.failed, figures.immediate, figures.p50 * 1000, figures.p99 * 1000, figures.max * 1000,
+                            figures.heldOut, figures.overrunP99 * 1000, figures.changes, figures.changeP50 * 1000,
+                            figures.changeP99 * 1000, figures.changeMax * 1000, figures.missed, Self.cores(run),
                             PipelineBenchmark.loadAverage()))
                 } else {
                     let run = try await pipeline.load(
@@ -168,19 +191,21 @@ struct TrackingBenchmark {
                 mean(off), Self.spread(off), mean(on), pages, Self.spread(on), mean(on) / mean(off)))
         say(
             String(
-                format: "GET /track/<token>/state beside the pipeline: p99 %.1f ms (rounds: %@; target < 20 ms), %.0f answers/s",
+                format:
+                    "GET /track/<token>/state beside the pipeline: answered at once p99 %.1f ms (rounds: %@; target < 20 ms), "
+                    + "%.0f requests/s; an event shown p99 %.0f ms after its 201 (target < 2,000 ms)",
                 mean(p99s) * 1000, p99s.map { String(format: "%.1f", $0 * 1000) }.joined(separator: ", "),
-                mean(with.map(\.pages.perSecond))))
+                mean(with.map(\.pages.perSecond)), mean(with.map(\.pages.changeP99)) * 1000))
         say(String(format: "page weight %d bytes (target < 30,720)", weight.total))
     }
 
     /// Books `pages` visits (no Live Activity: a tracking page is for the customer without one) and makes each a
-    /// tracking link through the API (64 clients, untimed); the links' tokens.
-    func bookTrackedVisits(port: UInt16, dispatcher: String) async throws -> [String] {
+    /// tracking link through the API (64 clients, untimed); the visits' ids and their links' tokens.
+    func bookTrackedVisits(port: UInt16, dispatcher: String) async throws -> [(visit: String, token: String)] {
         let width = min(64, pages)
         let now = Int(Date().timeIntervalSince1970)
         let made = try await LoadConnection.drive(port: port, connections: width) { c, i in
-            var tokens: [String] = []
+            var tokens: [(visit: String, token: String)] = []
             for v in stride(from: i, to: pages, by: width) {
                 let id = "track-\(v)"
                 let visit = """
@@ -198,7 +223,7 @@ struct TrackingBenchmark {
                 guard link.status == 201, let url = (try? JSONValue.parse(link.body))?["url"]?.stringValue,
                     url.hasPrefix("/track/")
                 else { throw BenchmarkUsageError(message: "POST /v1/visits/{id}/tracking-link answered \(link.status)") }
-                tokens.append(String(url.dropFirst("/track/".count)))
+                tokens.append((id, String(url.dropFirst("/track/".count))))
             }
             return tokens
         }
@@ -219,30 +244,66 @@ struct TrackingBenchmark {
 
     /// What the pages saw during one pipeline load.
     struct PageFigures {
-        var answers = 0
+        /// Requests sent in the window, and those answered other than 200 or 304.
+        var requests = 0
         var failed = 0
         var perSecond = 0.0
+        /// Plain asks (a page opened or reloaded), answered at once: their times.
+        var immediate = 0
         var p50 = 0.0
         var p99 = 0.0
         var max = 0.0
+        /// Requests held until their hold passed (304): how long past the hold they were answered, p99.
+        var heldOut = 0
+        var overrunP99 = 0.0
+        /// The events posted to tracked visits: from the 201 to the page's answer showing it.
+        var changes = 0
+        var missed = 0
+        var changeP50 = 0.0
+        var changeP99 = 0.0
+        var changeMax = 0.0
     }
 
-    /// The pages open and polling (a warm-up of two poll periods first), the pipeline's load meanwhile; the state
-    /// answers of the requests sent during the load.
+    /// The pages open and asking (a warm-up of two poll periods first), the pipeline's load meanwhile, and
+    /// `changesPerSecond` events (`enRoute`) posted to tracked visits not changed before, starting at `firstChanged`;
+    /// what the pages saw of the requests sent during the load.
     func pipelineBesidePages(
-        pipeline: PipelineBenchmark, tokens: [String], port: UInt16, prefix: String, dispatcher: String,
-        cursor: VisitCursor, book: AckBook, server: Int32, postmaster: Int32, database: ScratchDatabase
+        pipeline: PipelineBenchmark, tokens: [(visit: String, token: String)], firstChanged: Int, port: UInt16,
+        prefix: String, dispatcher: String, cursor: VisitCursor, book: AckBook, server: Int32, postmaster: Int32,
+        database: ScratchDatabase
     ) async throws -> (PipelineBenchmark.Run, PageFigures) {
         let opened = try tokens.map { _ in try LoadConnection(port: port) }
         let warmUp = 2 * Self.pollSeconds
         let until = LoadConnection.now() + warmUp + seconds + 1
-        let pollers = tokens.map { PagePoller(token: $0, every: Self.pollSeconds, until: until) }
+        let pollers = tokens.map {
+            PagePoller(token: $0.token, every: Self.pollSeconds, until: until, conditional: conditional)
+        }
         // The pages' connections and clients are the loop's alone until it returns; read only after that.
         nonisolated(unsafe) let pageConnections = opened
         nonisolated(unsafe) let pageClients: [any LoadClient] = pollers
         let polling = Task { try await LoadLoop.run(connections: pageConnections, clients: pageClients) }
         try await Task.sleep(for: .seconds(warmUp))
         let started = LoadConnection.now()
+        let count = min(Int(changesPerSecond * seconds), tokens.count - firstChanged)
+        let changed = Array(firstChanged..<(firstChanged + max(0, count)))
+        let visits = changed.map { tokens[$0].visit }
+        let interval = 1 / max(changesPerSecond, 0.001)
+        let posting = Task {
+            try await LoadConnection.drive(port: port, connections: 1) { c, _ -> [Double] in
+                var committed: [Double] = []
+                for (n, visit) in visits.enumerated() {
+                    let at = started + Double(n) * interval
+                    let wait = at - LoadConnection.now()
+                    if wait > 0 { usleep(UInt32(wait * 1_000_000)) }
+                    let answer = try c.exchange(
+                        LoadConnection.request(
+                            "POST", "/v1/visits/\(visit)/events", key: dispatcher, body: #"{"type":"enRoute"}"#))
+                    guard answer.status == 201 else { throw BenchmarkUsageError(message: "an enRoute answered \(answer.status)") }
+                    committed.append(LoadConnection.now())
+                }
+                return committed
+            }[0]
+        }
         let run: PipelineBenchmark.Run
         do {
             run = try await pipeline.load(
@@ -250,19 +311,34 @@ struct TrackingBenchmark {
                 book: book, processes: [server], postmaster: postmaster, database: database)
         } catch {
             _ = try? await polling.value
+            _ = try? await posting.value
             throw error
         }
+        let committed = try await posting.value
         // The pages stop on their own at `until` (the pipeline's load takes `seconds`, then waits for its pushes).
         try await polling.value
         let window = started...(started + seconds)
         let answers = pollers.flatMap(\.answers).filter { window.contains($0.sent) }
-        let latencies = answers.filter { $0.status == 200 }.map(\.seconds).sorted()
-        func percentile(_ p: Double) -> Double {
-            latencies.isEmpty ? .nan : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))]
+        func percentile(_ values: [Double], _ p: Double) -> Double {
+            values.isEmpty ? .nan : values[min(values.count - 1, Int(Double(values.count) * p))]
         }
+        let hold = TrackingCards.defaultHoldSeconds
+        // Answered at once: the plain asks (a page opened or reloaded).
+        let immediate = answers.filter { ($0.status == 200 || $0.status == 304) && !$0.held }.map(\.seconds).sorted()
+        let heldOut = answers.filter { $0.status == 304 && $0.held }.map { $0.seconds - hold }.sorted()
+        var delays: [Double] = []
+        for (index, at) in zip(changed, committed) {
+            if let shown = pollers[index].answers.first(where: { $0.status == 200 && $0.sent + $0.seconds >= at }) {
+                delays.append(shown.sent + shown.seconds - at)
+            }
+        }
+        delays.sort()
         let figures = PageFigures(
-            answers: answers.count, failed: answers.count - latencies.count, perSecond: Double(answers.count) / seconds,
-            p50: percentile(0.5), p99: percentile(0.99), max: latencies.last ?? .nan)
+            requests: answers.count, failed: answers.filter { $0.status != 200 && $0.status != 304 }.count,
+            perSecond: Double(answers.count) / seconds, immediate: immediate.count, p50: percentile(immediate, 0.5),
+            p99: percentile(immediate, 0.99), max: immediate.last ?? .nan, heldOut: heldOut.count,
+            overrunP99: percentile(heldOut, 0.99), changes: committed.count, missed: committed.count - delays.count,
+            changeP50: percentile(delays, 0.5), changeP99: percentile(delays, 0.99), changeMax: delays.last ?? .nan)
         return (run, figures)
     }
 
@@ -361,18 +437,33 @@ struct TrackingBenchmark {
     }
 }
 
-/// One open tracking page: asks its state `every` seconds after each answer (the first time at a random point
-/// of the first period, as pages opened at different moments do) until `until`, noting each answer.
+/// One open tracking page, as its script asks: its state first, then again `every` seconds after each answer
+/// with the version it has as `If-None-Match` (the first time at a random point of the first period, as pages
+/// opened at different moments do) until `until`, noting each answer. Not `conditional`: `?after=<version>` as
+/// well, held by the server until the card changes or its hold passes, asked again as soon as an answer is in but
+/// never sooner than `every` seconds after the previous request went out. The
+/// version is read off the answer's status: a tracked visit is at 1 when booked and at 2 after the one
+/// `enRoute` the benchmark may post to it (`LoadConnection` reads no headers, so not the ETag). After each answer
+/// the page is reloaded with a chance of `reloadChance` (it then asks its state plainly again), as pages are
+/// opened and reloaded while others stay open: those plain asks are the answers measured as given at once.
 final class PagePoller: LoadClient {
-    private let request: [UInt8]
+    static let reloadChance = 0.05
+    private let path: String
     private let every: Double
     private let until: Double
     private var due: Double?
     private var sent = 0.0
-    private(set) var answers: [(sent: Double, seconds: Double, status: Int)] = []
+    private var version: Int?
+    private var askedAfter: Int?
+    /// Each answer: when its request went out, how long it took, its status, and whether it asked for a change.
+    private(set) var answers: [(sent: Double, seconds: Double, status: Int, held: Bool)] = []
 
-    init(token: String, every: Double, until: Double) {
-        request = Array("GET /track/\(token)/state HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\n\r\n".utf8)
+    /// Asking with `If-None-Match` alone, `every` seconds after each answer, instead of asking to be held.
+    private let conditional: Bool
+
+    init(token: String, every: Double, until: Double, conditional: Bool = false) {
+        path = "/track/\(token)/state"
+        self.conditional = conditional
         self.every = every
         self.until = until
         answers.reserveCapacity(16)
@@ -388,12 +479,27 @@ final class PagePoller: LoadClient {
     func next() -> [UInt8]? {
         sent = LoadConnection.now()
         guard sent < until else { return nil }
-        return request
+        askedAfter = conditional ? nil : version
+        guard let version else {
+            return Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\n\r\n".utf8)
+        }
+        if conditional {
+            return Array(
+                "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\nIf-None-Match: \"\(version)\"\r\n\r\n"
+                    .utf8)
+        }
+        return Array(
+            "GET \(path)?after=\(version) HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\nIf-None-Match: \"\(version)\"\r\n\r\n"
+                .utf8)
     }
+
+    private static let enRoute = Array(#""status":"enRoute""#.utf8)
 
     func answered(status: Int, body: [UInt8]) {
         let now = LoadConnection.now()
-        answers.append((sent, now - sent, status))
-        due = now + every
+        answers.append((sent, now - sent, status, askedAfter != nil))
+        if status == 200 { version = body.firstRange(of: Self.enRoute) == nil ? 1 : 2 }
+        if Double.random(in: 0..<1) < Self.reloadChance { version = nil }
+        due = conditional ? now + every : max(now, sent + every)
     }
 }

@@ -1,6 +1,7 @@
 // The tracking page: the visit's Lock Screen card for a customer without the app, drawn from this link's
-// state (`<this page>/state`), asked again every 1.5 s. Every text goes in as text, never as markup; the
-// link's address is sent nowhere but to its own state call.
+// state (`<this page>/state`), asked again 1.5 s after each answer with the version it has as
+// `If-None-Match` (a 304 without a body while nothing changed). Every text goes in as text, never as
+// markup; the link's address is sent nowhere but to its own state call.
 
 // Every word the page shows comes with the page, in the visit's language (`#labels`, from the rules' texts for
 // that language); English when the block is missing. `{km}` and `{time}` are filled in here.
@@ -40,6 +41,8 @@ const POLL_MS = 1500;
 const root = document.getElementById('track');
 const stateURL = location.pathname.replace(/\/+$/, '') + '/state';
 let last = null;
+// The version `last` was drawn from (its ETag's number), or null before the first answer.
+let version = null;
 let offline = false;
 let stopped = false;
 
@@ -125,10 +128,14 @@ function gone() {
 async function poll() {
   if (stopped) return;
   try {
-    const answer = await fetch(stateURL, { cache: 'no-store', credentials: 'omit', referrerPolicy: 'no-referrer' });
+    const headers = version === null ? {} : { 'If-None-Match': `"${version}"` };
+    const answer = await fetch(stateURL, { cache: 'no-store', credentials: 'omit', referrerPolicy: 'no-referrer', headers });
     if (answer.status === 404) return gone();
-    if (answer.ok) {
+    if (answer.status === 304) offline = false;
+    else if (answer.ok) {
       last = await answer.json();
+      const tag = (answer.headers.get('ETag') || '').replace(/"/g, '');
+      version = /^[0-9]+$/.test(tag) ? tag : null;
       offline = false;
     } else offline = true;
   } catch {

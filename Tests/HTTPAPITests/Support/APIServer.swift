@@ -80,6 +80,7 @@ final class APIServer: Sendable {
             (listenForRevocations ? [keyCache.listener(url: url)] : [])
             + (listenForErasures ? [dataKeyCache.listener(url: url)] : [])
             + [environment.locations.listener(url: url), environment.locations]
+            + (environment.trackingLinks.cards.listeners(url: url) as [any Service]) + [environment.trackingLinks.cards]
         let task = Task {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for listener in listeners { group.addTask { try await listener.run() } }
