@@ -140,8 +140,10 @@ struct FleetDayBenchmark {
         try await database.settle()
         say(
             String(
-                format: "%@: set up %d visits in %.0f s (%d requests); load average %@", layout.rawValue, technicians,
-                LoadConnection.now() - t0, booked, PipelineBenchmark.loadAverage()))
+                format: "%@: set up %d visits in %.0f s (%d requests); peak RSS by then %@; load average %@", layout.rawValue,
+                technicians, LoadConnection.now() - t0, booked,
+                children.map { String(format: "%@ %.0f MB", $0.name, CPUSample.peakMegabytes(pid: $0.child.pid)) }
+                    .joined(separator: ", "), PipelineBenchmark.loadAverage()))
 
         var fleetTime = 0.0
         var passed: Double?

@@ -14,7 +14,7 @@ import Testing
         ])
         #expect(outcome.status == 0, "fleet-day failed: \(outcome.stderr.suffix(2000))")
         let lines = outcome.stdout.split(separator: "\n").map(String.init)
-        let locations = lines.filter { $0.contains("POST /v1/technicians/{id}/location") }
+        let locations = lines.filter { $0.hasPrefix("  POST /v1/technicians/{id}/location") }
         #expect(locations.count == 2, "\(outcome.stdout)")
         for line in locations {
             let columns = line.split(separator: " ").suffix(5)
