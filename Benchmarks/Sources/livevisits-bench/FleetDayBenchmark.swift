@@ -106,7 +106,7 @@ struct FleetDayBenchmark {
             let memory = peaks.sorted { $0.key < $1.key }.map { String(format: "%@ %.0f MB", $0.key, $0.value) }
             say(
                 "\(layout.rawValue): highest passing speed-up "
-                    + (best.map { String(format: "%.1f×", $0) } ?? "none (1× failed)")
+                    + (best.map { String(format: "%.1f×", $0) } ?? "none of the steps passed")
                     + " real time (goal ≥ 5×); peak RSS " + memory.joined(separator: ", ") + " (goal < 150 MB each)")
         }
         say("load average after: \(PipelineBenchmark.loadAverage())")
@@ -154,11 +154,11 @@ struct FleetDayBenchmark {
         while index < planned.count {
             let speed = planned[index]
             index += 1
-            let step = try await self.step(
+            let stepPassed = try await self.step(
                 speed: speed, from: fleetTime, layout: layout, port: port, keys: keys, database: database, rig: rig,
                 sink: sink, hooks: hooks, processes: children, postmaster: postmaster)
             fleetTime += speed * seconds
-            if step.passed {
+            if stepPassed {
                 passed = max(passed ?? 0, speed)
             } else {
                 failed = min(failed ?? .infinity, speed)
@@ -225,15 +225,12 @@ struct FleetDayBenchmark {
 
     // MARK: one step
 
-    struct Step {
-        var passed = false
-    }
-
+    /// One step at `speed` from fleet time `from`: its figures and checks printed; true when it passed.
     func step(
         speed: Double, from fleetTime: Double, layout: Layout, port: UInt16, keys: FleetKeys, database: ScratchDatabase,
         rig: ScaleBenchmark.Rig, sink: FleetSink, hooks: WebhookTally, processes: [(name: String, child: RunningChild)],
         postmaster: Int32
-    ) async throws -> Step {
+    ) async throws -> Bool {
         let model = model
         let fleetSpan = speed * seconds
         // The model's fleet makes ~0.02 deliveries per technician and fleet second (see the docs): a month-old
@@ -333,7 +330,7 @@ struct FleetDayBenchmark {
         reasons += checks.problems
         if pruned.status != 0 { reasons.append("prune exited \(pruned.status)") }
         say("  verdict: " + (reasons.isEmpty ? "pass" : "fail — " + reasons.joined(separator: "; ")))
-        return Step(passed: reasons.isEmpty)
+        return reasons.isEmpty
     }
 
     static func utcDate(_ epoch: Double) -> String {
