@@ -105,9 +105,9 @@ struct FleetDayBenchmark {
         for (layout, best, peaks) in verdicts {
             let memory = peaks.sorted { $0.key < $1.key }.map { String(format: "%@ %.0f MB", $0.key, $0.value) }
             say(
-                "\(layout.rawValue): highest passing speed-up "
-                    + (best.map { String(format: "%.1f×", $0) } ?? "none of the steps passed")
-                    + " real time (goal ≥ 5×); peak RSS " + memory.joined(separator: ", ") + " (goal < 150 MB each)")
+                "\(layout.rawValue): "
+                    + (best.map { String(format: "highest passing speed-up %.1f× real time", $0) } ?? "no step passed")
+                    + " (goal ≥ 5×); peak RSS " + memory.joined(separator: ", ") + " (goal < 150 MB each)")
         }
         say("load average after: \(PipelineBenchmark.loadAverage())")
     }

@@ -27,7 +27,8 @@ import Testing
                     && $0.contains("sent by kind") && !$0.hasSuffix("sent by kind ; owed but not sent 0")
             }.count == 2, "\(outcome.stdout)")
         #expect(lines.filter { $0.contains("not sent 0, never received 0") }.count == 2, "\(outcome.stdout)")
-        #expect(lines.contains { $0.hasPrefix("serve: highest passing speed-up") }, "\(outcome.stdout)")
-        #expect(lines.contains { $0.hasPrefix("split: highest passing speed-up") }, "\(outcome.stdout)")
+        for layout in ["serve", "split"] {
+            #expect(lines.contains { $0.hasPrefix("\(layout): ") && $0.contains("peak RSS") }, "\(outcome.stdout)")
+        }
     }
 }
