@@ -211,11 +211,12 @@ final class ConsolePage: LoadClient {
     enum Kind {
         case board, technicianDay, timeline, ops
 
-        static func of(index: Int) -> Kind {
+        /// The `index`th page's kind; without `timeline`, its pages show the board alone.
+        static func of(index: Int, timeline: Bool = true) -> Kind {
             switch index % 20 {
             case 0..<15: .board
             case 15, 16: .technicianDay
-            case 17: .timeline
+            case 17: timeline ? .timeline : .board
             default: .ops
             }
         }

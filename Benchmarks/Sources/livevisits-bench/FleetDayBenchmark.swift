@@ -31,6 +31,8 @@ struct FleetDayBenchmark {
     var layouts: [Layout] = [.serve, .split]
     var lanes = 128
     var consoles = 200
+    /// The consoles' pages that would show the day by technician show the board alone.
+    var withoutTimeline = false
     var maximumSpeed = 64.0
     var bisections = 2
 
@@ -48,6 +50,7 @@ struct FleetDayBenchmark {
             .value("--layouts", "LIST", "serve, split or both (default serve,split)"),
             .value("--lanes", "N", "keep-alive connections the fleet's requests come through (default 128)"),
             .value("--consoles", "N", "console pages polling (default 200)"),
+            .flag("--no-timeline", "the pages showing the day by technician show the board alone"),
             .value("--max-speed", "N", "the search doubles up to this (default 64)"),
             .value("--bisections", "N", "the search's steps between the last pass and the first failure (default 2)"),
         ],
@@ -67,6 +70,7 @@ struct FleetDayBenchmark {
         layouts = try parsed.choices("--layouts", of: Layout.self) ?? layouts
         lanes = try parsed.integer("--lanes", in: 1...1_024) ?? lanes
         consoles = try parsed.integer("--consoles", in: 0...2_000) ?? consoles
+        withoutTimeline = parsed.has("--no-timeline")
         maximumSpeed = try parsed.positiveNumber("--max-speed") ?? maximumSpeed
         bisections = try parsed.integer("--bisections", in: 0...10) ?? bisections
     }
@@ -256,7 +260,9 @@ struct FleetDayBenchmark {
         let fleet = perLane.map { FleetLane(items: $0.sorted { $0.due < $1.due }, keys: keys) }
         let today = Self.utcDate(Date().timeIntervalSince1970 + 1_800)
         let pages = (0..<consoles).map {
-            ConsolePage(kind: .of(index: $0), index: $0, keys: keys, date: today, every: 2 / speed, from: startsAt, until: endsAt)
+            ConsolePage(
+                kind: .of(index: $0, timeline: !withoutTimeline), index: $0, keys: keys, date: today, every: 2 / speed,
+                from: startsAt, until: endsAt)
         }
         let pids = processes.map(\.child.pid)
         let before = PipelineBenchmark.cpu(processes: pids, postmaster: postmaster)
