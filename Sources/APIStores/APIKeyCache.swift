@@ -20,7 +20,10 @@ import Synchronization
 /// revocations only ever turn a hit into a miss. The time bound covers ids not minted here (a row put
 /// back from a backup).
 public final class APIKeyCache: Sendable {
-    /// The rows, heard from `APIKeys.revocationChannel` (capacity far above real fleets' needs).
+    /// The rows, heard from `APIKeys.revocationChannel`. The time to live outlasts the gap between a
+    /// technician's location fixes (one every 10 s or so, most of which change nothing and should cost no
+    /// query), and the capacity holds every key a 10,000-technician fleet and its customers use in that time
+    /// several times over (past it the cache starts over: every caller's row read once again).
     private let rows: ListenedCache<APIKeys.StoredKey>
     /// Key ids with no live key, and until when that is trusted.
     private let misses = Mutex<[String: ContinuousClock.Instant]>([:])
@@ -31,8 +34,8 @@ public final class APIKeyCache: Sendable {
     /// The most missing ids remembered.
     public let missCapacity: Int
 
-    public init(timeToLive: Duration = .seconds(5), missTimeToLive: Duration = .seconds(300), missCapacity: Int = 10_000) {
-        rows = ListenedCache(channel: APIKeys.revocationChannel, timeToLive: timeToLive, capacity: 10_000)
+    public init(timeToLive: Duration = .seconds(60), missTimeToLive: Duration = .seconds(300), missCapacity: Int = 10_000) {
+        rows = ListenedCache(channel: APIKeys.revocationChannel, timeToLive: timeToLive, capacity: 50_000)
         self.missTimeToLive = missTimeToLive
         self.missCapacity = missCapacity
     }

@@ -38,6 +38,12 @@ import Testing
         }
     }
 
+    /// A technician posts a location fix every 10 s or so and most fixes change nothing: such a fix should
+    /// find its key's row cached, not pay a query for it.
+    @Test func aLiveKeysRowOutlastsTheGapBetweenLocationFixes() {
+        #expect(APIKeyCache().timeToLive >= .seconds(30))
+    }
+
     @Test func withoutTheListenerEveryRequestReadsTheDatabase() async throws {
         let cache = APIKeyCache(timeToLive: .seconds(600))
         try await withAPIServer(keyCache: cache) { api in

@@ -207,8 +207,8 @@ struct LocationBenchmark {
     }
 }
 
-/// The technicians' keys, filled by the booking lanes.
-private final class KeyList: @unchecked Sendable {
+/// Keys minted by concurrent set-up lanes, by index (the technicians' keys, filled by the booking lanes).
+final class KeyList: @unchecked Sendable {
     // Guarded by `lock`.
     private let lock = NSLock()
     private var keys: [String]

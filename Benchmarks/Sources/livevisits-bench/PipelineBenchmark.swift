@@ -408,9 +408,7 @@ struct PipelineBenchmark {
         delays.sort()
         legs.sort()
         let http = all.map { $0.answered - $0.sent }.sorted()
-        func percentile(_ values: [Double], _ p: Double) -> Double {
-            values.isEmpty ? .nan : values[min(values.count - 1, Int(Double(values.count) * p))]
-        }
+        let percentile = Percentile.of
         let ended = all.map(\.answered).max() ?? deadline
         let metricsAfter = try await Self.metrics(port: port)
         let superseded = try await database.integer(supersededCount) - supersededBefore

@@ -30,30 +30,38 @@ struct PruneBenchmark {
         baseline = try parsed.positiveNumber("--baseline") ?? baseline
     }
 
+    /// `count` deliveries sent 40 days ago (older than the default retention), with one attempt row each: how every
+    /// delivery finished before migration 0018 (an acknowledged attempt is now kept on the delivery row, only
+    /// failed ones are rows) — the heavier shape a pass meets while such rows age out, and figures stay
+    /// comparable with earlier runs. Beside live rows too (`fleet-day` lays them down in a working database).
+    static func insertAgedDeliveries(_ count: Int, pool: PostgresPool) async throws {
+        let old = Date().timeIntervalSince1970 - 40 * 86_400
+        try await pool.withConnection { c in
+            try c.execute(
+                script: """
+                    WITH aged AS (
+                        INSERT INTO deliveries (apns_id, target, visit_id, customer_id, kind, priority, aps_timestamp, body,
+                            visit_version, event_recorded_at, created_at, state, next_attempt_at, finished_at, attempts)
+                        SELECT gen_random_uuid(), 'activity:v-' || n || '/a', 'v-' || (n % 10000), 'c-1', 'update', 5, 1,
+                               '{"aps":{"timestamp":1,"event":"update","content-state":{"status":"enRoute"}}}', 1,
+                               \(old), \(old), 'sent', \(old), \(old) + n * 0.001, 1
+                        FROM generate_series(1, \(count)) AS n
+                        RETURNING id)
+                    INSERT INTO delivery_attempts (delivery_id, attempt, attempted_at, status, latency_seconds)
+                    SELECT id, 1, \(old), 200, 0.02 FROM aged
+                    """)
+        }
+    }
+
     func run() async throws {
         let server = try BenchmarkEnvironment.serverURL()
         let migrations = URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent("Migrations")
         try await ScratchDatabase.with(serverURL: server, migrations: migrations) { database in
             try await PostgresPool.withPool(PostgresConfiguration(url: database.url, size: writers + 2)) { pool in
                 let deliveries = rows / 2
-                let old = Date().timeIntervalSince1970 - 40 * 86_400
                 let t0 = Date()
-                // One attempt row per sent delivery: how every delivery finished before migration 0018 (an
-                // acknowledged attempt is now kept on the delivery row, only failed ones are rows). The
-                // heavier shape a pass meets while such rows age out, and figures stay comparable with
-                // earlier runs.
+                try await Self.insertAgedDeliveries(deliveries, pool: pool)
                 try await pool.withConnection { c in
-                    try c.execute(
-                        script: """
-                            INSERT INTO deliveries (apns_id, target, visit_id, customer_id, kind, priority, aps_timestamp, body,
-                                visit_version, event_recorded_at, created_at, state, next_attempt_at, finished_at, attempts)
-                            SELECT gen_random_uuid(), 'activity:v-' || n || '/a', 'v-' || (n % 10000), 'c-1', 'update', 5, 1,
-                                   '{"aps":{"timestamp":1,"event":"update","content-state":{"status":"enRoute"}}}', 1,
-                                   \(old), \(old), 'sent', \(old), \(old) + n * 0.001, 1
-                            FROM generate_series(1, \(deliveries)) AS n;
-                            INSERT INTO delivery_attempts (delivery_id, attempt, attempted_at, status, latency_seconds)
-                            SELECT id, 1, \(old), 200, 0.02 FROM deliveries;
-                            """)
                     try c.execute(script: "VACUUM ANALYZE deliveries")
                     try c.execute(script: "VACUUM ANALYZE delivery_attempts")
                 }

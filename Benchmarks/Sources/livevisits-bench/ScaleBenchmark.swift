@@ -314,8 +314,10 @@ struct ScaleBenchmark {
             return environment
         }
 
-        func startWorker(databaseURL: String) throws -> RunningChild {
-            try ChildProcess(livevisits, ["worker"], environment: environment(databaseURL: databaseURL)).start(stderr: .inherit)
+        /// `livevisits worker`; `settings` are added to its environment.
+        func startWorker(databaseURL: String, settings: [String: String] = [:]) throws -> RunningChild {
+            try ChildProcess(livevisits, ["worker"], environment: environment(databaseURL: databaseURL).merging(settings) { $1 })
+                .start(stderr: .inherit)
         }
 
         func startAPI(databaseURL: String) async throws -> (RunningChild, Client) {

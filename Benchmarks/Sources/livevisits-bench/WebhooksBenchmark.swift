@@ -69,7 +69,7 @@ enum WebhooksBenchmark {
             child = started.child
             port = started.port
         } else {
-            let receiver = try WebhookReceiverProcess.server { received.add(1, ordering: .relaxed) }
+            let receiver = try WebhookReceiverProcess.server { _ in received.add(1, ordering: .relaxed) }
             running = Task { try await receiver.run() }
             port = receiver.address.port
         }
@@ -311,14 +311,15 @@ enum WebhookReceiverProcess {
             "Listens on a free loopback port, prints `listening <port>`, and answers every request 204 until SIGTERM, or until the process that started it ends."
     )
 
-    static func server(_ received: @escaping @Sendable () -> Void = {}) throws -> HTTPServer {
+    /// The receiver; `received` sees each request (on a server thread) before it is answered.
+    static func server(_ received: @escaping @Sendable (HTTPRequest) -> Void = { _ in }) throws -> HTTPServer {
         try HTTPServer(
             configuration: HTTPServerConfiguration(
                 listenAddress: ListenAddress(host: "127.0.0.1", port: 0), connectionLimit: 4096,
                 perAddressConnectionLimit: 4096),
             logger: Logger(label: "receiver"), metrics: Metrics()
-        ) { _ in
-            received()
+        ) { request in
+            received(request)
             return HTTPResponse(status: 204)
         }
     }

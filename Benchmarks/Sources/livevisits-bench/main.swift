@@ -9,6 +9,7 @@ let benchmarks: [(name: String, summary: String, run: ([String]) async throws ->
     ("append", AppendBenchmark.summary, { try await AppendBenchmark(arguments: $0).run() }),
     ("channels", ChannelsBenchmark.summary, { try await ChannelsBenchmark.main(arguments: $0) }),
     ("flat-cost", FlatCostBenchmark.summary, { try await FlatCostBenchmark(arguments: $0).run() }),
+    ("fleet-day", FleetDayBenchmark.summary, { try await FleetDayBenchmark(arguments: $0).run() }),
     ("location", LocationBenchmark.summary, { try await LocationBenchmark(arguments: $0).run() }),
     ("outbox", OutboxBenchmark.summary, { try await OutboxBenchmark.main(arguments: $0) }),
     ("personal-data", PersonalDataBenchmark.summary, { try await PersonalDataBenchmark(arguments: $0).run() }),

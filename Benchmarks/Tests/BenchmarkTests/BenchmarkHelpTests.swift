@@ -9,7 +9,8 @@ import Testing
         let walk = try await CommandHelp.walk(try await BenchmarkRun.livevisitsBenchPath(), program: "livevisits-bench")
         #expect(walk.problems.isEmpty, "\(walk.problems.joined(separator: "\n"))")
         for benchmark in [
-            "api", "apns", "append", "channels", "flat-cost", "location", "outbox", "personal-data", "pipeline", "prune",
+            "api", "apns", "append", "channels", "flat-cost", "fleet-day", "location", "outbox", "personal-data", "pipeline",
+            "prune",
             "replay",
             "scale", "slow-clients", "technicians", "tracking", "webhooks",
         ] {
