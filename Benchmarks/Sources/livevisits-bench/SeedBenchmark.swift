@@ -78,11 +78,14 @@ struct SeededStore {
     }
 
     /// Seeds `database` (empty, migrated), prints the load's figures and checks a sample through the API.
-    static func load(database: ScratchDatabase, keyPath: String, events: Int, visits: Int, root: URL) async throws -> SeededStore {
+    static func load(database: ScratchDatabase, keyPath: String, events: Int, visits: Int, root: URL) async throws -> SeededStore
+    {
         let personalData = PersonalDataKeys(current: try WrappingKey.generate(path: keyPath))
         let readModel = try readModel(root: root)
         let seed = StoreSeed(events: events, visits: visits, now: Int(Date().timeIntervalSince1970))
-        print("seeding \(database.name): \(events) events over \(visits) visits, \(seed.customers) customers, \(seed.technicians) technicians …")
+        print(
+            "seeding \(database.name): \(events) events over \(visits) visits, \(seed.customers) customers, \(seed.technicians) technicians …"
+        )
         let report = try await PostgresPool.withPool(PostgresConfiguration(url: database.url, size: 4)) { pool in
             let report = try await seed.load(pool: pool, readModel: readModel, personalData: personalData) { print($0) }
             try await pool.withConnection { c in
@@ -133,7 +136,8 @@ struct SeededStore {
                 }
                 let history = try await api.json("/v1/visits/\(id)/events")["events"]?.arrayElements?.count
                 guard history == journey.count else {
-                    throw BenchmarkUsageError(message: "check: \(id) has \(history ?? -1) events through the API, \(journey.count) loaded")
+                    throw BenchmarkUsageError(
+                        message: "check: \(id) has \(history ?? -1) events through the API, \(journey.count) loaded")
                 }
                 let list = try await api.json("/v1/visits?customerId=\(seed.customerId(i))&limit=100")
                 guard list["visits"]?.arrayElements?.isEmpty == false else {
@@ -146,7 +150,9 @@ struct SeededStore {
                     throw BenchmarkUsageError(message: "check: \(StoreSeed.visitId(followed)) lists no deliveries")
                 }
             }
-            print("check: \(sample.count) visits read back through the API as generated (status, version, opened name, history, list)")
+            print(
+                "check: \(sample.count) visits read back through the API as generated (status, version, opened name, history, list)"
+            )
         }
     }
 
@@ -168,7 +174,8 @@ struct SeededAPI {
 
     func request(_ method: HTTPMethod, _ path: String, body: String? = nil) -> HTTPRequest {
         let parts = path.split(separator: "?", maxSplits: 1)
-        let query = parts.count > 1
+        let query =
+            parts.count > 1
             ? parts[1].split(separator: "&").map { item -> HTTPQueryItem in
                 let pair = item.split(separator: "=", maxSplits: 1)
                 return HTTPQueryItem(name: String(pair[0]), value: pair.count > 1 ? String(pair[1]) : nil)
@@ -183,7 +190,8 @@ struct SeededAPI {
     func json(_ path: String) async throws -> JSONValue {
         let response = await handler(request(.get, path))
         guard response.status == 200 else {
-            throw BenchmarkUsageError(message: "GET \(path) answered \(response.status): \(String(decoding: response.body, as: UTF8.self))")
+            throw BenchmarkUsageError(
+                message: "GET \(path) answered \(response.status): \(String(decoding: response.body, as: UTF8.self))")
         }
         return try JSONValue.parse(Array(response.body))
     }

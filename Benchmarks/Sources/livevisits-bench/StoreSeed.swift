@@ -50,11 +50,11 @@ struct StoreSeed {
     }
 
     /// The visit's arrival window start: visit `i` of `visits` falls on day `i * 365 / visits` of the year
-    /// that ends today, between 08:00 and 17:30.
+    /// that ends tomorrow, between 08:00 and 17:30 (tomorrow's visits are booked, not begun).
     func windowStart(_ i: Int) -> Int {
         let today = now - now % 86_400
         let day = i * 365 / visits
-        return today - (364 - day) * 86_400 + 8 * 3_600 + (i % 20) * 1_800
+        return today - (363 - day) * 86_400 + 8 * 3_600 + (i % 20) * 1_800
     }
 
     /// Visit `i`'s events with the time each is recorded, in order, its personal fields sealed under `key`.
@@ -76,7 +76,11 @@ struct StoreSeed {
         out.append((.enRoute(ArrivalUpdate(kilometresAway: 16)), start - 1_800))
         for k in 0..<progress {
             let km = 15.0 * Double(progress - k) / Double(progress + 1)
-            out.append((.progress(ArrivalUpdate(kilometresAway: (km * 100).rounded() / 100)), start - 1_800 + (k + 1) * 1_500 / (progress + 1)))
+            out.append(
+                (
+                    .progress(ArrivalUpdate(kilometresAway: (km * 100).rounded() / 100)),
+                    start - 1_800 + (k + 1) * 1_500 / (progress + 1)
+                ))
         }
         switch Self.outcome(i) {
         case .cancelled:
@@ -115,52 +119,39 @@ struct StoreSeed {
         report.keysSeconds = Date().timeIntervalSince(t0)
         log(String(format: "  %d customers' data keys in %.1f s", customers, report.keysSeconds))
 
-        // The events, decided and folded visit by visit, COPY'd a chunk of visits at a time.
+        // The events, decided and folded visit by visit, COPY'd a chunk of visits at a time: the next chunk is
+        // made while the last one is written.
         t0 = Date()
-        let rules = readModel.rules
-        let metadata = #"{"actorRole":"dispatcher","actorSubject":"seed"}"#
         var from = 0
+        var writing: Task<Int, any Error>?
         while from < visits {
             let (first, to) = (from, min(from + chunk, visits))
-            let written = try await pool.withConnection { c -> Int in
-                var buffer: [UInt8] = []
-                buffer.reserveCapacity((to - first) * (events / max(visits, 1) + 1) * 260)
-                var count = 0
-                for i in first..<to {
-                    var state: VisitState? = nil
-                    let stream = "visit-" + Self.visitId(i)
-                    for (event, at) in try journey(i, key: keys[i % customers], sealer: personalData) {
-                        let accepted = try VisitDecider.accept(event, given: state, recordedAt: at, rules: rules)
-                        state = accepted.state
-                        PostgresCopyText.append(stream, to: &buffer)
-                        buffer.append(9)
-                        buffer.append(contentsOf: String(accepted.recorded.version).utf8)
-                        buffer.append(9)
-                        PostgresCopyText.append(accepted.recorded.event.eventType, to: &buffer)
-                        buffer.append(9)
-                        PostgresCopyText.append(String(decoding: accepted.recorded.event.storedData(), as: UTF8.self), to: &buffer)
-                        buffer.append(9)
-                        buffer.append(contentsOf: metadata.utf8)
-                        buffer.append(9)
-                        buffer.append(contentsOf: Self.timestamp(at).utf8)
-                        buffer.append(10)
-                        count += 1
+            let buffer = try eventRows(first..<to, keys: keys, personalData: personalData, rules: readModel.rules)
+            if let writing { report.events += try await writing.value }
+            writing = Task {
+                try await pool.withConnection { c -> Int in
+                    try c.copyIn("COPY events (stream_name, position, type, data, metadata, recorded_at) FROM STDIN") { send in
+                        try buffer.rows.withUnsafeBytes { try send($0) }
                     }
+                    return buffer.count
                 }
-                try c.copyIn("COPY events (stream_name, position, type, data, metadata, recorded_at) FROM STDIN") { send in
-                    try buffer.withUnsafeBytes { try send($0) }
-                }
-                return count
             }
-            report.events += written
             from = to
-            if from % (chunk * 20) == 0 || from == visits {
+            if from % (chunk * 20) == 0 {
                 let seconds = Date().timeIntervalSince(t0)
-                log(String(format: "  events: %d visits, %d events, %.0f events/s", from, report.events, Double(report.events) / seconds))
+                log(
+                    String(
+                        format: "  events: %d visits, %d events, %.0f events/s", from, report.events,
+                        Double(report.events) / seconds))
             }
         }
+        if let writing { report.events += try await writing.value }
         report.visits = visits
         report.eventsSeconds = Date().timeIntervalSince(t0)
+        log(
+            String(
+                format: "  events: %d visits, %d events, %.0f events/s", visits, report.events,
+                Double(report.events) / report.eventsSeconds))
         try await pool.withConnection { try $0.execute(script: "ANALYZE events") }
 
         // The read models, by the product's replay of the log just written.
@@ -186,6 +177,39 @@ struct StoreSeed {
                 format: "  %d live activities, %d push-to-start tokens, %d deliveries (a month) in %.1f s", counts.activities,
                 counts.pushToStart, counts.deliveries, report.outboxSeconds))
         return report
+    }
+
+    /// The COPY text of the events of `range`'s visits (stream, position, type, data, metadata, recorded at),
+    /// each decided and folded by `VisitDecider` as the command path does, and how many rows it holds.
+    func eventRows(
+        _ range: Range<Int>, keys: [PersonalDataKeys.DataKey], personalData: PersonalDataKeys, rules: ProjectionRules
+    ) throws -> (rows: [UInt8], count: Int) {
+        let metadata = #"{"actorRole":"dispatcher","actorSubject":"seed"}"#
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(range.count * (events / max(visits, 1) + 1) * 260)
+        var count = 0
+        for i in range {
+            var state: VisitState? = nil
+            let stream = "visit-" + Self.visitId(i)
+            for (event, at) in try journey(i, key: keys[i % customers], sealer: personalData) {
+                let accepted = try VisitDecider.accept(event, given: state, recordedAt: at, rules: rules)
+                state = accepted.state
+                PostgresCopyText.append(stream, to: &buffer)
+                buffer.append(9)
+                buffer.append(contentsOf: String(accepted.recorded.version).utf8)
+                buffer.append(9)
+                PostgresCopyText.append(accepted.recorded.event.eventType, to: &buffer)
+                buffer.append(9)
+                PostgresCopyText.append(String(decoding: accepted.recorded.event.storedData(), as: UTF8.self), to: &buffer)
+                buffer.append(9)
+                buffer.append(contentsOf: metadata.utf8)
+                buffer.append(9)
+                buffer.append(contentsOf: Self.timestamp(at).utf8)
+                buffer.append(10)
+                count += 1
+            }
+        }
+        return (buffer, count)
     }
 
     /// The visit ids of the last 30 days that have a Live Activity: one in five.
@@ -249,51 +273,52 @@ struct StoreSeed {
             // A month of pushes: one update per event of a followed visit after its first, an end with its
             // last; 94 % acknowledged, 3 % dead (their failed attempts kept), 3 % expired. Their bodies carry
             // the event's status.
-            let deliveries = try c.query(
-                """
-                WITH followed AS (
-                    SELECT la.visit_id, la.activity_id, la.device_id, v.customer_id
-                    FROM live_activities la JOIN visits v USING (visit_id)
-                ), rows AS (
-                    INSERT INTO deliveries (apns_id, target, visit_id, customer_id, activity_id, device_id, kind, priority,
-                        aps_timestamp, body, visit_version, event_recorded_at, created_at, state, next_attempt_at, attempts,
-                        last_status, last_reason, finished_at, sent_priority, last_attempt, last_attempted_at, last_latency_seconds)
-                    SELECT gen_random_uuid(), 'activity' || json_build_array(f.visit_id, f.activity_id)::text, f.visit_id,
-                           f.customer_id, f.activity_id, f.device_id,
-                           CASE WHEN e.type IN ('completed', 'cancelled', 'failed') THEN 'end' ELSE 'update' END,
-                           CASE WHEN e.type = 'progress' THEN 5 ELSE 10 END,
-                           extract(epoch FROM e.recorded_at)::bigint,
-                           json_build_object('aps', json_build_object(
-                               'timestamp', extract(epoch FROM e.recorded_at)::bigint,
-                               'event', CASE WHEN e.type IN ('completed', 'cancelled', 'failed') THEN 'end' ELSE 'update' END,
-                               'content-state', json_build_object('status', e.type, 'kilometresAway', e.data->'kilometresAway'),
-                               'stale-date', extract(epoch FROM e.recorded_at)::bigint + 900))::text,
-                           e.position,
-                           extract(epoch FROM e.recorded_at), extract(epoch FROM e.recorded_at),
-                           s.state, extract(epoch FROM e.recorded_at), CASE s.state WHEN 'dead' THEN 3 ELSE 1 END,
-                           CASE s.state WHEN 'sent' THEN 200 WHEN 'dead' THEN 400 END,
-                           CASE s.state WHEN 'dead' THEN 'BadDeviceToken' WHEN 'expired' THEN 'stale before it could be sent' END,
-                           extract(epoch FROM e.recorded_at) + 0.05,
-                           CASE WHEN s.state = 'sent' THEN CASE WHEN e.type = 'progress' THEN 5 ELSE 10 END END,
-                           CASE WHEN s.state <> 'expired' THEN CASE s.state WHEN 'dead' THEN 3 ELSE 1 END END,
-                           CASE WHEN s.state <> 'expired' THEN extract(epoch FROM e.recorded_at) END,
-                           CASE WHEN s.state <> 'expired' THEN 0.03 END
-                    FROM followed f
-                    JOIN events e ON e.stream_name = 'visit-' || f.visit_id AND e.position > 1
-                    CROSS JOIN LATERAL (SELECT CASE WHEN e.global_position % 100 < 94 THEN 'sent'
-                                                    WHEN e.global_position % 100 < 97 THEN 'dead' ELSE 'expired' END AS state) s
-                    WHERE e.recorded_at <= to_timestamp(\(now))
-                    ORDER BY e.recorded_at
-                    RETURNING id, state, last_attempted_at
-                ), attempts AS (
-                    INSERT INTO delivery_attempts (delivery_id, attempt, attempted_at, status, latency_seconds)
-                    SELECT id, n, last_attempted_at - (3 - n) * 60, 503, 0.03 FROM rows, generate_series(1, 2) AS n
-                    WHERE state = 'dead'
-                    RETURNING 1
-                )
-                SELECT (SELECT count(*) FROM rows) AS n
-                """
-            ).first?.int("n") ?? 0
+            let deliveries =
+                try c.query(
+                    """
+                    WITH followed AS (
+                        SELECT la.visit_id, la.activity_id, la.device_id, v.customer_id
+                        FROM live_activities la JOIN visits v USING (visit_id)
+                    ), rows AS (
+                        INSERT INTO deliveries (apns_id, target, visit_id, customer_id, activity_id, device_id, kind, priority,
+                            aps_timestamp, body, visit_version, event_recorded_at, created_at, state, next_attempt_at, attempts,
+                            last_status, last_reason, finished_at, sent_priority, last_attempt, last_attempted_at, last_latency_seconds)
+                        SELECT gen_random_uuid(), 'activity' || json_build_array(f.visit_id, f.activity_id)::text, f.visit_id,
+                               f.customer_id, f.activity_id, f.device_id,
+                               CASE WHEN e.type IN ('completed', 'cancelled', 'failed') THEN 'end' ELSE 'update' END,
+                               CASE WHEN e.type = 'progress' THEN 5 ELSE 10 END,
+                               extract(epoch FROM e.recorded_at)::bigint,
+                               json_build_object('aps', json_build_object(
+                                   'timestamp', extract(epoch FROM e.recorded_at)::bigint,
+                                   'event', CASE WHEN e.type IN ('completed', 'cancelled', 'failed') THEN 'end' ELSE 'update' END,
+                                   'content-state', json_build_object('status', e.type, 'kilometresAway', e.data->'kilometresAway'),
+                                   'stale-date', extract(epoch FROM e.recorded_at)::bigint + 900))::text,
+                               e.position,
+                               extract(epoch FROM e.recorded_at), extract(epoch FROM e.recorded_at),
+                               s.state, extract(epoch FROM e.recorded_at), CASE s.state WHEN 'dead' THEN 3 ELSE 1 END,
+                               CASE s.state WHEN 'sent' THEN 200 WHEN 'dead' THEN 400 END,
+                               CASE s.state WHEN 'dead' THEN 'BadDeviceToken' WHEN 'expired' THEN 'stale before it could be sent' END,
+                               extract(epoch FROM e.recorded_at) + 0.05,
+                               CASE WHEN s.state = 'sent' THEN CASE WHEN e.type = 'progress' THEN 5 ELSE 10 END END,
+                               CASE WHEN s.state <> 'expired' THEN CASE s.state WHEN 'dead' THEN 3 ELSE 1 END END,
+                               CASE WHEN s.state <> 'expired' THEN extract(epoch FROM e.recorded_at) END,
+                               CASE WHEN s.state <> 'expired' THEN 0.03 END
+                        FROM followed f
+                        JOIN events e ON e.stream_name = 'visit-' || f.visit_id AND e.position > 1
+                        CROSS JOIN LATERAL (SELECT CASE WHEN e.global_position % 100 < 94 THEN 'sent'
+                                                        WHEN e.global_position % 100 < 97 THEN 'dead' ELSE 'expired' END AS state) s
+                        WHERE e.recorded_at <= to_timestamp(\(now))
+                        ORDER BY e.recorded_at
+                        RETURNING id, state, last_attempted_at
+                    ), attempts AS (
+                        INSERT INTO delivery_attempts (delivery_id, attempt, attempted_at, status, latency_seconds)
+                        SELECT id, n, last_attempted_at - (3 - n) * 60, 503, 0.03 FROM rows, generate_series(1, 2) AS n
+                        WHERE state = 'dead'
+                        RETURNING 1
+                    )
+                    SELECT (SELECT count(*) FROM rows) AS n
+                    """
+                ).first?.int("n") ?? 0
             try c.execute(script: "VACUUM ANALYZE live_activities, push_to_start_tokens, deliveries, delivery_attempts")
             return (followed.count, pushToStart, deliveries)
         }
@@ -314,6 +339,7 @@ struct StoreSeed {
         let month = mp < 10 ? mp + 3 : mp - 9
         let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
         func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
-        return "\(year)-\(two(month))-\(two(day)) \(two(secondOfDay / 3_600)):\(two(secondOfDay / 60 % 60)):\(two(secondOfDay % 60))+00"
+        return
+            "\(year)-\(two(month))-\(two(day)) \(two(secondOfDay / 3_600)):\(two(secondOfDay / 60 % 60)):\(two(secondOfDay % 60))+00"
     }
 }

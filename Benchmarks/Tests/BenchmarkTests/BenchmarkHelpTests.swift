@@ -9,7 +9,8 @@ import Testing
         let walk = try await CommandHelp.walk(try await BenchmarkRun.livevisitsBenchPath(), program: "livevisits-bench")
         #expect(walk.problems.isEmpty, "\(walk.problems.joined(separator: "\n"))")
         for benchmark in [
-            "api", "apns", "append", "big-store", "channels", "flat-cost", "location", "outbox", "personal-data", "pipeline", "prune",
+            "api", "apns", "append", "big-store", "channels", "flat-cost", "location", "outbox", "personal-data", "pipeline",
+            "prune",
             "replay",
             "scale", "seed", "slow-clients", "technicians", "tracking", "webhooks",
         ] {
