@@ -185,9 +185,9 @@ struct BigStoreBenchmark {
             (.get, "/v1/visits/\(StoreSeed.visitId(.random(in: 0..<seed.visits, using: &random)))/events", nil)
         },
         Route(name: "deliveries") { random, seed in
-            // Visits of the last month with a Live Activity (one in five): their pushes.
-            let since = seed.visits - max(1, seed.visits * 30 / 365)
-            let i = Int.random(in: since..<seed.visits, using: &random) / 5 * 5 + 1
+            // Visits of the last month before today with a Live Activity (one in five): their pushes.
+            let (since, until) = (seed.visits - max(2, seed.visits * 30 / 365), seed.visits - max(1, seed.visits * 2 / 365))
+            let i = Int.random(in: since..<until, using: &random) / 5 * 5 + 1
             return (.get, "/v1/visits/\(StoreSeed.visitId(min(i, seed.visits - 1)))/deliveries", nil)
         },
     ]

@@ -110,8 +110,8 @@ struct SeededStore {
 
     /// Reads a sample of visits back through the API's handler and compares each with the state the
     /// generator decided: status and version of `GET /v1/visits/{id}`, the opened first name (the customer's
-    /// data key and the key file), the length of its history; a customer's list holds the visit; a followed
-    /// visit of the last month lists its pushes.
+    /// data key and the key file), the length of its history; a customer's list holds the visit; the last
+    /// followed visit that has begun lists its pushes.
     func check(readModel: VisitReadModel) async throws {
         try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 2)) { pool in
             let api = try await SeededStore.api(pool: pool, readModel: readModel, personalData: personalData)
@@ -144,7 +144,7 @@ struct SeededStore {
                     throw BenchmarkUsageError(message: "check: the list of \(seed.customerId(i)) is empty")
                 }
             }
-            if let followed = seed.followedVisits().last {
+            if let followed = seed.followedVisits().last(where: { seed.windowStart($0) + 3_600 <= seed.now }) {
                 let pushes = try await api.json("/v1/visits/\(StoreSeed.visitId(followed))/deliveries")
                 guard pushes["deliveries"]?.arrayElements?.isEmpty == false else {
                     throw BenchmarkUsageError(message: "check: \(StoreSeed.visitId(followed)) lists no deliveries")
