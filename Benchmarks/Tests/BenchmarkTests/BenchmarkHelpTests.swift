@@ -9,10 +9,11 @@ import Testing
         let walk = try await CommandHelp.walk(try await BenchmarkRun.livevisitsBenchPath(), program: "livevisits-bench")
         #expect(walk.problems.isEmpty, "\(walk.problems.joined(separator: "\n"))")
         for benchmark in [
-            "api", "apns", "append", "channels", "flat-cost", "fleet-day", "location", "outbox", "personal-data", "pipeline",
+            "api", "apns", "append", "big-store", "channels", "flat-cost", "fleet-day", "location", "outbox", "personal-data",
+            "pipeline",
             "prune",
             "replay",
-            "scale", "slow-clients", "technicians", "tracking", "webhooks",
+            "scale", "seed", "slow-clients", "technicians", "tracking", "webhooks",
         ] {
             #expect(walk.checked.contains("livevisits-bench \(benchmark)"), "\(walk.checked)")
         }
