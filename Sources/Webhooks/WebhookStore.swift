@@ -128,19 +128,24 @@ public struct WebhookStore: Sendable {
         let statuses = PostgresBinaryArray(completions.map { $0.status.map(Int64.init) })
         let reasons = PostgresBinaryArray(completions.map(\.reason))
         let latencies = PostgresBinaryArray(completions.map(\.latencySeconds))
+        // Each row finds its outcome by its position in the arrays, and the rows are found by primary key: no join
+        // for the planner to order. (Joined with the arrays' unnest, a table whose statistics said "nothing on the
+        // wire" was planned as a loop over every row sending times a scan of the batch: 250-360 ms a batch.) The
+        // state is compared with a value not folded while planning, so that no index of open rows is implied.
         _ = try await pool.query(
             """
-            WITH r AS (
-                SELECT * FROM unnest(\(ids)::bigint[], \(states)::text[], \(next)::float8[], \(statuses)::bigint[],
-                                     \(reasons)::text[], \(latencies)::float8[])
-                    AS r(id, state, next_attempt_at, status, reason, latency)
-            ), done AS (
+            WITH done AS (
                 UPDATE webhooks w
-                SET state = r.state, next_attempt_at = COALESCE(r.next_attempt_at, w.next_attempt_at),
-                    attempts = w.attempts + 1,
-                    finished_at = CASE WHEN r.state IN ('sent', 'dead') THEN \(now)::float8 END,
-                    last_status = r.status, last_reason = r.reason, last_latency_seconds = r.latency
-                FROM r WHERE w.id = r.id AND w.state = 'sending'
+                SET (state, next_attempt_at, attempts, finished_at, last_status, last_reason, last_latency_seconds) = (
+                    SELECT s.state, COALESCE(s.next_attempt_at, w.next_attempt_at), w.attempts + 1,
+                           CASE WHEN s.state IN ('sent', 'dead') THEN \(now)::float8 END, s.status, s.reason, s.latency
+                    FROM (SELECT array_position(\(ids)::bigint[], w.id) AS p) x
+                    CROSS JOIN LATERAL (
+                        SELECT (\(states)::text[])[x.p] AS state, (\(next)::float8[])[x.p] AS next_attempt_at,
+                               (\(statuses)::bigint[])[x.p] AS status, (\(reasons)::text[])[x.p] AS reason,
+                               (\(latencies)::float8[])[x.p] AS latency
+                    ) s)
+                WHERE w.id = ANY (\(ids)::bigint[]) AND w.state = (SELECT 'sending'::text)
                 RETURNING w.id, w.visit_id, w.state, w.next_attempt_at
             )
             UPDATE webhooks l SET next_attempt_at = d.next_attempt_at
