@@ -298,6 +298,26 @@ public final class EventStore: Sendable {
         return try rows.first?.bool("held") ?? false
     }
 
+    /// The streams of up to `limit` events after `checkpoint` that are committed but behind the snapshot horizon
+    /// (a transaction older than theirs is still open, anywhere in the cluster), newest first. A follower that
+    /// must not wait for the horizon to show a change (a tracking page) looks at their streams' rows without
+    /// moving its checkpoint past them.
+    public static func streamsBehindHorizon(after checkpoint: Checkpoint, limit: Int, on connection: PostgresConnection)
+        throws -> Set<String>
+    {
+        let rows = try connection.query(
+            """
+            SELECT DISTINCT stream_name FROM (
+                SELECT stream_name FROM events
+                WHERE (transaction_id, global_position) > (\(String(checkpoint.transactionId))::xid8, \(checkpoint.globalPosition))
+                  AND transaction_id >= pg_snapshot_xmin(pg_current_snapshot())
+                ORDER BY events.transaction_id DESC, events.global_position DESC
+                LIMIT \(limit)
+            ) recent
+            """)
+        return Set(try rows.rows.map { try $0.string("stream_name") })
+    }
+
     /// The last checkpoint in follow order of everything committed so far (the end of the log for a reader).
     public static func head(on connection: PostgresConnection) throws -> Checkpoint {
         let rows = try connection.query(

@@ -226,6 +226,29 @@ import Testing
         }
     }
 
+    /// The log's order waits for the oldest open transaction of the whole cluster; a page must not.
+    @Test func anEventReachesTheRememberedStateWhileAnotherTransactionStaysOpen() async throws {
+        try await withAPIServer { api in
+            let visit = uniqueID("v")
+            let url = try await Self.remembered(api, visit)
+            // A transaction with an id, open until the check is done: the snapshot horizon stays below it.
+            let held = try PostgresConnection(url: api.databaseURL)
+            try held.execute(script: "BEGIN")
+            try held.query("SELECT pg_current_xact_id()")
+            defer { try? held.execute(script: "ROLLBACK") }
+            // Two passes since: the card's first re-read (a card newly remembered is read again) is behind it.
+            let cards = api.environment.trackingLinks.cards
+            let passes = cards.passesFinished
+            try await eventually("two more passes over the log") { cards.passesFinished >= passes + 2 }
+            #expect(try await api.post(visit, #"{"type":"enRoute"}"#).status == 201)
+            try await eventually("the state shows the event behind the open transaction", within: 2) {
+                let now = try await api.call("GET", url + "/state", key: nil)
+                return now.json?["status"] as? String == "enRoute"
+            }
+            #expect(api.environment.trackingLinks.cards.isServing, "answered from memory throughout")
+        }
+    }
+
     @Test func aRevokeOrAReplacementInAnotherInstanceStopsTheTokenWithinTwoSeconds() async throws {
         try await withAPIServer { first in
             try await withAPIServer(databaseURL: first.databaseURL) { second in
