@@ -265,18 +265,15 @@ public final class TrackingCards: Service {
         }
         do {
             let (at, read) = try await pool.withConnection { [box] c -> (Checkpoint, [String: TrackingLinks.Shown?]) in
-                guard var at = checkpoint else { return (try EventStore.head(on: c), [:]) }
+                guard let checkpoint else { return (try EventStore.head(on: c), [:]) }
                 var touched = unsure
-                while true {
-                    let events = try EventStore.readAll(after: at, limit: 1000, on: c)
+                let at = try EventStore.readAll(after: checkpoint, on: c) { events in
                     box.memory.withLock { m in
                         for event in events where event.streamName.hasPrefix(VisitReadModel.streamPrefix) {
                             let id = String(event.streamName.dropFirst(VisitReadModel.streamPrefix.count))
                             if let known = m.cards[id], Int(event.position) > known.shown.state.version { touched.insert(id) }
                         }
                     }
-                    if let last = events.last { at = last.checkpoint }
-                    if events.count < 1000 { break }
                 }
                 // Events committed behind a transaction still open elsewhere in the cluster (a long report, a
                 // dump, another database's work) are not in the log's order yet, but their visits' rows are

@@ -284,6 +284,21 @@ public final class EventStore: Sendable {
         return try rows.rows.map(decode)
     }
 
+    /// Every event after `checkpoint` that `readAll` can give now, in follow order, handed to `page` 1,000 at a
+    /// time (the followers that keep a memory of their own: the technicians' board, the tracking pages); answers
+    /// the checkpoint after the last one.
+    public static func readAll(
+        after checkpoint: Checkpoint, on connection: PostgresConnection, page: ([RecordedEvent]) throws -> Void
+    ) throws -> Checkpoint {
+        var at = checkpoint
+        while true {
+            let events = try readAll(after: at, limit: 1000, on: connection)
+            try page(events)
+            if let last = events.last { at = last.checkpoint }
+            if events.count < 1000 { return at }
+        }
+    }
+
     /// True when events after `checkpoint` are visible but not yet readable, because a transaction older
     /// than theirs is still open (they wait behind the snapshot horizon).
     public static func hasEventsBehindHorizon(after checkpoint: Checkpoint, on connection: PostgresConnection) throws -> Bool {

@@ -330,13 +330,9 @@ public final class TechnicianLocations: Service {
         }
         do {
             try await handler.store.pool.withConnection { [self] c in
-                var at = checkpoint
                 var touched = unsure
-                while true {
-                    let events = try EventStore.readAll(after: at, limit: 1000, on: c)
+                let at = try EventStore.readAll(after: checkpoint, on: c) { events in
                     touched.formUnion(self.board.withLock { TechnicianLocations.mayChange(events, board: $0) })
-                    if let last = events.last { at = last.checkpoint }
-                    if events.count < 1000 { break }
                 }
                 var read: [VisitState] = []
                 if !touched.isEmpty {
