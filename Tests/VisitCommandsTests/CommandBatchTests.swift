@@ -507,9 +507,12 @@ import VisitTestSupport
         """
 
     /// Blocks (on the holder's own connection) until another backend waits on a lock; throws after 60 s.
+    /// The holder polls inside its transaction, where PostgreSQL answers `pg_stat_activity` from the snapshot
+    /// it took on the first read: each poll drops that snapshot, or a waiter that came later is never seen.
     static func waitForALockWaiter(on c: PostgresConnection) throws {
         let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline {
+            _ = try c.query("SELECT pg_stat_clear_snapshot()")
             if (try c.query(lockWaiters).first?.int("n") ?? 0) > 0 { return }
             Thread.sleep(forTimeInterval: 0.01)
         }
