@@ -164,8 +164,9 @@ extension HTTPServer {
         if registry.admit(request, deadline: clock.now() + configuration.requestTimeout) {
             let handler = self.handler
             // Runs here, on this thread, until the handler first waits (see InlineTaskExecutor).
+            let deadline = RequestDeadline(serial: serial, registry: registry, clock: clock)
             let task = Task(executorPreference: InlineTaskExecutor.shared) {
-                let response = await handler(message)
+                let response = await RequestDeadline.$current.withValue(deadline) { await handler(message) }
                 self.deliver(serial, response)
             }
             if !registry.attach(serial, task: task) {

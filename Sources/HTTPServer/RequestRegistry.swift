@@ -37,7 +37,7 @@ final class RequestRegistry: Sendable {
 
     fileprivate struct InFlight {
         let context: RequestContext
-        let deadline: Double
+        var deadline: Double
         var task: Task<Void, Never>?
     }
 
@@ -161,6 +161,14 @@ final class RequestRegistry: Sendable {
             guard s.inFlight[serial] != nil else { return false }
             s.inFlight[serial]?.task = task
             return true
+        }
+    }
+
+    /// Moves an in-flight request's deadline to `deadline` if that is later (nothing once it was answered).
+    func extend(_ serial: UInt64, to deadline: Double) {
+        state.withLock { s in
+            guard let current = s.inFlight[serial]?.deadline, current < deadline else { return }
+            s.inFlight[serial]?.deadline = deadline
         }
     }
 

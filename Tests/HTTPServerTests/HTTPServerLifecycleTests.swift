@@ -37,6 +37,36 @@ import Testing
         try await running.stop()
     }
 
+    /// A handler that moves its deadline (a long poll) is not answered 503 at the server's request timeout,
+    /// but at the deadline it set.
+    @Test func aHandlerThatMovesItsDeadlineIsTimedOutOnlyThen() async throws {
+        let clock = ManualClock(now: 1_000)
+        let (started, startedSignal) = AsyncStream.makeStream(of: Void.self)
+        let gate = Gate()
+        try await withServer(.test { $0.requestTimeout = 5 }, clock: clock) { _ in
+            RequestDeadline.current?.extend(toSecondsFromNow: 30)
+            startedSignal.yield()
+            await gate.wait()  // ignores cancellation
+            return .json(body: Data(#"{"ok":true}"#.utf8))
+        } _: { running in
+            defer { gate.open() }
+            var iterator = started.makeAsyncIterator()
+            async let held = get(running.port, "/held")
+            _ = await iterator.next()
+            clock.advance(by: 6)
+            running.server.answerOverdue()  // what the server's tick does
+            async let late = get(running.port, "/late")
+            _ = await iterator.next()
+            clock.advance(by: 25)  // 31 s after the first, 25 s after the second request arrived
+            running.server.answerOverdue()
+            let first = try await held.status
+            gate.open()
+            let second = try await late.status
+            #expect(first == 503, "answered at the deadline it set")
+            #expect(second == 200, "answered 503 at the server's 5 s, before the 30 s it set")
+        }
+    }
+
     @Test func cancellationReachesTheTimedOutHandler() async throws {
         let clock = ManualClock(now: 0)
         let (events, signal) = AsyncStream.makeStream(of: String.self)
