@@ -30,7 +30,8 @@ public final class TrackingCards: Service {
     public let pool: PostgresPool
     /// Where a held request's deadline runs.
     public let clock: any WallClock
-    /// How long a state request asking for a change is held at most. Below the HTTP server's request timeout.
+    /// How long a state request asking for a change is held at most (the route moves its request's deadline past
+    /// it: see `RequestDeadline`).
     public let holdSeconds: Double
     /// How often the log is read without a notification.
     public let pollIntervalSeconds: Double
@@ -43,16 +44,17 @@ public final class TrackingCards: Service {
     public let idleSeconds: Double
     /// The most cards remembered; past it, new links are answered from the database.
     public let capacity: Int
-    /// The most requests held at once; past it, a request asking for a change is answered at once. The HTTP
-    /// server keeps a held request's connection suspended, and many suspended connections slow it for everyone
-    /// (see `Docs/performance.md`, tracking).
+    /// The most requests held at once; past it, a request asking for a change is answered at once. Each held
+    /// request keeps a connection open, so the HTTP server's connection limit bounds them first.
     public let maximumHeld: Int
     /// Signalled by `listener(url:)`: events were committed.
     public let wakeUp = WakeUp()
     private let logger = Logger(label: "tracking-cards")
 
-    /// How long a state request is held by default: below the HTTP server's 10 s request timeout.
-    public static let defaultHoldSeconds = 8.0
+    /// How long a state request is held by default. An open page asks about once per hold while nothing changes,
+    /// so the hold sets what ten thousand quiet pages cost (400 requests a second at 25 s); browsers and
+    /// proxies keep a quiet request open far longer.
+    public static let defaultHoldSeconds = 25.0
     /// How long a link's entry is trusted at most, notifications or not.
     public static let tokenTimeToLive = Duration.seconds(300)
 
@@ -60,14 +62,6 @@ public final class TrackingCards: Service {
     struct Card {
         var shown: TrackingLinks.Shown
         var asked: ContinuousClock.Instant
-    }
-
-    private struct Waiter {
-        let visitId: String
-        let tokenHash: String
-        let version: Int
-        let deadline: Double
-        let continuation: CheckedContinuation<Void, Never>
     }
 
     private struct Memory {
@@ -80,7 +74,7 @@ public final class TrackingCards: Service {
         var passes = 0
         var stopped = false
         var lastSweep = ContinuousClock.now
-        var waiters: [UInt64: Waiter] = [:]
+        var held = HeldRequests<CheckedContinuation<Void, Never>>()
         var nextWaiter: UInt64 = 0
     }
 
@@ -96,7 +90,7 @@ public final class TrackingCards: Service {
         pool: PostgresPool, clock: any WallClock = SystemClock(), holdSeconds: Double = TrackingCards.defaultHoldSeconds,
         pollIntervalSeconds: Double = 0.5,
         minimumPassSeconds: Double = 0.1, trustSeconds: Double = 5, idleSeconds: Double = 120, capacity: Int = 200_000,
-        maximumHeld: Int = 512
+        maximumHeld: Int = 100_000
     ) {
         self.maximumHeld = maximumHeld
         self.pool = pool
@@ -110,7 +104,9 @@ public final class TrackingCards: Service {
         let box = self.box
         self.tokens = ListenedCache(
             channel: TrackingLinks.channel, timeToLive: Self.tokenTimeToLive, capacity: capacity,
-            forgotten: { hash in TrackingCards.release(box) { hash == nil || $0.tokenHash == hash } })
+            forgotten: { hash in
+                TrackingCards.release(box) { held in hash.map { held.remove(tokenHash: $0) } ?? held.removeAll() }
+            })
     }
 
     /// The LISTEN services: the links' changes (which the memory needs to answer at all) and the events'
@@ -186,31 +182,28 @@ public final class TrackingCards: Service {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let held = box.memory.withLock { m -> Bool in
-                    guard !m.stopped, !Task.isCancelled, m.waiters.count < maximumHeld, let card = m.cards[visitId],
+                    guard !m.stopped, !Task.isCancelled, m.held.count < maximumHeld, let card = m.cards[visitId],
                         card.shown.state.version <= version
                     else { return false }
-                    m.waiters[id] = Waiter(
-                        visitId: visitId, tokenHash: tokenHash, version: version, deadline: deadline, continuation: continuation)
+                    m.held.add(id, visitId: visitId, tokenHash: tokenHash, deadline: deadline, waiter: continuation)
                     return true
                 }
                 if !held { continuation.resume() }
             }
         } onCancel: {
-            box.memory.withLock { $0.waiters.removeValue(forKey: id) }?.continuation.resume()
+            box.memory.withLock { $0.held.remove(id) }?.resume()
         }
     }
 
     /// How many requests are held now.
-    public var holding: Int { box.memory.withLock { $0.waiters.count } }
+    public var holding: Int { box.memory.withLock { $0.held.count } }
 
-    /// Resumes the waiters `which` picks, outside the lock.
-    private static func release(_ box: Box, _ which: (Waiter) -> Bool) {
-        let released = box.memory.withLock { m -> [Waiter] in
-            let picked = m.waiters.filter { which($0.value) }
-            for id in picked.keys { m.waiters[id] = nil }
-            return Array(picked.values)
-        }
-        for waiter in released { waiter.continuation.resume() }
+    /// Resumes the held requests `which` takes out, outside the lock.
+    private static func release(
+        _ box: Box, _ which: (inout HeldRequests<CheckedContinuation<Void, Never>>) -> [CheckedContinuation<Void, Never>]
+    ) {
+        let released = box.memory.withLock { which(&$0.held) }
+        for continuation in released { continuation.resume() }
     }
 
     // MARK: following the log
@@ -250,7 +243,7 @@ public final class TrackingCards: Service {
             $0.cards = [:]
             $0.checkpoint = nil
         }
-        Self.release(box) { _ in true }
+        Self.release(box) { $0.removeAll() }
     }
 
     /// How often held requests past their deadline are released.
@@ -309,7 +302,7 @@ public final class TrackingCards: Service {
                 m.passes += 1
                 return changed
             }
-            if !changed.isEmpty { Self.release(box) { changed.contains($0.visitId) } }
+            if !changed.isEmpty { Self.release(box) { $0.remove(visits: changed) } }
         } catch {
             box.memory.withLock { $0.unsure.formUnion(unsure) }
             throw error
@@ -319,13 +312,12 @@ public final class TrackingCards: Service {
     /// Releases the held requests past their deadline, and forgets cards nobody asked for lately.
     private func sweep() {
         let now = clock.now()
-        Self.release(box) { $0.deadline <= now }
+        Self.release(box) { $0.removeDue(at: now) }
         let idle = ContinuousClock.now - .seconds(idleSeconds)
         box.memory.withLock { m in
             guard ContinuousClock.now - m.lastSweep > .seconds(10) else { return }
             m.lastSweep = .now
-            let held = Set(m.waiters.values.map(\.visitId))
-            m.cards = m.cards.filter { $0.value.asked > idle || held.contains($0.key) }
+            m.cards = m.cards.filter { $0.value.asked > idle || m.held.visitIds.contains($0.key) }
         }
     }
 }

@@ -117,9 +117,9 @@ extension LiveVisitsAPI {
     ///
     /// The answer carries the card's version as its `ETag`: `If-None-Match` with it answers 304 without a body.
     /// `?after=<version>` (the ETag's number) asks for a change: while the card is still at that version the
-    /// request is held (`TrackingCards.waitForChange`: no connection, no thread) until it changes, the link stops
-    /// working, or `TrackingCards.holdSeconds` pass, then answered as any other — so a page asks about once per
-    /// change or per hold instead of once per poll.
+    /// request is held (`TrackingCards.waitForChange`: no database connection, no thread) until it changes, the
+    /// link stops working, or `TrackingCards.holdSeconds` pass (25 s), then answered as any other — so a page asks
+    /// about once per change or per hold instead of once per poll.
     func trackingState(_ request: HTTPRequest, token: String) async -> HTTPResponse {
         var after: Int?
         if let text = request.queryValue("after") {
@@ -140,6 +140,8 @@ extension LiveVisitsAPI {
         case .found(var shown):
             if after == shown.version {
                 let links = environment.trackingLinks
+                // Held past the server's request timeout: the hold ends by itself, a few seconds before this.
+                RequestDeadline.current?.extend(toSecondsFromNow: links.holdSeconds + 5)
                 await links.waitForChange(token: token, beyond: shown)
                 do {
                     if let now = try await links.lookup(token: token, now: environment.clock.epochSeconds()) {

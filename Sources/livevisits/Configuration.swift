@@ -151,12 +151,13 @@ struct Configuration {
         try wholeNumber("LIVEVISITS_COMMAND_WRITES", in: 1...16) ?? VisitCommandBatcher.defaultConcurrentWrites
     }
 
-    /// `LIVEVISITS_HTTP_THREADS`: libmicrohttpd's polling threads, else one per two cores (at least one).
-    /// They only read, parse and write — handlers wait elsewhere — so a few go far: on 2 cores one thread
-    /// costs less CPU per request than two (`livevisits-bench api`: fewer context switches), and the cores
-    /// are left to PostgreSQL and the handlers.
+    /// `LIVEVISITS_HTTP_THREADS`: libmicrohttpd's polling threads, else 4, or one per two cores where that
+    /// is more. They only read, parse and write — handlers wait elsewhere — but each walks all of its suspended
+    /// connections whenever one of them is resumed (libmicrohttpd 0.9), and every held tracking page keeps one
+    /// suspended: with 10,000 pages one thread spent a third of its time walking. Four split that walk four ways
+    /// and cost the pipeline nothing measurable on 2 cores (`livevisits-bench tracking`, `pipeline`).
     func httpThreads() throws -> Int {
-        try wholeNumber("LIVEVISITS_HTTP_THREADS", in: 1...64) ?? max(1, ProcessInfo.processInfo.activeProcessorCount / 2)
+        try wholeNumber("LIVEVISITS_HTTP_THREADS", in: 1...64) ?? max(4, ProcessInfo.processInfo.activeProcessorCount / 2)
     }
 
     /// `LIVEVISITS_HTTP_MAX_CONNECTIONS` (1–1,000,000, default 1024): connections the API holds open at once;
