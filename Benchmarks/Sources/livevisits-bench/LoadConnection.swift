@@ -12,12 +12,26 @@ final class LoadConnection {
         let description: String
     }
 
-    fileprivate let fd: Int32
+    fileprivate private(set) var fd: Int32
+    private let port: UInt16
+    private var nonBlocking = false
     private var pending: [UInt8] = []
     private var chunk = [UInt8](repeating: 0, count: 65_536)
 
     init(port: UInt16) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.port = port
+        fd = try Self.connect(to: port)
+    }
+
+    /// A connection that opens its socket when its first request goes out, as a page opened later than the run
+    /// began does (an open connection that sends nothing is dropped by the server after 10 s).
+    init(lazilyTo port: UInt16) {
+        self.port = port
+        fd = -1
+    }
+
+    private static func connect(to port: UInt16) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: \(String(cString: strerror(errno)))") }
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -27,7 +41,7 @@ final class LoadConnection {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
         guard connected == 0 else {
@@ -35,9 +49,10 @@ final class LoadConnection {
             close(fd)
             throw Failure(description: "connect to 127.0.0.1:\(port): \(message)")
         }
+        return fd
     }
 
-    deinit { close(fd) }
+    deinit { if fd >= 0 { close(fd) } }
 
     /// A request's bytes: `method path`, the bearer key, a JSON body.
     static func request(_ method: String, _ path: String, key: String, body: String?) -> [UInt8] {
@@ -62,6 +77,10 @@ final class LoadConnection {
     /// Writes all of `request` (waiting for room on a non-blocking socket: a request is a few hundred bytes
     /// and the socket's buffer is empty between a closed loop's requests, so that wait is all but never).
     func send(_ request: [UInt8]) throws {
+        if fd < 0 {
+            fd = try Self.connect(to: port)
+            if nonBlocking { makeNonBlocking() }
+        }
         try request.withUnsafeBytes { raw in
             var sent = 0
             while sent < raw.count {
@@ -100,6 +119,8 @@ final class LoadConnection {
 
     /// Makes reads and writes return at once (`LoadLoop`).
     fileprivate func makeNonBlocking() {
+        nonBlocking = true
+        guard fd >= 0 else { return }
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
     }
 

@@ -16,12 +16,14 @@ import VisitProjections
 ///
 /// Over HTTP (the default): a `livevisits serve` (with the APNs simulator in this process, as `pipeline` runs
 /// it) serves `--pages` open tracking pages, each on a keep-alive loopback connection of its own asking
-/// `GET /track/<token>/state` as the page's script does (`PagePoller`: 1.5 s after each answer, with the version
-/// it has as `If-None-Match`; with `--held`, `?after=<version>` instead, held by the server until a change), while
+/// `GET /track/<token>/state` as the page's script does (`PagePoller`: `?after=<version>`, held by the server
+/// until a change or its 25 s hold ends, asked again at once but never sooner than 1.5 s after the previous ask;
+/// the pages opened at random moments over one hold; with `--conditional`, the page's earlier way: 1.5 s after
+/// each answer with the version it has as `If-None-Match`), while
 /// `pipeline`'s measured load (`--connections` clients posting events, each pushed to a Live Activity) runs
 /// against the same server, and `--changes` events a second go to tracked visits (an `enRoute` each, from a client
 /// of their own). The pipeline's load runs with and without the pages, alternated over `--rounds`: the state
-/// answers given at once (p50/p99; target p99 < 20 ms), with `--held` how late held requests were answered past
+/// answers given at once (p50/p99; target p99 < 20 ms), how late held requests were answered past
 /// their hold, the time from an event's 201 to the page's answer showing it (the page's "within 2 seconds"), the
 /// pipeline's events/s with the pages against without them (target: within 10 %), and the page's weight fetched
 /// from the server (HTML + script + style; target under 30 KB). The pages and the pipeline's clients are this
@@ -42,7 +44,7 @@ struct TrackingBenchmark {
             .value("--rounds", "N", "pipeline loads without and with the pages, alternated (default 2)"),
             .value("--seconds", "N", "seconds of each pipeline load, or of each read in process (default 10; 5 in process)"),
             .value("--changes", "N", "events a second posted to tracked visits beside the pages (default 10)"),
-            .flag("--held", "pages ask after their version (?after=, held by the server) instead of the page's way"),
+            .flag("--conditional", "pages ask with If-None-Match every 1.5 s (the page's earlier way), not held"),
             .flag("--in-process", "the handler alone in this process, no HTTP: state against GET /v1/visits/{id}"),
             .value("--visits", "N", "in process: visits, each with a tracking link (default 10000)"),
             .value("--callers", "N", "in process: concurrent callers (default 8)"),
@@ -61,7 +63,7 @@ struct TrackingBenchmark {
     var connections = 16
     var rounds = 2
     var changesPerSecond = 10.0
-    var conditional = true
+    var conditional = false
     var inProcess = false
 
     init(arguments: [String]) throws {
@@ -69,7 +71,7 @@ struct TrackingBenchmark {
         visits = try parsed.integer("--visits", in: 1...1_000_000) ?? visits
         callers = try parsed.integer("--callers", in: 1...1_000) ?? callers
         inProcess = parsed.has("--in-process")
-        conditional = !parsed.has("--held")
+        conditional = parsed.has("--conditional")
         seconds = try parsed.positiveNumber("--seconds") ?? (inProcess ? 5 : seconds)
         pages = try parsed.integer("--pages", in: 1...15_000) ?? pages
         connections = try parsed.integer("--connections", in: 1...512) ?? connections
@@ -264,7 +266,9 @@ struct TrackingBenchmark {
         var changeMax = 0.0
     }
 
-    /// The pages open and asking (a warm-up of two poll periods first), the pipeline's load meanwhile, and
+    /// The pages open and asking (a warm-up first: one hold, or two poll periods with `conditional`, so that the
+    /// pages, opened at random moments over it, ask as steadily as pages open for long), the pipeline's load
+    /// meanwhile, and
     /// `changesPerSecond` events (`enRoute`) posted to tracked visits not changed before, starting at `firstChanged`;
     /// what the pages saw of the requests sent during the load.
     func pipelineBesidePages(
@@ -272,11 +276,15 @@ struct TrackingBenchmark {
         prefix: String, dispatcher: String, cursor: VisitCursor, book: AckBook, server: Int32, postmaster: Int32,
         database: ScratchDatabase
     ) async throws -> (PipelineBenchmark.Run, PageFigures) {
-        let opened = try tokens.map { _ in try LoadConnection(port: port) }
-        let warmUp = 2 * Self.pollSeconds
+        // Each page's connection opens with its first ask, as a page opened then would.
+        let opened = tokens.map { _ in LoadConnection(lazilyTo: port) }
+        let hold = TrackingCards.defaultHoldSeconds
+        let spread = conditional ? Self.pollSeconds : hold
+        let warmUp = conditional ? 2 * Self.pollSeconds : hold + Self.pollSeconds
         let until = LoadConnection.now() + warmUp + seconds + 1
         let pollers = tokens.map {
-            PagePoller(token: $0.token, every: Self.pollSeconds, until: until, conditional: conditional)
+            PagePoller(
+                token: $0.token, every: Self.pollSeconds, firstWithin: spread, until: until, conditional: conditional)
         }
         // The pages' connections and clients are the loop's alone until it returns; read only after that.
         nonisolated(unsafe) let pageConnections = opened
@@ -322,7 +330,6 @@ struct TrackingBenchmark {
         func percentile(_ values: [Double], _ p: Double) -> Double {
             values.isEmpty ? .nan : values[min(values.count - 1, Int(Double(values.count) * p))]
         }
-        let hold = TrackingCards.defaultHoldSeconds
         // Answered at once: the plain asks (a page opened or reloaded).
         let immediate = answers.filter { ($0.status == 200 || $0.status == 304) && !$0.held }.map(\.seconds).sorted()
         let heldOut = answers.filter { $0.status == 304 && $0.held }.map { $0.seconds - hold }.sorted()
@@ -437,11 +444,11 @@ struct TrackingBenchmark {
     }
 }
 
-/// One open tracking page, as its script asks: its state first, then again `every` seconds after each answer
-/// with the version it has as `If-None-Match` (the first time at a random point of the first period, as pages
-/// opened at different moments do) until `until`, noting each answer. Not `conditional`: `?after=<version>` as
-/// well, held by the server until the card changes or its hold passes, asked again as soon as an answer is in but
-/// never sooner than `every` seconds after the previous request went out. The
+/// One open tracking page, as its script asks: its state first (at a random point of the first `firstWithin`
+/// seconds, as pages opened at different moments do), then `?after=<version>` with the version as
+/// `If-None-Match`, held by the server until the card changes or its hold passes, asked again as soon as an answer
+/// is in but never sooner than `every` seconds after the previous request went out, until `until`, noting each
+/// answer. `conditional`: the page's earlier way, `If-None-Match` alone `every` seconds after each answer. The
 /// version is read off the answer's status: a tracked visit is at 1 when booked and at 2 after the one
 /// `enRoute` the benchmark may post to it (`LoadConnection` reads no headers, so not the ETag). After each answer
 /// the page is reloaded with a chance of `reloadChance` (it then asks its state plainly again), as pages are
@@ -450,6 +457,7 @@ final class PagePoller: LoadClient {
     static let reloadChance = 0.05
     private let path: String
     private let every: Double
+    private let firstWithin: Double
     private let until: Double
     private var due: Double?
     private var sent = 0.0
@@ -461,17 +469,18 @@ final class PagePoller: LoadClient {
     /// Asking with `If-None-Match` alone, `every` seconds after each answer, instead of asking to be held.
     private let conditional: Bool
 
-    init(token: String, every: Double, until: Double, conditional: Bool = false) {
+    init(token: String, every: Double, firstWithin: Double, until: Double, conditional: Bool = false) {
         path = "/track/\(token)/state"
         self.conditional = conditional
         self.every = every
+        self.firstWithin = firstWithin
         self.until = until
         answers.reserveCapacity(16)
     }
 
     var dueAt: Double? {
         if let due { return due }
-        let first = LoadConnection.now() + Double.random(in: 0..<every)
+        let first = LoadConnection.now() + Double.random(in: 0..<firstWithin)
         due = first
         return first
     }
