@@ -21,10 +21,13 @@ let package = Package(
         .executableTarget(
             name: "livevisits-bench",
             dependencies: [
+                "CEpoll",
                 .product(name: "LiveVisitsKit", package: "LiveVisits"),
                 .product(name: "livevisits", package: "LiveVisits"),
             ]
         ),
+        // epoll for the load loop (Glibc's module does not bring it to Swift).
+        .target(name: "CEpoll"),
 
         // wrk against the HTTPServer target alone (a trivial JSON route): the HTTP layer's own cost.
         .executableTarget(

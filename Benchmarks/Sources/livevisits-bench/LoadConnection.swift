@@ -1,3 +1,4 @@
+import CEpoll
 import Foundation
 
 #if canImport(Glibc)
@@ -277,27 +278,38 @@ enum LoadLoop {
     }
 
     private static func loop(_ pairs: [(LoadConnection, any LoadClient)], failure: FirstFailure) throws {
-        // poll(2) over this loop's share (Glibc's module does not bring epoll to Swift). Each connection has one
-        // slot for the whole run: its descriptor while an answer is awaited, negative (ignored by poll) while its
-        // client waits for its due time or is done.
-        var watched = pairs.map { _ in pollfd(fd: -1, events: Int16(POLLIN), revents: 0) }
+        // epoll over this loop's share: a connection is watched while an answer is awaited and not while its
+        // client waits for its due time or is done, so a wait costs only the connections that answered (poll(2)
+        // over ten thousand pages' sockets cost this process a fifth of a core, taken from what it measures).
+        let epoll = lv_epoll_create()
+        guard epoll >= 0 else { throw LoadConnection.Failure(description: "epoll: \(String(cString: strerror(errno)))") }
+        defer { close(epoll) }
+        var watched = [Bool](repeating: false, count: pairs.count)
         var waiting = DueHeap()
         var open = pairs.count
+        func watch(_ k: Int, _ on: Bool) throws {
+            guard watched[k] != on else { return }
+            let fd = pairs[k].0.fd
+            let done = on ? lv_epoll_watch(epoll, fd, Int32(k)) : lv_epoll_unwatch(epoll, fd)
+            guard done == 0 else { throw LoadConnection.Failure(description: "epoll_ctl: \(String(cString: strerror(errno)))") }
+            watched[k] = on
+        }
         /// Sends the client's next request now or when it is due; false when the client is done.
         func sendNext(_ k: Int) throws {
             let (connection, client) = pairs[k]
             if let due = client.dueAt, due > LoadConnection.now() {
-                watched[k].fd = -1
+                try watch(k, false)
                 waiting.push(due, k)
             } else if let request = client.next() {
                 try connection.send(request)
-                watched[k].fd = connection.fd
+                try watch(k, true)
             } else {
-                watched[k].fd = -1
+                try watch(k, false)
                 open -= 1
             }
         }
         for k in pairs.indices { try sendNext(k) }
+        var ready = [Int32](repeating: 0, count: 256)
         while open > 0 && failure.error == nil {
             let now = LoadConnection.now()
             while let earliest = waiting.first, earliest.due <= now {
@@ -305,12 +317,10 @@ enum LoadLoop {
                 try sendNext(earliest.k)
             }
             let timeout = waiting.first.map { Int32(max(0, min(1000, ($0.due - now) * 1000))) } ?? 1000
-            let n = poll(&watched, nfds_t(watched.count), timeout)
+            let n = lv_epoll_wait(epoll, &ready, Int32(ready.count), timeout)
             if n < 0 && errno == EINTR { continue }
-            guard n >= 0 else { throw LoadConnection.Failure(description: "poll: \(String(cString: strerror(errno)))") }
-            guard n > 0 else { continue }
-            for k in watched.indices where watched[k].revents != 0 {
-                watched[k].revents = 0
+            guard n >= 0 else { throw LoadConnection.Failure(description: "epoll_wait: \(String(cString: strerror(errno)))") }
+            for k in ready.prefix(Int(n)).map({ Int($0) }) where watched[k] {
                 let (connection, client) = pairs[k]
                 while try connection.readSome() {}
                 while let answer = try connection.takeAnswer() {

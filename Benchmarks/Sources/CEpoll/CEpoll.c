@@ -1,0 +1,2 @@
+// The wrappers are all in include/CEpoll.h; SwiftPM wants a source file for the target.
+#include "CEpoll.h"
