@@ -126,19 +126,28 @@ struct FaultInjectionTests {
 
     /// Three pushes sent together on one connection (curl multiplexes parallel transfers on the connection it
     /// opens rather than opening more): the first two are held by the latency, the third triggers the drop,
-    /// so all three fail and are recorded unanswered on that connection, and nothing goes on another one.
+    /// so all three fail and are recorded unanswered on that connection. curl itself may try a transfer that
+    /// died on a reused (multiplexed) connection once more on a fresh one, before anything was answered: such a
+    /// retry is the client's, is recorded on another connection, and is the only way a transfer ends 200.
     @Test("a drop while other streams are in flight fails them all; every complete request is recorded unanswered")
     func dropMidFlight() async throws {
         try await withSimulator { h in
             h.simulator.addLatency(seconds: 1)
             h.simulator.dropConnection(afterRequests: 2, mode: .close)
             let run = try await h.pushMany(tokens: (1...3).map { SimulatorHarness.token($0) }, parallel: true)
-            #expect(run.statuses == [0, 0, 0], "\(run.statuses) \(run.result.stderr)")
             let recorded = h.simulator.deliveries()
             let first = try #require(recorded.first)
-            #expect(recorded.count == 3)
-            #expect(recorded.allSatisfy { $0.connectionID == first.connectionID })
-            #expect(recorded.allSatisfy { $0.status == 0 && !$0.answered && $0.reason == "ConnectionDropped" })
+            let dropped = recorded.filter { $0.connectionID == first.connectionID }
+            let retried = recorded.filter { $0.connectionID != first.connectionID }
+            #expect(dropped.count == 3)
+            #expect(dropped.allSatisfy { $0.status == 0 && !$0.answered && $0.reason == "ConnectionDropped" })
+            #expect(retried.count < 3, "the first transfer opened the connection: curl does not retry it")
+            #expect(retried.allSatisfy { $0.status == 200 && $0.answered })
+            #expect(run.statuses.count == 3)
+            #expect(
+                run.statuses.filter { $0 == 200 }.count == retried.count
+                    && run.statuses.filter { $0 == 0 }.count == 3 - retried.count,
+                "\(run.statuses) \(run.result.stderr)")
             h.simulator.clearFaults()
             let after = try await h.push()
             #expect(after.status == 200)
