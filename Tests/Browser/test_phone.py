@@ -43,6 +43,11 @@ def test_every_page_and_dialog_fits_390_px(stack, browser, artifacts, scheme):
         book(stack, visit_id, technician, int(time.time()) + 600, name="Alexandria-Marguerite",
              job="Replace the thermostatic radiator valves in the upstairs bedrooms", van="Long white van with a ladder rack")
         stack.register_activity(visit_id, customer="c-desk", activity=unique("a-phone"))
+        # A visit at the very end of tomorrow (its window runs past midnight): its timeline block must end at
+        # the track's edge, not past it.
+        late_id = unique("v-phone-late")
+        tomorrow_late = int(time.mktime(time.localtime()[:3] + (23, 58, 0, 0, 0, -1))) + 86_400
+        book(stack, late_id, unique("t-phone-late"), tomorrow_late, name="Zoe")
         page = context.new_page()
         sign_in(page, stack)
         expect(row(page, visit_id)).to_be_visible()
@@ -68,6 +73,9 @@ def test_every_page_and_dialog_fits_390_px(stack, browser, artifacts, scheme):
         expect(page.get_by_test_id("timeline").get_by_test_id("timeline-visit")).not_to_have_count(0)
         fits(page, "day by technician")
         page.screenshot(path=artifacts / f"phone-timeline-{scheme}.png")
+        page.get_by_test_id("day-next").click()
+        expect(page.locator(f'[data-testid="timeline-visit"][data-visit-id="{late_id}"]')).to_be_visible()
+        fits(page, "the next day, a visit at 23:58")
 
         page.goto(stack.base + f"/console/#/visit/{visit_id}")
         expect(page.get_by_test_id("lock-screen")).to_be_visible()

@@ -110,8 +110,11 @@ export function drawTimeline(box, technicians, day, { visitsById, keep, kindsOf 
         href: '#/visit/' + encodeURIComponent(v.visitId), title: `${v.visitId}${who} · ${windowText(c)} · ${LABELS[v.status] || v.status}${km}` },
       h('span', { class: 'tl-label' }, `${clock(v.arrivalWindow.start)} ${LABELS[v.status] || v.status}${km}`),
       kinds.length ? h('span', { class: 'tl-exceptions' }, badges({ visitId: v.visitId }, kinds)) : null);
-      block.style.left = pct(v.arrivalWindow.start);
-      block.style.width = `max(1.25rem, calc(${pct(Math.max(v.arrivalWindow.end, v.arrivalWindow.start + 600))} - ${pct(v.arrivalWindow.start)}))`;
+      // At least 1.25rem wide, and never past the track's end: a visit late in the day (or one whose window runs
+      // past midnight) ends at the edge instead of reaching beyond it.
+      const width = `max(1.25rem, calc(${pct(Math.max(v.arrivalWindow.end, v.arrivalWindow.start + 600))} - ${pct(v.arrivalWindow.start)}))`;
+      block.style.width = width;
+      block.style.left = `min(${pct(v.arrivalWindow.start)}, calc(100% - ${width}))`;
       block.style.top = `calc(${laneOf[i]} * var(--lane))`;
       track.append(block);
     });
