@@ -313,24 +313,40 @@ public final class EventStore: Sendable {
         return try rows.first?.bool("held") ?? false
     }
 
-    /// The streams of up to `limit` events after `checkpoint` that are committed but behind the snapshot horizon
-    /// (a transaction older than theirs is still open, anywhere in the cluster), newest first. A follower that
-    /// must not wait for the horizon to show a change (a tracking page) looks at their streams' rows without
-    /// moving its checkpoint past them.
-    public static func streamsBehindHorizon(after checkpoint: Checkpoint, limit: Int, on connection: PostgresConnection)
-        throws -> Set<String>
+    /// One event committed behind the snapshot horizon, as much of it as a follower needs to know what it may
+    /// have changed.
+    public struct EventBehindHorizon: Sendable, Hashable {
+        public let streamName: String
+        public let position: Int64
+        public let type: String
+    }
+
+    /// Up to `limit` events after `checkpoint` that are committed but behind the snapshot horizon (a transaction
+    /// older than theirs is still open, anywhere in the cluster), newest first. A follower that must not wait for
+    /// the horizon to show a change (a tracking page, the technicians' board) looks at their streams' rows
+    /// without moving its checkpoint past them; `readAll` gives them in order once the horizon has passed.
+    public static func eventsBehindHorizon(after checkpoint: Checkpoint, limit: Int, on connection: PostgresConnection)
+        throws -> [EventBehindHorizon]
     {
         let rows = try connection.query(
             """
-            SELECT DISTINCT stream_name FROM (
-                SELECT stream_name FROM events
-                WHERE (transaction_id, global_position) > (\(String(checkpoint.transactionId))::xid8, \(checkpoint.globalPosition))
-                  AND transaction_id >= pg_snapshot_xmin(pg_current_snapshot())
-                ORDER BY events.transaction_id DESC, events.global_position DESC
-                LIMIT \(limit)
-            ) recent
+            SELECT stream_name, position, type FROM events
+            WHERE (transaction_id, global_position) > (\(String(checkpoint.transactionId))::xid8, \(checkpoint.globalPosition))
+              AND transaction_id >= pg_snapshot_xmin(pg_current_snapshot())
+            ORDER BY events.transaction_id DESC, events.global_position DESC
+            LIMIT \(limit)
             """)
-        return Set(try rows.rows.map { try $0.string("stream_name") })
+        return try rows.rows.map {
+            EventBehindHorizon(
+                streamName: try $0.string("stream_name"), position: try $0.int64("position"), type: try $0.string("type"))
+        }
+    }
+
+    /// The streams of `eventsBehindHorizon`.
+    public static func streamsBehindHorizon(after checkpoint: Checkpoint, limit: Int, on connection: PostgresConnection)
+        throws -> Set<String>
+    {
+        Set(try eventsBehindHorizon(after: checkpoint, limit: limit, on: connection).map(\.streamName))
     }
 
     /// The last checkpoint in follow order of everything committed so far (the end of the log for a reader).

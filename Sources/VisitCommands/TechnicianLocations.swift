@@ -332,8 +332,16 @@ public final class TechnicianLocations: Service {
             try await handler.store.pool.withConnection { [self] c in
                 var touched = unsure
                 let at = try EventStore.readAll(after: checkpoint, on: c) { events in
-                    touched.formUnion(self.board.withLock { TechnicianLocations.mayChange(events, board: $0) })
+                    let changes = events.map { (streamName: $0.streamName, position: $0.position, type: $0.type) }
+                    touched.formUnion(self.board.withLock { TechnicianLocations.mayChange(changes, board: $0) })
                 }
+                // Events committed behind a transaction still open elsewhere in the cluster are not in the log's
+                // order yet: their visits' rows are current, so look at those they may have changed now (a visit
+                // put enRoute must not wait for a long report to end before its fixes count).
+                let behind = try EventStore.eventsBehindHorizon(after: at, limit: 1000, on: c).map {
+                    (streamName: $0.streamName, position: $0.position, type: $0.type)
+                }
+                touched.formUnion(self.board.withLock { TechnicianLocations.mayChange(behind, board: $0) })
                 var read: [VisitState] = []
                 if !touched.isEmpty {
                     let rows = try c.query("SELECT visit_id, state FROM visits WHERE visit_id = ANY(\(Array(touched))::text[])")
@@ -368,7 +376,9 @@ public final class TechnicianLocations: Service {
 
     /// The visits among `events`' streams whose rows must be read again: one on the board that the event is
     /// newer than, and one not on it that an `enRoute` or `nearby` may have brought under way.
-    static func mayChange(_ events: [RecordedEvent], board: Board) -> Set<String> {
+    static func mayChange(
+        _ events: some Sequence<(streamName: String, position: Int64, type: String)>, board: Board
+    ) -> Set<String> {
         var ids = Set<String>()
         for event in events where event.streamName.hasPrefix(VisitReadModel.streamPrefix) {
             let id = String(event.streamName.dropFirst(VisitReadModel.streamPrefix.count))

@@ -273,6 +273,33 @@ import VisitProjections
         }
     }
 
+    /// A visit put under way through another process while a transaction stays open elsewhere in the cluster
+    /// (a long report, a dump): its event waits behind the snapshot horizon, yet this process's board takes the
+    /// visit at once, and its technician's fixes count.
+    @Test func aVisitComesUnderWayWhileAnotherTransactionStaysOpen() async throws {
+        try await withAPIServer { first in
+            try await withAPIServer(databaseURL: first.databaseURL) { second in
+                try await eventually("both boards loaded", within: 10) {
+                    first.environment.locations.isLoaded && second.environment.locations.isLoaded
+                }
+                // A transaction with an id, open until the check is done: the snapshot horizon stays below it.
+                let held = try PostgresConnection(url: first.databaseURL)
+                try held.execute(script: "BEGIN")
+                try held.query("SELECT pg_current_xact_id()")
+                defer { try? held.execute(script: "ROLLBACK") }
+                let technician = uniqueID("t")
+                let key = try await first.key(.technician, technician)
+                let id = try await Self.visitUnderWay(first, technician: technician)
+                try await eventually("the second process's board holds \(id) behind the open transaction", within: 3) {
+                    second.environment.locations.isTracking(id)
+                }
+                let t = Date().timeIntervalSince1970
+                let answer = try await Self.post(second, technician: technician, key: key, Fix(kilometres: 2.5, recordedAt: t))
+                #expect(Self.events(answer).map { $0["type"] as? String } == ["progress"], "\(answer.text)")
+            }
+        }
+    }
+
     // MARK: the booking's location
 
     @Test func theLocationIsSealedShownToDispatchersAndOpsOnlyAndErasedWithTheCustomer() async throws {
