@@ -14,7 +14,8 @@ typedef size_t (*lv_mhd_unescape_callback)(void *cls, struct MHD_Connection *con
 
 /** Options of the daemon the HTTPServer target starts; 0 means "MHD's default" for the numbers. */
 struct lv_mhd_options {
-    int listen_fd;                    /* an already bound and listening socket */
+    int listen_fd;                    /* an already bound and listening socket; -1: none, connections come
+                                         through MHD_add_connection (spread over the pool by socket number) */
     unsigned int thread_pool_size;    /* > 1: that many polling threads */
     unsigned int connection_limit;
     unsigned int per_ip_connection_limit;
@@ -34,9 +35,11 @@ static inline struct MHD_Daemon *lv_mhd_start(
 {
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC;
     if (o->turbo) flags |= MHD_USE_TURBO;
+    if (o->listen_fd < 0) flags |= MHD_USE_NO_LISTEN_SOCKET;
     struct MHD_OptionItem items[12];
     int n = 0;
-    items[n++] = (struct MHD_OptionItem){ MHD_OPTION_LISTEN_SOCKET, (intptr_t)o->listen_fd, NULL };
+    if (o->listen_fd >= 0)
+        items[n++] = (struct MHD_OptionItem){ MHD_OPTION_LISTEN_SOCKET, (intptr_t)o->listen_fd, NULL };
     items[n++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, completed_cls };
     items[n++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)notify, notify_cls };
     items[n++] = (struct MHD_OptionItem){ MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)unescape, unescape_cls };

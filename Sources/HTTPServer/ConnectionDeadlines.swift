@@ -1,3 +1,4 @@
+import CMicroHTTPD  // sys/socket.h: SHUT_RDWR
 import Synchronization
 
 #if canImport(Glibc)

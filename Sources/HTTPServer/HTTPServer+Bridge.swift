@@ -8,11 +8,15 @@ import Runtime
 
 // The C side: libmicrohttpd's callbacks, which run on its polling threads. Nothing here waits.
 extension HTTPServer {
-    func startDaemon(listening fd: Int32) -> OpaquePointer? {
+    /// Starts the daemon without a listening socket of its own: `AcceptLoop` hands it the connections.
+    func startDaemon() -> OpaquePointer? {
         var options = lv_mhd_options(
-            listen_fd: fd,
+            listen_fd: -1,
             thread_pool_size: UInt32(configuration.threadCount),
-            connection_limit: UInt32(configuration.connectionLimit),
+            // `AcceptLoop` holds connections to `connectionLimit`. MHD counts a closed connection until it has
+            // cleaned it up, a moment after our close notification: with the same limit it would refuse the
+            // connection just accepted for the freed slot.
+            connection_limit: UInt32(configuration.connectionLimit + AcceptLoop.cleanupSlack),
             per_ip_connection_limit: UInt32(configuration.perAddressConnectionLimit),
             connection_timeout: UInt32(configuration.idleTimeoutSeconds),
             connection_memory_limit: configuration.maxHeaderBytes,
@@ -47,6 +51,7 @@ extension HTTPServer {
                     server.deadlines.opened(connection, socket: lv_mhd_connection_fd(connection), at: server.clock.now())
                 } else {
                     server.deadlines.closed(connection)
+                    server.acceptLoop.withLock { $0 }?.closed()
                 }
             },
             context,

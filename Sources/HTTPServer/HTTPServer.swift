@@ -1,6 +1,7 @@
 import CMicroHTTPD
 import Foundation
 import Runtime
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -24,7 +25,7 @@ public typealias HTTPHandler = @Sendable (HTTPRequest) async -> HTTPResponse
 /// ```
 ///
 /// `run()` serves until its task is cancelled, then shuts down gracefully: stop accepting
-/// (`MHD_quiesce_daemon`), let in-flight requests finish within `shutdownGracePeriod`, answer 503
+/// (`AcceptLoop.stop()`), let in-flight requests finish within `shutdownGracePeriod`, answer 503
 /// to whatever still runs after that, and stop the daemon.
 public final class HTTPServer: Service, Sendable {
     /// The service's name in the service group's logs.
@@ -39,6 +40,8 @@ public final class HTTPServer: Service, Sendable {
     let deadlines = ConnectionDeadlines()
     let liveContexts = InstanceCounter()
     let socket: ListeningSocket
+    /// The running server's accept thread (told of each close).
+    let acceptLoop = Mutex<AcceptLoop?>(nil)
 
     /// Bytes of an oversized upload discarded before the connection is cut instead of answered.
     var discardLimit: Int { max(1 << 20, configuration.maxBodyBytes * 16) }
@@ -92,17 +95,20 @@ public final class HTTPServer: Service, Sendable {
             registry.finish()
             throw HTTPServerError(code: .daemonStartFailed, message: "the listening socket is closed")
         }
-        guard let daemon = startDaemon(listening: fd) else {
+        guard let daemon = startDaemon() else {
             _ = Glibc.close(fd)
             registry.finish()
             throw HTTPServerError(code: .daemonStartFailed, message: "libmicrohttpd refused to start")
         }
+        let handle = DaemonHandle(daemon)
+        let acceptor = AcceptLoop(listening: fd, daemon: handle, connectionLimit: configuration.connectionLimit)
+        acceptLoop.withLock { $0 = acceptor }
+        acceptor.start()
         logger.info("http server listening", ["http.address": address.description])
 
         await tickUntilCancelled()
         // The shutdown must itself wait on time, which a cancelled task cannot: run it in a fresh task.
-        let handle = DaemonHandle(daemon)
-        await Task { await self.shutDown(handle) }.value
+        await Task { await self.shutDown(handle, acceptor: acceptor, listenFD: fd) }.value
     }
 
     /// How often overdue handlers and requests are looked for (the injected clock decides which are overdue).
@@ -146,16 +152,15 @@ public final class HTTPServer: Service, Sendable {
         registry.resumed()
     }
 
-    private func shutDown(_ handle: DaemonHandle) async {
+    private func shutDown(_ handle: DaemonHandle, acceptor: AcceptLoop, listenFD: Int32) async {
         // The grace runs from the moment shutdown begins, before new connections are refused: a caller that sees
         // them refused (a test advancing its clock then) must not find the grace measured from later.
         let graceEnds = clock.now() + configuration.shutdownGracePeriod
         registry.beginDraining()
-        // MHD's threads may still touch the quiesced socket, so it is closed only after MHD_stop_daemon
-        // (closing it earlier let its number be reused under them); shutdown() makes Linux refuse new
+        // The accept thread may still touch the socket, so it is closed only after that thread has ended and
+        // MHD is stopped (closing it earlier let its number be reused); `stop()` makes Linux refuse new
         // connections on it now.
-        let listenFD = MHD_quiesce_daemon(handle.daemon)
-        if listenFD >= 0 { _ = Glibc.shutdown(listenFD, Int32(SHUT_RDWR)) }
+        acceptor.stop()
         logger.info("http server draining", ["http.active": String(registry.counts.active)])
 
         // Until the last request completes or the grace ends on the clock; handlers that run past their own
@@ -180,11 +185,12 @@ public final class HTTPServer: Service, Sendable {
         await registry.wait(until: .noneSuspended)
         // Give the answers just resumed a moment to be written (bounded, in real time: a peer may not read).
         await registry.wait(until: .noneActive) { try? await Task.sleep(for: Self.writeOutLimit) }
-        // MHD_stop_daemon joins MHD's threads: do it off the cooperative pool.
+        // No connection is added past this point; MHD_stop_daemon joins MHD's threads: do it off the cooperative pool.
+        await acceptor.finished()
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             Thread.detachNewThread {
                 MHD_stop_daemon(handle.daemon)
-                if listenFD >= 0 { _ = Glibc.close(listenFD) }
+                _ = Glibc.close(listenFD)
                 done.resume()
             }
         }
@@ -195,8 +201,9 @@ public final class HTTPServer: Service, Sendable {
 
 /// The running daemon, passed from `run()` to the shutdown task.
 final class DaemonHandle: @unchecked Sendable {
-    // @unchecked Sendable: the pointer is written once; MHD_quiesce_daemon and MHD_stop_daemon are
-    // called on it by the shutdown sequence only, one after the other.
+    // @unchecked Sendable: the pointer is written once. MHD_add_connection is called on it by the accept
+    // thread alone (MHD allows that from any thread), and MHD_stop_daemon by the shutdown sequence only
+    // once that thread has ended.
     let daemon: OpaquePointer
     init(_ daemon: OpaquePointer) { self.daemon = daemon }
 }
