@@ -242,20 +242,30 @@ import VisitProjections
         }
     }
 
+    /// A visit put under way through `first`, once `second`'s board holds it (within `within` seconds), and a fix
+    /// 2.5 km out posted through `second` that moves it (`progress`): the technician, their key, the visit and
+    /// the fix's time.
+    static func underWayThroughTheOther(_ first: APIServer, seenBy second: APIServer, within: Double) async throws
+        -> (technician: String, key: String, visitId: String, fixedAt: Double)
+    {
+        let technician = uniqueID("t")
+        let key = try await first.key(.technician, technician)
+        let id = try await Self.visitUnderWay(first, technician: technician)
+        try await eventually("the second process's board holds \(id)", within: within) {
+            second.environment.locations.isTracking(id)
+        }
+        let t = Date().timeIntervalSince1970
+        let answer = try await Self.post(second, technician: technician, key: key, Fix(kilometres: 2.5, recordedAt: t))
+        #expect(Self.events(answer).map { $0["type"] as? String } == ["progress"], "\(answer.text)")
+        return (technician, key, id, t)
+    }
+
     /// Two API processes on one database: a visit put under way through one is on the other's board, and a fix
     /// through the other moves it.
     @Test func anotherProcessSeesVisitsComeUnderWayAndLeave() async throws {
         try await withAPIServer { first in
             try await withAPIServer(databaseURL: first.databaseURL) { second in
-                let technician = uniqueID("t")
-                let key = try await first.key(.technician, technician)
-                let id = try await Self.visitUnderWay(first, technician: technician)
-                try await eventually("the second process's board holds \(id)", within: 10) {
-                    second.environment.locations.isTracking(id)
-                }
-                let t = Date().timeIntervalSince1970
-                let answer = try await Self.post(second, technician: technician, key: key, Fix(kilometres: 2.5, recordedAt: t))
-                #expect(Self.events(answer).map { $0["type"] as? String } == ["progress"])
+                let (technician, key, id, t) = try await Self.underWayThroughTheOther(first, seenBy: second, within: 10)
                 // The first process hears of the new distance: the same fix there changes nothing.
                 try await eventually("the first process's board moved", within: 10) {
                     first.environment.locations.shownKilometres(id) == 2.5
@@ -287,15 +297,7 @@ import VisitProjections
                 try held.execute(script: "BEGIN")
                 try held.query("SELECT pg_current_xact_id()")
                 defer { try? held.execute(script: "ROLLBACK") }
-                let technician = uniqueID("t")
-                let key = try await first.key(.technician, technician)
-                let id = try await Self.visitUnderWay(first, technician: technician)
-                try await eventually("the second process's board holds \(id) behind the open transaction", within: 3) {
-                    second.environment.locations.isTracking(id)
-                }
-                let t = Date().timeIntervalSince1970
-                let answer = try await Self.post(second, technician: technician, key: key, Fix(kilometres: 2.5, recordedAt: t))
-                #expect(Self.events(answer).map { $0["type"] as? String } == ["progress"], "\(answer.text)")
+                _ = try await Self.underWayThroughTheOther(first, seenBy: second, within: 3)
             }
         }
     }
