@@ -118,10 +118,10 @@ public final class TrackingCards: Service {
         ]
     }
 
-    /// Whether the memory answers now.
     /// How many passes over the log have finished (for tests that must know one began after a change).
     public var passesFinished: Int { box.memory.withLock { $0.passes } }
 
+    /// Whether the memory answers now.
     public var isServing: Bool {
         guard tokens.isActive else { return false }
         let trust = Duration.seconds(trustSeconds)
@@ -261,23 +261,13 @@ public final class TrackingCards: Service {
                 guard let checkpoint else { return (try EventStore.head(on: c), [:]) }
                 var touched = unsure
                 let at = try EventStore.readAll(after: checkpoint, on: c) { events in
-                    box.memory.withLock { m in
-                        for event in events where event.streamName.hasPrefix(VisitReadModel.streamPrefix) {
-                            let id = String(event.streamName.dropFirst(VisitReadModel.streamPrefix.count))
-                            if let known = m.cards[id], Int(event.position) > known.shown.state.version { touched.insert(id) }
-                        }
-                    }
+                    touched.formUnion(Self.cardsBehind(events.map { ($0.streamName, $0.position) }, in: box))
                 }
                 // Events committed behind a transaction still open elsewhere in the cluster (a long report, a
                 // dump, another database's work) are not in the log's order yet, but their visits' rows are
                 // current: read those of remembered cards now, or the page would wait for that transaction.
-                let behind = try EventStore.streamsBehindHorizon(after: at, limit: 1000, on: c)
-                box.memory.withLock { m in
-                    for stream in behind where stream.hasPrefix(VisitReadModel.streamPrefix) {
-                        let id = String(stream.dropFirst(VisitReadModel.streamPrefix.count))
-                        if m.cards[id] != nil { touched.insert(id) }
-                    }
-                }
+                let behind = try EventStore.eventsBehindHorizon(after: at, limit: 1000, on: c)
+                touched.formUnion(Self.cardsBehind(behind.map { ($0.streamName, $0.position) }, in: box))
                 var read: [String: TrackingLinks.Shown?] = [:]
                 if !touched.isEmpty {
                     for id in touched { read[id] = .some(nil) }
@@ -306,6 +296,19 @@ public final class TrackingCards: Service {
         } catch {
             box.memory.withLock { $0.unsure.formUnion(unsure) }
             throw error
+        }
+    }
+
+    /// The remembered visits whose card is older than one of `events`.
+    private static func cardsBehind(_ events: [(streamName: String, position: Int64)], in box: Box) -> Set<String> {
+        box.memory.withLock { m in
+            Set(
+                events.compactMap { event -> String? in
+                    guard let id = VisitReadModel.visitId(ofStream: event.streamName), let known = m.cards[id],
+                        Int(event.position) > known.shown.state.version
+                    else { return nil }
+                    return id
+                })
         }
     }
 

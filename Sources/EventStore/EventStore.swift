@@ -342,13 +342,6 @@ public final class EventStore: Sendable {
         }
     }
 
-    /// The streams of `eventsBehindHorizon`.
-    public static func streamsBehindHorizon(after checkpoint: Checkpoint, limit: Int, on connection: PostgresConnection)
-        throws -> Set<String>
-    {
-        Set(try eventsBehindHorizon(after: checkpoint, limit: limit, on: connection).map(\.streamName))
-    }
-
     /// The last checkpoint in follow order of everything committed so far (the end of the log for a reader).
     public static func head(on connection: PostgresConnection) throws -> Checkpoint {
         let rows = try connection.query(

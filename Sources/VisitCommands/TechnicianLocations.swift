@@ -380,8 +380,8 @@ public final class TechnicianLocations: Service {
         _ events: some Sequence<(streamName: String, position: Int64, type: String)>, board: Board
     ) -> Set<String> {
         var ids = Set<String>()
-        for event in events where event.streamName.hasPrefix(VisitReadModel.streamPrefix) {
-            let id = String(event.streamName.dropFirst(VisitReadModel.streamPrefix.count))
+        for event in events {
+            guard let id = VisitReadModel.visitId(ofStream: event.streamName) else { continue }
             if let known = board.visits[id] {
                 if Int(event.position) > known.version { ids.insert(id) }
             } else if event.type == VisitEventType.enRoute.rawValue || event.type == VisitEventType.nearby.rawValue {

@@ -15,6 +15,11 @@ public struct VisitReadModel: Sendable {
     /// A visit's stream is this prefix and its id (`VisitCommandHandler.streamName(for:)`).
     public static let streamPrefix = "visit-"
 
+    /// The visit whose event stream `streamName` is; nil for any other stream.
+    public static func visitId(ofStream streamName: String) -> String? {
+        streamName.hasPrefix(streamPrefix) ? String(streamName.dropFirst(streamPrefix.count)) : nil
+    }
+
     public let rules: ProjectionRules
     /// The technicians read model, kept with this one: every write of visit rows writes their technicians'
     /// rows too (`upsertStatements`).
