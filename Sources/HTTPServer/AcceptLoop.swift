@@ -18,8 +18,8 @@ import Synchronization
 /// closes, as they do when libmicrohttpd accepts. The count is the loop's own — connections handed over, less
 /// those whose close libmicrohttpd reported (`closed()`) — since libmicrohttpd reports a new connection only
 /// once its thread has taken it up. The per-address limit stays libmicrohttpd's (it counts on the
-/// pool's master). `stop()` refuses new connections at once; `finished()` returns once the thread has ended,
-/// after which the daemon may be stopped and the socket closed.
+/// pool's master). `stop()` refuses new connections at once; `waitUntilEnded()` blocks until the thread has
+/// ended, after which the daemon may be stopped and the socket closed.
 final class AcceptLoop: Sendable {
     private let listenFD: Int32
     private let daemon: DaemonHandle
@@ -58,15 +58,9 @@ final class AcceptLoop: Sendable {
         _ = Glibc.shutdown(listenFD, Int32(SHUT_RDWR))
     }
 
-    /// Returns once the thread has ended (after `stop()`), without blocking the caller's thread pool.
-    func finished() async {
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            Thread.detachNewThread { [ended] in
-                ended.wait()
-                ended.signal()  // a second caller returns too
-                done.resume()
-            }
-        }
+    /// Blocks until the thread has ended (after `stop()`); call it once, off the cooperative pool.
+    func waitUntilEnded() {
+        ended.wait()
     }
 
     private func run() {

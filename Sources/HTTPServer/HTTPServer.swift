@@ -185,10 +185,11 @@ public final class HTTPServer: Service, Sendable {
         await registry.wait(until: .noneSuspended)
         // Give the answers just resumed a moment to be written (bounded, in real time: a peer may not read).
         await registry.wait(until: .noneActive) { try? await Task.sleep(for: Self.writeOutLimit) }
-        // No connection is added past this point; MHD_stop_daemon joins MHD's threads: do it off the cooperative pool.
-        await acceptor.finished()
+        // Once the accept thread has ended no connection is added; MHD_stop_daemon joins MHD's threads. Both
+        // block: wait for them off the cooperative pool.
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             Thread.detachNewThread {
+                acceptor.waitUntilEnded()
                 MHD_stop_daemon(handle.daemon)
                 _ = Glibc.close(listenFD)
                 done.resume()
