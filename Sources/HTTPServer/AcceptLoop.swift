@@ -31,6 +31,19 @@ final class AcceptLoop: Sendable {
     /// Connections MHD may hold beyond `connectionLimit`: closed ones it has not cleaned up yet.
     static let cleanupSlack = 256
 
+    /// The limit given to libmicrohttpd, which never refuses what this loop hands over.
+    ///
+    /// libmicrohttpd splits its limit evenly over its threads, and the socket number, not the load, picks a
+    /// connection's thread: every connection may land on one thread. A thread that reaches its share while
+    /// taking up a handed-over connection leaves a lock held in libmicrohttpd 0.9.75 and never polls again
+    /// (the server hangs). So each thread's share is the whole `connectionLimit` plus `cleanupSlack`: MHD
+    /// counts a closed connection until it has cleaned it up, a moment after our close notification.
+    static func daemonConnectionLimit(connectionLimit: Int, threads: Int) -> UInt32 {
+        let perThread = connectionLimit + cleanupSlack
+        let (total, overflow) = perThread.multipliedReportingOverflow(by: max(threads, 1))
+        return overflow || total > Int(UInt32.max) ? UInt32.max : UInt32(total)
+    }
+
     init(listening listenFD: Int32, daemon: DaemonHandle, connectionLimit: Int) {
         self.listenFD = listenFD
         self.daemon = daemon

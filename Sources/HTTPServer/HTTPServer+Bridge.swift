@@ -13,10 +13,8 @@ extension HTTPServer {
         var options = lv_mhd_options(
             listen_fd: -1,
             thread_pool_size: UInt32(configuration.threadCount),
-            // `AcceptLoop` holds connections to `connectionLimit`. MHD counts a closed connection until it has
-            // cleaned it up, a moment after our close notification: with the same limit it would refuse the
-            // connection just accepted for the freed slot.
-            connection_limit: UInt32(configuration.connectionLimit + AcceptLoop.cleanupSlack),
+            connection_limit: AcceptLoop.daemonConnectionLimit(
+                connectionLimit: configuration.connectionLimit, threads: configuration.threadCount),
             per_ip_connection_limit: UInt32(configuration.perAddressConnectionLimit),
             connection_timeout: UInt32(configuration.idleTimeoutSeconds),
             connection_memory_limit: configuration.maxHeaderBytes,

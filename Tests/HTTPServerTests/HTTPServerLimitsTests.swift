@@ -260,6 +260,43 @@ import Testing
         }
     }
 
+    /// libmicrohttpd splits its limit over its threads and the socket number picks a connection's thread, so
+    /// every thread's share must hold the whole limit: in 0.9.75 a thread that reaches its share while taking up
+    /// a handed-over connection keeps a lock and never polls again (`aThousandTricklersDoNotKeepAGoodClientOut`
+    /// hung about one run in fifteen when the shares were split).
+    @Test(arguments: [1, 2, 4, 256]) func everyThreadsShareHoldsTheWholeLimit(threads: Int) {
+        for limit in [1, 1024, 100_000] {
+            let total = Int(AcceptLoop.daemonConnectionLimit(connectionLimit: limit, threads: threads))
+            #expect(total / threads >= limit + AcceptLoop.cleanupSlack, "limit \(limit)")
+        }
+        // Saturates rather than wraps.
+        #expect(AcceptLoop.daemonConnectionLimit(connectionLimit: Int(Int32.max), threads: threads) >= UInt32(Int32.max))
+    }
+
+    /// Connections up to the limit are all served, however they fall on the threads (in this process clients
+    /// and server share one descriptor table, so the socket numbers, and the threads, are uneven).
+    @Test func connectionsUpToTheLimitAreServedWhereverTheyLand() async throws {
+        let count = 900
+        try raiseOpenFilesLimit(atLeast: 2 * count + 512)
+        try await withServer(
+            .test {
+                $0.connectionLimit = count
+                $0.perAddressConnectionLimit = 0
+                $0.threadCount = 4
+            }, handler: echoRouter().handler
+        ) { running in
+            let port = running.port
+            // Opened at once, before the server has taken any up.
+            let clients = try await offPool { try (0..<count).map { _ in try RawClient(port: port, receiveTimeout: 20) } }
+            try await eventually("every connection taken up") { running.server.openConnections == count }
+            let statuses = try await offPool { () -> [Int] in
+                for client in clients { try client.send("GET /json HTTP/1.1\r\nHost: t\r\n\r\n") }
+                return try clients.map { try $0.readResponse().status }
+            }
+            #expect(statuses == Array(repeating: 200, count: count))
+        }
+    }
+
     @Test func abortedUploadsAreReleased() async throws {
         try await withServer(handler: echoRouter().handler) { running in
             let port = running.port
