@@ -18,19 +18,29 @@ public struct OutboxStore: Sendable {
 
     /// The newest deliveries (by id, descending), optionally in one state.
     public func list(state: DeliveryState? = nil, limit: Int = 100) async throws -> [OutboxDelivery] {
-        let limit = min(max(limit, 1), 1000)
-        let stateText = state?.rawValue
+        let statement = OutboxStore.listStatement(state: state, limit: limit)
         return try await pool.withConnection { connection in
-            try connection.query(
-                """
-                SELECT id, apns_id::text AS apns_id, visit_id, customer_id, activity_id, device_id, kind, state, priority,
-                       sent_priority, aps_timestamp, visit_version, attempts, created_at, next_attempt_at, finished_at,
-                       last_status, last_reason
-                FROM deliveries WHERE (\(stateText)::text IS NULL OR state = \(stateText))
-                ORDER BY id DESC LIMIT \(limit)
-                """
-            ).rows.map(OutboxStore.delivery)
+            try connection.query(statement).rows.map(OutboxStore.delivery)
         }
+    }
+
+    /// The statement of `list(state:limit:)`.
+    static func listStatement(state: DeliveryState?, limit: Int) -> PostgresQuery {
+        """
+        SELECT id, apns_id::text AS apns_id, visit_id, customer_id, activity_id, device_id, kind, state, priority,
+               sent_priority, aps_timestamp, visit_version, attempts, created_at, next_attempt_at, finished_at,
+               last_status, last_reason
+        FROM deliveries \(stateFilter(state))
+        ORDER BY id DESC LIMIT \(min(max(limit, 1), 1000))
+        """
+    }
+
+    /// `WHERE state = '<state>'` (or nothing) with the state written into the statement, not bound: only then
+    /// may the planner use a partial index on the rare states (`deliveries_dead_letters`, `webhooks_dead_letters`)
+    /// instead of walking every row by id. The text is one of `DeliveryState`'s own names.
+    public static func stateFilter(_ state: DeliveryState?) -> PostgresQuery {
+        guard let state else { return "" }
+        return PostgresQuery(sql: "WHERE state = '\(state.rawValue)'")
     }
 
     /// One delivery by id.

@@ -165,11 +165,10 @@ public struct WebhookStore: Sendable {
     /// The newest webhooks (by id, descending), optionally in one state.
     public func list(state: DeliveryState? = nil, limit: Int = 100) async throws -> [Webhook] {
         let limit = min(max(limit, 1), 1000)
-        let stateText = state?.rawValue
         return try await pool.withConnection { connection in
             try connection.query(
                 """
-                SELECT \(WebhookStore.columns) FROM webhooks WHERE (\(stateText)::text IS NULL OR state = \(stateText))
+                SELECT \(WebhookStore.columns) FROM webhooks \(OutboxStore.stateFilter(state))
                 ORDER BY id DESC LIMIT \(limit)
                 """
             ).rows.map(WebhookStore.webhook)
