@@ -1,9 +1,12 @@
 import Foundation
+import JSON
 import Postgres
 import Runtime
 import TestSupport
 import Testing
-import VisitProjections
+
+@testable import HTTPAPI
+@testable import VisitProjections
 
 /// `GET /v1/technicians?date=YYYY-MM-DD`: the dispatch desk's day by technician, a projection of the events
 /// kept in the visits' transaction and rebuilt by replay.
@@ -261,5 +264,55 @@ import VisitProjections
                 #expect(try await desk(api, "?date=\(good)").status == 200, "\(good)")
             }
         }
+    }
+}
+
+/// The day's answer is written straight to bytes; it must say exactly what the same answer built as a
+/// `JSONValue` says, whatever the names hold.
+@Suite struct TechnicianDayJSONTests {
+    @Test func theBytesAreTheJSONValuesSerialization() throws {
+        let technicians = [
+            TechnicianReadModel.Technician(
+                id: "t-\"1\"", name: "<img src=x onerror=alert(1)> Zoë \\ \u{1}\n", avatarSymbol: "wrench.fill",
+                vanDescription: "白色 van",
+                visits: [
+                    .init(
+                        visitId: "v-1", status: "enRoute", windowStart: 1_796_515_200, windowEnd: 1_796_518_800,
+                        kilometresAway: 8.3),
+                    .init(visitId: "v-2", status: "completed", windowStart: -5, windowEnd: 0, kilometresAway: 0),
+                ]),
+            TechnicianReadModel.Technician(
+                id: "t-2", name: "", avatarSymbol: "", vanDescription: "",
+                visits: [.init(visitId: "v-3", status: "scheduled", windowStart: 1, windowEnd: 2, kilometresAway: 1e-7)]),
+        ]
+        let tree = JSONValue.object([
+            JSONMember(
+                "technicians",
+                .array(
+                    technicians.map { t -> JSONValue in
+                        .object([
+                            JSONMember("id", .string(t.id)), JSONMember("name", .string(t.name)),
+                            JSONMember("avatarSymbol", .string(t.avatarSymbol)),
+                            JSONMember("vanDescription", .string(t.vanDescription)),
+                            JSONMember(
+                                "visits",
+                                .array(
+                                    t.visits.map { v -> JSONValue in
+                                        .object([
+                                            JSONMember("visitId", .string(v.visitId)), JSONMember("status", .string(v.status)),
+                                            JSONMember(
+                                                "arrivalWindow",
+                                                .object([
+                                                    JSONMember("start", .number(Double(v.windowStart))),
+                                                    JSONMember("end", .number(Double(v.windowEnd))),
+                                                ])),
+                                            JSONMember("kilometresAway", .number(v.kilometresAway)),
+                                        ])
+                                    })),
+                        ])
+                    }))
+        ])
+        #expect(String(decoding: LiveVisitsAPI.dayJSON(technicians), as: UTF8.self) == tree.serializedString())
+        #expect(String(decoding: LiveVisitsAPI.dayJSON([]), as: UTF8.self) == #"{"technicians":[]}"#)
     }
 }
