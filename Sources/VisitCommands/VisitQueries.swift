@@ -13,12 +13,15 @@ public struct VisitQueries: Sendable {
     public let pool: PostgresPool
     public let ledger: LiveActivityLedger
     public let rules: ProjectionRules
+    /// The technicians' days asked for, kept in memory and followed from the log.
+    public let days: TechnicianDays
 
     public init(pool: PostgresPool, ledger: LiveActivityLedger = LiveActivityLedger(), rules: ProjectionRules = .contractDefault)
     {
         self.pool = pool
         self.ledger = ledger
         self.rules = rules
+        days = TechnicianDays(pool: pool)
     }
 
     /// A visit's Live Activity ledger (newest first); nil when the visit does not exist or `visible` says no.
@@ -37,9 +40,10 @@ public struct VisitQueries: Sendable {
     }
 
     /// The technicians with a visit whose current window starts in `[from, to)` (epoch seconds), each with
-    /// those visits (`TechnicianReadModel.day`).
+    /// those visits, as `TechnicianReadModel.day` reads them: from the day kept in memory (`TechnicianDays`),
+    /// brought up to date first.
     public func technicians(from: Int64, to: Int64) async throws -> [TechnicianReadModel.Technician] {
-        try await pool.withConnection { c in try TechnicianReadModel.day(from: from, to: to, on: c) }
+        try await days.day(from: from, to: to)
     }
 
     /// A visit's row, or nil when it does not exist.

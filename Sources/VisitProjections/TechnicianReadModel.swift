@@ -107,6 +107,14 @@ public struct TechnicianReadModel: Sendable {
         public let vanDescription: String
         /// By window start, then end, then visit id.
         public var visits: [Visit]
+
+        public init(id: String, name: String, avatarSymbol: String, vanDescription: String, visits: [Visit]) {
+            self.id = id
+            self.name = name
+            self.avatarSymbol = avatarSymbol
+            self.vanDescription = vanDescription
+            self.visits = visits
+        }
     }
 
     /// One visit of a technician's day.
@@ -116,6 +124,14 @@ public struct TechnicianReadModel: Sendable {
         public let windowStart: Int64
         public let windowEnd: Int64
         public let kilometresAway: Double
+
+        public init(visitId: String, status: String, windowStart: Int64, windowEnd: Int64, kilometresAway: Double) {
+            self.visitId = visitId
+            self.status = status
+            self.windowStart = windowStart
+            self.windowEnd = windowEnd
+            self.kilometresAway = kilometresAway
+        }
     }
 
     /// The technicians with a visit whose current window starts in `[from, to)` (epoch seconds), by name then

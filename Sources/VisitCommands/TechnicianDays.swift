@@ -1,0 +1,256 @@
+import EventStore
+import Foundation
+import Postgres
+import Synchronization
+import VisitProjections
+
+/// The technicians' days (`GET /v1/technicians?date=`) kept in memory, each brought up to date from the event
+/// log before it is answered.
+///
+/// Read whole from the technicians read model, a fleet's day is one statement over tens of thousands of rows
+/// (about 185 ms of PostgreSQL for 60,000 visits), and the dispatch desk's pages ask for it every 2 seconds
+/// while the fleet changes it many times a second. So a day asked for is read whole once, with the log's
+/// checkpoint taken just before; every later ask first runs a pass that reads the events committed since
+/// (gap-safely, `EventStore.readAll(after:)`, and those still behind the snapshot horizon), reads again the
+/// rows of the visits they touched and the names of those visits' technicians, and updates the day. A pass
+/// starts only after the ask came, so an answer shows everything committed before it was asked for, by any
+/// process. One pass runs at a time and serves every ask that came before it started.
+///
+/// A day is read whole again when the read model's table was replaced (`livevisits replay technicians`, a
+/// rebuild) or when more visits changed than `reloadAbove`. A day nobody asked for in `idleSeconds` is
+/// forgotten. Nothing is kept but what the table holds: no personal field.
+public final class TechnicianDays: Sendable {
+    public let pool: PostgresPool
+    /// A day not asked for this long is forgotten, and no longer followed.
+    public static let idleSeconds = 300.0
+    /// More changed visits than this in one pass: the day is read whole again instead.
+    static let reloadAbove = 5_000
+
+    /// One visit of a day, with its technician.
+    struct Entry: Sendable {
+        var technicianId: String
+        var visit: TechnicianReadModel.Visit
+    }
+
+    /// A technician's name, avatar and van: those of their latest booking or reassignment.
+    struct Person: Sendable, Equatable {
+        var name: String
+        var avatarSymbol: String
+        var vanDescription: String
+    }
+
+    /// One day as it stood at `checkpoint` (and the events behind the horizon then).
+    struct Day: Sendable {
+        var from: Int64
+        var to: Int64
+        /// The read model's table this day was read from (its oid): a replay replaces it.
+        var table: Int64
+        var checkpoint: Checkpoint
+        var entries: [String: Entry] = [:]
+        var visitsByTechnician: [String: Set<String>] = [:]
+        var people: [String: Person] = [:]
+
+        mutating func remove(_ visitId: String) {
+            guard let old = entries.removeValue(forKey: visitId) else { return }
+            visitsByTechnician[old.technicianId]?.remove(visitId)
+            if visitsByTechnician[old.technicianId]?.isEmpty == true {
+                visitsByTechnician[old.technicianId] = nil
+                people[old.technicianId] = nil
+            }
+        }
+
+        mutating func put(_ entry: Entry) {
+            remove(entry.visit.visitId)
+            entries[entry.visit.visitId] = entry
+            visitsByTechnician[entry.technicianId, default: []].insert(entry.visit.visitId)
+        }
+
+        /// The answer: technicians by name then id, their visits by window start, then end, then id (names and
+        /// ids in code-point order, as the statement orders them).
+        func technicians() -> [TechnicianReadModel.Technician] {
+            func before(_ a: String, _ b: String) -> Bool? { a == b ? nil : a.utf8.lexicographicallyPrecedes(b.utf8) }
+            let ordered = visitsByTechnician.keys.sorted { a, b in
+                before(people[a]?.name ?? "", people[b]?.name ?? "") ?? before(a, b) ?? false
+            }
+            return ordered.map { id in
+                let person = people[id] ?? Person(name: "", avatarSymbol: "", vanDescription: "")
+                let visits = (visitsByTechnician[id] ?? []).compactMap { entries[$0]?.visit }.sorted { a, b in
+                    if a.windowStart != b.windowStart { return a.windowStart < b.windowStart }
+                    if a.windowEnd != b.windowEnd { return a.windowEnd < b.windowEnd }
+                    return a.visitId.utf8.lexicographicallyPrecedes(b.visitId.utf8)
+                }
+                return TechnicianReadModel.Technician(
+                    id: id, name: person.name, avatarSymbol: person.avatarSymbol, vanDescription: person.vanDescription,
+                    visits: visits)
+            }
+        }
+    }
+
+    /// Who waits for which pass: those that came while one ran wait for the next.
+    enum Gate {
+        case idle
+        case running(current: [CheckedContinuation<Void, any Error>], next: [CheckedContinuation<Void, any Error>])
+    }
+
+    struct Memory {
+        var days: [Int64: Day] = [:]
+        /// When each day was last asked for, by its start.
+        var asked: [Int64: (to: Int64, at: ContinuousClock.Instant)] = [:]
+        var gate = Gate.idle
+        /// Passes run and days read whole, for tests and the benchmark.
+        var passes = 0
+        var loads = 0
+    }
+
+    private let memory = Mutex(Memory())
+
+    public init(pool: PostgresPool) {
+        self.pool = pool
+    }
+
+    /// Passes run so far, and how many of the days they answered were read whole.
+    public var counts: (passes: Int, loads: Int) { memory.withLock { ($0.passes, $0.loads) } }
+
+    /// The technicians with a visit whose current window starts in `[from, to)` (epoch seconds), as
+    /// `TechnicianReadModel.day` answers them, with everything committed before this call.
+    public func day(from: Int64, to: Int64) async throws -> [TechnicianReadModel.Technician] {
+        memory.withLock { $0.asked[from] = (to, .now) }
+        try await withCheckedThrowingContinuation { (waiting: CheckedContinuation<Void, any Error>) in
+            let start = memory.withLock { m -> Bool in
+                switch m.gate {
+                case .idle:
+                    m.gate = .running(current: [waiting], next: [])
+                    return true
+                case .running(let current, let next):
+                    m.gate = .running(current: current, next: next + [waiting])
+                    return false
+                }
+            }
+            if start { Task { await self.runPasses() } }
+        }
+        return try memory.withLock { m in
+            guard let day = m.days[from], day.to == to else {
+                throw PostgresError(code: .protocolViolation, message: "the day from \(from) was not read")
+            }
+            return day.technicians()
+        }
+    }
+
+    /// Runs passes while asks wait for one, each resuming those that came before it started.
+    private func runPasses() async {
+        while true {
+            var failure: (any Error)?
+            do { try await pass() } catch { failure = error }
+            let (done, more) = memory.withLock { m -> ([CheckedContinuation<Void, any Error>], Bool) in
+                guard case .running(let current, let next) = m.gate else { return ([], false) }
+                m.gate = next.isEmpty ? .idle : .running(current: next, next: [])
+                return (current, !next.isEmpty)
+            }
+            for waiting in done {
+                if let failure { waiting.resume(throwing: failure) } else { waiting.resume() }
+            }
+            if !more { return }
+        }
+    }
+
+    /// One pass: every day asked for lately brought up to date (or read whole), the others forgotten.
+    private func pass() async throws {
+        let idle = ContinuousClock.now - .seconds(Self.idleSeconds)
+        let (wanted, known) = memory.withLock { m -> ([(from: Int64, to: Int64)], [Int64: Day]) in
+            m.asked = m.asked.filter { $0.value.at > idle }
+            m.days = m.days.filter { m.asked[$0.key]?.to == $0.value.to }
+            return (m.asked.map { ($0.key, $0.value.to) }, m.days)
+        }
+        let updated = try await pool.withConnection { c -> [Int64: (day: Day, loaded: Bool)] in
+            let table = try c.query("SELECT 'technician_visits'::regclass::oid::int8 AS oid").rows[0].int64("oid")
+            var updated: [Int64: (day: Day, loaded: Bool)] = [:]
+            for (from, to) in wanted {
+                if var day = known[from], day.table == table, try Self.follow(&day, on: c) {
+                    updated[from] = (day, false)
+                } else {
+                    updated[from] = (try Self.load(from: from, to: to, table: table, on: c), true)
+                }
+            }
+            return updated
+        }
+        memory.withLock { m in
+            for (from, result) in updated where m.asked[from] != nil { m.days[from] = result.day }
+            m.passes += 1
+            m.loads += updated.values.filter(\.loaded).count
+        }
+    }
+
+    /// Reads a day whole: the log's checkpoint first, then the rows (which show at least everything up to it).
+    static func load(from: Int64, to: Int64, table: Int64, on c: PostgresConnection) throws -> Day {
+        var day = Day(from: from, to: to, table: table, checkpoint: try EventStore.head(on: c))
+        for technician in try TechnicianReadModel.day(from: from, to: to, on: c) {
+            day.people[technician.id] = Person(
+                name: technician.name, avatarSymbol: technician.avatarSymbol, vanDescription: technician.vanDescription)
+            for visit in technician.visits { day.put(Entry(technicianId: technician.id, visit: visit)) }
+        }
+        return day
+    }
+
+    /// Brings `day` up to date from the log; false when it is cheaper (or, past the limit of events behind the
+    /// horizon, only safe) to read it whole.
+    static func follow(_ day: inout Day, on c: PostgresConnection) throws -> Bool {
+        var touched = Set<String>()
+        var tooMany = false
+        let at = try EventStore.readAll(after: day.checkpoint, on: c) { events in
+            for event in events {
+                if let id = VisitReadModel.visitId(ofStream: event.streamName) { touched.insert(id) }
+            }
+            if touched.count > reloadAbove { tooMany = true }
+        }
+        // Committed, but behind a transaction still open somewhere in the cluster: their rows are current, so
+        // read them now (the checkpoint stays before them; `readAll` gives them again once the horizon passes).
+        let behind = try EventStore.eventsBehindHorizon(after: at, limit: 1000, on: c)
+        for event in behind {
+            if let id = VisitReadModel.visitId(ofStream: event.streamName) { touched.insert(id) }
+        }
+        if tooMany || behind.count == 1000 || touched.count > reloadAbove { return false }
+        day.checkpoint = at
+        guard !touched.isEmpty else { return true }
+        let rows = try c.query(
+            """
+            SELECT visit_id, technician_id, status, window_start, window_end, kilometres_away
+            FROM technician_visits WHERE visit_id = ANY(\(PostgresBinaryArray(Array(touched)))::text[])
+            """
+        ).rows
+        // Whose name may have changed: the technicians of the visits touched, before and after.
+        var technicians = Set(touched.compactMap { day.entries[$0]?.technicianId })
+        var seen = Set<String>()
+        for row in rows {
+            let visitId = try row.string("visit_id")
+            let technicianId = try row.string("technician_id")
+            seen.insert(visitId)
+            technicians.insert(technicianId)
+            let start = try row.int64("window_start")
+            guard start >= day.from, start < day.to else {
+                day.remove(visitId)
+                continue
+            }
+            day.put(
+                Entry(
+                    technicianId: technicianId,
+                    visit: TechnicianReadModel.Visit(
+                        visitId: visitId, status: try row.string("status"), windowStart: start,
+                        windowEnd: try row.int64("window_end"), kilometresAway: try row.double("kilometres_away"))))
+        }
+        for gone in touched.subtracting(seen) { day.remove(gone) }
+        let present = technicians.filter { day.visitsByTechnician[$0] != nil }
+        guard !present.isEmpty else { return true }
+        for row in try c.query(
+            """
+            SELECT DISTINCT ON (technician_id) technician_id, technician_name, avatar_symbol, van_description
+            FROM technician_visits WHERE technician_id = ANY(\(PostgresBinaryArray(Array(present)))::text[])
+            ORDER BY technician_id, assigned_position DESC
+            """
+        ).rows {
+            day.people[try row.string("technician_id")] = Person(
+                name: try row.string("technician_name"), avatarSymbol: try row.string("avatar_symbol"),
+                vanDescription: try row.string("van_description"))
+        }
+        return true
+    }
+}
