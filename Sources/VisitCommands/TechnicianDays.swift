@@ -39,7 +39,7 @@ public final class TechnicianDays: Sendable {
         var vanDescription: String
     }
 
-    /// One day as it stood at `checkpoint` (and the events behind the horizon then).
+    /// One day as it stood at `checkpoint` (and the events behind the horizon then), with its answer.
     struct Day: Sendable {
         var from: Int64
         var to: Int64
@@ -49,40 +49,79 @@ public final class TechnicianDays: Sendable {
         var entries: [String: Entry] = [:]
         var visitsByTechnician: [String: Set<String>] = [:]
         var people: [String: Person] = [:]
+        /// Each technician's element of the answer, as written at the last `refresh()`.
+        var fragments: [String: [UInt8]] = [:]
+        /// Technicians whose element is to be written again.
+        var changed: Set<String> = []
+        /// The technicians in the answer's order; nil when it is to be sorted again.
+        var order: [String]?
+        /// The answer as of the last `refresh()`.
+        var body: [UInt8] = []
 
         mutating func remove(_ visitId: String) {
             guard let old = entries.removeValue(forKey: visitId) else { return }
+            changed.insert(old.technicianId)
             visitsByTechnician[old.technicianId]?.remove(visitId)
             if visitsByTechnician[old.technicianId]?.isEmpty == true {
                 visitsByTechnician[old.technicianId] = nil
                 people[old.technicianId] = nil
+                fragments[old.technicianId] = nil
+                order = nil
             }
         }
 
         mutating func put(_ entry: Entry) {
             remove(entry.visit.visitId)
             entries[entry.visit.visitId] = entry
+            if visitsByTechnician[entry.technicianId] == nil { order = nil }
             visitsByTechnician[entry.technicianId, default: []].insert(entry.visit.visitId)
+            changed.insert(entry.technicianId)
         }
 
-        /// The answer: technicians by name then id, their visits by window start, then end, then id (names and
-        /// ids in code-point order, as the statement orders them).
-        func technicians() -> [TechnicianReadModel.Technician] {
-            func before(_ a: String, _ b: String) -> Bool? { a == b ? nil : a.utf8.lexicographicallyPrecedes(b.utf8) }
-            let ordered = visitsByTechnician.keys.sorted { a, b in
-                before(people[a]?.name ?? "", people[b]?.name ?? "") ?? before(a, b) ?? false
-            }
-            return ordered.map { id in
+        mutating func name(_ technicianId: String, _ person: Person) {
+            guard people[technicianId] != person else { return }
+            if people[technicianId]?.name != person.name { order = nil }
+            people[technicianId] = person
+            changed.insert(technicianId)
+        }
+
+        /// Writes the changed technicians' elements again and the answer: technicians by name then id, their
+        /// visits by window start, then end, then id (names and ids in code-point order, as the statement
+        /// orders them).
+        mutating func refresh() {
+            guard !changed.isEmpty || order == nil else { return }
+            for id in changed {
+                guard let ids = visitsByTechnician[id] else { continue }
                 let person = people[id] ?? Person(name: "", avatarSymbol: "", vanDescription: "")
-                let visits = (visitsByTechnician[id] ?? []).compactMap { entries[$0]?.visit }.sorted { a, b in
+                let visits = ids.compactMap { entries[$0]?.visit }.sorted { a, b in
                     if a.windowStart != b.windowStart { return a.windowStart < b.windowStart }
                     if a.windowEnd != b.windowEnd { return a.windowEnd < b.windowEnd }
                     return a.visitId.utf8.lexicographicallyPrecedes(b.visitId.utf8)
                 }
-                return TechnicianReadModel.Technician(
+                var fragment: [UInt8] = []
+                TechnicianReadModel.Technician(
                     id: id, name: person.name, avatarSymbol: person.avatarSymbol, vanDescription: person.vanDescription,
-                    visits: visits)
+                    visits: visits
+                ).writeJSON(to: &fragment)
+                fragments[id] = fragment
             }
+            changed = []
+            if order == nil {
+                let keyed = visitsByTechnician.keys.map { (id: $0, name: people[$0]?.name ?? "") }
+                order = keyed.sorted { a, b in
+                    a.name == b.name
+                        ? a.id.utf8.lexicographicallyPrecedes(b.id.utf8) : a.name.utf8.lexicographicallyPrecedes(b.name.utf8)
+                }.map(\.id)
+            }
+            var out: [UInt8] = []
+            out.reserveCapacity(body.count + 4096)
+            out.append(contentsOf: #"{"technicians":["#.utf8)
+            for (n, id) in (order ?? []).enumerated() {
+                if n > 0 { out.append(UInt8(ascii: ",")) }
+                out.append(contentsOf: fragments[id] ?? [])
+            }
+            out.append(contentsOf: "]}".utf8)
+            body = out
         }
     }
 
@@ -112,8 +151,9 @@ public final class TechnicianDays: Sendable {
     public var counts: (passes: Int, loads: Int) { memory.withLock { ($0.passes, $0.loads) } }
 
     /// The technicians with a visit whose current window starts in `[from, to)` (epoch seconds), as
-    /// `TechnicianReadModel.day` answers them, with everything committed before this call.
-    public func day(from: Int64, to: Int64) async throws -> [TechnicianReadModel.Technician] {
+    /// `TechnicianReadModel.json` writes what `TechnicianReadModel.day` reads, with everything committed before
+    /// this call.
+    public func day(from: Int64, to: Int64) async throws -> [UInt8] {
         memory.withLock { $0.asked[from] = (to, .now) }
         try await withCheckedThrowingContinuation { (waiting: CheckedContinuation<Void, any Error>) in
             let start = memory.withLock { m -> Bool in
@@ -132,7 +172,7 @@ public final class TechnicianDays: Sendable {
             guard let day = m.days[from], day.to == to else {
                 throw PostgresError(code: .protocolViolation, message: "the day from \(from) was not read")
             }
-            return day.technicians()
+            return day.body
         }
     }
 
@@ -184,10 +224,12 @@ public final class TechnicianDays: Sendable {
     static func load(from: Int64, to: Int64, table: Int64, on c: PostgresConnection) throws -> Day {
         var day = Day(from: from, to: to, table: table, checkpoint: try EventStore.head(on: c))
         for technician in try TechnicianReadModel.day(from: from, to: to, on: c) {
-            day.people[technician.id] = Person(
-                name: technician.name, avatarSymbol: technician.avatarSymbol, vanDescription: technician.vanDescription)
             for visit in technician.visits { day.put(Entry(technicianId: technician.id, visit: visit)) }
+            day.name(
+                technician.id,
+                Person(name: technician.name, avatarSymbol: technician.avatarSymbol, vanDescription: technician.vanDescription))
         }
+        day.refresh()
         return day
     }
 
@@ -210,6 +252,7 @@ public final class TechnicianDays: Sendable {
         }
         if tooMany || behind.count == 1000 || touched.count > reloadAbove { return false }
         day.checkpoint = at
+        defer { day.refresh() }
         guard !touched.isEmpty else { return true }
         let rows = try c.query(
             """
@@ -247,9 +290,11 @@ public final class TechnicianDays: Sendable {
             ORDER BY technician_id, assigned_position DESC
             """
         ).rows {
-            day.people[try row.string("technician_id")] = Person(
-                name: try row.string("technician_name"), avatarSymbol: try row.string("avatar_symbol"),
-                vanDescription: try row.string("van_description"))
+            day.name(
+                try row.string("technician_id"),
+                Person(
+                    name: try row.string("technician_name"), avatarSymbol: try row.string("avatar_symbol"),
+                    vanDescription: try row.string("van_description")))
         }
         return true
     }

@@ -39,10 +39,10 @@ public struct VisitQueries: Sendable {
         }
     }
 
-    /// The technicians with a visit whose current window starts in `[from, to)` (epoch seconds), each with
-    /// those visits, as `TechnicianReadModel.day` reads them: from the day kept in memory (`TechnicianDays`),
-    /// brought up to date first.
-    public func technicians(from: Int64, to: Int64) async throws -> [TechnicianReadModel.Technician] {
+    /// `GET /v1/technicians`'s answer for the day `[from, to)` (epoch seconds): the technicians with a visit
+    /// whose current window starts in it, each with those visits, as `TechnicianReadModel.day` reads them,
+    /// from the day kept in memory (`TechnicianDays`) brought up to date first.
+    public func technicianDay(from: Int64, to: Int64) async throws -> [UInt8] {
         try await days.day(from: from, to: to)
     }
 

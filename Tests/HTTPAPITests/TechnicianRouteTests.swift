@@ -53,7 +53,8 @@ import Testing
         let from = Int64(Self.day + (dayText == Self.dayText ? 0 : 86_400))
         return try await api.pool.withConnection { c in
             String(
-                decoding: LiveVisitsAPI.dayJSON(try TechnicianReadModel.day(from: from, to: from + 86_400, on: c)), as: UTF8.self)
+                decoding: TechnicianReadModel.json(try TechnicianReadModel.day(from: from, to: from + 86_400, on: c)),
+                as: UTF8.self)
         }
     }
 
@@ -389,7 +390,7 @@ import Testing
                         ])
                     }))
         ])
-        #expect(String(decoding: LiveVisitsAPI.dayJSON(technicians), as: UTF8.self) == tree.serializedString())
-        #expect(String(decoding: LiveVisitsAPI.dayJSON([]), as: UTF8.self) == #"{"technicians":[]}"#)
+        #expect(String(decoding: TechnicianReadModel.json(technicians), as: UTF8.self) == tree.serializedString())
+        #expect(String(decoding: TechnicianReadModel.json([]), as: UTF8.self) == #"{"technicians":[]}"#)
     }
 }
