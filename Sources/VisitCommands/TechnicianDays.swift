@@ -71,10 +71,13 @@ public final class TechnicianDays: Sendable {
         }
 
         mutating func put(_ entry: Entry) {
-            remove(entry.visit.visitId)
-            entries[entry.visit.visitId] = entry
+            let id = entry.visit.visitId
+            // Kept in place when its technician stays: removing it first would drop a technician's only visit,
+            // and with it their name and place in the order.
+            if let old = entries[id], old.technicianId != entry.technicianId { remove(id) }
+            entries[id] = entry
             if visitsByTechnician[entry.technicianId] == nil { order = nil }
-            visitsByTechnician[entry.technicianId, default: []].insert(entry.visit.visitId)
+            visitsByTechnician[entry.technicianId, default: []].insert(id)
             changed.insert(entry.technicianId)
         }
 
