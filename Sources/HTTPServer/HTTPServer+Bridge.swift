@@ -189,9 +189,10 @@ extension HTTPServer {
 
     /// Queues `response` on the request's connection (MHD copies the body).
     func queue(_ response: HTTPResponse, for request: RequestContext) -> MHD_Result {
-        var body = response.body
-        let made = body.withUnsafeMutableBytes { bytes in
-            MHD_create_response_from_buffer(bytes.count, bytes.baseAddress, .RESPMEM_MUST_COPY)
+        // Read only (MUST_COPY): the mutable pointer 0.9's signature asks for is never written through, and
+        // asking `Data` for mutable bytes would copy a body it shares with the response first.
+        let made = response.body.withUnsafeBytes { bytes in
+            MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
         }
         guard let made else { return .NO }
         defer { MHD_destroy_response(made) }
