@@ -226,14 +226,51 @@ public final class TechnicianDays: Sendable {
     /// Reads a day whole: the log's checkpoint first, then the rows (which show at least everything up to it).
     static func load(from: Int64, to: Int64, table: Int64, on c: PostgresConnection) throws -> Day {
         var day = Day(from: from, to: to, table: table, checkpoint: try EventStore.head(on: c))
-        for technician in try TechnicianReadModel.day(from: from, to: to, on: c) {
-            for visit in technician.visits { day.put(Entry(technicianId: technician.id, visit: visit)) }
-            day.name(
-                technician.id,
-                Person(name: technician.name, avatarSymbol: technician.avatarSymbol, vanDescription: technician.vanDescription))
+        // The day's rows and their technicians' names, unordered: the day orders itself (`refresh()`), and
+        // PostgreSQL's sort of the whole day was most of what reading it cost.
+        for entry in try entries(
+            "SELECT \(rowColumns) FROM technician_visits WHERE window_start >= \(from) AND window_start < \(to)", on: c)
+        {
+            day.put(entry)
         }
+        try name(Set(day.visitsByTechnician.keys), in: &day, on: c)
         day.refresh()
         return day
+    }
+
+    static let rowColumns: PostgresQuery = "visit_id, technician_id, status, window_start, window_end, kilometres_away"
+
+    /// The rows a statement selects (`rowColumns`), as entries.
+    static func entries(_ statement: PostgresQuery, on c: PostgresConnection) throws -> [Entry] {
+        try c.query(statement).rows.map { row in
+            Entry(
+                technicianId: try row.string("technician_id"),
+                visit: TechnicianReadModel.Visit(
+                    visitId: try row.string("visit_id"), status: try row.string("status"),
+                    windowStart: try row.int64("window_start"), windowEnd: try row.int64("window_end"),
+                    kilometresAway: try row.double("kilometres_away")))
+        }
+    }
+
+    /// Sets the name, avatar and van of each of `technicians`: those of their latest booking or reassignment,
+    /// on whatever day (one probe of `technician_visits_by_assignment` each, however many days the table holds).
+    static func name(_ technicians: Set<String>, in day: inout Day, on c: PostgresConnection) throws {
+        guard !technicians.isEmpty else { return }
+        for row in try c.query(
+            """
+            SELECT t.id AS technician_id, l.technician_name, l.avatar_symbol, l.van_description
+            FROM unnest(\(PostgresBinaryArray(Array(technicians)))::text[]) AS t(id)
+            CROSS JOIN LATERAL (
+                SELECT technician_name, avatar_symbol, van_description FROM technician_visits a
+                WHERE a.technician_id = t.id ORDER BY a.assigned_position DESC LIMIT 1) l
+            """
+        ).rows {
+            day.name(
+                try row.string("technician_id"),
+                Person(
+                    name: try row.string("technician_name"), avatarSymbol: try row.string("avatar_symbol"),
+                    vanDescription: try row.string("van_description")))
+        }
     }
 
     /// Brings `day` up to date from the log; false when it is cheaper (or, past the limit of events behind the
@@ -257,48 +294,23 @@ public final class TechnicianDays: Sendable {
         day.checkpoint = at
         defer { day.refresh() }
         guard !touched.isEmpty else { return true }
-        let rows = try c.query(
-            """
-            SELECT visit_id, technician_id, status, window_start, window_end, kilometres_away
-            FROM technician_visits WHERE visit_id = ANY(\(PostgresBinaryArray(Array(touched)))::text[])
-            """
-        ).rows
+        let rows = try entries(
+            "SELECT \(rowColumns) FROM technician_visits WHERE visit_id = ANY(\(PostgresBinaryArray(Array(touched)))::text[])",
+            on: c)
         // Whose name may have changed: the technicians of the visits touched, before and after.
         var technicians = Set(touched.compactMap { day.entries[$0]?.technicianId })
         var seen = Set<String>()
-        for row in rows {
-            let visitId = try row.string("visit_id")
-            let technicianId = try row.string("technician_id")
-            seen.insert(visitId)
-            technicians.insert(technicianId)
-            let start = try row.int64("window_start")
-            guard start >= day.from, start < day.to else {
-                day.remove(visitId)
-                continue
+        for entry in rows {
+            seen.insert(entry.visit.visitId)
+            technicians.insert(entry.technicianId)
+            if entry.visit.windowStart >= day.from, entry.visit.windowStart < day.to {
+                day.put(entry)
+            } else {
+                day.remove(entry.visit.visitId)
             }
-            day.put(
-                Entry(
-                    technicianId: technicianId,
-                    visit: TechnicianReadModel.Visit(
-                        visitId: visitId, status: try row.string("status"), windowStart: start,
-                        windowEnd: try row.int64("window_end"), kilometresAway: try row.double("kilometres_away"))))
         }
         for gone in touched.subtracting(seen) { day.remove(gone) }
-        let present = technicians.filter { day.visitsByTechnician[$0] != nil }
-        guard !present.isEmpty else { return true }
-        for row in try c.query(
-            """
-            SELECT DISTINCT ON (technician_id) technician_id, technician_name, avatar_symbol, van_description
-            FROM technician_visits WHERE technician_id = ANY(\(PostgresBinaryArray(Array(present)))::text[])
-            ORDER BY technician_id, assigned_position DESC
-            """
-        ).rows {
-            day.name(
-                try row.string("technician_id"),
-                Person(
-                    name: try row.string("technician_name"), avatarSymbol: try row.string("avatar_symbol"),
-                    vanDescription: try row.string("van_description")))
-        }
+        try name(technicians.filter { day.visitsByTechnician[$0] != nil }, in: &day, on: c)
         return true
     }
 }
