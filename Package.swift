@@ -29,12 +29,14 @@ let package = Package(
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CNGHTTP2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // glibc's malloc.h (the allocator's settings), which Swift's Glibc module leaves out.
+        .systemLibrary(name: "CMalloc"),
 
         // The one JSON reader/writer (order-keeping, byte-exact, numbers apart from booleans). Pure, no I/O.
         .target(name: "JSON"),
 
         // Process plumbing shared by every service: clock, logger, metrics, service group, base64url, SplitMix64.
-        .target(name: "Runtime", dependencies: ["JSON"]),
+        .target(name: "Runtime", dependencies: ["CMalloc", "JSON"]),
 
         // The pure domain: events, state machine, fold, rules, push plans, aps bodies. No I/O.
         .target(name: "VisitDomain", dependencies: ["JSON"]),
