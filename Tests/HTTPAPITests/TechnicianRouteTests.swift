@@ -32,6 +32,14 @@ import Testing
         try await withAPIServer(clock: clock) { api in try await body(api, clock) }
     }
 
+    /// Two API processes on one database, on one clock.
+    func withTwoDesks(_ body: (APIServer, APIServer) async throws -> Void) async throws {
+        let clock = ManualClock(now: Double(Self.day + 10 * 3600))
+        try await withAPIServer(clock: clock) { first in
+            try await withAPIServer(databaseURL: first.databaseURL, clock: clock) { second in try await body(first, second) }
+        }
+    }
+
     func book(
         _ api: APIServer, _ visitId: String, _ technician: String, _ name: String, van: String = "White van", start: Int, end: Int
     )
@@ -186,54 +194,48 @@ import Testing
     /// wait, what the other wrote — a booking, a reassignment that renames the technician, progress, a visit
     /// moved to the next day — byte for byte as the statement reads the table, without reading the day whole.
     @Test func aDayHeldInMemoryShowsAtOnceWhatAnotherProcessWrote() async throws {
-        let clock = ManualClock(now: Double(Self.day + 10 * 3600))
-        try await withAPIServer(clock: clock) { first in
-            try await withAPIServer(databaseURL: first.databaseURL, clock: clock) { second in
-                let d = Self.day
-                try await book(first, "v-1", "t-1", "Sam", start: d + 9 * 3600, end: d + 10 * 3600)
-                try await book(first, "v-3", "t-3", "Lee", start: d + 13 * 3600, end: d + 14 * 3600)
-                #expect(outline(try await desk(first)) == ["t-3 Lee: v-3", "t-1 Sam: v-1"])
-                let loads = first.environment.visits.days.counts.loads
+        try await withTwoDesks { first, second in
+            let d = Self.day
+            try await book(first, "v-1", "t-1", "Sam", start: d + 9 * 3600, end: d + 10 * 3600)
+            try await book(first, "v-3", "t-3", "Lee", start: d + 13 * 3600, end: d + 14 * 3600)
+            #expect(outline(try await desk(first)) == ["t-3 Lee: v-3", "t-1 Sam: v-1"])
+            let loads = first.environment.visits.days.counts.loads
 
-                try await book(second, "v-2", "t-2", "Kim", start: d + 11 * 3600, end: d + 12 * 3600)
-                let reassigned = try await second.post(
-                    "v-1",
-                    #"{"type":"reassigned","technician":{"id":"t-2","name":"Kimberly","avatarSymbol":"a","vanDescription":"b"}}"#)
-                #expect(reassigned.status == 201, "\(reassigned.text)")
-                #expect(try await second.post("v-2", #"{"type":"enRoute","kilometresAway":7.25}"#).status == 201)
-                let moved = try await second.post(
-                    "v-3", #"{"type":"progress","arrivalWindow":{"start":\#(d + 86_400),"end":\#(d + 86_400 + 60)}}"#)
-                #expect(moved.status == 201, "\(moved.text)")
+            try await book(second, "v-2", "t-2", "Kim", start: d + 11 * 3600, end: d + 12 * 3600)
+            let reassigned = try await second.post(
+                "v-1",
+                #"{"type":"reassigned","technician":{"id":"t-2","name":"Kimberly","avatarSymbol":"a","vanDescription":"b"}}"#)
+            #expect(reassigned.status == 201, "\(reassigned.text)")
+            #expect(try await second.post("v-2", #"{"type":"enRoute","kilometresAway":7.25}"#).status == 201)
+            let moved = try await second.post(
+                "v-3", #"{"type":"progress","arrivalWindow":{"start":\#(d + 86_400),"end":\#(d + 86_400 + 60)}}"#)
+            #expect(moved.status == 201, "\(moved.text)")
 
-                let answer = try await desk(first)
-                #expect(outline(answer) == ["t-2 Kimberly: v-1,v-2"])
-                #expect(answer.text == (try await stored(first, Self.dayText)))
-                #expect(outline(try await desk(first, "?date=2026-12-07")) == ["t-3 Lee: v-3"])
-                #expect(first.environment.visits.days.counts.loads == loads + 1, "the day was read whole again")
-            }
+            let answer = try await desk(first)
+            #expect(outline(answer) == ["t-2 Kimberly: v-1,v-2"])
+            #expect(answer.text == (try await stored(first, Self.dayText)))
+            #expect(outline(try await desk(first, "?date=2026-12-07")) == ["t-3 Lee: v-3"])
+            #expect(first.environment.visits.days.counts.loads == loads + 1, "the day was read whole again")
         }
     }
 
     /// An event committed while an older transaction is still open elsewhere in the cluster waits behind the
     /// snapshot horizon before the log gives it in order; the day shows it at the next ask all the same.
     @Test func aDayShowsWhatWasCommittedBehindAnOpenTransaction() async throws {
-        let clock = ManualClock(now: Double(Self.day + 10 * 3600))
-        try await withAPIServer(clock: clock) { first in
-            try await withAPIServer(databaseURL: first.databaseURL, clock: clock) { second in
-                let d = Self.day
-                try await book(first, "v-1", "t-1", "Sam", start: d + 9 * 3600, end: d + 10 * 3600)
-                #expect(outline(try await desk(first)) == ["t-1 Sam: v-1"])
-                // A transaction with an id, open until the check is done: the snapshot horizon stays below it.
-                let held = try PostgresConnection(url: first.databaseURL)
-                try held.execute(script: "BEGIN")
-                try held.query("SELECT pg_current_xact_id()")
-                defer { try? held.execute(script: "ROLLBACK") }
-                try await book(second, "v-2", "t-2", "Kim", start: d + 11 * 3600, end: d + 12 * 3600)
-                #expect(try await second.post("v-1", #"{"type":"enRoute","kilometresAway":3.5}"#).status == 201)
-                let answer = try await desk(first)
-                #expect(outline(answer) == ["t-2 Kim: v-2", "t-1 Sam: v-1"])
-                #expect(answer.text == (try await stored(first, Self.dayText)))
-            }
+        try await withTwoDesks { first, second in
+            let d = Self.day
+            try await book(first, "v-1", "t-1", "Sam", start: d + 9 * 3600, end: d + 10 * 3600)
+            #expect(outline(try await desk(first)) == ["t-1 Sam: v-1"])
+            // A transaction with an id, open until the check is done: the snapshot horizon stays below it.
+            let held = try PostgresConnection(url: first.databaseURL)
+            try held.execute(script: "BEGIN")
+            try held.query("SELECT pg_current_xact_id()")
+            defer { try? held.execute(script: "ROLLBACK") }
+            try await book(second, "v-2", "t-2", "Kim", start: d + 11 * 3600, end: d + 12 * 3600)
+            #expect(try await second.post("v-1", #"{"type":"enRoute","kilometresAway":3.5}"#).status == 201)
+            let answer = try await desk(first)
+            #expect(outline(answer) == ["t-2 Kim: v-2", "t-1 Sam: v-1"])
+            #expect(answer.text == (try await stored(first, Self.dayText)))
         }
     }
 
