@@ -164,11 +164,13 @@ struct TrackingBenchmark {
                                 "round %d, with pages: %.0f events/s (HTTP p99 %.1f ms); state: %d requests = %.0f/s, %d failed; "
                                 + "%d answered at once: p50 %.1f ms, p99 %.1f ms, max %.1f ms; %d held to their end: "
                                 + "answered p99 %.1f ms past it; %d events to tracked visits shown p50 %.0f ms, p99 %.0f ms, "
-                                + "max %.0f ms after their 201 (%d not seen); %@; load %@",
+                                + "max %.0f ms after their 201 (%d not seen); GET /healthz beside them (the floor): %d, "
+                                + "p50 %.1f ms, p99 %.1f ms; %@; load %@",
                             round, run.eventsPerSecond, run.httpP99 * 1000, figures.requests, figures.perSecond,
                             figures.failed, figures.immediate, figures.p50 * 1000, figures.p99 * 1000, figures.max * 1000,
                             figures.heldOut, figures.overrunP99 * 1000, figures.changes, figures.changeP50 * 1000,
-                            figures.changeP99 * 1000, figures.changeMax * 1000, figures.missed, Self.cores(run),
+                            figures.changeP99 * 1000, figures.changeMax * 1000, figures.missed, figures.floor,
+                            figures.floorP50 * 1000, figures.floorP99 * 1000, Self.cores(run),
                             PipelineBenchmark.loadAverage()))
                 } else {
                     let run = try await pipeline.load(
@@ -186,6 +188,7 @@ struct TrackingBenchmark {
         let on = with.map(\.run.eventsPerSecond)
         let mean = { (values: [Double]) in values.reduce(0, +) / Double(max(values.count, 1)) }
         let p99s = with.map(\.pages.p99)
+        let floors = with.map(\.pages.floorP99)
         say("")
         say(
             String(
@@ -198,6 +201,13 @@ struct TrackingBenchmark {
                     + "%.0f requests/s; an event shown p99 %.0f ms after its 201 (target < 2,000 ms)",
                 mean(p99s) * 1000, p99s.map { String(format: "%.1f", $0 * 1000) }.joined(separator: ", "),
                 mean(with.map(\.pages.perSecond)), mean(with.map(\.pages.changeP99)) * 1000))
+        say(
+            String(
+                format:
+                    "GET /healthz beside them, the floor of any answer on this machine under the same load: p99 %.1f ms "
+                    + "(rounds: %@); the state's p99 over the floor's: %.2f",
+                mean(floors) * 1000, floors.map { String(format: "%.1f", $0 * 1000) }.joined(separator: ", "),
+                mean(p99s) / mean(floors)))
         say(String(format: "page weight %d bytes (target < 30,720)", weight.total))
     }
 
@@ -264,7 +274,16 @@ struct TrackingBenchmark {
         var changeP50 = 0.0
         var changeP99 = 0.0
         var changeMax = 0.0
+        /// The reference beside them: `GET /healthz`, answered with no database and nothing of ours to read.
+        var floor = 0
+        var floorP50 = 0.0
+        var floorP99 = 0.0
     }
+
+    /// The reference's clients, and how many of its requests go out a second in all (about as many as the
+    /// pages' plain asks).
+    static let floorClients = 20
+    static let floorPerSecond = 20.0
 
     /// The pages open and asking (a warm-up first: one hold, or two poll periods with `conditional`, so that the
     /// pages, opened at random moments over it, ask as steadily as pages open for long), the pipeline's load
@@ -286,9 +305,13 @@ struct TrackingBenchmark {
             PagePoller(
                 token: $0.token, every: Self.pollSeconds, firstWithin: spread, until: until, conditional: conditional)
         }
+        // The reference: a static answer asked as often as the pages' plain asks come, measured beside them.
+        let floors = (0..<Self.floorClients).map { _ in
+            FloorPoller(every: Double(Self.floorClients) / Self.floorPerSecond, until: until)
+        }
         // The pages' connections and clients are the loop's alone until it returns; read only after that.
-        nonisolated(unsafe) let pageConnections = opened
-        nonisolated(unsafe) let pageClients: [any LoadClient] = pollers
+        nonisolated(unsafe) let pageConnections = opened + floors.map { _ in LoadConnection(lazilyTo: port) }
+        nonisolated(unsafe) let pageClients: [any LoadClient] = pollers + floors
         let polling = Task { try await LoadLoop.run(connections: pageConnections, clients: pageClients) }
         try await Task.sleep(for: .seconds(warmUp))
         let started = LoadConnection.now()
@@ -340,12 +363,14 @@ struct TrackingBenchmark {
             }
         }
         delays.sort()
+        let floor = floors.flatMap(\.answers).filter { window.contains($0.sent) && $0.status == 200 }.map(\.seconds).sorted()
         let figures = PageFigures(
             requests: answers.count, failed: answers.filter { $0.status != 200 && $0.status != 304 }.count,
             perSecond: Double(answers.count) / seconds, immediate: immediate.count, p50: percentile(immediate, 0.5),
             p99: percentile(immediate, 0.99), max: immediate.last ?? .nan, heldOut: heldOut.count,
             overrunP99: percentile(heldOut, 0.99), changes: committed.count, missed: committed.count - delays.count,
-            changeP50: percentile(delays, 0.5), changeP99: percentile(delays, 0.99), changeMax: delays.last ?? .nan)
+            changeP50: percentile(delays, 0.5), changeP99: percentile(delays, 0.99), changeMax: delays.last ?? .nan,
+            floor: floor.count, floorP50: percentile(floor, 0.5), floorP99: percentile(floor, 0.99))
         return (run, figures)
     }
 
@@ -510,5 +535,39 @@ final class PagePoller: LoadClient {
         if status == 200 { version = body.firstRange(of: Self.enRoute) == nil ? 1 : 2 }
         if Double.random(in: 0..<1) < Self.reloadChance { version = nil }
         due = conditional ? now + every : max(now, sent + every)
+    }
+}
+
+/// The reference beside the pages: `GET /healthz` (a static answer: no database, no memory of ours) every
+/// `every` seconds on a connection of its own, from a random moment of the first interval, until `until`.
+/// What it waits is what any request waits on this machine under the same load.
+final class FloorPoller: LoadClient {
+    private let every: Double
+    private let until: Double
+    private var due: Double?
+    private var sent = 0.0
+    private(set) var answers: [(sent: Double, seconds: Double, status: Int)] = []
+
+    init(every: Double, until: Double) {
+        self.every = every
+        self.until = until
+    }
+
+    var dueAt: Double? {
+        if let due { return due }
+        let first = LoadConnection.now() + Double.random(in: 0..<every)
+        due = first
+        return first
+    }
+
+    func next() -> [UInt8]? {
+        sent = LoadConnection.now()
+        guard sent < until else { return nil }
+        return Array("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)
+    }
+
+    func answered(status: Int, body: [UInt8]) {
+        answers.append((sent, LoadConnection.now() - sent, status))
+        due = sent + every
     }
 }
