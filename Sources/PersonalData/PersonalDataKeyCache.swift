@@ -35,7 +35,12 @@ public final class PersonalDataKeyCache: Sendable {
         let continuation: CheckedContinuation<Result<PersonalDataKeys.Read, any Error>, Never>
     }
 
-    public init(timeToLive: Duration = .seconds(60), capacity: Int = 10_000) {
+    /// An hour and 50,000 keys (some 10 MB): a customer's data key never changes while it exists (a rotation
+    /// rewraps it and then clears every cache by notification; an erasure drops it by notification), so the
+    /// time to live only bounds what a missed notification could leave. Shorter, the keys of customers whose
+    /// answers come minutes apart — 10,000 open tracking pages, a fleet's boards — were read again at nearly
+    /// every answer: with 60 s and 10,000 keys, a tracking page's plain ask waited for a key read.
+    public init(timeToLive: Duration = .seconds(3_600), capacity: Int = 50_000) {
         rows = ListenedCache(channel: PersonalDataKeys.erasureChannel, timeToLive: timeToLive, capacity: capacity)
     }
 
