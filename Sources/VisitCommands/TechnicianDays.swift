@@ -7,9 +7,9 @@ import VisitProjections
 /// The technicians' days (`GET /v1/technicians?date=`) kept in memory, each brought up to date from the event
 /// log before it is answered.
 ///
-/// Read whole from the technicians read model, a fleet's day is one statement over tens of thousands of rows
-/// (about 185 ms of PostgreSQL for 60,000 visits), and the dispatch desk's pages ask for it every 2 seconds
-/// while the fleet changes it many times a second. So a day asked for is read whole once, with the log's
+/// Read whole from the technicians read model, a fleet's day is tens of thousands of rows (about 100 ms beside
+/// a busy fleet for 10,000 technicians), and the dispatch desk's pages ask for it every 2 seconds while the
+/// fleet changes it many times a second. So a day asked for is read whole once, with the log's
 /// checkpoint taken just before; every later ask first runs a pass that reads the events committed since
 /// (gap-safely, `EventStore.readAll(after:)`, and those still behind the snapshot horizon), reads again the
 /// rows of the visits they touched and the names of those visits' technicians, and updates the day. A pass
@@ -32,12 +32,7 @@ public final class TechnicianDays: Sendable {
         var visit: TechnicianReadModel.Visit
     }
 
-    /// A technician's name, avatar and van: those of their latest booking or reassignment.
-    struct Person: Sendable, Equatable {
-        var name: String
-        var avatarSymbol: String
-        var vanDescription: String
-    }
+    typealias Person = TechnicianReadModel.Person
 
     /// One day as it stood at `checkpoint` (and the events behind the horizon then), with its answer.
     struct Day: Sendable {
@@ -96,11 +91,7 @@ public final class TechnicianDays: Sendable {
             for id in changed {
                 guard let ids = visitsByTechnician[id] else { continue }
                 let person = people[id] ?? Person(name: "", avatarSymbol: "", vanDescription: "")
-                let visits = ids.compactMap { entries[$0]?.visit }.sorted { a, b in
-                    if a.windowStart != b.windowStart { return a.windowStart < b.windowStart }
-                    if a.windowEnd != b.windowEnd { return a.windowEnd < b.windowEnd }
-                    return a.visitId.utf8.lexicographicallyPrecedes(b.visitId.utf8)
-                }
+                let visits = ids.compactMap { entries[$0]?.visit }.sorted(by: TechnicianReadModel.Visit.precedes)
                 var fragment: [UInt8] = []
                 TechnicianReadModel.Technician(
                     id: id, name: person.name, avatarSymbol: person.avatarSymbol, vanDescription: person.vanDescription,
@@ -110,11 +101,8 @@ public final class TechnicianDays: Sendable {
             }
             changed = []
             if order == nil {
-                let keyed = visitsByTechnician.keys.map { (id: $0, name: people[$0]?.name ?? "") }
-                order = keyed.sorted { a, b in
-                    a.name == b.name
-                        ? a.id.utf8.lexicographicallyPrecedes(b.id.utf8) : a.name.utf8.lexicographicallyPrecedes(b.name.utf8)
-                }.map(\.id)
+                let keyed = visitsByTechnician.keys.map { (name: people[$0]?.name ?? "", id: $0) }
+                order = keyed.sorted(by: TechnicianReadModel.precedes).map(\.id)
             }
             var out: [UInt8] = []
             out.reserveCapacity(body.count + 4096)
@@ -226,51 +214,17 @@ public final class TechnicianDays: Sendable {
     /// Reads a day whole: the log's checkpoint first, then the rows (which show at least everything up to it).
     static func load(from: Int64, to: Int64, table: Int64, on c: PostgresConnection) throws -> Day {
         var day = Day(from: from, to: to, table: table, checkpoint: try EventStore.head(on: c))
-        // The day's rows and their technicians' names, unordered: the day orders itself (`refresh()`), and
-        // PostgreSQL's sort of the whole day was most of what reading it cost.
-        for entry in try entries(
-            "SELECT \(rowColumns) FROM technician_visits WHERE window_start >= \(from) AND window_start < \(to)", on: c)
-        {
-            day.put(entry)
+        for (technicianId, visit) in try TechnicianReadModel.visits(startingFrom: from, to: to, on: c) {
+            day.put(Entry(technicianId: technicianId, visit: visit))
         }
         try name(Set(day.visitsByTechnician.keys), in: &day, on: c)
         day.refresh()
         return day
     }
 
-    static let rowColumns: PostgresQuery = "visit_id, technician_id, status, window_start, window_end, kilometres_away"
-
-    /// The rows a statement selects (`rowColumns`), as entries.
-    static func entries(_ statement: PostgresQuery, on c: PostgresConnection) throws -> [Entry] {
-        try c.query(statement).rows.map { row in
-            Entry(
-                technicianId: try row.string("technician_id"),
-                visit: TechnicianReadModel.Visit(
-                    visitId: try row.string("visit_id"), status: try row.string("status"),
-                    windowStart: try row.int64("window_start"), windowEnd: try row.int64("window_end"),
-                    kilometresAway: try row.double("kilometres_away")))
-        }
-    }
-
-    /// Sets the name, avatar and van of each of `technicians`: those of their latest booking or reassignment,
-    /// on whatever day (one probe of `technician_visits_by_assignment` each, however many days the table holds).
+    /// Sets the name, avatar and van of each of `technicians` (`TechnicianReadModel.people`).
     static func name(_ technicians: Set<String>, in day: inout Day, on c: PostgresConnection) throws {
-        guard !technicians.isEmpty else { return }
-        for row in try c.query(
-            """
-            SELECT t.id AS technician_id, l.technician_name, l.avatar_symbol, l.van_description
-            FROM unnest(\(PostgresBinaryArray(Array(technicians)))::text[]) AS t(id)
-            CROSS JOIN LATERAL (
-                SELECT technician_name, avatar_symbol, van_description FROM technician_visits a
-                WHERE a.technician_id = t.id ORDER BY a.assigned_position DESC LIMIT 1) l
-            """
-        ).rows {
-            day.name(
-                try row.string("technician_id"),
-                Person(
-                    name: try row.string("technician_name"), avatarSymbol: try row.string("avatar_symbol"),
-                    vanDescription: try row.string("van_description")))
-        }
+        for (id, person) in try TechnicianReadModel.people(of: technicians, on: c) { day.name(id, person) }
     }
 
     /// Brings `day` up to date from the log; false when it is cheaper (or, past the limit of events behind the
@@ -294,9 +248,7 @@ public final class TechnicianDays: Sendable {
         day.checkpoint = at
         defer { day.refresh() }
         guard !touched.isEmpty else { return true }
-        let rows = try entries(
-            "SELECT \(rowColumns) FROM technician_visits WHERE visit_id = ANY(\(PostgresBinaryArray(Array(touched)))::text[])",
-            on: c)
+        let rows = try TechnicianReadModel.visits(touched, on: c).map { Entry(technicianId: $0.technicianId, visit: $0.visit) }
         // Whose name may have changed: the technicians of the visits touched, before and after.
         var technicians = Set(touched.compactMap { day.entries[$0]?.technicianId })
         var seen = Set<String>()

@@ -4,8 +4,8 @@ import Postgres
 import VisitDomain
 
 /// The technicians read model (`technician_visits` table), behind `GET /v1/technicians`: one row per visit
-/// with its technician, status, current arrival window and distance, from which a day by technician is read in
-/// one indexed statement. Maintained by the statement in `Projections/technicians.sql`, in the same transaction
+/// with its technician, status, current arrival window and distance, from which a day by technician is read by
+/// two indexed statements (`day`: `visits`, then `people`). Maintained by the statement in `Projections/technicians.sql`, in the same transaction
 /// as the visit's events and `visits` row (`VisitReadModel.upsertStatements`), and rebuilt from the log by
 /// `VisitReplay` (`livevisits replay technicians`). It holds no personal field: a technician's name, avatar and
 /// van are the dispatcher's words, not the customer's.
@@ -173,6 +173,13 @@ public struct TechnicianReadModel: Sendable {
             self.windowEnd = windowEnd
             self.kilometresAway = kilometresAway
         }
+
+        /// A technician's visits' order: by window start, then end, then id (in code-point order).
+        public static func precedes(_ a: Visit, _ b: Visit) -> Bool {
+            if a.windowStart != b.windowStart { return a.windowStart < b.windowStart }
+            if a.windowEnd != b.windowEnd { return a.windowEnd < b.windowEnd }
+            return a.visitId.utf8.lexicographicallyPrecedes(b.visitId.utf8)
+        }
     }
 
     /// The day's answer, `{"technicians": [...]}`, written as bytes straight from the technicians: a fleet's
@@ -191,46 +198,95 @@ public struct TechnicianReadModel: Sendable {
         return out
     }
 
-    /// The technicians with a visit whose current window starts in `[from, to)` (epoch seconds), by name then
-    /// id (code-point order, whatever the database's collation), each with those visits by window start, then end, then id. One statement: the window index finds
-    /// the day's visits, the assignment index each technician's latest booking or reassignment.
+    /// The technicians with a visit whose current window starts in `[from, to)` (epoch seconds), in the day's
+    /// order (`precedes`), each with those visits in theirs. Two plain statements, the order made here: the day's
+    /// rows by the window index, then each technician's name by the assignment index (PostgreSQL's sort of a whole
+    /// day, with a CTE and a lateral join, was most of what one statement over it cost).
     public static func day(from: Int64, to: Int64, on connection: PostgresConnection) throws -> [Technician] {
-        let rows = try connection.query(
-            """
-            WITH day AS (
-                SELECT visit_id, technician_id, status, window_start, window_end, kilometres_away
-                FROM technician_visits WHERE window_start >= \(from) AND window_start < \(to)
-            ), people AS (
-                SELECT p.technician_id, l.technician_name, l.avatar_symbol, l.van_description
-                FROM (SELECT DISTINCT technician_id FROM day) p
-                CROSS JOIN LATERAL (
-                    SELECT technician_name, avatar_symbol, van_description FROM technician_visits a
-                    WHERE a.technician_id = p.technician_id ORDER BY a.assigned_position DESC LIMIT 1) l
-            )
-            SELECT d.visit_id, d.technician_id, d.status, d.window_start, d.window_end, d.kilometres_away,
-                   p.technician_name, p.avatar_symbol, p.van_description
-            FROM day d JOIN people p USING (technician_id)
-            ORDER BY p.technician_name COLLATE "C", d.technician_id COLLATE "C", d.window_start, d.window_end,
-                     d.visit_id COLLATE "C"
-            """
-        ).rows
-        var technicians: [Technician] = []
-        for row in rows {
-            let technicianId = try row.string("technician_id")
-            let visit = Visit(
-                visitId: try row.string("visit_id"), status: try row.string("status"),
-                windowStart: try row.int64("window_start"), windowEnd: try row.int64("window_end"),
-                kilometresAway: try row.double("kilometres_away"))
-            if technicians.last?.id == technicianId {
-                technicians[technicians.count - 1].visits.append(visit)
-            } else {
-                technicians.append(
-                    Technician(
-                        id: technicianId, name: try row.string("technician_name"),
-                        avatarSymbol: try row.string("avatar_symbol"), vanDescription: try row.string("van_description"),
-                        visits: [visit]))
-            }
+        var byTechnician: [String: [Visit]] = [:]
+        for (technicianId, visit) in try visits(startingFrom: from, to: to, on: connection) {
+            byTechnician[technicianId, default: []].append(visit)
         }
-        return technicians
+        let people = try people(of: Set(byTechnician.keys), on: connection)
+        return byTechnician.map { id, visits in
+            let person = people[id] ?? Person(name: "", avatarSymbol: "", vanDescription: "")
+            return Technician(
+                id: id, name: person.name, avatarSymbol: person.avatarSymbol, vanDescription: person.vanDescription,
+                visits: visits.sorted(by: Visit.precedes))
+        }.sorted { precedes(($0.name, $0.id), ($1.name, $1.id)) }
+    }
+
+    /// A technician's name, avatar and van: those of their latest booking or reassignment, on whatever day.
+    public struct Person: Sendable, Equatable {
+        public var name: String
+        public var avatarSymbol: String
+        public var vanDescription: String
+
+        public init(name: String, avatarSymbol: String, vanDescription: String) {
+            self.name = name
+            self.avatarSymbol = avatarSymbol
+            self.vanDescription = vanDescription
+        }
+    }
+
+    /// The day's order of technicians: by name, then id, both in code-point order (whatever the database's
+    /// collation).
+    public static func precedes(_ a: (name: String, id: String), _ b: (name: String, id: String)) -> Bool {
+        a.name == b.name ? a.id.utf8.lexicographicallyPrecedes(b.id.utf8) : a.name.utf8.lexicographicallyPrecedes(b.name.utf8)
+    }
+
+    static let visitColumns: PostgresQuery = "visit_id, technician_id, status, window_start, window_end, kilometres_away"
+
+    /// The visits whose current window starts in `[from, to)`, each with its technician, in no order.
+    public static func visits(startingFrom from: Int64, to: Int64, on connection: PostgresConnection) throws
+        -> [(technicianId: String, visit: Visit)]
+    {
+        try visits(
+            "SELECT \(visitColumns) FROM technician_visits WHERE window_start >= \(from) AND window_start < \(to)", on: connection
+        )
+    }
+
+    /// The rows of `visitIds` there are, each with its technician, in no order.
+    public static func visits(_ visitIds: Set<String>, on connection: PostgresConnection) throws
+        -> [(technicianId: String, visit: Visit)]
+    {
+        try visits(
+            "SELECT \(visitColumns) FROM technician_visits WHERE visit_id = ANY(\(PostgresBinaryArray(Array(visitIds)))::text[])",
+            on: connection)
+    }
+
+    private static func visits(_ statement: PostgresQuery, on connection: PostgresConnection) throws
+        -> [(technicianId: String, visit: Visit)]
+    {
+        try connection.query(statement).rows.map { row in
+            (
+                try row.string("technician_id"),
+                Visit(
+                    visitId: try row.string("visit_id"), status: try row.string("status"),
+                    windowStart: try row.int64("window_start"), windowEnd: try row.int64("window_end"),
+                    kilometresAway: try row.double("kilometres_away"))
+            )
+        }
+    }
+
+    /// The name, avatar and van of each of `technicians` that has a row (one probe of
+    /// `technician_visits_by_assignment` each, however many days the table holds).
+    public static func people(of technicians: Set<String>, on connection: PostgresConnection) throws -> [String: Person] {
+        guard !technicians.isEmpty else { return [:] }
+        var people: [String: Person] = [:]
+        for row in try connection.query(
+            """
+            SELECT t.id AS technician_id, l.technician_name, l.avatar_symbol, l.van_description
+            FROM unnest(\(PostgresBinaryArray(Array(technicians)))::text[]) AS t(id)
+            CROSS JOIN LATERAL (
+                SELECT technician_name, avatar_symbol, van_description FROM technician_visits a
+                WHERE a.technician_id = t.id ORDER BY a.assigned_position DESC LIMIT 1) l
+            """
+        ).rows {
+            people[try row.string("technician_id")] = Person(
+                name: try row.string("technician_name"), avatarSymbol: try row.string("avatar_symbol"),
+                vanDescription: try row.string("van_description"))
+        }
+        return people
     }
 }
