@@ -146,7 +146,7 @@ struct FleetDayBenchmark {
         // before it would have made. (A process's first ask for a day reads it whole; printed here.)
         var firstAsk = Double.nan
         if consoles > 0, !withoutTimeline {
-            let path = "/v1/technicians?date=\(Self.utcDate(Date().timeIntervalSince1970 + 1_800))"
+            let path = "/v1/technicians?date=\(Self.consolesDay())"
             firstAsk = try await LoadConnection.drive(port: port, connections: 1) { c, _ -> Double in
                 let started = LoadConnection.now()
                 let answer = try c.exchange(LoadConnection.request("GET", path, key: keys.dispatcher, body: nil))
@@ -271,7 +271,7 @@ struct FleetDayBenchmark {
             }
         }
         let fleet = perLane.map { FleetLane(items: $0.sorted { $0.due < $1.due }, keys: keys) }
-        let today = Self.utcDate(Date().timeIntervalSince1970 + 1_800)
+        let today = Self.consolesDay()
         let pages = (0..<consoles).map {
             ConsolePage(
                 kind: .of(index: $0, timeline: !withoutTimeline), index: $0, keys: keys, date: today, every: 2 / speed,
@@ -351,6 +351,9 @@ struct FleetDayBenchmark {
         say("  verdict: " + (reasons.isEmpty ? "pass" : "fail — " + reasons.joined(separator: "; ")))
         return reasons.isEmpty
     }
+
+    /// The day the consoles' pages show: that of the visits' arrival windows, half an hour ahead.
+    static func consolesDay() -> String { utcDate(Date().timeIntervalSince1970 + 1_800) }
 
     static func utcDate(_ epoch: Double) -> String {
         let formatter = DateFormatter()
