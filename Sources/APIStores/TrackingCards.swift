@@ -247,7 +247,7 @@ public final class TrackingCards: Service {
     }
 
     /// How often held requests past their deadline are released.
-    static let sweepSeconds = 0.25
+    static let sweepSeconds = 0.02
 
     /// One pass: from where the log ends the first time; afterwards the events committed since the last pass,
     /// and the rows of the remembered visits they touched (and of the unsure ones).
