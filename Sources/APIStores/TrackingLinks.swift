@@ -123,11 +123,11 @@ public struct TrackingLinks: Sendable {
         return shown.hasLapsed(at: now) ? nil : shown
     }
 
-    /// Waits until what `shown` drew for `token` may have changed (see `TrackingCards.waitForChange`): a newer
-    /// version, the link dropped, the hold's deadline; at once when the memory does not answer.
     /// How long `waitForChange` waits at most.
     public var holdSeconds: Double { cards.holdSeconds }
 
+    /// Waits until what `shown` drew for `token` may have changed (see `TrackingCards.waitForChange`): a newer
+    /// version, the link dropped, the hold's deadline; at once when the memory does not answer.
     public func waitForChange(token: String, beyond shown: Shown) async {
         await cards.waitForChange(
             visitId: shown.state.visitId, tokenHash: TrackingLinks.hash(token), beyond: shown.version)

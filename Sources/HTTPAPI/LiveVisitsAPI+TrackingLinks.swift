@@ -28,6 +28,11 @@ extension LiveVisitsAPI {
         TrackingPage.addRoutes(to: &router)
     }
 
+    /// Where requests are held: the tracking pages' connections, served by threads of their own
+    /// (`HTTPServerConfiguration.holdingPathPrefixes`), so that ten thousand held pages cost the other requests
+    /// nothing.
+    public static let holdingPathPrefixes = ["/track/"]
+
     /// Whether the caller may make or revoke a visit's tracking link: dispatchers and ops for any visit, a
     /// customer for their own (another's visit is not found, as everywhere a customer asks for one).
     private static func mayLink(_ caller: Caller, _ seen: TrackingLinks.VisitSeen) -> Bool {

@@ -8,14 +8,26 @@ import Runtime
 
 // The C side: libmicrohttpd's callbacks, which run on its polling threads. Nothing here waits.
 extension HTTPServer {
-    /// Starts the daemon without a listening socket of its own: `AcceptLoop` hands it the connections.
-    func startDaemon() -> OpaquePointer? {
+    /// Starts the daemons (the ordinary one, and the holding one when `holdingPathPrefixes` names paths), each
+    /// without a listening socket of its own: `AcceptLoop` hands them the connections. Nil when one fails.
+    func startDaemons() -> Daemons? {
+        guard let general = startDaemon() else { return nil }
+        guard !configuration.holdingPathPrefixes.isEmpty else { return Daemons(general: DaemonHandle(general), holding: nil) }
+        guard let holding = startDaemon() else {
+            MHD_stop_daemon(general)
+            return nil
+        }
+        return Daemons(general: DaemonHandle(general), holding: DaemonHandle(holding))
+    }
+
+    /// Starts one daemon. Its per-address limit is none: `AcceptLoop` counts addresses over both daemons.
+    private func startDaemon() -> OpaquePointer? {
         var options = lv_mhd_options(
             listen_fd: -1,
             thread_pool_size: UInt32(configuration.threadCount),
             connection_limit: AcceptLoop.daemonConnectionLimit(
                 connectionLimit: configuration.connectionLimit, threads: configuration.threadCount),
-            per_ip_connection_limit: UInt32(configuration.perAddressConnectionLimit),
+            per_ip_connection_limit: 0,
             connection_timeout: UInt32(configuration.idleTimeoutSeconds),
             connection_memory_limit: configuration.maxHeaderBytes,
             turbo: configuration.turbo ? 1 : 0)
@@ -49,7 +61,8 @@ extension HTTPServer {
                     server.deadlines.opened(connection, socket: lv_mhd_connection_fd(connection), at: server.clock.now())
                 } else {
                     server.deadlines.closed(connection)
-                    server.acceptLoop.withLock { $0 }?.closed()
+                    server.acceptLoop.withLock { $0 }?.closed(
+                        address: lv_mhd_client_address(connection).flatMap(ClientAddress.init))
                 }
             },
             context,

@@ -78,6 +78,9 @@ public final class HTTPServer: Service, Sendable {
     /// Connections open now (accepted by libmicrohttpd and not yet closed).
     public var openConnections: Int { deadlines.openCount }
 
+    /// Connections served by the threads of held requests so far (see `holdingPathPrefixes`).
+    public var holdingConnections: Int { acceptLoop.withLock { $0 }?.holdingConnections ?? 0 }
+
     /// Requests finished so far for one `livevisits_http_requests_total` series
     /// (`route` is the template or `unmatched`, `status` the code sent or `none`).
     public func requestCount(route: String, method: String, status: String) -> UInt64 {
@@ -95,20 +98,21 @@ public final class HTTPServer: Service, Sendable {
             registry.finish()
             throw HTTPServerError(code: .daemonStartFailed, message: "the listening socket is closed")
         }
-        guard let daemon = startDaemon() else {
+        guard let daemons = startDaemons() else {
             _ = Glibc.close(fd)
             registry.finish()
             throw HTTPServerError(code: .daemonStartFailed, message: "libmicrohttpd refused to start")
         }
-        let handle = DaemonHandle(daemon)
-        let acceptor = AcceptLoop(listening: fd, daemon: handle, connectionLimit: configuration.connectionLimit)
+        let acceptor = AcceptLoop(
+            listening: fd, daemons: daemons, connectionLimit: configuration.connectionLimit,
+            addressLimit: configuration.perAddressConnectionLimit, holdingPrefixes: configuration.holdingPathPrefixes)
         acceptLoop.withLock { $0 = acceptor }
         acceptor.start()
         logger.info("http server listening", ["http.address": address.description])
 
         await tickUntilCancelled()
         // The shutdown must itself wait on time, which a cancelled task cannot: run it in a fresh task.
-        await Task { await self.shutDown(handle, acceptor: acceptor, listenFD: fd) }.value
+        await Task { await self.shutDown(daemons, acceptor: acceptor, listenFD: fd) }.value
     }
 
     /// How often overdue handlers and requests are looked for (the injected clock decides which are overdue).
@@ -152,7 +156,7 @@ public final class HTTPServer: Service, Sendable {
         registry.resumed()
     }
 
-    private func shutDown(_ handle: DaemonHandle, acceptor: AcceptLoop, listenFD: Int32) async {
+    private func shutDown(_ daemons: Daemons, acceptor: AcceptLoop, listenFD: Int32) async {
         // The grace runs from the moment shutdown begins, before new connections are refused: a caller that sees
         // them refused (a test advancing its clock then) must not find the grace measured from later.
         let graceEnds = clock.now() + configuration.shutdownGracePeriod
@@ -190,7 +194,7 @@ public final class HTTPServer: Service, Sendable {
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             Thread.detachNewThread {
                 acceptor.waitUntilEnded()
-                MHD_stop_daemon(handle.daemon)
+                for handle in daemons.all { MHD_stop_daemon(handle.daemon) }
                 _ = Glibc.close(listenFD)
                 done.resume()
             }

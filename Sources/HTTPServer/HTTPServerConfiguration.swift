@@ -12,8 +12,8 @@ public struct HTTPServerConfiguration: Sendable {
     /// Most connections open at once (`MHD_OPTION_CONNECTION_LIMIT`); at the limit, new connections
     /// wait in the listen backlog until one closes. Default 1024.
     public var connectionLimit: Int
-    /// Most connections open at once from one IP address (`MHD_OPTION_PER_IP_CONNECTION_LIMIT`); one
-    /// more is accepted and closed at once. 0 means no per-address limit. Default 128.
+    /// Most connections open at once from one IP address; one more is accepted and closed at once. 0 means no
+    /// per-address limit. Default 128.
     public var perAddressConnectionLimit: Int
     /// Seconds a connection may stay silent (a slow reader of an answer, a half-open peer) before it
     /// is closed. Default 15.
@@ -32,6 +32,11 @@ public struct HTTPServerConfiguration: Sendable {
     public var keepAlive: Bool
     /// libmicrohttpd polling threads (epoll each). Default 2 (`serve` sets its own, `LIVEVISITS_HTTP_THREADS`).
     public var threadCount: Int
+    /// Paths whose requests may be held long (a long poll): a connection whose first request is a `GET` of a
+    /// path starting with one of these is served by `threadCount` threads of its own. libmicrohttpd walks all of
+    /// a thread's suspended connections whenever one resumes, so thousands of held requests would make every
+    /// other request that waits cost that walk. Default none (one set of threads).
+    public var holdingPathPrefixes: [String]
     /// Whether a well-formed `X-Request-Id` from the client (a proxy) is adopted instead of generating one.
     public var acceptsClientRequestID: Bool
     /// libmicrohttpd's `MHD_USE_TURBO`: opportunistic reads and writes, and no `shutdown()` before
@@ -52,9 +57,11 @@ public struct HTTPServerConfiguration: Sendable {
         shutdownGracePeriod: Double = 10,
         keepAlive: Bool = true,
         threadCount: Int = 2,
+        holdingPathPrefixes: [String] = [],
         acceptsClientRequestID: Bool = true,
         turbo: Bool = false
     ) {
+        self.holdingPathPrefixes = holdingPathPrefixes
         self.listenAddress = listenAddress
         self.maxBodyBytes = maxBodyBytes
         self.maxHeaderBytes = maxHeaderBytes
@@ -92,5 +99,10 @@ public struct HTTPServerConfiguration: Sendable {
             throw fail("timeouts must be positive")
         }
         guard threadCount >= 1, threadCount <= 256 else { throw fail("threadCount must be 1…256") }
+        for prefix in holdingPathPrefixes {
+            guard prefix.hasPrefix("/"), prefix.utf8.count <= 256, !prefix.contains(where: { $0 == " " || $0.isNewline }) else {
+                throw fail("holdingPathPrefixes: \(prefix.debugDescription) is not the start of a path")
+            }
+        }
     }
 }

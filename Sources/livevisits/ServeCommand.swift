@@ -177,6 +177,7 @@ enum ServeCommand {
                 httpConfiguration.threadCount = threads
                 httpConfiguration.connectionLimit = maxConnections
                 httpConfiguration.perAddressConnectionLimit = maxConnectionsPerAddress
+                httpConfiguration.holdingPathPrefixes = LiveVisitsAPI.holdingPathPrefixes
                 server = try HTTPServer(configuration: httpConfiguration, clock: clock, handler: api.handler())
             } catch {
                 throw ConfigurationError("LIVEVISITS_HTTP_ADDR: \(error.message)")
