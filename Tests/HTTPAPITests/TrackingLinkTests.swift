@@ -204,7 +204,12 @@ import Testing
         let first = try await api.call("GET", url + "/state", key: nil)
         #expect(first.status == 200, "\(first.text)")
         let cards = api.environment.trackingLinks.cards
-        try await eventually("the memory answers and holds the card", within: 10) { cards.isServing && cards.count >= 1 }
+        // A card is remembered by an ask answered while the memory serves: one that came before the first pass
+        // finished (a loaded machine) is not, so ask again until it is.
+        try await eventually(
+            "the memory answers and holds the card", within: 20, pollingEvery: 0.05,
+            between: { _ = try await api.call("GET", url + "/state", key: nil) }
+        ) { cards.isServing && cards.count >= 1 }
         return url
     }
 
