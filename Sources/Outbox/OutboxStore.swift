@@ -44,14 +44,18 @@ public struct OutboxStore: Sendable {
     }
 
     /// One delivery by id.
+    /// The columns of a delivery as the operations read it (`OutboxStore.delivery`).
+    static let operationColumns: PostgresQuery = """
+        id, apns_id::text AS apns_id, visit_id, customer_id, activity_id, device_id, kind, state, priority,
+        sent_priority, aps_timestamp, visit_version, attempts, created_at, next_attempt_at, finished_at,
+        last_status, last_reason
+        """
+
     public func delivery(id: Int64) async throws -> OutboxDelivery? {
         try await pool.withConnection { connection in
             try connection.query(
                 """
-                SELECT id, apns_id::text AS apns_id, visit_id, customer_id, activity_id, device_id, kind, state, priority,
-                       sent_priority, aps_timestamp, visit_version, attempts, created_at, next_attempt_at, finished_at,
-                       last_status, last_reason
-                FROM deliveries WHERE id = \(id)
+                SELECT \(OutboxStore.operationColumns) FROM deliveries WHERE id = \(id)
                 """
             ).rows.first.map(OutboxStore.delivery)
         }
@@ -64,8 +68,9 @@ public struct OutboxStore: Sendable {
     @discardableResult
     public func retry(id: Int64) async throws -> OutboxDelivery {
         let now = clock.now()
-        let updated = try await pool.withConnection { connection -> Bool in
-            let rows = try connection.query(
+        // The answer is the row as this update left it: a worker may claim it the moment it commits.
+        let requeued = try await pool.withConnection { connection in
+            try connection.query(
                 """
                 UPDATE deliveries
                 SET state = 'pending', next_attempt_at = \(now), requeued_at = \(now), finished_at = NULL,
@@ -74,19 +79,17 @@ public struct OutboxStore: Sendable {
                     expires_after_sending = CASE WHEN state = 'expired' THEN 0 ELSE expires_after_sending END,
                     outcome_unknown_since = NULL
                 WHERE id = \(id) AND state IN ('dead', 'expired')
-                RETURNING id
-                """)
-            return !rows.isEmpty
+                RETURNING \(OutboxStore.operationColumns)
+                """
+            ).rows.first.map(OutboxStore.delivery)
         }
+        if let requeued { return requeued }
         guard let delivery = try await delivery(id: id) else {
             throw OutboxError(code: .notFound, message: "no delivery \(id)")
         }
-        guard updated else {
-            throw OutboxError(
-                code: .notRetryable,
-                message: "delivery \(id) is \(delivery.state.rawValue); only dead or expired deliveries can be retried")
-        }
-        return delivery
+        throw OutboxError(
+            code: .notRetryable,
+            message: "delivery \(id) is \(delivery.state.rawValue); only dead or expired deliveries can be retried")
     }
 
     /// Every recorded attempt of a delivery, oldest first. The attempt that APNs acknowledged (the one

@@ -200,21 +200,20 @@ public struct WebhookStore: Sendable {
     @discardableResult
     public func retry(id: Int64) async throws -> Webhook {
         let now = clock.now()
+        // The answer is the row as this update left it: the worker may claim it the moment it commits.
         let updated = try await pool.query(
             """
             UPDATE webhooks SET state = 'pending', next_attempt_at = \(now)::float8, requeued_at = \(now)::float8,
                                 finished_at = NULL
             WHERE id = \(id) AND state = 'dead'
-            RETURNING id
+            RETURNING \(WebhookStore.columns)
             """)
+        if let requeued = updated.rows.first { return try WebhookStore.webhook(requeued) }
         guard let webhook = try await webhook(id: id) else {
             throw OutboxError(code: .notFound, message: "no delivery \(id)")
         }
-        guard !updated.rows.isEmpty else {
-            throw OutboxError(
-                code: .notRetryable, message: "webhook \(id) is \(webhook.state.rawValue); only dead webhooks can be retried")
-        }
-        return webhook
+        throw OutboxError(
+            code: .notRetryable, message: "webhook \(id) is \(webhook.state.rawValue); only dead webhooks can be retried")
     }
 
     /// How many webhooks are in each state.
