@@ -15,6 +15,8 @@ public struct VisitQueries: Sendable {
     public let rules: ProjectionRules
     /// The technicians' days asked for, kept in memory and followed from the log.
     public let days: TechnicianDays
+    /// What pages of visits drew from the rows they read lately (the consoles read the same ones again).
+    public let rowCache = VisitRowCache()
 
     public init(pool: PostgresPool, ledger: LiveActivityLedger = LiveActivityLedger(), rules: ProjectionRules = .contractDefault)
     {
@@ -67,8 +69,9 @@ public struct VisitQueries: Sendable {
     public func page(_ filter: VisitReadModel.ListFilter, visible: Bool = true) async throws
         -> (rows: [VisitReadModel.Row], followers: [VisitFollowers])
     {
-        try await pool.withConnection { c in
-            let rows = visible ? try VisitReadModel.list(filter, on: c) : []
+        let rowCache = self.rowCache
+        return try await pool.withConnection { c in
+            let rows = visible ? try VisitReadModel.list(filter, on: c, cache: rowCache) : []
             return (rows, try VisitFollowers.of(rows.prefix(filter.limit).map(\.visitId), on: c))
         }
     }

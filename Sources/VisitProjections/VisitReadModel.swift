@@ -248,7 +248,7 @@ public struct VisitReadModel: Sendable {
 
     /// The row of one visit.
     public static func row(visitId: String, on connection: PostgresConnection) throws -> Row? {
-        try connection.query(selectRows("WHERE v.visit_id = \(visitId)")).first.map(decode)
+        try connection.query(selectRows("WHERE v.visit_id = \(visitId)")).first.map { try decode($0) }
     }
 
     /// `SELECT` of a `Row`'s columns from `visits v`, with `b.booked` (the global position of each visit's
@@ -312,7 +312,10 @@ public struct VisitReadModel: Sendable {
     /// Visits newest scheduled first, and among those scheduled in the same second the latest booked first
     /// (the order of their `scheduled` events in the log); returns one more row than `limit` asks when there
     /// is a next page.
-    public static func list(_ filter: ListFilter, on connection: PostgresConnection) throws -> [Row] {
+    /// With `cache`, a row whose stored state and ruled columns are the ones remembered is not decoded again.
+    public static func list(_ filter: ListFilter, on connection: PostgresConnection, cache: VisitRowCache? = nil) throws
+        -> [Row]
+    {
         let afterAt = filter.after?.scheduledAt
         let afterBooked = filter.after?.booked
         return try connection.query(
@@ -325,16 +328,29 @@ public struct VisitReadModel: Sendable {
                 ORDER BY v.scheduled_at DESC, COALESCE(b.booked, 0) DESC
                 LIMIT \(filter.limit + 1)
                 """)
-        ).rows.map(decode)
+        ).rows.map { try decode($0, cache: cache) }
     }
 
-    static func decode(_ row: PostgresRow) throws -> Row {
-        let state = try VisitState(snapshot: Array(try row.string("state").utf8))
+    static func decode(_ row: PostgresRow, cache: VisitRowCache? = nil) throws -> Row {
+        let visitId = try row.string("visit_id")
+        let text = try row.string("state")
+        let stored = VisitRowCache.Stored(
+            state: text, relevanceScore: row["relevance_score"], staleDate: row["stale_date"],
+            dismissalPolicy: row["dismissal_policy"], dismissalDate: row["dismissal_date"])
+        let view: String
+        let location: String?
+        if let cache, let drawn = cache.drawn(visitId, from: stored) {
+            (view, location) = drawn
+        } else {
+            let state = try VisitState(snapshot: Array(text.utf8))
+            (view, location) = (viewText(try drawnView(row, state: state)), state.location)
+            cache?.remember(visitId, VisitRowCache.Drawn(stored: stored, view: view, location: location))
+        }
         return Row(
-            visitId: try row.string("visit_id"), customerId: try row.string("customer_id"),
+            visitId: visitId, customerId: try row.string("customer_id"),
             technicianId: try row.string("technician_id"), status: try row.string("status"),
             ended: try row.bool("ended"), version: try row.int64("version"), scheduledAt: try row.int64("scheduled_at"),
-            booked: try row.int64("booked"), view: viewText(try drawnView(row, state: state)), location: state.location)
+            booked: try row.int64("booked"), view: view, location: location)
     }
 
     /// The view of a stored row: its state, with the relevance, stale date and dismissal its writing gave it.
