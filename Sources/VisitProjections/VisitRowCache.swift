@@ -1,5 +1,9 @@
 import Synchronization
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// What list reads drew from stored rows lately: each visit's view text and location, with the stored columns
 /// they were drawn from. A list read decodes a row again only when its stored state or its ruled columns
 /// (relevance, stale date, dismissal) are not byte for byte the ones remembered.
@@ -17,6 +21,20 @@ public final class VisitRowCache: Sendable {
         let staleDate: String?
         let dismissalPolicy: String?
         let dismissalDate: String?
+
+        /// The state byte for byte: `String`'s `==` compares by Unicode canonical equivalence, which walks any
+        /// text not known to be ASCII character by character (a snapshot with one accented letter), and is
+        /// weaker than the promise here. The other columns are numbers and words.
+        static func == (a: Stored, b: Stored) -> Bool {
+            sameBytes(a.state, b.state) && a.relevanceScore == b.relevanceScore && a.staleDate == b.staleDate
+                && a.dismissalPolicy == b.dismissalPolicy && a.dismissalDate == b.dismissalDate
+        }
+
+        private static func sameBytes(_ a: String, _ b: String) -> Bool {
+            guard a.utf8.count == b.utf8.count else { return false }
+            var (a, b) = (a, b)
+            return a.withUTF8 { x in b.withUTF8 { y in x.count == 0 || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0 } }
+        }
     }
 
     struct Drawn {
