@@ -123,7 +123,10 @@ public final class TechnicianDays: Sendable {
     }
 
     struct Memory {
+        /// The days being followed; taken out while a pass runs.
         var days: [Int64: Day] = [:]
+        /// Each day's answer as of the last pass, by its start: what asks read.
+        var answers: [Int64: (to: Int64, body: [UInt8])] = [:]
         /// When each day was last asked for, by its start.
         var asked: [Int64: (to: Int64, at: ContinuousClock.Instant)] = [:]
         var gate = Gate.idle
@@ -160,10 +163,10 @@ public final class TechnicianDays: Sendable {
             if start { Task { await self.runPasses() } }
         }
         return try memory.withLock { m in
-            guard let day = m.days[from], day.to == to else {
+            guard let answer = m.answers[from], answer.to == to else {
                 throw PostgresError(code: .protocolViolation, message: "the day from \(from) was not read")
             }
-            return day.body
+            return answer.body
         }
     }
 
@@ -187,16 +190,22 @@ public final class TechnicianDays: Sendable {
     /// One pass: every day asked for lately brought up to date (or read whole), the others forgotten.
     private func pass() async throws {
         let idle = ContinuousClock.now - .seconds(Self.idleSeconds)
-        let (wanted, known) = memory.withLock { m -> ([(from: Int64, to: Int64)], [Int64: Day]) in
+        // The days are taken out of the memory for the pass (the gate runs one pass at a time, and asks read
+        // `answers`): held nowhere else, a day is brought up to date in place. A copy still in the memory would
+        // make the first change copy all of its ten thousand entries and elements, every pass.
+        let (wanted, taken) = memory.withLock { m -> ([(from: Int64, to: Int64)], TakenDays) in
             m.asked = m.asked.filter { $0.value.at > idle }
-            m.days = m.days.filter { m.asked[$0.key]?.to == $0.value.to }
-            return (m.asked.map { ($0.key, $0.value.to) }, m.days)
+            m.answers = m.answers.filter { m.asked[$0.key]?.to == $0.value.to }
+            let days = m.days.filter { m.asked[$0.key]?.to == $0.value.to }
+            m.days = [:]
+            return (m.asked.map { ($0.key, $0.value.to) }, TakenDays(days))
         }
+        // A failed pass loses the days it took: the next one reads them whole.
         let updated = try await pool.withConnection { c -> [Int64: (day: Day, loaded: Bool)] in
             let table = try c.query("SELECT 'technician_visits'::regclass::oid::int8 AS oid").rows[0].int64("oid")
             var updated: [Int64: (day: Day, loaded: Bool)] = [:]
             for (from, to) in wanted {
-                if var day = known[from], day.table == table, try Self.follow(&day, on: c) {
+                if var day = taken.take(from), day.table == table, day.to == to, try Self.follow(&day, on: c) {
                     updated[from] = (day, false)
                 } else {
                     updated[from] = (try Self.load(from: from, to: to, table: table, on: c), true)
@@ -205,10 +214,21 @@ public final class TechnicianDays: Sendable {
             return updated
         }
         memory.withLock { m in
-            for (from, result) in updated where m.asked[from] != nil { m.days[from] = result.day }
+            for (from, result) in updated where m.asked[from] != nil {
+                m.days[from] = result.day
+                m.answers[from] = (result.day.to, result.day.body)
+            }
             m.passes += 1
             m.loads += updated.values.filter(\.loaded).count
         }
+    }
+
+    /// The days a pass took out of the memory, each handed out once (so that nothing else holds it).
+    private final class TakenDays: @unchecked Sendable {
+        // @unchecked Sendable: made under the memory's lock and then used by the one pass that took it.
+        private var days: [Int64: Day]
+        init(_ days: [Int64: Day]) { self.days = days }
+        func take(_ from: Int64) -> Day? { days.removeValue(forKey: from) }
     }
 
     /// Reads a day whole: the log's checkpoint first, then the rows (which show at least everything up to it).
