@@ -52,7 +52,7 @@ public final class VisitRowCache: Sendable {
     private let memory = Mutex(Memory())
     public let capacity: Int
 
-    public init(capacity: Int = 2_000) {
+    public init(capacity: Int = 1_000) {
         self.capacity = capacity
     }
 
