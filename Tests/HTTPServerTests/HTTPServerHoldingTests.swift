@@ -19,6 +19,20 @@ import Testing
         return router
     }
 
+    /// A connection whose request waits at `/held/a`, once the server has handed it to the holding threads.
+    private static func holdOne(_ running: RunningServer) async throws -> RawClient {
+        let port = running.port
+        let held = try await offPool { () -> RawClient in
+            let client = try RawClient(port: port)
+            try client.send("GET /held/a HTTP/1.1\r\nHost: t\r\n\r\n")
+            return client
+        }
+        try await eventually("the held request's connection went apart", within: 10) {
+            running.server.holdingConnections == 1
+        }
+        return held
+    }
+
     private static let holding = HTTPServerConfiguration.test {
         $0.holdingPathPrefixes = ["/held/"]
         $0.idleTimeoutSeconds = 120
@@ -31,14 +45,7 @@ import Testing
         let gate = Gate()
         try await withServer(Self.holding, handler: Self.router(gate).handler) { running in
             let port = running.port
-            let held = try await offPool { () -> RawClient in
-                let client = try RawClient(port: port)
-                try client.send("GET /held/a HTTP/1.1\r\nHost: t\r\n\r\n")
-                return client
-            }
-            try await eventually("the held request's connection went apart", within: 10) {
-                running.server.holdingConnections == 1
-            }
+            let held = try await Self.holdOne(running)
             #expect(try await get(port, "/json").status == 200)
             #expect(try await get(port, "/v1/visits/held").status == 200)
             #expect(try await exchange(port, "POST /held/b HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n").status == 405)
@@ -68,14 +75,7 @@ import Testing
         configuration.perAddressConnectionLimit = 2
         try await withServer(configuration, handler: Self.router(gate).handler) { running in
             let port = running.port
-            let held = try await offPool { () -> RawClient in
-                let client = try RawClient(port: port)
-                try client.send("GET /held/a HTTP/1.1\r\nHost: t\r\n\r\n")
-                return client
-            }
-            try await eventually("the held request's connection went apart", within: 10) {
-                running.server.holdingConnections == 1
-            }
+            let held = try await Self.holdOne(running)
             let (ordinary, refused) = try await offPool { () -> (RawClient, Bool) in
                 let ordinary = try RawClient(port: port)
                 try ordinary.send("GET /json HTTP/1.1\r\nHost: t\r\n\r\n")
