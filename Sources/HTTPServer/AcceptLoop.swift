@@ -34,6 +34,8 @@ final class AcceptLoop: Sendable {
     private let addressLimit: Int
     /// The first bytes of a request that goes to `daemons.holding`: `GET ` and one of the prefixes.
     private let holdingStarts: [[UInt8]]
+    /// How many first bytes tell: the longest of `holdingStarts`.
+    private let peekLength: Int
     private let open = Atomic<Int>(0)
     private let handedToHolding = Atomic<Int>(0)
     private let perAddress = Mutex<[ClientAddress: Int]>([:])
@@ -65,6 +67,7 @@ final class AcceptLoop: Sendable {
         self.connectionLimit = connectionLimit
         self.addressLimit = addressLimit
         self.holdingStarts = daemons.holding == nil ? [] : holdingPrefixes.map { Array("GET \($0)".utf8) }
+        self.peekLength = holdingStarts.map(\.count).max() ?? 0
     }
 
     /// Connections handed to the holding daemon so far.
@@ -144,7 +147,7 @@ final class AcceptLoop: Sendable {
                 var waiting: [Accepted] = []
                 for (index, accepted) in sorting.enumerated() {
                     if waits[index + 1].revents != 0 || now >= accepted.sortBy {
-                        handOver(accepted, to: daemon(for: accepted.socket))
+                        handOver(accepted, to: daemon(for: accepted.socket) ?? daemons.general)
                     } else {
                         waiting.append(accepted)
                     }
@@ -183,7 +186,7 @@ final class AcceptLoop: Sendable {
                 sortBy: .now + .seconds(Self.sortingSeconds))
             if holdingStarts.isEmpty {
                 handOver(accepted, to: daemons.general)
-            } else if let daemon = daemon(for: client, waiting: true) {
+            } else if let daemon = daemon(for: client) {
                 handOver(accepted, to: daemon)
             } else {
                 sorting.append(accepted)
@@ -192,14 +195,12 @@ final class AcceptLoop: Sendable {
         for accepted in sorting { handOver(accepted, to: daemons.general) }
     }
 
-    /// The daemon a connection goes to by its first bytes; nil when they have not come yet and `waiting`
-    /// (else the ordinary daemon).
-    private func daemon(for socket: Int32, waiting: Bool = false) -> DaemonHandle? {
+    /// The daemon a connection goes to by its first bytes; nil while they have not come.
+    private func daemon(for socket: Int32) -> DaemonHandle? {
         guard let holding = daemons.holding else { return daemons.general }
-        let longest = holdingStarts.map(\.count).max() ?? 0
-        var head = [UInt8](repeating: 0, count: longest)
-        let count = recv(socket, &head, longest, Int32(MSG_PEEK))
-        if count < 0, waiting, errno == EAGAIN || errno == EWOULDBLOCK { return nil }
+        var head = [UInt8](repeating: 0, count: peekLength)
+        let count = recv(socket, &head, peekLength, Int32(MSG_PEEK))
+        if count < 0, errno == EAGAIN || errno == EWOULDBLOCK { return nil }
         guard count > 0 else { return daemons.general }  // closed or failed: the ordinary daemon sees it
         let first = head.prefix(count)
         return holdingStarts.contains(where: { first.starts(with: $0) }) ? holding : daemons.general
@@ -207,15 +208,15 @@ final class AcceptLoop: Sendable {
 
     /// Hands a counted connection to `daemon`. MHD closes the socket itself when it cannot take it, and then
     /// reports no close: the counts are given back here.
-    private func handOver(_ accepted: Accepted, to daemon: DaemonHandle?) {
+    private func handOver(_ accepted: Accepted, to daemon: DaemonHandle) {
         var storage = accepted.storage
         let added = withUnsafePointer(to: &storage) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                MHD_add_connection((daemon ?? daemons.general).daemon, accepted.socket, $0, accepted.length)
+                MHD_add_connection(daemon.daemon, accepted.socket, $0, accepted.length)
             }
         }
         if added == .YES {
-            if let daemon, daemon !== daemons.general { handedToHolding.add(1, ordering: .relaxed) }
+            if daemon !== daemons.general { handedToHolding.add(1, ordering: .relaxed) }
         } else {
             open.subtract(1, ordering: .relaxed)
             if addressLimit > 0, let address = accepted.address { release(address) }

@@ -205,7 +205,7 @@ public final class TechnicianDays: Sendable {
             let table = try c.query("SELECT 'technician_visits'::regclass::oid::int8 AS oid").rows[0].int64("oid")
             var updated: [Int64: (day: Day, loaded: Bool)] = [:]
             for (from, to) in wanted {
-                if var day = taken.take(from), day.table == table, day.to == to, try Self.follow(&day, on: c) {
+                if var day = taken.take(from), day.table == table, try Self.follow(&day, on: c) {
                     updated[from] = (day, false)
                 } else {
                     updated[from] = (try Self.load(from: from, to: to, table: table, on: c), true)
