@@ -179,7 +179,7 @@ public struct VisitReadModel: Sendable {
     }
 
     /// The columns of a row as `appendCopyRows` writes them (the upsert's, less `updated_at`, left to its
-    /// default `now()` as the upsert sets it).
+    /// default `now()` as the upsert sets it, and `booked`, left 0 for `bookedStatement`).
     public static let copyColumns =
         "visit_id, customer_id, technician_id, status, ended, version, scheduled_at, state, relevance_score, stale_date, dismissal_policy, dismissal_date"
 
@@ -251,18 +251,25 @@ public struct VisitReadModel: Sendable {
         try connection.query(selectRows("WHERE v.visit_id = \(visitId)")).first.map { try decode($0) }
     }
 
-    /// `SELECT` of a `Row`'s columns from `visits v`, with `b.booked` (the global position of each visit's
-    /// first, `scheduled`, event), then `rest` — whose binds keep their numbers: the head has none.
+    /// `SELECT` of a `Row`'s columns from `visits v`, then `rest` — whose binds keep their numbers: the head has
+    /// none.
     private static func selectRows(_ rest: PostgresQuery) -> PostgresQuery {
         PostgresQuery(
             sql: """
                 SELECT v.visit_id, v.customer_id, v.technician_id, v.status, v.ended, v.version, v.scheduled_at, v.state,
-                       v.relevance_score, v.stale_date, v.dismissal_policy, v.dismissal_date, COALESCE(b.booked, 0) AS booked
+                       v.relevance_score, v.stale_date, v.dismissal_policy, v.dismissal_date, v.booked
                 FROM visits v
-                LEFT JOIN LATERAL (SELECT e.global_position AS booked FROM events e
-                                   WHERE e.stream_name = '\(streamPrefix)' || v.visit_id AND e.position = 1) b ON true
 
                 """ + rest.sql, binds: rest.binds)
+    }
+
+    /// The statement that sets every row's `booked` in `table` as the upsert does when it makes a row (the
+    /// global position of the visit's first event): a replay's bulk write leaves it 0, then runs this.
+    static func bookedStatement(table: String) -> String {
+        """
+        UPDATE \(table) v SET booked = e.global_position
+        FROM events e WHERE e.stream_name = '\(streamPrefix)' || v.visit_id AND e.position = 1
+        """
     }
 
     /// The folded state stored with a visit (nil when the visit does not exist).
@@ -313,22 +320,22 @@ public struct VisitReadModel: Sendable {
     /// (the order of their `scheduled` events in the log); returns one more row than `limit` asks when there
     /// is a next page.
     /// With `cache`, a row whose stored state and ruled columns are the ones remembered is not decoded again.
+    ///
+    /// The statement names only the conditions the filter has, so each of its shapes has a plan of its own,
+    /// made once per connection: by customer or technician their index, else `visits_by_schedule`, each in
+    /// the list's order (a page reads its rows and stops).
     public static func list(_ filter: ListFilter, on connection: PostgresConnection, cache: VisitRowCache? = nil) throws
         -> [Row]
     {
-        let afterAt = filter.after?.scheduledAt
-        let afterBooked = filter.after?.booked
-        return try connection.query(
-            selectRows(
-                """
-                WHERE (\(filter.customerId)::text IS NULL OR v.customer_id = \(filter.customerId))
-                  AND (\(filter.technicianId)::text IS NULL OR v.technician_id = \(filter.technicianId))
-                  AND (\(filter.ended)::boolean IS NULL OR v.ended = \(filter.ended))
-                  AND (\(afterAt)::bigint IS NULL OR (v.scheduled_at, COALESCE(b.booked, 0)) < (\(afterAt), \(afterBooked)))
-                ORDER BY v.scheduled_at DESC, COALESCE(b.booked, 0) DESC
-                LIMIT \(filter.limit + 1)
-                """)
-        ).rows.map { try decode($0, cache: cache) }
+        var conditions: [PostgresQuery] = []
+        if let customerId = filter.customerId { conditions.append("v.customer_id = \(customerId)") }
+        if let technicianId = filter.technicianId { conditions.append("v.technician_id = \(technicianId)") }
+        if let ended = filter.ended { conditions.append("v.ended = \(ended)") }
+        if let after = filter.after { conditions.append("(v.scheduled_at, v.booked) < (\(after.scheduledAt), \(after.booked))") }
+        var rest: PostgresQuery = ""
+        for condition in conditions { rest = rest.sql.isEmpty ? "WHERE \(condition)" : "\(rest) AND \(condition)" }
+        rest = "\(rest)\nORDER BY v.scheduled_at DESC, v.booked DESC LIMIT \(filter.limit + 1)"
+        return try connection.query(selectRows(rest).plannedOnce()).rows.map { try decode($0, cache: cache) }
     }
 
     static func decode(_ row: PostgresRow, cache: VisitRowCache? = nil) throws -> Row {

@@ -18,7 +18,8 @@ extension VisitReplay {
         /// Statements run on the shadow table (named by the argument) after the bulk write, before its indexes.
         let afterCopy: @Sendable (String) -> [String]
 
-        /// The visit read model (`visits`), behind `GET /v1/visits`.
+        /// The visit read model (`visits`), behind `GET /v1/visits`: the rows' booking order (`booked`) is read
+        /// from the log after the bulk write.
         public static let visits = Projection(
             name: VisitReadModel.name, table: VisitReadModel.table, copyColumns: VisitReadModel.copyColumns,
             carriedColumns: [
@@ -26,7 +27,7 @@ extension VisitReplay {
                 "stale_date", "dismissal_policy", "dismissal_date", "updated_at",
             ],
             appendCopyRows: { readModel, states, buffer in readModel.appendCopyRows(states, to: &buffer) },
-            afterCopy: { _ in [] })
+            afterCopy: { shadow in [VisitReadModel.bookedStatement(table: shadow)] })
 
         /// The technicians read model (`technician_visits`), behind `GET /v1/technicians`: the rows' positions of
         /// their bookings or reassignments are read from the log after the bulk write.

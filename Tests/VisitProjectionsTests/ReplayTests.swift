@@ -126,7 +126,7 @@ import VisitTestSupport
             }
             let table: PostgresQuery = """
                 SELECT visit_id, customer_id, technician_id, status, ended::text, version::text, scheduled_at::text, state,
-                       relevance_score::text, stale_date::text, dismissal_policy, dismissal_date::text
+                       relevance_score::text, stale_date::text, dismissal_policy, dismissal_date::text, booked::text
                 FROM visits ORDER BY visit_id
                 """
             let indexes: PostgresQuery =
@@ -134,6 +134,7 @@ import VisitTestSupport
             let live = try await f.pool.query(table).rows.map(\.values)
             let liveIndexes = try await f.pool.query(indexes).rows.map(\.values)
             #expect(live.count == visits)
+            #expect(live.allSatisfy { Int($0[12]!)! > 0 }, "every row holds its booking's position in the log")
             #expect(Set(live.map { $0[3] }).count >= 6, "the histories end in many statuses")
             #expect(live.contains { $0[7]!.contains("\\t") && $0[7]!.contains("\\\\") }, "the states carry escaped text")
 
