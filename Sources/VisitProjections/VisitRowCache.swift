@@ -43,38 +43,36 @@ public final class VisitRowCache: Sendable {
         let location: String?
     }
 
-    private struct Memory {
-        var entries: [String: Drawn] = [:]
-        var hits = 0
-        var misses = 0
-    }
-
-    private let memory = Mutex(Memory())
+    private let entries = Mutex<[String: Drawn]>([:])
+    private let hits = Atomic<Int>(0)
+    private let misses = Atomic<Int>(0)
     public let capacity: Int
 
     public init(capacity: Int = 1_000) {
         self.capacity = capacity
     }
 
-    /// The view and location drawn from `stored` for the visit, if remembered.
+    /// The view and location drawn from `stored` for the visit, if remembered. The lock is held only to take
+    /// the entry: a board's pages read the same rows at once, and comparing each state under the lock made
+    /// them wait for each other.
     func drawn(_ visitId: String, from stored: Stored) -> (view: String, location: String?)? {
-        memory.withLock { m -> (view: String, location: String?)? in
-            guard let drawn = m.entries[visitId], drawn.stored == stored else {
-                m.misses += 1
-                return nil
-            }
-            m.hits += 1
-            return (drawn.view, drawn.location)
+        guard let drawn = entries.withLock({ $0[visitId] }), drawn.stored == stored else {
+            misses.add(1, ordering: .relaxed)
+            return nil
         }
+        hits.add(1, ordering: .relaxed)
+        return (drawn.view, drawn.location)
     }
 
     func remember(_ visitId: String, _ drawn: Drawn) {
-        memory.withLock { m in
-            if m.entries[visitId] == nil, m.entries.count >= capacity { m.entries.removeAll(keepingCapacity: true) }
-            m.entries[visitId] = drawn
+        entries.withLock { entries in
+            if entries[visitId] == nil, entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
+            entries[visitId] = drawn
         }
     }
 
     /// Rows drawn from memory and rows decoded, so far.
-    public var hitsAndMisses: (hits: Int, misses: Int) { memory.withLock { (hits: $0.hits, misses: $0.misses) } }
+    public var hitsAndMisses: (hits: Int, misses: Int) {
+        (hits: hits.load(ordering: .relaxed), misses: misses.load(ordering: .relaxed))
+    }
 }
