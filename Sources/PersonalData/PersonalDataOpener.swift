@@ -207,10 +207,15 @@ public struct PersonalDataOpener: Sendable {
 
     /// Opens what the cache allows: the fast path, else the general one up to the keys it must read.
     func start(_ bytes: [UInt8]) -> Start {
-        if let spans = PersonalDataOpener.sealedSpans(bytes), let keys = cache?.keys(Array(Set(spans.map(\.sealed.keyId)))),
-            let opened = PersonalDataOpener.opened(bytes, spans: spans, keys: keys)
-        {
-            return .opened(opened)
+        if let cache, let spans = PersonalDataOpener.sealedSpans(bytes) {
+            // Taken before any key is looked up: a value opened with a key erased meanwhile is not remembered.
+            let generation = cache.openedGeneration()
+            let known = cache.openedValues(spans.map { ($0.text, $0.isJSON) })
+            let ids = Set(zip(spans, known).lazy.filter { $0.1 == nil }.compactMap { SealedText($0.0.text)?.keyId })
+            if let (opened, fresh) = PersonalDataOpener.opened(bytes, spans: spans, known: known, keys: cache.keys(ids)) {
+                cache.rememberOpened(fresh, readAt: generation)
+                return .opened(opened)
+            }
         }
         guard let (document, ids) = PersonalDataOpener.sealedIds(bytes) else {
             return .opened(Opened(bytes: bytes, erasedFields: 0))
@@ -225,10 +230,11 @@ public struct PersonalDataOpener: Sendable {
     // MARK: the fast path
 
     /// A sealed field's value in a document as this project writes JSON (compact): the value's bytes, quotes
-    /// included, and what it holds.
+    /// included, and its text.
     struct SealedSpan {
         let range: Range<Int>
-        let sealed: SealedText
+        /// The sealed value (`SealedText`'s text form), parsed only when it must be opened.
+        let text: String
         /// Its field is one of `jsonFields`.
         let isJSON: Bool
     }
@@ -244,44 +250,71 @@ public struct PersonalDataOpener: Sendable {
     static func sealedSpans(_ bytes: [UInt8]) -> [SealedSpan]? {
         let marker = [UInt8(ascii: "\"")] + SealedText.prefixBytes
         var spans: [SealedSpan] = []
-        var i = 0
-        let count = bytes.count
-        while i + marker.count <= count {
-            guard bytes[i] == marker[0], bytes[(i + 1)..<(i + marker.count)].elementsEqual(marker[1...]) else {
-                i += 1
-                continue
+        let found = bytes.withUnsafeBytes { buffer -> Bool in
+            guard let base = buffer.baseAddress else { return true }
+            let count = buffer.count
+            var i = 0
+            while i + marker.count <= count {
+                // The next quote (`memchr`), then whether the marker starts there.
+                guard let hit = memchr(base + i, Int32(marker[0]), count - marker.count - i + 1) else { break }
+                i = base.distance(to: UnsafeRawPointer(hit))
+                guard marker.withUnsafeBytes({ memcmp(base + i, $0.baseAddress!, marker.count) }) == 0 else {
+                    i += 1
+                    continue
+                }
+                // The field's key right before the opening quote.
+                let named = fieldPrefixes.first { prefix in
+                    i + 1 >= prefix.bytes.count && bytes[(i + 1 - prefix.bytes.count)...i].elementsEqual(prefix.bytes)
+                }
+                let start = i + 1
+                guard let named, let quote = memchr(base + start, Int32(UInt8(ascii: "\"")), count - start) else {
+                    return false
+                }
+                let close = base.distance(to: UnsafeRawPointer(quote))
+                let value = UnsafeRawBufferPointer(rebasing: buffer[start..<close])
+                guard memchr(value.baseAddress!, Int32(UInt8(ascii: "\\")), value.count) == nil else { return false }
+                let text = String(decoding: value, as: UTF8.self)
+                spans.append(SealedSpan(range: i..<(close + 1), text: text, isJSON: named.isJSON))
+                i = close + 1
             }
-            // The field's key right before the opening quote.
-            let named = fieldPrefixes.first { prefix in
-                i + 1 >= prefix.bytes.count && bytes[(i + 1 - prefix.bytes.count)...i].elementsEqual(prefix.bytes)
-            }
-            guard let named, let close = bytes[(i + 1)...].firstIndex(of: UInt8(ascii: "\"")),
-                !bytes[(i + 1)..<close].contains(UInt8(ascii: "\\")),
-                let sealed = SealedText(String(decoding: bytes[(i + 1)..<close], as: UTF8.self))
-            else { return nil }
-            spans.append(SealedSpan(range: i..<(close + 1), sealed: sealed, isJSON: named.isJSON))
-            i = close + 1
+            return true
         }
-        return spans.isEmpty ? nil : spans
+        return found && !spans.isEmpty ? spans : nil
     }
 
     /// `bytes` with each span's value opened in place (or `null` where the key is known gone); nil when a key is
     /// not in `keys` or a value fails authentication: the general path then reads what it needs and names
     /// the visit in its error.
     static func opened(_ bytes: [UInt8], spans: [SealedSpan], keys: [String: PersonalDataKeys.DataKey]) -> Opened? {
+        opened(bytes, spans: spans, known: Array(repeating: nil, count: spans.count), keys: keys)?.opened
+    }
+
+    /// The same, with what some spans' values were opened to before (`known`, in the spans' order: nil where
+    /// not known): also returns the values it opened itself, as it wrote them, to remember.
+    static func opened(
+        _ bytes: [UInt8], spans: [SealedSpan], known: [[UInt8]?], keys: [String: PersonalDataKeys.DataKey]
+    ) -> (opened: Opened, fresh: [(text: String, isJSON: Bool, bytes: [UInt8])])? {
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count)
+        var fresh: [(text: String, isJSON: Bool, bytes: [UInt8])] = []
         var copied = 0
-        for span in spans {
-            guard let key = keys[span.sealed.keyId], let plain = PersonalDataKeys.open(span.sealed, with: key) else {
-                return nil
-            }
+        for (span, known) in zip(spans, known) {
             out.append(contentsOf: bytes[copied..<span.range.lowerBound])
-            (span.isJSON ? jsonDocument(plain) : JSONValue.string(plain)).write(to: &out)
             copied = span.range.upperBound
+            if let known {
+                out.append(contentsOf: known)
+                continue
+            }
+            guard let sealed = SealedText(span.text), let key = keys[sealed.keyId],
+                let plain = PersonalDataKeys.open(sealed, with: key)
+            else { return nil }
+            var written: [UInt8] = []
+            (span.isJSON ? jsonDocument(plain) : JSONValue.string(plain)).write(to: &written)
+            out.append(contentsOf: written)
+            fresh.append((span.text, span.isJSON, written))
         }
         out.append(contentsOf: bytes[copied...])
-        return Opened(bytes: out, erasedFields: 0)
+        return (Opened(bytes: out, erasedFields: 0), fresh)
     }
 
     /// The JSON document a `jsonFields` value's plain text holds (`null` when it holds none).

@@ -176,3 +176,60 @@ import Testing
         }
     }
 }
+
+/// The values an opener remembers opened (`OpenedValues`, in `PersonalDataKeyCache`): an answer read again
+/// writes what it wrote before without opening anything, and an erasure forgets its key's values the moment
+/// it is heard, so that nothing opened with a destroyed key is answered after it.
+@Suite(.timeLimit(.minutes(1))) struct OpenedValuesTests {
+    @Test func theMemoryForgetsAKeysValuesAndRefusesWhatWasOpenedBeforeAForget() {
+        let memory = OpenedValues(timeToLive: .seconds(600), capacity: 10)
+        let a = (text: SealedText.prefix + "ka:AAAA", isJSON: false, bytes: Array(#""Erin""#.utf8))
+        let b = (text: SealedText.prefix + "kb:BBBB", isJSON: false, bytes: Array(#""Olga""#.utf8))
+        let before = memory.generation()
+        memory.remember([a, b], readAt: before)
+        #expect(memory.values([(a.text, false), (b.text, false), (a.text, true)]) == [a.bytes, b.bytes, nil])
+
+        memory.forget(keyId: "ka")
+        #expect(memory.values([(a.text, false), (b.text, false)]) == [nil, b.bytes])
+        memory.remember([a], readAt: before)
+        #expect(memory.values([(a.text, false)]) == [nil], "opened before the forget: not remembered after it")
+
+        memory.forget(keyId: nil)
+        #expect(memory.count == 0)
+        let full = (0..<11).map { (text: SealedText.prefix + "k:\($0)", isJSON: false, bytes: [UInt8(ascii: "1")]) }
+        memory.remember(Array(full.prefix(8)), readAt: memory.generation())
+        memory.remember(Array(full.suffix(3)), readAt: memory.generation())
+        #expect(memory.count == 3, "past its capacity the memory starts again")
+    }
+
+    @Test func anAnswerReadAgainIsWrittenFromMemoryUntilItsKeyIsErased() async throws {
+        try await withTestDatabase(poolSize: 2) { url, pool in
+            let store = PersonalDataKeys(current: try WrappingKey.temporary())
+            let document = try await pool.withConnection { c in
+                let erin = try store.dataKey(forCustomer: "c-1", on: c)
+                let olga = try store.dataKey(forCustomer: "c-2", on: c)
+                return JSONValue.object([
+                    JSONMember("customerFirstName", .string(try store.seal("Erin", with: erin))),
+                    JSONMember("jobSummary", .string(try store.seal("Olga's boiler", with: olga))),
+                ]).serialized()
+            }
+            let cache = PersonalDataKeyCache(timeToLive: .seconds(600))
+            let opener = PersonalDataOpener(keys: store, cache: cache)
+            let listener = cache.listener(url: url)
+            let listening = Task { try await listener.run() }
+            defer { listening.cancel() }
+            try await eventually("the cache listening for erasures") { cache.isActive }
+
+            let plain = #"{"customerFirstName":"Erin","jobSummary":"Olga's boiler"}"#
+            #expect(String(decoding: try await opener.open(document, pool: pool).bytes, as: UTF8.self) == plain)
+            #expect(cache.openedCount == 0, "keys read from the database: opened by the general path")
+            #expect(String(decoding: try await opener.open(document, pool: pool).bytes, as: UTF8.self) == plain)
+            #expect(cache.openedCount == 2, "keys cached: both values opened by the fast path and remembered")
+
+            _ = try await pool.withConnection { c in try PersonalDataKeys.destroy(customerId: "c-1", on: c) }
+            try await eventually("the erasure heard: the erased customer's value forgotten") { cache.openedCount == 1 }
+            let erased = #"{"customerFirstName":null,"jobSummary":"Olga's boiler"}"#
+            #expect(String(decoding: try await opener.open(document, pool: pool).bytes, as: UTF8.self) == erased)
+        }
+    }
+}
