@@ -179,15 +179,15 @@ public struct VisitReadModel: Sendable {
     }
 
     /// The columns of a row as `appendCopyRows` writes them (the upsert's, less `updated_at`, left to its
-    /// default `now()` as the upsert sets it, and `booked`, left 0 for `bookedStatement`).
+    /// default `now()` as the upsert sets it).
     public static let copyColumns =
-        "visit_id, customer_id, technician_id, status, ended, version, scheduled_at, state, relevance_score, stale_date, dismissal_policy, dismissal_date"
+        "visit_id, customer_id, technician_id, status, ended, version, scheduled_at, state, relevance_score, stale_date, dismissal_policy, dismissal_date, booked"
 
-    /// Appends each state as one row of COPY text (`COPY table (copyColumns) FROM STDIN`): the same values
-    /// as `encode` binds for the upsert (both from `encodeRow`), so a table filled either way holds the same rows (the replay's bulk
-    /// write into a fresh table, where no row can conflict).
-    public func appendCopyRows(_ states: some Sequence<VisitState>, to buffer: inout [UInt8]) {
-        for state in states {
+    /// Appends each state with its booking order as one row of COPY text (`COPY table (copyColumns) FROM
+    /// STDIN`): the same values as `encode` binds for the upsert (both from `encodeRow`), so a table filled
+    /// either way holds the same rows (the replay's bulk write into a fresh table, where no row can conflict).
+    public func appendCopyRows(_ rows: some Sequence<(state: VisitState, booked: Int64)>, to buffer: inout [UInt8]) {
+        for (state, booked) in rows {
             let row = encodeRow(state)
             PostgresCopyText.append(row.visitId, to: &buffer)
             buffer.append(0x09)
@@ -212,6 +212,8 @@ public struct VisitReadModel: Sendable {
                 buffer.append(0x09)
                 if let value { PostgresCopyText.append(value, to: &buffer) } else { buffer.append(contentsOf: "\\N".utf8) }
             }
+            buffer.append(0x09)
+            buffer.append(contentsOf: String(booked).utf8)
             buffer.append(0x0A)
         }
     }
@@ -261,15 +263,6 @@ public struct VisitReadModel: Sendable {
                 FROM visits v
 
                 """ + rest.sql, binds: rest.binds)
-    }
-
-    /// The statement that sets every row's `booked` in `table` as the upsert does when it makes a row (the
-    /// global position of the visit's first event): a replay's bulk write leaves it 0, then runs this.
-    static func bookedStatement(table: String) -> String {
-        """
-        UPDATE \(table) v SET booked = e.global_position
-        FROM events e WHERE e.stream_name = '\(streamPrefix)' || v.visit_id AND e.position = 1
-        """
     }
 
     /// The folded state stored with a visit (nil when the visit does not exist).

@@ -157,13 +157,14 @@ extension VisitReplay {
         let progress: @Sendable (Progress) -> Void
         let failure = ReplayStages.Failure()
         let chunks = StageQueue<[UInt8]>(capacity: 4)
-        let states = StageQueue<[VisitState]>(capacity: 4)
+        let states = StageQueue<[Folded]>(capacity: 4)
         let rows = StageQueue<[UInt8]>(capacity: 4)
         private let counts = Mutex(Counts())
 
-        /// The log in fold order, as COPY text: stream, position, type, data, recorded time (epoch seconds).
+        /// The log in fold order, as COPY text: stream, position, type, data, recorded time (epoch seconds),
+        /// global position.
         static let logCopy = """
-            COPY (SELECT stream_name, position, type, data, extract(epoch FROM recorded_at)::float8
+            COPY (SELECT stream_name, position, type, data, extract(epoch FROM recorded_at)::float8, global_position
                   FROM events WHERE stream_name LIKE 'visit-%' ORDER BY stream_name, position) TO STDOUT
             """
 
@@ -234,11 +235,13 @@ extension VisitReplay {
             counts.withLock { $0.read = busy }
         }
 
-        /// Folds each stream's events into its state, handing on states in batches of `writeBatch`.
+        /// Folds each stream's events into its state, handing on states in batches of `writeBatch`, each with
+        /// its booking order (the global position of its stream's first event, as the upsert reads it).
         private func foldStage() throws {
             var stream: [UInt8] = []
             var state: VisitState?
-            var batch: [VisitState] = []
+            var booked: Int64 = 0
+            var batch: [Folded] = []
             batch.reserveCapacity(writeBatch)
             var events = 0
             var visits = 0
@@ -253,12 +256,12 @@ extension VisitReplay {
                         while bytes[end] != 0x0A { end += 1 }
                         let fields = PostgresCopyText.fields(UnsafeRawBufferPointer(rebasing: bytes[start..<end]))
                         start = end + 1
-                        guard fields.count == 5 else {
-                            throw PostgresError(code: .protocolViolation, message: "a log row has \(fields.count) fields, not 5")
+                        guard fields.count == 6 else {
+                            throw PostgresError(code: .protocolViolation, message: "a log row has \(fields.count) fields, not 6")
                         }
                         if !fields[0].elementsEqual(stream) {
                             if let finished = state {
-                                batch.append(finished)
+                                batch.append(Folded(state: finished, booked: booked))
                                 visits += 1
                                 if batch.count >= writeBatch {
                                     try states.put(batch)
@@ -267,6 +270,9 @@ extension VisitReplay {
                             }
                             stream = Array(fields[0])
                             state = nil
+                            booked =
+                                fields[1].elementsEqual("1".utf8)
+                                ? Int64(String(decoding: fields[5], as: UTF8.self)) ?? 0 : 0
                         }
                         state = try Stages.fold(fields, into: state)
                         events += 1
@@ -280,7 +286,7 @@ extension VisitReplay {
                 }
             }
             if let finished = state {
-                batch.append(finished)
+                batch.append(Folded(state: finished, booked: booked))
                 visits += 1
             }
             if !batch.isEmpty { try states.put(batch) }
