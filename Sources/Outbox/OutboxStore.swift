@@ -200,12 +200,21 @@ public struct OutboxStore: Sendable {
             -- The enqueue already sets a paced update's due time from the target's last paced send, but it
             -- cannot see a send that its own snapshot showed still pending (claimed, sent and completed while
             -- the enqueueing transaction ran): the claim, which sees it, moves such an update to the end of
-            -- the interval. Along deliveries_paced_due: the due paced updates only.
+            -- the interval. Along deliveries_paced_due, in its order and a bounded number at a time, so that
+            -- it is walked by an index scan: that marks the entries of rows sent since as dead as it passes
+            -- them, where a bitmap scan visited each of them again at every claim until a vacuum (hundreds
+            -- for a dozen live rows beside a fleet). What is left due goes at the next claim.
+            due_paced AS (
+                SELECT p.id FROM deliveries p
+                WHERE p.state = 'pending' AND p.paced_seconds IS NOT NULL AND p.next_attempt_at <= \(now)
+                ORDER BY p.next_attempt_at
+                LIMIT 1000
+            ),
             held AS (
                 UPDATE deliveries d
                 SET next_attempt_at = x.last_paced_at + d.paced_seconds
-                FROM delivery_targets x
-                WHERE d.state = 'pending' AND d.paced_seconds IS NOT NULL AND d.next_attempt_at <= \(now)
+                FROM due_paced p, delivery_targets x
+                WHERE d.id = p.id AND d.state = 'pending'
                   AND x.target = d.target AND x.last_paced_at + d.paced_seconds > \(now)
             ),
             claimed AS (
