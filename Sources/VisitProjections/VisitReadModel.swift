@@ -328,25 +328,48 @@ public struct VisitReadModel: Sendable {
         var rest: PostgresQuery = ""
         for condition in conditions { rest = rest.sql.isEmpty ? "WHERE \(condition)" : "\(rest) AND \(condition)" }
         rest = "\(rest)\nORDER BY v.scheduled_at DESC, v.booked DESC LIMIT \(filter.limit + 1)"
-        return try connection.query(selectRows(rest).plannedOnce()).rows.map { try decode($0, cache: cache) }
+        let rows = try connection.query(selectRows(rest).plannedOnce()).rows
+        guard let cache else { return try rows.map { try decode($0) } }
+        // The memory is asked once for the page, and told once what was drawn afresh: a board's pages read
+        // the same rows at once, and a lock taken per row made them wait for each other.
+        let asked = try rows.map { (visitId: try $0.string("visit_id"), stored: try Self.stored($0)) }
+        let known = cache.drawn(asked)
+        var fresh: [(visitId: String, drawn: VisitRowCache.Drawn)] = []
+        var page: [Row] = []
+        page.reserveCapacity(rows.count)
+        for (n, row) in rows.enumerated() {
+            let (visitId, stored) = asked[n]
+            let (view, location): (String, String?)
+            if let drawn = known[n] {
+                (view, location) = drawn
+            } else {
+                let state = try VisitState(snapshot: Array(stored.state.utf8))
+                (view, location) = (viewText(try drawnView(row, state: state)), state.location)
+                fresh.append((visitId, VisitRowCache.Drawn(stored: stored, view: view, location: location)))
+            }
+            page.append(try decode(row, visitId: visitId, view: view, location: location))
+        }
+        cache.remember(fresh)
+        return page
     }
 
-    static func decode(_ row: PostgresRow, cache: VisitRowCache? = nil) throws -> Row {
-        let visitId = try row.string("visit_id")
-        let text = try row.string("state")
-        let stored = VisitRowCache.Stored(
-            state: text, relevanceScore: row["relevance_score"], staleDate: row["stale_date"],
+    /// A row drawn afresh: its state parsed and its view written.
+    static func decode(_ row: PostgresRow) throws -> Row {
+        let state = try VisitState(snapshot: Array(try row.string("state").utf8))
+        return try decode(
+            row, visitId: try row.string("visit_id"), view: viewText(try drawnView(row, state: state)),
+            location: state.location)
+    }
+
+    /// What `VisitRowCache` compares of a row.
+    static func stored(_ row: PostgresRow) throws -> VisitRowCache.Stored {
+        VisitRowCache.Stored(
+            state: try row.string("state"), relevanceScore: row["relevance_score"], staleDate: row["stale_date"],
             dismissalPolicy: row["dismissal_policy"], dismissalDate: row["dismissal_date"])
-        let view: String
-        let location: String?
-        if let cache, let drawn = cache.drawn(visitId, from: stored) {
-            (view, location) = drawn
-        } else {
-            let state = try VisitState(snapshot: Array(text.utf8))
-            (view, location) = (viewText(try drawnView(row, state: state)), state.location)
-            cache?.remember(visitId, VisitRowCache.Drawn(stored: stored, view: view, location: location))
-        }
-        return Row(
+    }
+
+    static func decode(_ row: PostgresRow, visitId: String, view: String, location: String?) throws -> Row {
+        Row(
             visitId: visitId, customerId: try row.string("customer_id"),
             technicianId: try row.string("technician_id"), status: try row.string("status"),
             ended: try row.bool("ended"), version: try row.int64("version"), scheduledAt: try row.int64("scheduled_at"),

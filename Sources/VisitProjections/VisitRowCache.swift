@@ -52,22 +52,30 @@ public final class VisitRowCache: Sendable {
         self.capacity = capacity
     }
 
-    /// The view and location drawn from `stored` for the visit, if remembered. The lock is held only to take
-    /// the entry: a board's pages read the same rows at once, and comparing each state under the lock made
-    /// them wait for each other.
-    func drawn(_ visitId: String, from stored: Stored) -> (view: String, location: String?)? {
-        guard let drawn = entries.withLock({ $0[visitId] }), drawn.stored == stored else {
-            misses.add(1, ordering: .relaxed)
-            return nil
+    /// The view and location drawn from each row's `stored` columns, where remembered (nil where not). The
+    /// lock is held once for all the rows, and only to take their entries: a board's pages read the same
+    /// rows at once, and comparing each state under the lock, a lock taken per row, made them wait for each
+    /// other.
+    func drawn(_ rows: [(visitId: String, stored: Stored)]) -> [(view: String, location: String?)?] {
+        let entries = self.entries.withLock { entries in rows.map { entries[$0.visitId] } }
+        var found = 0
+        let drawn = zip(rows, entries).map { row, entry -> (view: String, location: String?)? in
+            guard let entry, entry.stored == row.stored else { return nil }
+            found += 1
+            return (entry.view, entry.location)
         }
-        hits.add(1, ordering: .relaxed)
-        return (drawn.view, drawn.location)
+        hits.add(found, ordering: .relaxed)
+        misses.add(rows.count - found, ordering: .relaxed)
+        return drawn
     }
 
-    func remember(_ visitId: String, _ drawn: Drawn) {
+    func remember(_ drawn: [(visitId: String, drawn: Drawn)]) {
+        guard !drawn.isEmpty else { return }
         entries.withLock { entries in
-            if entries[visitId] == nil, entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
-            entries[visitId] = drawn
+            for (visitId, drawn) in drawn {
+                if entries[visitId] == nil, entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
+                entries[visitId] = drawn
+            }
         }
     }
 
