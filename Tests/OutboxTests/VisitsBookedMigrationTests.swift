@@ -11,17 +11,7 @@ import Testing
         let url = try await TestDatabase.createEmpty()
         try await PostgresPool.withPool(PostgresConfiguration(url: url, size: 2)) { pool in
             // The schema as it was before 0040.
-            let before = FileManager.default.temporaryDirectory.appendingPathComponent("mig-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: before, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(at: before) }
-            let all = try FileManager.default.contentsOfDirectory(atPath: TestDatabase.migrationsDirectory.path).filter {
-                $0.hasSuffix(".sql")
-            }
-            for name in all where name < "0040" {
-                try FileManager.default.copyItem(
-                    at: TestDatabase.migrationsDirectory.appendingPathComponent(name), to: before.appendingPathComponent(name))
-            }
-            try await Migrator(directory: before).migrate(pool: pool)
+            try await TestDatabase.migrate(before: "0040", pool: pool)
 
             let positions = try await pool.withConnection { c -> [String: Int64] in
                 // Another stream first, so that no position equals its row's place by chance; v-2 is booked

@@ -51,6 +51,20 @@ public enum TestDatabase {
         try await withTestDatabase(poolSize: 1) { url, _ in url }
     }
 
+    /// Applies on `pool` the project's migrations whose file names sort before `version` ("0040"): the schema
+    /// as an older release left it, for a test of what a later migration does to rows written under it.
+    public static func migrate(before version: String, pool: PostgresPool) async throws {
+        let before = FileManager.default.temporaryDirectory.appendingPathComponent("mig-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: before, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: before) }
+        let all = try FileManager.default.contentsOfDirectory(atPath: migrationsDirectory.path).filter { $0.hasSuffix(".sql") }
+        for name in all where name < version {
+            try FileManager.default.copyItem(
+                at: migrationsDirectory.appendingPathComponent(name), to: before.appendingPathComponent(name))
+        }
+        try await Migrator(directory: before).migrate(pool: pool)
+    }
+
     /// Adds a connection parameter to a URI or key=value connection string.
     public static func url(_ url: String, adding parameter: String) -> String {
         if url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") {
