@@ -212,7 +212,9 @@ public struct PersonalDataOpener: Sendable {
             let generation = cache.openedGeneration()
             let known = cache.openedValues(spans.map { ($0.text, $0.isJSON) })
             let ids = Set(zip(spans, known).lazy.filter { $0.1 == nil }.compactMap { SealedText($0.0.text)?.keyId })
-            if let (opened, fresh) = PersonalDataOpener.opened(bytes, spans: spans, known: known, keys: cache.keys(ids)) {
+            // Every value remembered (a board read again): no key to look up.
+            let keys = ids.isEmpty ? [:] : cache.keys(ids)
+            if let (opened, fresh) = PersonalDataOpener.opened(bytes, spans: spans, known: known, keys: keys) {
                 cache.rememberOpened(fresh, readAt: generation)
                 return .opened(opened)
             }

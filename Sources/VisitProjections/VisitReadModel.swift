@@ -343,8 +343,7 @@ public struct VisitReadModel: Sendable {
             if let drawn = known[n] {
                 (view, location) = drawn
             } else {
-                let state = try VisitState(snapshot: Array(stored.state.utf8))
-                (view, location) = (viewText(try drawnView(row, state: state)), state.location)
+                (view, location) = try draw(row, state: stored.state)
                 fresh.append((visitId, VisitRowCache.Drawn(stored: stored, view: view, location: location)))
             }
             page.append(try decode(row, visitId: visitId, view: view, location: location))
@@ -353,12 +352,16 @@ public struct VisitReadModel: Sendable {
         return page
     }
 
-    /// A row drawn afresh: its state parsed and its view written.
+    /// A row drawn afresh.
     static func decode(_ row: PostgresRow) throws -> Row {
-        let state = try VisitState(snapshot: Array(try row.string("state").utf8))
-        return try decode(
-            row, visitId: try row.string("visit_id"), view: viewText(try drawnView(row, state: state)),
-            location: state.location)
+        let (view, location) = try draw(row, state: try row.string("state"))
+        return try decode(row, visitId: try row.string("visit_id"), view: view, location: location)
+    }
+
+    /// What a row draws: its stored state (`text`) parsed, and its view written with its ruled columns.
+    static func draw(_ row: PostgresRow, state text: String) throws -> (view: String, location: String?) {
+        let state = try VisitState(snapshot: Array(text.utf8))
+        return (viewText(try drawnView(row, state: state)), state.location)
     }
 
     /// What `VisitRowCache` compares of a row.

@@ -3,9 +3,9 @@ import VisitDomain
 extension VisitReplay {
     /// A visit's state as the replay folded it, with its booking order: the global position of its first event
     /// (0 when that event is not in the log), which the live upsert reads from the log itself.
-    public struct Folded: Sendable {
-        public let state: VisitState
-        public let booked: Int64
+    struct Folded: Sendable {
+        let state: VisitState
+        let booked: Int64
     }
 
     /// A read model a replay rebuilds: one table with a row per visit (primary key `visit_id`, a `version`
