@@ -225,12 +225,18 @@ struct FleetDayBenchmark {
         return made.reduce(0, +)
     }
 
-    /// Waits until no delivery or webhook is pending or being sent (within `seconds`, else throws).
+    /// Waits until no delivery or webhook is pending or being sent, and the webhook worker has turned every
+    /// finished delivery into its outcome's webhook (within `seconds`, else throws). The outcomes are read
+    /// after the pushes finish, by a cursor of the worker's own (`webhook_settings.deliveries_xid`): without
+    /// the last clause a step's checks could count an outcome's webhook written after the drain, still
+    /// being sent.
     func drain(database: ScratchDatabase, within seconds: Double) async throws {
         let deadline = LoadConnection.now() + seconds
         let open: PostgresQuery = """
             SELECT (SELECT count(*) FROM deliveries WHERE state IN ('pending', 'sending'))
-                 + (SELECT count(*) FROM webhooks WHERE state IN ('pending', 'sending')) AS n
+                 + (SELECT count(*) FROM webhooks WHERE state IN ('pending', 'sending'))
+                 + (SELECT count(*) FROM deliveries d, webhook_settings s
+                    WHERE d.finished_xid IS NOT NULL AND (d.finished_xid, d.id) > (s.deliveries_xid, s.deliveries_id)) AS n
             """
         while try await database.integer(open) > 0 {
             guard LoadConnection.now() < deadline else {
