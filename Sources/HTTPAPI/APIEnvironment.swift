@@ -1,6 +1,7 @@
 import APIStores
 import CustomerErasure
 import Foundation
+import HTTPServer
 import LiveActivityLedger
 import Outbox
 import PersonalData
@@ -8,6 +9,18 @@ import Runtime
 import VisitCommands
 import VisitDomain
 import VisitProjections
+
+/// What a page of `GET /v1/visits` is read for: its filter after the caller's role narrowed it, and whether the
+/// caller may see anything at all. Two asks with equal ones get the same answer.
+public struct VisitListAsk: Hashable, Sendable {
+    var customerId: String?
+    var technicianId: String?
+    var ended: Bool?
+    var limit: Int
+    var afterScheduledAt: Int64?
+    var afterBooked: Int64?
+    var visible: Bool
+}
 
 /// Everything the API's handlers use, built once by the executable. A class: every handler closure captures
 /// it, and a reference is one retain where a struct of a dozen references was a dozen per capture.
@@ -45,6 +58,8 @@ public final class APIEnvironment: Sendable {
     public let devices: DeviceRegistrations
     /// Reads of visits: one, a page, a history.
     public let visits: VisitQueries
+    /// The pages of `GET /v1/visits` being read, shared by the identical asks that wait for them.
+    public let visitLists = SharedRuns<VisitListAsk, HTTPResponse>()
     /// Write transactions, with the answer kept under an Idempotency-Key.
     public let transactions: IdempotentTransactions
     /// A visit's deliveries, for the console.

@@ -232,15 +232,29 @@ extension LiveVisitsAPI {
         let visits = environment.visits
         let page = filter
         let visible = !empty
-        let (rows, followers) = try await mapped { try await visits.page(page, visible: visible) }
-        let shown = rows.prefix(page.limit)
-        var items: [String] = []
-        for (row, followed) in zip(shown, followers) {
-            items.append(row.body(liveActivities: followed.liveActivities, channels: LiveVisitsAPI.channels(followed)))
+        // The same page asked again while one is being read waits for the next read and shares it (a hundred
+        // consoles polling the same board): the answer is the same for whoever asks, and its sealed fields are
+        // opened once, by the read.
+        let ask = VisitListAsk(
+            customerId: page.customerId, technicianId: page.technicianId, ended: page.ended, limit: page.limit,
+            afterScheduledAt: page.after?.scheduledAt, afterBooked: page.after?.booked, visible: visible)
+        let response = try await mapped {
+            try await environment.visitLists.value(ask) {
+                let (rows, followers) = try await visits.page(page, visible: visible)
+                let shown = rows.prefix(page.limit)
+                var items: [String] = []
+                for (row, followed) in zip(shown, followers) {
+                    items.append(row.body(liveActivities: followed.liveActivities, channels: LiveVisitsAPI.channels(followed)))
+                }
+                let next =
+                    rows.count > page.limit ? shown.last.map { LiveVisitsAPI.encodeCursor($0.scheduledAt, $0.booked) } : nil
+                let nextJSON = next.map { JSONValue.string($0).serializedString() } ?? "null"
+                let body = "{\"visits\":[\(items.joined(separator: ","))],\"nextCursor\":\(nextJSON)}"
+                return await openPersonalData(.json(body: Data(body.utf8)))
+            }
         }
-        let next = rows.count > page.limit ? shown.last.map { LiveVisitsAPI.encodeCursor($0.scheduledAt, $0.booked) } : nil
-        let nextJSON = next.map { JSONValue.string($0).serializedString() } ?? "null"
-        return .json(body: Data("{\"visits\":[\(items.joined(separator: ","))],\"nextCursor\":\(nextJSON)}".utf8))
+        LiveVisitsAPI.currentCaller?.markAnswerOpened()
+        return response
     }
 
     /// The cursor after a row: its scheduled time and booking order (`VisitReadModel.Row.booked`).

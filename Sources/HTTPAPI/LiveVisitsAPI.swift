@@ -35,7 +35,7 @@ public struct LiveVisitsAPI: Sendable {
             } else {
                 response = await LiveVisitsAPI.$currentCaller.withValue(caller) { await inner(request) }
             }
-            response = await openPersonalData(response)
+            if !caller.answerOpened { response = await openPersonalData(response) }
             if let role = caller.role { response.logMetadata["actor.role"] = role }
             // The API's answers are per caller and change at once: never stored by a browser or a proxy (the
             // console's files set their own, revalidated, Cache-Control).
@@ -364,6 +364,11 @@ public struct LiveVisitsAPI: Sendable {
 /// The authenticated role of one request, for its log line (never the key).
 final class CallerRecord: Sendable {
     private let value = Mutex<String?>(nil)
+    private let opened = Atomic<Bool>(false)
     var role: String? { value.withLock { $0 } }
     func set(role: String) { value.withLock { $0 = role } }
+    /// Whether the handler's answer has its sealed fields opened already (an answer shared by several asks is
+    /// opened once, by the read that made it): `handler()` then leaves it as it is.
+    var answerOpened: Bool { opened.load(ordering: .relaxed) }
+    func markAnswerOpened() { opened.store(true, ordering: .relaxed) }
 }
