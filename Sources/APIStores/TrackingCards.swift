@@ -262,7 +262,7 @@ public final class TrackingCards: Service {
             let (at, read) = try await pool.withConnection { [box] c -> (Checkpoint, [String: TrackingLinks.Shown?]) in
                 guard let checkpoint else { return (try EventStore.head(on: c), [:]) }
                 var touched = unsure
-                let at = try EventStore.readAll(after: checkpoint, on: c) { events in
+                let at = try EventStore.changes(after: checkpoint, on: c) { events in
                     touched.formUnion(Self.cardsBehind(events.map { ($0.streamName, $0.position) }, in: box))
                 }
                 // Events committed behind a transaction still open elsewhere in the cluster (a long report, a

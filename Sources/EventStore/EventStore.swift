@@ -275,28 +275,57 @@ public final class EventStore: Sendable {
             """
             SELECT global_position, stream_name, position, type, data::text AS data, metadata::text AS metadata,
                    transaction_id::text AS transaction_id, extract(epoch FROM recorded_at)::float8 AS recorded_at
-            FROM events
-            WHERE (transaction_id, global_position) > (\(String(checkpoint.transactionId))::xid8, \(checkpoint.globalPosition))
-              AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-            ORDER BY events.transaction_id, events.global_position  -- the xid8 column, not the text alias
-            LIMIT \(limit)
+            FROM events \(inFollowOrder(after: checkpoint, limit: limit))
             """)
         return try rows.rows.map(decode)
     }
 
-    /// Every event after `checkpoint` that `readAll` can give now, in follow order, handed to `page` 1,000 at a
-    /// time (the followers that keep a memory of their own: the technicians' board, the tracking pages); answers
-    /// the checkpoint after the last one.
-    public static func readAll(
-        after checkpoint: Checkpoint, on connection: PostgresConnection, page: ([RecordedEvent]) throws -> Void
+    /// What a follower that keeps a memory of its own needs of an event: the stream and position it changed,
+    /// its type, and its place in the log. Without the event's data and metadata, which such a follower reads
+    /// from the rows the event changed instead.
+    public struct Change: Sendable, Hashable {
+        public let streamName: String
+        public let position: Int64
+        public let type: String
+        public let checkpoint: Checkpoint
+    }
+
+    /// Every change after `checkpoint` that `readAll` can give now, in follow order, handed to `page` 1,000 at a
+    /// time (the followers that keep a memory of their own: the technicians' days, the visits under way, the
+    /// tracking pages); answers the checkpoint after the last one.
+    public static func changes(
+        after checkpoint: Checkpoint, on connection: PostgresConnection, page: ([Change]) throws -> Void
     ) throws -> Checkpoint {
         var at = checkpoint
         while true {
-            let events = try readAll(after: at, limit: 1000, on: connection)
-            try page(events)
-            if let last = events.last { at = last.checkpoint }
-            if events.count < 1000 { return at }
+            let rows = try connection.query(
+                """
+                SELECT global_position, stream_name, position, type, transaction_id::text AS transaction_id
+                FROM events \(inFollowOrder(after: at, limit: 1000))
+                """)
+            let changes = try rows.rows.map { row in
+                Change(
+                    streamName: try row.string("stream_name"), position: try row.int64("position"),
+                    type: try row.string("type"),
+                    checkpoint: Checkpoint(
+                        transactionId: UInt64(try row.string("transaction_id")) ?? 0,
+                        globalPosition: try row.int64("global_position")))
+            }
+            try page(changes)
+            if let last = changes.last { at = last.checkpoint }
+            if changes.count < 1000 { return at }
         }
+    }
+
+    /// The events after `checkpoint` that no transaction can still add to, in follow order: the one place
+    /// that says which events a follower may read.
+    static func inFollowOrder(after checkpoint: Checkpoint, limit: Int) -> PostgresQuery {
+        """
+        WHERE (transaction_id, global_position) > (\(String(checkpoint.transactionId))::xid8, \(checkpoint.globalPosition))
+          AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+        ORDER BY events.transaction_id, events.global_position  -- the xid8 column, not the text alias
+        LIMIT \(limit)
+        """
     }
 
     /// True when events after `checkpoint` are visible but not yet readable, because a transaction older

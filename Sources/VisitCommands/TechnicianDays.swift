@@ -11,7 +11,7 @@ import VisitProjections
 /// a busy fleet for 10,000 technicians), and the dispatch desk's pages ask for it every 2 seconds while the
 /// fleet changes it many times a second. So a day asked for is read whole once, with the log's
 /// checkpoint taken just before; every later ask first runs a pass that reads the events committed since
-/// (gap-safely, `EventStore.readAll(after:)`, and those still behind the snapshot horizon), reads again the
+/// (gap-safely, `EventStore.changes(after:)`, and those still behind the snapshot horizon), reads again the
 /// rows of the visits they touched and the names of those visits' technicians, and updates the day. A pass
 /// starts only after the ask came, so an answer shows everything committed before it was asked for, by any
 /// process. One pass runs at a time and serves every ask that came before it started.
@@ -252,7 +252,7 @@ public final class TechnicianDays: Sendable {
     static func follow(_ day: inout Day, on c: PostgresConnection) throws -> Bool {
         var touched = Set<String>()
         var tooMany = false
-        let at = try EventStore.readAll(after: day.checkpoint, on: c) { events in
+        let at = try EventStore.changes(after: day.checkpoint, on: c) { events in
             for event in events {
                 if let id = VisitReadModel.visitId(ofStream: event.streamName) { touched.insert(id) }
             }

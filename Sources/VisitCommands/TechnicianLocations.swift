@@ -331,7 +331,7 @@ public final class TechnicianLocations: Service {
         do {
             try await handler.store.pool.withConnection { [self] c in
                 var touched = unsure
-                let at = try EventStore.readAll(after: checkpoint, on: c) { events in
+                let at = try EventStore.changes(after: checkpoint, on: c) { events in
                     let changes = events.map { (streamName: $0.streamName, position: $0.position, type: $0.type) }
                     touched.formUnion(self.board.withLock { TechnicianLocations.mayChange(changes, board: $0) })
                 }

@@ -39,6 +39,47 @@ import Testing
         }
     }
 
+    /// The followers' changes are the log's events in follow order, page after page (1,000 a page), each with
+    /// its stream, position, type and checkpoint; the checkpoint answered is the last one's.
+    @Test func changesAreTheEventsInFollowOrderAcrossPages() async throws {
+        try await withTestDatabase { _, pool async throws in
+            let store = EventStore(pool: pool)
+            try await pool.withConnection { c in
+                // 1,203 events of three transactions, inserted out of their global order.
+                try c.execute(
+                    script: """
+                        INSERT INTO events (stream_name, position, type, data, transaction_id)
+                        SELECT 's-' || (n % 7), n, 't' || (n % 3), '{}', (ARRAY['900', '30', '4000'])[1 + n % 3]::xid8
+                        FROM generate_series(1, 1203) AS n
+                        """)
+            }
+            let events = try await store.readAll(after: .start, limit: 5_000)
+            #expect(events.count == 1_203)
+            let (pages, changes, at) = try await pool.withConnection { c in
+                var pages: [Int] = []
+                var changes: [EventStore.Change] = []
+                let at = try EventStore.changes(after: .start, on: c) { page in
+                    pages.append(page.count)
+                    changes += page
+                }
+                return (pages, changes, at)
+            }
+            #expect(pages == [1_000, 203])
+            #expect(changes.map(\.streamName) == events.map(\.streamName))
+            #expect(changes.map(\.position) == events.map(\.position))
+            #expect(changes.map(\.type) == events.map(\.type))
+            #expect(changes.map(\.checkpoint) == events.map(\.checkpoint))
+            #expect(at == events.last?.checkpoint)
+            // From a checkpoint in the middle, the rest.
+            let rest = try await pool.withConnection { c in
+                var rest: [EventStore.Change] = []
+                _ = try EventStore.changes(after: events[599].checkpoint, on: c) { rest += $0 }
+                return rest
+            }
+            #expect(rest.map(\.checkpoint) == events.dropFirst(600).map(\.checkpoint))
+        }
+    }
+
     /// Follow order compares transaction ids as numbers: 9 comes before 10 (as text it would not).
     /// A fresh cluster crossing from 3- to 4-digit ids once made a follower redeliver and reorder events.
     @Test func followOrderIsNumericAcrossDigitBoundaries() async throws {
