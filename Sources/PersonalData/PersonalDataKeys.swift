@@ -56,31 +56,41 @@ public struct PersonalDataKeys: Sendable {
     /// transaction when there is one). A concurrent first use by another transaction is waited for and read.
     public func dataKey(forCustomer customerId: String, on connection: PostgresConnection) throws -> DataKey {
         for _ in 0..<3 {
-            let fresh = try AESGCM.random(AESGCM.keyBytes)
-            let keyId = "pk-" + AESGCM.hex(try AESGCM.random(8))
-            let stored = try wrap(fresh, keyId: keyId, under: current)
-            // During a rotation's switch, processes that still hold only the previous file read new keys too.
-            let alsoUnder = current == nil ? nil : previous.first
-            let previousStored = try alsoUnder.map { try wrap(fresh, keyId: keyId, under: $0) }
-            let rows = try connection.query(
-                """
-                WITH made AS (
-                    INSERT INTO personal_data_keys
-                        (key_id, customer_id, data_key, wrapping_key_id, previous_data_key, previous_wrapping_key_id)
-                    VALUES (\(keyId), \(customerId), \(stored), \(current?.id), \(previousStored), \(alsoUnder?.id))
-                    ON CONFLICT (customer_id) DO NOTHING
-                    RETURNING key_id, data_key, wrapping_key_id, previous_data_key, previous_wrapping_key_id
-                )
-                SELECT * FROM made
-                UNION ALL
-                SELECT key_id, data_key, wrapping_key_id, previous_data_key, previous_wrapping_key_id
-                FROM personal_data_keys WHERE customer_id = \(customerId)
-                LIMIT 1
-                """)
-            // Empty: another transaction made it after this statement's snapshot; read it again.
-            if let row = rows.first { return try unwrap(row) }
+            if let key = try dataKey(made: connection.query(try dataKeyStatement(forCustomer: customerId))) { return key }
         }
         throw PersonalDataError(code: .unreadable, message: "could not make or read the data key of a customer")
+    }
+
+    /// The statement of `dataKey(forCustomer:on:)`, for a caller that sends it with others in one round trip:
+    /// it makes the customer's key unless one exists, and reads whichever is theirs. `dataKey(made:)` reads
+    /// its answer.
+    public func dataKeyStatement(forCustomer customerId: String) throws -> PostgresQuery {
+        let fresh = try AESGCM.random(AESGCM.keyBytes)
+        let keyId = "pk-" + AESGCM.hex(try AESGCM.random(8))
+        let stored = try wrap(fresh, keyId: keyId, under: current)
+        // During a rotation's switch, processes that still hold only the previous file read new keys too.
+        let alsoUnder = current == nil ? nil : previous.first
+        let previousStored = try alsoUnder.map { try wrap(fresh, keyId: keyId, under: $0) }
+        return """
+            WITH made AS (
+                INSERT INTO personal_data_keys
+                    (key_id, customer_id, data_key, wrapping_key_id, previous_data_key, previous_wrapping_key_id)
+                VALUES (\(keyId), \(customerId), \(stored), \(current?.id), \(previousStored), \(alsoUnder?.id))
+                ON CONFLICT (customer_id) DO NOTHING
+                RETURNING key_id, data_key, wrapping_key_id, previous_data_key, previous_wrapping_key_id
+            )
+            SELECT * FROM made
+            UNION ALL
+            SELECT key_id, data_key, wrapping_key_id, previous_data_key, previous_wrapping_key_id
+            FROM personal_data_keys WHERE customer_id = \(customerId)
+            LIMIT 1
+            """
+    }
+
+    /// The key a `dataKeyStatement` answered; nil when another transaction made it after the statement's
+    /// snapshot (send the statement again).
+    public func dataKey(made rows: PostgresRows) throws -> DataKey? {
+        try rows.first.map(unwrap)
     }
 
     /// The data keys with these ids that still exist (erased ones are absent). A row that cannot be

@@ -27,7 +27,7 @@ extension VisitCommandHandler {
         if connection.inTransaction { states.forget(visitIds, distrusting: false) }
         let read = try currentStates(of: visitIds, refusals: visitIds.map { _ in nil }, on: connection)
         var prepared: [Prepared] = []
-        for (visitId, state) in zip(visitIds, read) {
+        for (visitId, state) in zip(visitIds, read.states) {
             guard let state = try state.get(), let chosen = try event(state) else { continue }
             let command = VisitCommand(visitId: visitId, event: chosen, context: context, isCreation: false)
             prepared.append(try prepare(command, state: state, on: connection))

@@ -189,8 +189,8 @@ public struct VisitCommandHandler: Sendable {
         // In a transaction of the caller's, which this handler does not see commit, it forgets the visit's state (a
         // state remembered for it would be assumed behind the visit); committed by itself, it remembers the new one.
         if connection.inTransaction { states.forget([command.visitId], distrusting: false) }
-        let prepared = try prepare(
-            command, state: try currentStates([command], on: connection)[0].get(), on: connection)
+        let read = try currentStates([command], on: connection)
+        let prepared = try prepare(command, state: try read.states[0].get(), keys: read.keys, on: connection)
         let encoded = readModel.encode([prepared.accepted.state])
         var statements = [EventStore.appendStatement(prepared.request, guarded: false)] + readModel.upsertStatements(encoded)
         statements += try pushes.statements(for: prepared.pushIntents)
@@ -286,9 +286,11 @@ public struct VisitCommandHandler: Sendable {
                 toRead.append(i)
             }
         }
+        var keys: [String: PersonalDataKeys.DataKey] = [:]
         do {
-            let states = try currentStates(toRead.map { commands[$0] }, on: connection)
-            for (i, state) in zip(toRead, states) { current[commands[i].visitId] = state }
+            let read = try currentStates(toRead.map { commands[$0] }, on: connection)
+            for (i, state) in zip(toRead, read.states) { current[commands[i].visitId] = state }
+            keys = read.keys
         } catch {
             for i in inBatch where !assumed.contains(commands[i].visitId) { outcomes[i] = .failure(error) }
             inBatch = inBatch.filter { assumed.contains(commands[$0].visitId) }
@@ -298,7 +300,7 @@ public struct VisitCommandHandler: Sendable {
         func decide(_ i: Int) {
             let visit = commands[i].visitId
             do {
-                let p = try prepare(commands[i], state: try current[visit]!.get(), on: connection)
+                let p = try prepare(commands[i], state: try current[visit]!.get(), keys: keys, on: connection)
                 prepared.append((i, p))
                 current[visit] = .success(p.accepted.state)
             } catch {
@@ -503,15 +505,31 @@ public struct VisitCommandHandler: Sendable {
     /// visit whose stream cannot be folded fails alone. Where the read model's row is at the version of the
     /// state this process committed last (`states`), the statement answers `=` instead of the snapshot, and
     /// that state is used: no snapshot sent and parsed again.
-    func currentStates(_ commands: [VisitCommand], on connection: PostgresConnection) throws -> [Result<VisitState?, any Error>] {
-        try currentStates(of: commands.map(\.visitId), refusals: commands.map(\.refuseIfAnyRow), on: connection)
+    ///
+    /// The data keys of the customers the commands book a visit for are read (made on first use) in the same
+    /// round trip, by customer: a booking then seals its personal fields without a round trip of its own
+    /// (`sealed`), while the batch it is in waits for its decisions.
+    func currentStates(_ commands: [VisitCommand], on connection: PostgresConnection) throws -> (
+        states: [Result<VisitState?, any Error>], keys: [String: PersonalDataKeys.DataKey]
+    ) {
+        var customers: [String] = []
+        if personalData != nil {
+            for command in commands {
+                if case .scheduled(let scheduled) = command.event, !customers.contains(scheduled.customerId) {
+                    customers.append(scheduled.customerId)
+                }
+            }
+        }
+        return try currentStates(
+            of: commands.map(\.visitId), refusals: commands.map(\.refuseIfAnyRow), dataKeysOf: customers, on: connection)
     }
 
-    /// The same for visits by id, each with its command's `refuseIfAnyRow` read (or nil).
-    func currentStates(of ids: [String], refusals: [PostgresQuery?], on connection: PostgresConnection) throws
-        -> [Result<VisitState?, any Error>]
-    {
-        guard !ids.isEmpty else { return [] }
+    /// The same for visits by id, each with its command's `refuseIfAnyRow` read (or nil), and the data keys of
+    /// `customers` (a key another transaction made after the read's snapshot is left out: `sealed` asks again).
+    func currentStates(
+        of ids: [String], refusals: [PostgresQuery?], dataKeysOf customers: [String] = [], on connection: PostgresConnection
+    ) throws -> (states: [Result<VisitState?, any Error>], keys: [String: PersonalDataKeys.DataKey]) {
+        guard !ids.isEmpty else { return ([], [:]) }
         let streams = ids.map(Self.streamName(for:))
         let known = PostgresBinaryArray(states.versions(ids))
         // Planned once per connection: its plan (two index probes per visit) holds for any number of visits,
@@ -526,22 +544,27 @@ public struct VisitCommandHandler: Sendable {
             ORDER BY r.idx
             """
         let statesQuery = statesRead.plannedOnce()
-        // The commands' refusal reads, when there are any, in the same round trip.
+        // The commands' refusal reads and the customers' data keys, when there are any, in the same round trip.
         let checked = refusals.indices.filter { refusals[$0] != nil }
         let rows: PostgresRows
         var refused = Set<Int>()
-        if checked.isEmpty {
+        var keys: [String: PersonalDataKeys.DataKey] = [:]
+        if checked.isEmpty && customers.isEmpty {
             rows = try connection.query(statesQuery)
         } else {
-            let results = try connection.pipeline([statesQuery] + checked.map { refusals[$0]! })
+            let keyStatements = try customers.map { try personalData!.dataKeyStatement(forCustomer: $0) }
+            let results = try connection.pipeline([statesQuery] + checked.map { refusals[$0]! } + keyStatements)
             rows = results[0]
-            for (i, found) in zip(checked, results.dropFirst()) where !found.isEmpty { refused.insert(i) }
+            for (i, found) in zip(checked, results[1...]) where !found.isEmpty { refused.insert(i) }
+            for (customer, made) in zip(customers, results[(1 + checked.count)...]) {
+                keys[customer] = try personalData!.dataKey(made: made)
+            }
         }
         guard rows.count == ids.count else {
             throw PostgresError(code: .protocolViolation, message: "read \(rows.count) visit states for \(ids.count) visits")
         }
-        return zip(ids.indices, rows.rows).map { i, row in
-            if refused.contains(i) { return .failure(CommandPreconditionFailed()) }
+        let read = zip(ids.indices, rows.rows).map { i, row in
+            if refused.contains(i) { return Result<VisitState?, any Error>.failure(CommandPreconditionFailed()) }
             return Result {
                 let version = try row.int("version")
                 // The row is at the version of the state remembered here; so is the stream: that state.
@@ -551,6 +574,7 @@ public struct VisitCommandHandler: Sendable {
                 return try state(fromSnapshot: row["state"], version: version, stream: streams[i], on: connection)
             }
         }
+        return (read, keys)
     }
 
     /// A command decided and ready to write: its event, read-model row and outbox intents.
@@ -563,7 +587,10 @@ public struct VisitCommandHandler: Sendable {
 
     /// Checks the command against the visit's state (authorization, existence, `If-Match`) and decides.
     /// An unknown visit is unknown whatever version the caller expected (404, not a version conflict).
-    func prepare(_ command: VisitCommand, state: VisitState?, on connection: PostgresConnection) throws -> Prepared {
+    func prepare(
+        _ command: VisitCommand, state: VisitState?, keys: [String: PersonalDataKeys.DataKey] = [:],
+        on connection: PostgresConnection
+    ) throws -> Prepared {
         if let state { try command.context.authorize(state) }
         if command.isCreation == false && state == nil {
             throw VisitDecisionError(
@@ -576,7 +603,7 @@ public struct VisitCommandHandler: Sendable {
         let now = Int(clock.epochSeconds())
         // Timestamps never go backwards within a visit even if this clock is behind the last event.
         let recordedAt = max(now, state?.lastRecordedAt ?? now)
-        let event = try sealed(command.event, state: state, on: connection)
+        let event = try sealed(command.event, state: state, keys: keys, on: connection)
         let accepted = try VisitDecider.accept(event, given: state, recordedAt: recordedAt, rules: readModel.rules)
         let request = AppendRequest(
             streamName: command.stream,
@@ -598,11 +625,15 @@ public struct VisitCommandHandler: Sendable {
     /// command's transaction): the attributes and the location of `scheduled`, the `reason` of `cancelled`,
     /// `failed` and `progress`. A failed visit shows its reason as `vanDescription`, so that reason carries the
     /// technician's van as its fallback (`SealedText.fallback`): what the visit shows once the customer is erased.
-    func sealed(_ event: VisitEvent, state: VisitState?, on connection: PostgresConnection) throws -> VisitEvent {
+    /// A booking's key comes from `keys` (read with the commands' states, in their round trip) when it is there.
+    func sealed(
+        _ event: VisitEvent, state: VisitState?, keys: [String: PersonalDataKeys.DataKey] = [:],
+        on connection: PostgresConnection
+    ) throws -> VisitEvent {
         guard let personalData else { return event }
         switch event {
         case .scheduled(var scheduled):
-            let key = try personalData.dataKey(forCustomer: scheduled.customerId, on: connection)
+            let key = try keys[scheduled.customerId] ?? personalData.dataKey(forCustomer: scheduled.customerId, on: connection)
             scheduled.attributes.customerFirstName = try personalData.seal(scheduled.attributes.customerFirstName, with: key)
             scheduled.attributes.serviceAddress = try personalData.seal(scheduled.attributes.serviceAddress, with: key)
             scheduled.attributes.jobSummary = try personalData.seal(scheduled.attributes.jobSummary, with: key)

@@ -1,14 +1,16 @@
 import EventStore
 import Foundation
+import PersonalData
 import Postgres
 import Runtime
 import Synchronization
 import TestSupport
 import Testing
-import VisitCommands
 import VisitDomain
 import VisitProjections
 import VisitTestSupport
+
+@testable import VisitCommands
 
 /// Group commit for visit commands (`VisitCommandBatcher`, `VisitCommandHandler.executeBatch`).
 @Suite(.serialized, .timeLimit(.minutes(5))) struct CommandBatchTests {
@@ -53,6 +55,46 @@ import VisitTestSupport
                 // Each command saw the version before it: the results of one visit are its versions 2…11, once each.
                 let versions = results.filter { $0.state.visitId == v }.map(\.state.version).sorted()
                 #expect(versions == Array(2...11))
+            }
+        }
+    }
+
+    /// Bookings in one batch get their customers' data keys with the batch's read of states (one key per
+    /// customer, made on first use, an existing one kept), and seal their personal fields under them.
+    @Test func bookingsOfABatchSealUnderTheirCustomersKeysReadWithTheStates() async throws {
+        try await VisitFixtures.with { f in
+            let keys = PersonalDataKeys(current: nil)
+            let handler = VisitCommandHandler(
+                store: f.handler.store, readModel: f.readModel, pushes: f.handler.pushes, clock: f.clock, personalData: keys)
+            let existing = try await f.pool.withConnection { c in try keys.dataKey(forCustomer: "c-b", on: c) }
+            func booking(_ visit: String, _ customer: String) throws -> VisitCommand {
+                let start = Int(f.clock.now()) + 600
+                let body = """
+                    {"visitId": "\(visit)", "customerId": "\(customer)",
+                     "attributes": {"customerFirstName": "Alex", "serviceAddress": "12 Elm Row", "jobSummary": "Boiler check"},
+                     "technician": {"id": "t-1", "name": "Sam", "avatarSymbol": "person.crop.circle", "vanDescription": "White van"},
+                     "arrivalWindow": {"start": \(start), "end": \(start + 600)}, "kilometresAway": 14.0}
+                    """
+                let scheduled = try ScheduleVisitRequest.parse(Array(body.utf8)) { visit }
+                return VisitCommand(
+                    visitId: visit, event: .scheduled(scheduled), context: VisitFixtures.dispatcher, isCreation: true)
+            }
+            let batch = [try booking("v-k1", "c-a"), try booking("v-k2", "c-a"), try booking("v-k3", "c-b")]
+            // The read that decides them brings both customers' keys (c-a's made by it), in its round trip.
+            let read = try await f.pool.withConnection { c in try handler.currentStates(batch, on: c) }
+            #expect(read.states.count == 3 && Set(read.keys.keys) == ["c-a", "c-b"] && read.keys["c-b"]?.id == existing.id)
+            let outcomes = try await f.pool.withConnection { c in handler.executeBatch(batch, on: c) }
+            #expect(outcomes.map { (try? $0.get())?.state.version } == [1, 1, 1], "\(outcomes)")
+            let made = try await f.pool.withConnection { c in
+                try c.query("SELECT customer_id, key_id FROM personal_data_keys ORDER BY customer_id").rows.map {
+                    [try $0.string("customer_id"), try $0.string("key_id")]
+                }
+            }
+            #expect(made.count == 2 && made[0] == ["c-a", read.keys["c-a"]?.id] && made[1] == ["c-b", existing.id], "\(made)")
+            for (visit, keyId) in [("v-k1", made[0][1]), ("v-k2", made[0][1]), ("v-k3", existing.id)] {
+                let data = try await f.handler.store.readStream("visit-\(visit)")[0].data
+                #expect(data.contains("\"enc:v1:\(keyId):"), "\(visit): \(data)")
+                #expect(!data.contains("Alex"), "\(visit) holds its customer's name in plain text")
             }
         }
     }
