@@ -68,16 +68,9 @@ import VisitTestSupport
                 store: f.handler.store, readModel: f.readModel, pushes: f.handler.pushes, clock: f.clock, personalData: keys)
             let existing = try await f.pool.withConnection { c in try keys.dataKey(forCustomer: "c-b", on: c) }
             func booking(_ visit: String, _ customer: String) throws -> VisitCommand {
-                let start = Int(f.clock.now()) + 600
-                let body = """
-                    {"visitId": "\(visit)", "customerId": "\(customer)",
-                     "attributes": {"customerFirstName": "Alex", "serviceAddress": "12 Elm Row", "jobSummary": "Boiler check"},
-                     "technician": {"id": "t-1", "name": "Sam", "avatarSymbol": "person.crop.circle", "vanDescription": "White van"},
-                     "arrivalWindow": {"start": \(start), "end": \(start + 600)}, "kilometresAway": 14.0}
-                    """
-                let scheduled = try ScheduleVisitRequest.parse(Array(body.utf8)) { visit }
-                return VisitCommand(
-                    visitId: visit, event: .scheduled(scheduled), context: VisitFixtures.dispatcher, isCreation: true)
+                VisitCommand(
+                    visitId: visit, event: .scheduled(try f.booking(visit, customer: customer)),
+                    context: VisitFixtures.dispatcher, isCreation: true)
             }
             let batch = [try booking("v-k1", "c-a"), try booking("v-k2", "c-a"), try booking("v-k3", "c-b")]
             // The read that decides them brings both customers' keys (c-a's made by it), in its round trip.

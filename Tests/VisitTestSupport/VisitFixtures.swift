@@ -60,6 +60,11 @@ public struct VisitFixtures: Sendable {
     }
 
     public func schedule(_ id: String, customer: String = "c-1", technician: String = "t-1") async throws -> VisitCommandResult {
+        try await handler.schedule(booking(id, customer: customer, technician: technician), context: VisitFixtures.dispatcher)
+    }
+
+    /// The booking `schedule` makes: Alex at 12 Elm Row, Sam's white van, arriving 10 to 20 minutes from now.
+    public func booking(_ id: String, customer: String = "c-1", technician: String = "t-1") throws -> VisitScheduled {
         let start = Int(clock.now()) + 600
         let body = """
             {"visitId": "\(id)", "customerId": "\(customer)",
@@ -67,8 +72,7 @@ public struct VisitFixtures: Sendable {
              "technician": {"id": "\(technician)", "name": "Sam", "avatarSymbol": "person.crop.circle", "vanDescription": "White van"},
              "arrivalWindow": {"start": \(start), "end": \(start + 600)}, "kilometresAway": 14.0}
             """
-        let scheduled = try ScheduleVisitRequest.parse(Array(body.utf8)) { id }
-        return try await handler.schedule(scheduled, context: VisitFixtures.dispatcher)
+        return try ScheduleVisitRequest.parse(Array(body.utf8)) { id }
     }
 
     @discardableResult
