@@ -13,12 +13,7 @@ import VisitProjections
 /// What a page of `GET /v1/visits` is read for: its filter after the caller's role narrowed it, and whether the
 /// caller may see anything at all. Two asks with equal ones get the same answer.
 public struct VisitListAsk: Hashable, Sendable {
-    var customerId: String?
-    var technicianId: String?
-    var ended: Bool?
-    var limit: Int
-    var afterScheduledAt: Int64?
-    var afterBooked: Int64?
+    var filter: VisitReadModel.ListFilter
     var visible: Bool
 }
 

@@ -235,11 +235,8 @@ extension LiveVisitsAPI {
         // The same page asked again while one is being read waits for the next read and shares it (a hundred
         // consoles polling the same board): the answer is the same for whoever asks, and its sealed fields are
         // opened once, by the read.
-        let ask = VisitListAsk(
-            customerId: page.customerId, technicianId: page.technicianId, ended: page.ended, limit: page.limit,
-            afterScheduledAt: page.after?.scheduledAt, afterBooked: page.after?.booked, visible: visible)
         let response = try await mapped {
-            try await environment.visitLists.value(ask) {
+            try await environment.visitLists.value(VisitListAsk(filter: page, visible: visible)) {
                 let (rows, followers) = try await visits.page(page, visible: visible)
                 let shown = rows.prefix(page.limit)
                 var items: [String] = []

@@ -287,15 +287,25 @@ public struct VisitReadModel: Sendable {
         ).rows.map { try $0.string("visit_id") }
     }
 
-    /// Which visits a list may show and how to narrow them.
-    public struct ListFilter: Sendable {
+    /// Which visits a list may show and how to narrow them. Equal filters read equal pages (`GET /v1/visits`
+    /// shares one read between them): the equality is the synthesized one, over every stored field.
+    public struct ListFilter: Sendable, Hashable {
         public var customerId: String?
         public var technicianId: String?
         /// true: only ended visits; false: only active ones; nil: both.
         public var ended: Bool?
         public var limit: Int
         /// Resume after this (scheduled time, booking order: a row's `scheduledAt` and `booked`).
-        public var after: (scheduledAt: Int64, booked: Int64)?
+        public var after: (scheduledAt: Int64, booked: Int64)? {
+            get { resumeAfter.map { ($0.scheduledAt, $0.booked) } }
+            set { resumeAfter = newValue.map { Position(scheduledAt: $0.scheduledAt, booked: $0.booked) } }
+        }
+        /// `after`, stored as a value that is Hashable (a tuple is not).
+        private var resumeAfter: Position?
+        private struct Position: Hashable, Sendable {
+            var scheduledAt: Int64
+            var booked: Int64
+        }
 
         public init(
             customerId: String? = nil, technicianId: String? = nil, ended: Bool? = nil, limit: Int = 50,
