@@ -12,13 +12,9 @@ public final class SharedRuns<Key: Hashable & Sendable, Value: Sendable>: Sendab
     public typealias Run = @Sendable () async throws -> Value
     private typealias Waiter = CheckedContinuation<Value, any Error>
 
-    /// Per key under way: the asks waiting for the next run, and the run to make for them.
-    private struct Next {
-        var waiting: [Waiter] = []
-        var run: Run?
-    }
     private struct State {
-        var underWay: [Key: Next] = [:]
+        /// Per key with a run under way: the asks waiting for the next run, each with the run it would make.
+        var underWay: [Key: [(waiter: Waiter, run: Run)]] = [:]
         var runs = 0
         var asks = 0
     }
@@ -35,38 +31,35 @@ public final class SharedRuns<Key: Hashable & Sendable, Value: Sendable>: Sendab
         try await withCheckedThrowingContinuation { (waiter: Waiter) in
             let starts = state.withLock { s -> Bool in
                 s.asks += 1
-                if s.underWay[key] != nil {
-                    s.underWay[key]!.waiting.append(waiter)
-                    if s.underWay[key]!.run == nil { s.underWay[key]!.run = run }
+                guard s.underWay[key] == nil else {
+                    s.underWay[key]?.append((waiter, run))
                     return false
                 }
-                s.underWay[key] = Next()
+                s.underWay[key] = []
                 return true
             }
             if starts { Task { await self.drive(key, [waiter], run) } }
         }
     }
 
-    /// Makes runs of `key` while asks wait for one, each answering those that came before it started.
+    /// Makes runs of `key` while asks wait for one, each answering those that came before it started; the next
+    /// run is the first waiting ask's.
     private func drive(_ key: Key, _ first: [Waiter], _ firstRun: @escaping Run) async {
         var waiting = first
         var run = firstRun
         while true {
             let result: Result<Value, any Error>
             do { result = .success(try await run()) } catch { result = .failure(error) }
-            let next = state.withLock { s -> Next? in
+            let next = state.withLock { s -> [(waiter: Waiter, run: Run)] in
                 s.runs += 1
-                guard let next = s.underWay[key], let nextRun = next.run, !next.waiting.isEmpty else {
-                    s.underWay[key] = nil
-                    return nil
-                }
-                s.underWay[key] = Next()
-                return Next(waiting: next.waiting, run: nextRun)
+                let next = s.underWay[key] ?? []
+                s.underWay[key] = next.isEmpty ? nil : []
+                return next
             }
             for waiter in waiting { waiter.resume(with: result) }
-            guard let next, let nextRun = next.run else { return }
-            waiting = next.waiting
-            run = nextRun
+            guard let lead = next.first else { return }
+            waiting = next.map(\.waiter)
+            run = lead.run
         }
     }
 }
