@@ -103,7 +103,8 @@ public final class APIEnvironment: Sendable {
         self.readModel = readModel
         self.pushes = OutboxPushes(outbox: outbox)
         self.commands = VisitCommandHandler(
-            pool: pool, metrics: metrics, readModel: readModel, pushes: pushes, clock: clock, personalData: personalData)
+            pool: pool, metrics: metrics, readModel: readModel, pushes: pushes, clock: clock, personalData: personalData,
+            dataKeyCache: dataKeyCache)
         self.batcher = VisitCommandBatcher(
             handler: commands, maxConcurrentBatches: commandBatches, maxConcurrentWrites: commandWrites)
         self.locations = TechnicianLocations(batcher: batcher, rules: readModel.rules.location, clock: clock)

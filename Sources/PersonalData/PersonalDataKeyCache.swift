@@ -108,11 +108,12 @@ public final class PersonalDataKeyCache: Sendable {
     func keys(_ ids: some Sequence<String>) -> [String: PersonalDataKeys.DataKey] { rows.values(ids) }
 
     /// Take this before reading keys' rows; pass it to `remember`.
-    func generation() -> UInt64 { rows.generation() }
+    public func generation() -> UInt64 { rows.generation() }
 
-    /// Remembers keys read from the database, unless a key was forgotten since `generation` (the rows may
-    /// predate an erasure whose notification has already been handled).
-    func remember(_ keys: some Collection<PersonalDataKeys.DataKey>, readAt generation: UInt64) {
+    /// Remembers keys read from the database (or made there by a write that committed), unless a key was
+    /// forgotten since `generation` (the rows may predate an erasure whose notification has already been
+    /// handled).
+    public func remember(_ keys: some Collection<PersonalDataKeys.DataKey>, readAt generation: UInt64) {
         rows.remember(keys.map { (id: $0.id, value: $0) }, readAt: generation)
     }
 

@@ -8,11 +8,12 @@ extension VisitCommandHandler {
     /// A handler over an event store of its own on `pool`, counting appended events in `metrics`.
     public init(
         pool: PostgresPool, metrics: Metrics, readModel: VisitReadModel, pushes: any PushEnqueuer,
-        clock: any WallClock = SystemClock(), personalData: PersonalDataKeys? = nil
+        clock: any WallClock = SystemClock(), personalData: PersonalDataKeys? = nil,
+        dataKeyCache: PersonalDataKeyCache? = nil
     ) {
         self.init(
             store: EventStore(pool: pool, metrics: metrics), readModel: readModel, pushes: pushes, clock: clock,
-            personalData: personalData)
+            personalData: personalData, dataKeyCache: dataKeyCache)
     }
 
     /// `command` as a step of a transaction the caller opens (`execute(_:on:)`).

@@ -145,18 +145,23 @@ public struct VisitCommandHandler: Sendable {
     /// hold ciphertext (`PersonalDataOpener` opens them on the way out). Nil: stored as given (tests of
     /// other parts, and `livevisits-bench append --personal-data off`).
     public let personalData: PersonalDataKeys?
+    /// Where the data keys a committed write made or read are remembered, so that its answer (a booking's,
+    /// its customer's fields) and its `start` push open them without reading the key again.
+    public let dataKeyCache: PersonalDataKeyCache?
     /// The states this handler's batches committed: the next command on such a visit reads no snapshot.
     public let states: VisitStateCache
 
     public init(
         store: EventStore, readModel: VisitReadModel, pushes: any PushEnqueuer, clock: any WallClock = SystemClock(),
-        personalData: PersonalDataKeys? = nil, states: VisitStateCache = VisitStateCache()
+        personalData: PersonalDataKeys? = nil, dataKeyCache: PersonalDataKeyCache? = nil,
+        states: VisitStateCache = VisitStateCache()
     ) {
         self.store = store
         self.readModel = readModel
         self.pushes = pushes
         self.clock = clock
         self.personalData = personalData
+        self.dataKeyCache = dataKeyCache
         self.states = states
     }
 
@@ -189,6 +194,7 @@ public struct VisitCommandHandler: Sendable {
         // In a transaction of the caller's, which this handler does not see commit, it forgets the visit's state (a
         // state remembered for it would be assumed behind the visit); committed by itself, it remembers the new one.
         if connection.inTransaction { states.forget([command.visitId], distrusting: false) }
+        let keysReadAt = dataKeyCache?.generation()
         let read = try currentStates([command], on: connection)
         let prepared = try prepare(command, state: try read.states[0].get(), keys: read.keys, on: connection)
         let encoded = readModel.encode([prepared.accepted.state])
@@ -204,7 +210,10 @@ public struct VisitCommandHandler: Sendable {
         } catch let error as PostgresError {
             throw try EventStore.appendFailure(error, prepared.request, on: connection)
         }
-        if !connection.inTransaction { states.remember([prepared.accepted.state]) }
+        if !connection.inTransaction {
+            states.remember([prepared.accepted.state])
+            if let keysReadAt { dataKeyCache?.remember(read.keys.values, readAt: keysReadAt) }
+        }
         return VisitCommandResult(
             state: prepared.accepted.state, appended: try EventStore.appendResult(prepared.request, results[0], on: connection),
             pushes: prepared.accepted.pushes.count, view: encoded.views[0], alsoRows: Array(results[firstExtra...]),
@@ -287,6 +296,7 @@ public struct VisitCommandHandler: Sendable {
             }
         }
         var keys: [String: PersonalDataKeys.DataKey] = [:]
+        let keysReadAt = dataKeyCache?.generation()
         do {
             let read = try currentStates(toRead.map { commands[$0] }, on: connection)
             for (i, state) in zip(toRead, read.states) { current[commands[i].visitId] = state }
@@ -444,6 +454,7 @@ public struct VisitCommandHandler: Sendable {
                     let found = probeAt.flatMap { try? pushes.targetsFound(results[$0], count: probed.count) } ?? []
                     let targets = Dictionary(zip(probed.map(\.visitId), found), uniquingKeysWith: { $1 })
                     states.remember(prepared.map(\.prepared.accepted.state), targets: targets)
+                    if let keysReadAt { dataKeyCache?.remember(keys.values, readAt: keysReadAt) }
                 }
                 let skipped = Set(probed.filter(\.skipped).map(\.visitId))
                 if !skipped.isEmpty {

@@ -1,8 +1,9 @@
 import Foundation
-import PersonalData
 import Postgres
 import TestSupport
 import Testing
+
+@testable import PersonalData
 
 /// The data-key cache of `serve` (`PersonalDataKeyCache`): an answer's key is read once, an erasure in any
 /// process empties every process's cache at once through LISTEN/NOTIFY, and without the listener nothing
@@ -58,6 +59,29 @@ import Testing
                 #expect(cacheB.count == 1, "only the other customer's key is left")
                 #expect(firstName(try await b.call("GET", "/v1/visits/\(otherId)", key: b.dispatcher)) as? String == "Olga")
             }
+        }
+    }
+
+    @Test func aBookingIsAnsweredWithTheKeyItsWriteMadeWithoutReadingIt() async throws {
+        let file = try PersonalDataTests.keyFile()
+        let cache = PersonalDataKeyCache(timeToLive: .seconds(600))
+        try await withAPIServer(
+            personalData: PersonalDataKeys(current: file.key), dataKeyCache: cache, listenForErasures: true
+        ) { api in
+            try await eventually("the cache listening for erasures") { cache.isActive }
+            let before = cache.queriesMade.load(ordering: .relaxed)
+            for (n, name) in ["Ada", "Bea", "Cy"].enumerated() {
+                let booked = try await api.call(
+                    "POST", "/v1/visits", key: api.dispatcher,
+                    json: PersonalDataTests.visitJSON(
+                        uniqueID("v"), customer: uniqueID("c"), name: name, address: "\(n) Key Lane", job: "Boiler"))
+                #expect(booked.status == 201)
+                #expect(firstName(booked) as? String == name, "the answer shows the customer's name opened")
+            }
+            #expect(cache.count == 3, "each new customer's key is remembered as its booking commits")
+            #expect(
+                cache.queriesMade.load(ordering: .relaxed) == before,
+                "no answer read a key: each was made by its booking's own write")
         }
     }
 
