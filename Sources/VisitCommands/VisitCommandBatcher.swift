@@ -13,8 +13,9 @@ import Synchronization
 ///   next batch, which is taken as soon as the forming one's writes go out. Up to `maxConcurrentBatches` are in
 ///   flight, of which `maxConcurrentWrites` write at once: by default the next batch reads and decides while
 ///   the previous one writes, and sends its writes once that commit is back.
-/// - A batch that gets its turn to write takes along what waits where that needs no read: commands on visits
-///   not in flight whose states this process committed last (`executeBatch`'s `joining`).
+/// - A batch that gets its turn to write takes along what waits where that needs no read of a visit's events:
+///   commands on visits not in flight whose states this process committed last, and bookings (whose visits'
+///   states, none, and customers' data keys it reads in one round trip) (`executeBatch`'s `joining`).
 /// - Commands on one visit leave in the order they came; a visit is in at most one batch in flight.
 /// - A caller cancelled while its command still waits takes it back: it is never run. Once in a batch, it
 ///   runs to its end, whatever happens to its caller.
@@ -200,7 +201,9 @@ public final class VisitCommandBatcher: Sendable {
                         // What came while this batch waited for its turn leaves with it rather than a write later.
                         let states = handler.states
                         let entries = self.state.withLock { s in
-                            s.schedule.lateJoiners(room: room) { states.isAssumed($0.command.visitId) }
+                            s.schedule.lateJoiners(room: room) {
+                                states.isAssumed($0.command.visitId) || VisitCommandHandler.joinsWithARead($0.command)
+                            }
                         }
                         joined.withLock { $0 = entries }
                         letTheNextForm()

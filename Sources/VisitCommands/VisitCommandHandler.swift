@@ -344,13 +344,16 @@ public struct VisitCommandHandler: Sendable {
             var rows = lastOfEachVisit(prepared.indices)
             do {
                 guard tellWriting() else { throw Self.notWritten }
-                // Commands that came while this batch waited for its turn and can be decided without a read join
-                // it (decided after it, on the states this process committed last, like `assumed`); one that
-                // cannot, and its visit's later ones, run alone after the batch, in order.
+                // Commands that came while this batch waited for its turn join it: decided after it, on the
+                // states this process committed last (like `assumed`), and bookings of new visits on their states
+                // and their customers' data keys, read for them all in one round trip (a booking otherwise waits
+                // for the next batch, a batch's time later than the events beside it). One that cannot join, and
+                // its visit's later ones, run alone after the batch, in order.
                 let firstJoined = commands.count
                 let decidedBeforeJoining = prepared.count
                 commands += joining()
                 outcomes += [Result<VisitCommandResult, any Error>?](repeating: nil, count: commands.count - firstJoined)
+                let readLate = readJoiningBookings(commands[firstJoined...], into: &current, keys: &keys, on: connection)
                 var joinedVisits = Set<String>()
                 var alone = Set<String>()
                 for i in firstJoined..<commands.count {
@@ -359,7 +362,9 @@ public struct VisitCommandHandler: Sendable {
                         alone.insert(visit)
                         continue
                     }
-                    if !joinedVisits.contains(visit) {
+                    if !joinedVisits.contains(visit) && readLate.contains(visit) {
+                        joinedVisits.insert(visit)
+                    } else if !joinedVisits.contains(visit) {
                         guard current[visit] == nil, let state = states.assumed(visit) else {
                             alone.insert(visit)
                             continue
@@ -498,6 +503,30 @@ public struct VisitCommandHandler: Sendable {
             }
             return outcome
         }
+    }
+
+    /// Whether a command waiting while a batch is about to write may join it although this process has not
+    /// committed its visit (`executeBatch` reads its state then): a booking.
+    public static func joinsWithARead(_ command: VisitCommand) -> Bool {
+        command.isCreation && command.sharesItsVisit
+    }
+
+    /// Reads, in one round trip, the states of the visits that `joining` commands book (`joinsWithARead`, each its
+    /// visit's first command there, on a visit neither in the batch nor assumed) and their customers' data keys;
+    /// the visits read. Nothing is read when none books one, nor when the read fails (they then run alone).
+    private func readJoiningBookings(
+        _ joining: ArraySlice<VisitCommand>, into current: inout [String: Result<VisitState?, any Error>],
+        keys: inout [String: PersonalDataKeys.DataKey], on connection: PostgresConnection
+    ) -> Set<String> {
+        var seen = Set<String>()
+        let bookings = joining.filter { command in
+            seen.insert(command.visitId).inserted && Self.joinsWithARead(command) && current[command.visitId] == nil
+                && !states.isAssumed(command.visitId)
+        }
+        guard !bookings.isEmpty, let read = try? currentStates(bookings, on: connection) else { return [] }
+        for (command, state) in zip(bookings, read.states) { current[command.visitId] = state }
+        keys.merge(read.keys) { _, read in read }
+        return Set(bookings.map(\.visitId))
     }
 
     /// What a batch whose turn to write did not come answers.

@@ -342,6 +342,56 @@ import VisitTestSupport
         }
     }
 
+    /// Bookings that come while a batch waits for its turn join it too: their visits' states and their
+    /// customers' data keys are read in one round trip, and they are written in the batch's transaction, with
+    /// an event that follows one of them. A booking of a visit that exists is refused, alone.
+    @Test func bookingsThatJoinABatchLateAreReadTogetherAndWrittenInItsTransaction() async throws {
+        try await VisitFixtures.with { f in
+            let keys = PersonalDataKeys(current: nil)
+            let handler = VisitCommandHandler(
+                store: f.handler.store, readModel: f.readModel, pushes: f.handler.pushes, clock: f.clock, personalData: keys)
+            for v in ["v-own", "v-taken"] { _ = try await f.schedule(v) }
+            _ = try await handler.post(visitId: "v-own", event: try progress(1), context: VisitFixtures.dispatcher)
+            func booking(_ visit: String, _ customer: String) throws -> VisitCommand {
+                VisitCommand(
+                    visitId: visit, event: .scheduled(try f.booking(visit, customer: customer)),
+                    context: VisitFixtures.dispatcher, isCreation: true)
+            }
+            let late = [
+                try booking("v-new1", "c-late"), try booking("v-new2", "c-late"), command("v-new1", try progress(3)),
+                try booking("v-taken", "c-late"),
+            ]
+            #expect(late.map(VisitCommandHandler.joinsWithARead) == [true, true, false, true])
+            let outcomes = try await f.pool.withConnection { c in
+                handler.executeBatch([command("v-own", try progress(2))], on: c, joining: { late })
+            }
+            #expect(outcomes.prefix(4).map { (try? $0.get())?.state.version } == [3, 1, 1, 2], "\(outcomes)")
+            #expect(throws: VisitDecisionError.self) { try outcomes[4].get() }
+            let transactions = try await f.pool.withConnection { c in
+                var out: [String: String] = [:]
+                for row in try c.query("SELECT stream_name || '@' || position AS at, transaction_id::text AS tx FROM events").rows
+                {
+                    out[row["at"]!] = row["tx"]!
+                }
+                return out
+            }
+            let batch = transactions["visit-v-own@3"]
+            #expect(batch != nil)
+            for at in ["visit-v-new1@1", "visit-v-new1@2", "visit-v-new2@1"] { #expect(transactions[at] == batch, "\(at)") }
+            #expect(transactions["visit-v-taken@2"] == nil)
+            let made = try await f.pool.withConnection { c in
+                try c.query("SELECT key_id FROM personal_data_keys WHERE customer_id = 'c-late'").rows.map {
+                    try $0.string("key_id")
+                }
+            }
+            #expect(made.count == 1)
+            for visit in ["v-new1", "v-new2"] {
+                let data = try await f.handler.store.readStream("visit-\(visit)")[0].data
+                #expect(data.contains("\"enc:v1:\(made[0]):"), "\(visit): \(data)")
+            }
+        }
+    }
+
     /// Under load with one write at a time, commands that come while a batch waits for its turn leave with it
     /// (the joined counter moves), and every command lands once, in order on its visit.
     @Test func underLoadWaitingCommandsJoinTheBatchAboutToWrite() async throws {
