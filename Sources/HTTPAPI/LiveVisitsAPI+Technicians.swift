@@ -32,6 +32,6 @@ extension LiveVisitsAPI {
         }
         let visits = environment.visits
         let body = try await mapped { try await visits.technicianDay(from: day.start, to: day.end) }
-        return .json(body: Data(body))
+        return .json(body: body)
     }
 }

@@ -200,13 +200,11 @@ extension HTTPServer {
         return .YES
     }
 
-    /// Queues `response` on the request's connection (MHD copies the body).
+    /// Queues `response` on the request's connection. MHD copies a small body; a large one (a fleet's day is
+    /// megabytes, asked for many times a second) it sends from the response's own bytes, which it keeps
+    /// alive until it is done with them.
     func queue(_ response: HTTPResponse, for request: RequestContext) -> MHD_Result {
-        // Read only (MUST_COPY): the mutable pointer 0.9's signature asks for is never written through, and
-        // asking `Data` for mutable bytes would copy a body it shares with the response first.
-        let made = response.body.withUnsafeBytes { bytes in
-            MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
-        }
+        let made = Self.response(sending: response.body)
         guard let made else { return .NO }
         defer { MHD_destroy_response(made) }
         for field in response.headers {
@@ -229,6 +227,37 @@ extension HTTPServer {
         request.route = response.route
         request.logMetadata = response.logMetadata
         return MHD_queue_response(request.connection, UInt32(status), made)
+    }
+
+    /// Bodies from this size on are lent to MHD rather than copied.
+    public static let lentBodyBytes = 32 * 1024
+
+    /// An immutable body kept alive for MHD, which releases it when the response is destroyed.
+    private final class LentBody {
+        let body: Data
+        init(_ body: Data) { self.body = body }
+    }
+
+    /// An MHD response with `body` as its content: copied when small, else lent (see `LentBody`).
+    static func response(sending body: Data) -> OpaquePointer? {
+        // Read only: the mutable pointer 0.9's signatures ask for is never written through, and asking `Data`
+        // for mutable bytes would copy a body it shares with the response first.
+        guard body.count >= lentBodyBytes else {
+            return body.withUnsafeBytes { bytes in
+                MHD_create_response_from_buffer(
+                    bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+            }
+        }
+        // The box holds the only reference MHD relies on, and nothing mutates it: the bytes stay where they
+        // are until the release.
+        let lent = Unmanaged.passRetained(LentBody(body))
+        let made = lent.takeUnretainedValue().body.withUnsafeBytes { bytes in
+            MHD_create_response_from_buffer_with_free_callback_cls(
+                bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress),
+                { box in if let box { Unmanaged<LentBody>.fromOpaque(box).release() } }, lent.toOpaque())
+        }
+        if made == nil { lent.release() }
+        return made
     }
 
     /// MHD reported the request finished: the one log line and the metrics.

@@ -50,8 +50,11 @@ public final class TechnicianDays: Sendable {
         var changed: Set<String> = []
         /// The technicians in the answer's order; nil when it is to be sorted again.
         var order: [String]?
-        /// The answer as of the last `refresh()`.
+        /// The answer as of the last `refresh()`, written into the same buffer at each (nothing else holds it:
+        /// asks read `answer`).
         var body: [UInt8] = []
+        /// `body` as answers carry it, copied at each `refresh()` that changed it.
+        var answer = Data()
 
         mutating func remove(_ visitId: String) {
             guard let old = entries.removeValue(forKey: visitId) else { return }
@@ -104,15 +107,14 @@ public final class TechnicianDays: Sendable {
                 let keyed = visitsByTechnician.keys.map { (name: people[$0]?.name ?? "", id: $0) }
                 order = keyed.sorted(by: TechnicianReadModel.precedes).map(\.id)
             }
-            var out: [UInt8] = []
-            out.reserveCapacity(body.count + 4096)
-            out.append(contentsOf: #"{"technicians":["#.utf8)
+            body.removeAll(keepingCapacity: true)
+            body.append(contentsOf: #"{"technicians":["#.utf8)
             for (n, id) in (order ?? []).enumerated() {
-                if n > 0 { out.append(UInt8(ascii: ",")) }
-                out.append(contentsOf: fragments[id] ?? [])
+                if n > 0 { body.append(UInt8(ascii: ",")) }
+                body.append(contentsOf: fragments[id] ?? [])
             }
-            out.append(contentsOf: "]}".utf8)
-            body = out
+            body.append(contentsOf: "]}".utf8)
+            answer = Data(body)
         }
     }
 
@@ -126,7 +128,7 @@ public final class TechnicianDays: Sendable {
         /// The days being followed; taken out while a pass runs.
         var days: [Int64: Day] = [:]
         /// Each day's answer as of the last pass, by its start: what asks read.
-        var answers: [Int64: (to: Int64, body: [UInt8])] = [:]
+        var answers: [Int64: (to: Int64, body: Data)] = [:]
         /// When each day was last asked for, by its start.
         var asked: [Int64: (to: Int64, at: ContinuousClock.Instant)] = [:]
         var gate = Gate.idle
@@ -147,7 +149,7 @@ public final class TechnicianDays: Sendable {
     /// The technicians with a visit whose current window starts in `[from, to)` (epoch seconds), as
     /// `TechnicianReadModel.json` writes what `TechnicianReadModel.day` reads, with everything committed before
     /// this call.
-    public func day(from: Int64, to: Int64) async throws -> [UInt8] {
+    public func day(from: Int64, to: Int64) async throws -> Data {
         memory.withLock { $0.asked[from] = (to, .now) }
         try await withCheckedThrowingContinuation { (waiting: CheckedContinuation<Void, any Error>) in
             let start = memory.withLock { m -> Bool in
@@ -216,7 +218,7 @@ public final class TechnicianDays: Sendable {
         memory.withLock { m in
             for (from, result) in updated where m.asked[from] != nil {
                 m.days[from] = result.day
-                m.answers[from] = (result.day.to, result.day.body)
+                m.answers[from] = (result.day.to, result.day.answer)
             }
             m.passes += 1
             m.loads += updated.values.filter(\.loaded).count

@@ -1,4 +1,5 @@
 import EventStore
+import Foundation
 import JSON
 import LiveActivityLedger
 import Outbox
@@ -44,7 +45,7 @@ public struct VisitQueries: Sendable {
     /// `GET /v1/technicians`'s answer for the day `[from, to)` (epoch seconds): the technicians with a visit
     /// whose current window starts in it, each with those visits, as `TechnicianReadModel.day` reads them,
     /// from the day kept in memory (`TechnicianDays`) brought up to date first.
-    public func technicianDay(from: Int64, to: Int64) async throws -> [UInt8] {
+    public func technicianDay(from: Int64, to: Int64) async throws -> Data {
         try await days.day(from: from, to: to)
     }
 

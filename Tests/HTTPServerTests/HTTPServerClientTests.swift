@@ -59,4 +59,20 @@ import Testing
             try await task.value
         }
     }
+
+    /// A body past `lentBodyBytes` is sent from the response's own bytes: whole, byte for byte, to clients
+    /// asking at once, and again to the next asks (the same `Data` answers them all).
+    @Test func largeBodiesGoWholeToClientsAskingAtOnce() async throws {
+        let body = Data((0..<(HTTPServer.lentBodyBytes * 40 + 7)).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        try await withServer(handler: { _ in .json(body: body) }) { running in
+            let url = URL(string: "http://127.0.0.1:\(running.port)/day")!
+            for _ in 0..<2 {
+                let answers = try await withThrowingTaskGroup(of: Data.self) { group in
+                    for _ in 0..<8 { group.addTask { try await fetch(url).1 } }
+                    return try await group.reduce(into: []) { $0.append($1) }
+                }
+                #expect(answers.count == 8 && answers.allSatisfy { $0 == body })
+            }
+        }
+    }
 }
