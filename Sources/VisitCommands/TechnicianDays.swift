@@ -50,6 +50,10 @@ public final class TechnicianDays: Sendable {
         var changed: Set<String> = []
         /// The technicians in the answer's order; nil when it is to be sorted again.
         var order: [String]?
+        /// The elements in the answer's order, and where each technician's is (as of the last `refresh()`):
+        /// the answer is written from them without a look-up per technician.
+        var inOrder: [[UInt8]] = []
+        var place: [String: Int] = [:]
         /// The answer as of the last `refresh()`, written into the same buffer at each (nothing else holds it:
         /// asks read `answer`).
         var body: [UInt8] = []
@@ -101,17 +105,21 @@ public final class TechnicianDays: Sendable {
                     visits: visits
                 ).writeJSON(to: &fragment)
                 fragments[id] = fragment
+                if order != nil, let at = place[id] { inOrder[at] = fragment }
             }
             changed = []
             if order == nil {
                 let keyed = visitsByTechnician.keys.map { (name: people[$0]?.name ?? "", id: $0) }
-                order = keyed.sorted(by: TechnicianReadModel.precedes).map(\.id)
+                let sorted = keyed.sorted(by: TechnicianReadModel.precedes).map(\.id)
+                order = sorted
+                place = Dictionary(uniqueKeysWithValues: sorted.enumerated().map { ($1, $0) })
+                inOrder = sorted.map { fragments[$0] ?? [] }
             }
             body.removeAll(keepingCapacity: true)
             body.append(contentsOf: #"{"technicians":["#.utf8)
-            for (n, id) in (order ?? []).enumerated() {
+            for n in inOrder.indices {
                 if n > 0 { body.append(UInt8(ascii: ",")) }
-                body.append(contentsOf: fragments[id] ?? [])
+                inOrder[n].withUnsafeBufferPointer { body.append(contentsOf: $0) }
             }
             body.append(contentsOf: "]}".utf8)
             answer = Data(body)
