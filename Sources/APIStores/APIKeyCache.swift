@@ -20,10 +20,13 @@ import Synchronization
 /// revocations only ever turn a hit into a miss. The time bound covers ids not minted here (a row put
 /// back from a backup).
 public final class APIKeyCache: Sendable {
-    /// The rows, heard from `APIKeys.revocationChannel`. The time to live outlasts the gap between a
-    /// technician's location fixes (one every 10 s or so, most of which change nothing and should cost no
-    /// query), and the capacity holds every key a 10,000-technician fleet and its customers use in that time
-    /// several times over (past it the cache starts over: every caller's row read once again).
+    /// The rows, heard from `APIKeys.revocationChannel`. The time to live (ten minutes) outlasts the gap
+    /// between a technician's location fixes (one every 10 s or so, most of which change nothing and should
+    /// cost no query) many times over: with a minute, a 10,000-technician fleet's keys were each read again
+    /// every minute, some 170 reads a second. A key's row changes only when it is revoked, which is heard at
+    /// once; the time only bounds what a missed notification could leave (a reconnect forgets every row).
+    /// The capacity holds every key such a fleet and its customers use in that time several times over (past
+    /// it the cache starts over: every caller's row read once again).
     private let rows: ListenedCache<APIKeys.StoredKey>
     /// Key ids with no live key, and until when that is trusted.
     private let misses = Mutex<[String: ContinuousClock.Instant]>([:])
@@ -34,7 +37,7 @@ public final class APIKeyCache: Sendable {
     /// The most missing ids remembered.
     public let missCapacity: Int
 
-    public init(timeToLive: Duration = .seconds(60), missTimeToLive: Duration = .seconds(300), missCapacity: Int = 10_000) {
+    public init(timeToLive: Duration = .seconds(600), missTimeToLive: Duration = .seconds(300), missCapacity: Int = 10_000) {
         rows = ListenedCache(channel: APIKeys.revocationChannel, timeToLive: timeToLive, capacity: 50_000)
         self.missTimeToLive = missTimeToLive
         self.missCapacity = missCapacity
