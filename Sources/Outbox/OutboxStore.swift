@@ -172,11 +172,12 @@ public struct OutboxStore: Sendable {
     static func claim(limit: Int, lease: String, leaseSeconds: Double, now: Double, on connection: PostgresConnection) throws
         -> [ClaimedDelivery]
     {
-        // Planned at each claim (PostgreSQL's choice), never once per connection: a generic plan does not know
-        // the LIMIT (not even one written into the text), and with a backlog it reads the whole queue at every
-        // claim.
-        let rows = try connection.query(
-            """
+        // Planned once per connection: planning it took longer than running it (1.2-1.5 ms a claim, 70 claims a
+        // second beside a fleet). Its generic plan walks the due index in order and stops at the limit, whatever
+        // the backlog; what would let a generic plan read a whole table is written out of it: the claimed rows
+        // are taken by id from an array (joined to the candidates, they were merged along the whole primary
+        // key), and the device's preferences are probed per row (LIMIT 1: not pulled up into a hash over all).
+        let claim: PostgresQuery = """
             WITH candidates AS (
                 SELECT d.id FROM deliveries d
                 WHERE d.state = 'pending' AND d.next_attempt_at <= \(now)
@@ -221,7 +222,7 @@ public struct OutboxStore: Sendable {
                 UPDATE deliveries d
                 SET state = 'sending', lease_token = \(lease)::uuid, lease_expires_at = \(now + leaseSeconds),
                     claimed_at = \(now), attempts = d.attempts + 1
-                FROM candidates c WHERE d.id = c.id
+                WHERE d.id = ANY(ARRAY(SELECT id FROM candidates))
                 RETURNING d.*
             )
             SELECT c.id, c.apns_id::text AS apns_id, c.target, c.visit_id, c.customer_id, c.activity_id, c.device_id,
@@ -286,9 +287,11 @@ public struct OutboxStore: Sendable {
             LEFT JOIN LATERAL (
                 SELECT p.live_activities_enabled, p.frequent_pushes_enabled FROM device_preferences p
                 WHERE p.customer_id = c.customer_id AND p.device_id = c.device_id
+                LIMIT 1
             ) pref ON true
             ORDER BY c.id
-            """)
+            """
+        let rows = try connection.query(claim.plannedOnce())
         return try rows.rows.map { row in
             ClaimedDelivery(
                 id: try row.int64("id"), apnsId: try row.string("apns_id"), target: try row.string("target"),
