@@ -296,11 +296,14 @@ public struct VisitCommandHandler: Sendable {
             }
         }
         var keys: [String: PersonalDataKeys.DataKey] = [:]
+        // The keys this batch makes, stored by its write (not committed on their own before it).
+        var keysToStore: [String: PostgresQuery] = [:]
         let keysReadAt = dataKeyCache?.generation()
         do {
-            let read = try currentStates(toRead.map { commands[$0] }, on: connection)
+            let read = try currentStates(toRead.map { commands[$0] }, makingKeysInTheWrite: true, on: connection)
             for (i, state) in zip(toRead, read.states) { current[commands[i].visitId] = state }
             keys = read.keys
+            keysToStore = read.keysToStore
         } catch {
             for i in inBatch where !assumed.contains(commands[i].visitId) { outcomes[i] = .failure(error) }
             inBatch = inBatch.filter { assumed.contains(commands[$0].visitId) }
@@ -353,7 +356,8 @@ public struct VisitCommandHandler: Sendable {
                 let decidedBeforeJoining = prepared.count
                 commands += joining()
                 outcomes += [Result<VisitCommandResult, any Error>?](repeating: nil, count: commands.count - firstJoined)
-                let readLate = readJoiningBookings(commands[firstJoined...], into: &current, keys: &keys, on: connection)
+                let readLate = readJoiningBookings(
+                    commands[firstJoined...], into: &current, keys: &keys, storing: &keysToStore, on: connection)
                 var joinedVisits = Set<String>()
                 var alone = Set<String>()
                 for i in firstJoined..<commands.count {
@@ -420,6 +424,11 @@ public struct VisitCommandHandler: Sendable {
                         let also = p.command.alsoRun(view)
                         extras.append(statements.count..<(statements.count + also.count))
                         statements += also
+                    }
+                    // The keys its bookings sealed under that this batch made. A key another writer made for the
+                    // customer meanwhile fails the write (a unique violation): the batch is then redone one by one.
+                    for customer in Set(prepared.compactMap { Self.bookedCustomer($0.prepared.command) }).sorted() {
+                        if let store = keysToStore[customer] { statements.append(store) }
                     }
                     return statements
                 }
@@ -516,17 +525,28 @@ public struct VisitCommandHandler: Sendable {
     /// the visits read. Nothing is read when none books one, nor when the read fails (they then run alone).
     private func readJoiningBookings(
         _ joining: ArraySlice<VisitCommand>, into current: inout [String: Result<VisitState?, any Error>],
-        keys: inout [String: PersonalDataKeys.DataKey], on connection: PostgresConnection
+        keys: inout [String: PersonalDataKeys.DataKey], storing keysToStore: inout [String: PostgresQuery],
+        on connection: PostgresConnection
     ) -> Set<String> {
         var seen = Set<String>()
         let bookings = joining.filter { command in
             seen.insert(command.visitId).inserted && Self.joinsWithARead(command) && current[command.visitId] == nil
                 && !states.isAssumed(command.visitId)
         }
-        guard !bookings.isEmpty, let read = try? currentStates(bookings, on: connection) else { return [] }
+        guard !bookings.isEmpty, let read = try? currentStates(bookings, makingKeysInTheWrite: true, on: connection) else {
+            return []
+        }
         for (command, state) in zip(bookings, read.states) { current[command.visitId] = state }
-        keys.merge(read.keys) { _, read in read }
+        // A key this batch made already stands for its customer.
+        keys.merge(read.keys) { made, _ in made }
+        keysToStore.merge(read.keysToStore) { made, _ in made }
         return Set(bookings.map(\.visitId))
+    }
+
+    /// The customer a command books a visit for, if it books one.
+    static func bookedCustomer(_ command: VisitCommand) -> String? {
+        if case .scheduled(let scheduled) = command.event { return scheduled.customerId }
+        return nil
     }
 
     /// What a batch whose turn to write did not come answers.
@@ -549,9 +569,9 @@ public struct VisitCommandHandler: Sendable {
     /// The data keys of the customers the commands book a visit for are read (made on first use) in the same
     /// round trip, by customer: a booking then seals its personal fields without a round trip of its own
     /// (`sealed`), while the batch it is in waits for its decisions.
-    func currentStates(_ commands: [VisitCommand], on connection: PostgresConnection) throws -> (
-        states: [Result<VisitState?, any Error>], keys: [String: PersonalDataKeys.DataKey]
-    ) {
+    func currentStates(_ commands: [VisitCommand], makingKeysInTheWrite: Bool = false, on connection: PostgresConnection)
+        throws -> ReadStates
+    {
         var customers: [String] = []
         if personalData != nil {
             for command in commands {
@@ -561,15 +581,29 @@ public struct VisitCommandHandler: Sendable {
             }
         }
         return try currentStates(
-            of: commands.map(\.visitId), refusals: commands.map(\.refuseIfAnyRow), dataKeysOf: customers, on: connection)
+            of: commands.map(\.visitId), refusals: commands.map(\.refuseIfAnyRow), dataKeysOf: customers,
+            makingKeysInTheWrite: makingKeysInTheWrite, on: connection)
+    }
+
+    /// What a batch's read found: each visit's state (or why it could not be read), the data keys of the
+    /// customers it books for, and the statements that store those keys it made (by customer), which go in
+    /// the write (`makingKeysInTheWrite`).
+    struct ReadStates {
+        var states: [Result<VisitState?, any Error>]
+        var keys: [String: PersonalDataKeys.DataKey]
+        var keysToStore: [String: PostgresQuery] = [:]
     }
 
     /// The same for visits by id, each with its command's `refuseIfAnyRow` read (or nil), and the data keys of
-    /// `customers` (a key another transaction made after the read's snapshot is left out: `sealed` asks again).
+    /// `customers`: made by the read where one is missing (a key another transaction made after the read's
+    /// snapshot is left out: `sealed` asks again), or, `makingKeysInTheWrite`, only read, a missing one made
+    /// here and stored by the write that seals under it (`keysToStore`): a booking of a new customer then
+    /// commits once, not once for its key and again for its visit.
     func currentStates(
-        of ids: [String], refusals: [PostgresQuery?], dataKeysOf customers: [String] = [], on connection: PostgresConnection
-    ) throws -> (states: [Result<VisitState?, any Error>], keys: [String: PersonalDataKeys.DataKey]) {
-        guard !ids.isEmpty else { return ([], [:]) }
+        of ids: [String], refusals: [PostgresQuery?], dataKeysOf customers: [String] = [], makingKeysInTheWrite: Bool = false,
+        on connection: PostgresConnection
+    ) throws -> ReadStates {
+        guard !ids.isEmpty else { return ReadStates(states: [], keys: [:]) }
         let streams = ids.map(Self.streamName(for:))
         let known = PostgresBinaryArray(states.versions(ids))
         // Planned once per connection: its plan (two index probes per visit) holds for any number of visits,
@@ -589,15 +623,24 @@ public struct VisitCommandHandler: Sendable {
         let rows: PostgresRows
         var refused = Set<Int>()
         var keys: [String: PersonalDataKeys.DataKey] = [:]
+        var keysToStore: [String: PostgresQuery] = [:]
         if checked.isEmpty && customers.isEmpty {
             rows = try connection.query(statesQuery)
         } else {
-            let keyStatements = try customers.map { try personalData!.dataKeyStatement(forCustomer: $0) }
+            let keyStatements = try customers.map {
+                makingKeysInTheWrite
+                    ? personalData!.dataKeyReadStatement(forCustomer: $0) : try personalData!.dataKeyStatement(forCustomer: $0)
+            }
             let results = try connection.pipeline([statesQuery] + checked.map { refusals[$0]! } + keyStatements)
             rows = results[0]
             for (i, found) in zip(checked, results[1...]) where !found.isEmpty { refused.insert(i) }
             for (customer, made) in zip(customers, results[(1 + checked.count)...]) {
                 keys[customer] = try personalData!.dataKey(made: made)
+                if keys[customer] == nil && makingKeysInTheWrite {
+                    let new = try personalData!.newDataKey(forCustomer: customer)
+                    keys[customer] = new.key
+                    keysToStore[customer] = new.store
+                }
             }
         }
         guard rows.count == ids.count else {
@@ -614,7 +657,7 @@ public struct VisitCommandHandler: Sendable {
                 return try state(fromSnapshot: row["state"], version: version, stream: streams[i], on: connection)
             }
         }
-        return (read, keys)
+        return ReadStates(states: read, keys: keys, keysToStore: keysToStore)
     }
 
     /// A command decided and ready to write: its event, read-model row and outbox intents.

@@ -92,6 +92,70 @@ import VisitTestSupport
         }
     }
 
+    /// A batch that books for a customer without a key makes the key in its own write: the key and the visit
+    /// commit together (nothing commits before the batch's write does).
+    @Test func aBatchMakesANewCustomersKeyInItsWrite() async throws {
+        try await VisitFixtures.with { f in
+            let keys = PersonalDataKeys(current: nil)
+            let handler = VisitCommandHandler(
+                store: f.handler.store, readModel: f.readModel, pushes: f.handler.pushes, clock: f.clock, personalData: keys)
+            let batch = try ["v-w1", "v-w2"].map { visit in
+                VisitCommand(
+                    visitId: visit, event: .scheduled(try f.booking(visit, customer: "c-new")),
+                    context: VisitFixtures.dispatcher, isCreation: true)
+            }
+            let outcomes = try await f.pool.withConnection { c in handler.executeBatch(batch, on: c) }
+            #expect(outcomes.map { (try? $0.get())?.state.version } == [1, 1], "\(outcomes)")
+            let together = try await f.pool.withConnection { c in
+                try c.query(
+                    """
+                    SELECT k.key_id, k.xmin::text = (SELECT xid(e.transaction_id)::text FROM events e
+                                                     WHERE e.stream_name = 'visit-v-w1') AS same
+                    FROM personal_data_keys k WHERE k.customer_id = 'c-new'
+                    """
+                ).rows.map { [try $0.string("key_id"), try $0.string("same")] }
+            }
+            #expect(together.count == 1 && together[0][1] == "t", "the key committed with the visits: \(together)")
+            let data = try await f.handler.store.readStream("visit-v-w2")[0].data
+            #expect(data.contains("\"enc:v1:\(together.first?[0] ?? "?"):"), "\(data)")
+        }
+    }
+
+    /// A key that another writer makes for the customer between a batch's read and its write fails that write;
+    /// the batch is redone one by one and its bookings seal under the key that stands.
+    @Test func aKeyMadeElsewhereMeanwhileIsTheOneThatStands() async throws {
+        try await VisitFixtures.with { f in
+            let keys = PersonalDataKeys(current: nil)
+            let handler = VisitCommandHandler(
+                store: f.handler.store, readModel: f.readModel, pushes: f.handler.pushes, clock: f.clock, personalData: keys)
+            let booking = VisitCommand(
+                visitId: "v-race", event: .scheduled(try f.booking("v-race", customer: "c-race")),
+                context: VisitFixtures.dispatcher, isCreation: true)
+            let redone = f.handler.store.metrics.value("livevisits_command_batches_redone_total") ?? 0
+            let url = f.databaseURL
+            let outcomes = try await f.pool.withConnection { c in
+                let other = try PostgresConnection(url: url)
+                return handler.executeBatch(
+                    [booking], on: c,
+                    writing: { _ in
+                        // Another process books for the same customer first.
+                        _ = try? keys.dataKey(forCustomer: "c-race", on: other)
+                        return true
+                    })
+            }
+            #expect((try? outcomes[0].get())?.state.version == 1, "\(outcomes)")
+            #expect((f.handler.store.metrics.value("livevisits_command_batches_redone_total") ?? 0) == redone + 1)
+            let stands = try await f.pool.withConnection { c in
+                try c.query("SELECT key_id FROM personal_data_keys WHERE customer_id = 'c-race'").rows.map {
+                    try $0.string("key_id")
+                }
+            }
+            #expect(stands.count == 1)
+            let data = try await f.handler.store.readStream("visit-v-race")[0].data
+            #expect(data.contains("\"enc:v1:\(stands.first ?? "?"):"), "\(data)")
+        }
+    }
+
     /// A command whose `refuseIfAnyRow` read finds a row is refused before the write, alone: the rest of
     /// its batch commits in the shared pipeline (no redo one by one), and what it would have run does not.
     @Test func aCommandRefusedByItsPreconditionLeavesItsBatchWhole() async throws {
