@@ -22,6 +22,17 @@ import VisitTestSupport
         VisitCommand(visitId: visit, event: event, context: VisitFixtures.dispatcher, isCreation: false)
     }
 
+    /// The transaction that wrote each event, by `stream@position`.
+    func transactionsOfEvents(in f: VisitFixtures) async throws -> [String: String] {
+        try await f.pool.withConnection { c in
+            var out: [String: String] = [:]
+            for row in try c.query("SELECT stream_name || '@' || position AS at, transaction_id::text AS tx FROM events").rows {
+                out[row["at"]!] = row["tx"]!
+            }
+            return out
+        }
+    }
+
     /// Whether `statement` (a batch's slow write) is running now in the fixtures' database.
     func sleeping(_ statement: String, in f: VisitFixtures) async throws -> Bool {
         try await f.pool.query(
@@ -388,14 +399,7 @@ import VisitTestSupport
             #expect(versions == [3, 3, 4, 3, 2, 4, 3], "\(outcomes)")
             // The batch's own command and those decided on known states share its transaction; the others each had
             // one of their own, after it.
-            let transactions = try await f.pool.withConnection { c in
-                var out: [String: String] = [:]
-                for row in try c.query("SELECT stream_name || '@' || position AS at, transaction_id::text AS tx FROM events").rows
-                {
-                    out[row["at"]!] = row["tx"]!
-                }
-                return out
-            }
+            let transactions = try await transactionsOfEvents(in: f)
             let batch = transactions["visit-v-own@3"]
             #expect(batch != nil)
             for at in ["visit-v-hot@3", "visit-v-hot@4", "visit-v-late@3"] { #expect(transactions[at] == batch, "\(at)") }
@@ -431,14 +435,7 @@ import VisitTestSupport
             }
             #expect(outcomes.prefix(4).map { (try? $0.get())?.state.version } == [3, 1, 1, 2], "\(outcomes)")
             #expect(throws: VisitDecisionError.self) { try outcomes[4].get() }
-            let transactions = try await f.pool.withConnection { c in
-                var out: [String: String] = [:]
-                for row in try c.query("SELECT stream_name || '@' || position AS at, transaction_id::text AS tx FROM events").rows
-                {
-                    out[row["at"]!] = row["tx"]!
-                }
-                return out
-            }
+            let transactions = try await transactionsOfEvents(in: f)
             let batch = transactions["visit-v-own@3"]
             #expect(batch != nil)
             for at in ["visit-v-new1@1", "visit-v-new1@2", "visit-v-new2@1"] { #expect(transactions[at] == batch, "\(at)") }
