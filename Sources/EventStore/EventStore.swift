@@ -307,9 +307,7 @@ public final class EventStore: Sendable {
                 Change(
                     streamName: try row.string("stream_name"), position: try row.int64("position"),
                     type: try row.string("type"),
-                    checkpoint: Checkpoint(
-                        transactionId: UInt64(try row.string("transaction_id")) ?? 0,
-                        globalPosition: try row.int64("global_position")))
+                    checkpoint: try Self.checkpoint(of: row))
             }
             try page(changes)
             if let last = changes.last { at = last.checkpoint }
@@ -380,19 +378,23 @@ public final class EventStore: Sendable {
             ORDER BY events.transaction_id DESC, events.global_position DESC LIMIT 1  -- xid8, not the text alias
             """)
         guard let row = rows.first else { return .start }
-        return Checkpoint(
-            transactionId: UInt64(try row.string("transaction_id")) ?? 0, globalPosition: try row.int64("global_position"))
+        return try checkpoint(of: row)
     }
 
     // MARK: checkpoints
+
+    /// The checkpoint a row names in its `transaction_id` (as text) and `global_position` columns.
+    static func checkpoint(of row: PostgresRow) throws -> Checkpoint {
+        Checkpoint(
+            transactionId: UInt64(try row.string("transaction_id")) ?? 0, globalPosition: try row.int64("global_position"))
+    }
 
     /// A follower's stored checkpoint (`.start` when it has none).
     public static func checkpoint(named name: String, on connection: PostgresConnection) throws -> Checkpoint {
         let rows = try connection.query(
             "SELECT transaction_id::text AS transaction_id, global_position FROM projection_checkpoints WHERE name = \(name)")
         guard let row = rows.first else { return .start }
-        return Checkpoint(
-            transactionId: UInt64(try row.string("transaction_id")) ?? 0, globalPosition: try row.int64("global_position"))
+        return try checkpoint(of: row)
     }
 
     public func checkpoint(named name: String) async throws -> Checkpoint {
