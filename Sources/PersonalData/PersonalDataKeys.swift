@@ -73,28 +73,22 @@ public struct PersonalDataKeys: Sendable {
 
     /// A fresh data key for the customer, and the statement that stores it: to run in the write that first
     /// seals under it. The statement fails (a unique violation, and with it that write) when the customer
-    /// has a key by then, so that nothing is ever sealed under a key that is not the customer's.
+    /// has a key by then, so that nothing is ever sealed under a key that is not the customer's. The key is
+    /// wrapped under `current` and, during a rotation's switch, also under the previous file (processes that
+    /// still hold only that one read new keys too).
     public func newDataKey(forCustomer customerId: String) throws -> (key: DataKey, store: PostgresQuery) {
-        let made = try freshKey()
+        let fresh = try AESGCM.random(AESGCM.keyBytes)
+        let keyId = "pk-" + AESGCM.hex(try AESGCM.random(8))
+        let stored = try wrap(fresh, keyId: keyId, under: current)
+        let alsoUnder = current == nil ? nil : previous.first
+        let previousStored = try alsoUnder.map { try wrap(fresh, keyId: keyId, under: $0) }
         return (
-            made.key,
+            DataKey(id: keyId, bytes: fresh),
             """
             INSERT INTO personal_data_keys
                 (key_id, customer_id, data_key, wrapping_key_id, previous_data_key, previous_wrapping_key_id)
-            VALUES (\(made.key.id), \(customerId), \(made.stored), \(current?.id), \(made.previousStored), \(made.alsoUnder?.id))
+            VALUES (\(keyId), \(customerId), \(stored), \(current?.id), \(previousStored), \(alsoUnder?.id))
             """
-        )
-    }
-
-    /// A random data key and its wraps: under `current`, and during a rotation's switch also under the
-    /// previous file (processes that still hold only that one read new keys too).
-    private func freshKey() throws -> (key: DataKey, stored: String, previousStored: String?, alsoUnder: WrappingKey?) {
-        let fresh = try AESGCM.random(AESGCM.keyBytes)
-        let keyId = "pk-" + AESGCM.hex(try AESGCM.random(8))
-        let alsoUnder = current == nil ? nil : previous.first
-        return (
-            DataKey(id: keyId, bytes: fresh), try wrap(fresh, keyId: keyId, under: current),
-            try alsoUnder.map { try wrap(fresh, keyId: keyId, under: $0) }, alsoUnder
         )
     }
 
@@ -102,19 +96,16 @@ public struct PersonalDataKeys: Sendable {
     /// it makes the customer's key unless one exists, and reads whichever is theirs. `dataKey(made:)` reads
     /// its answer.
     public func dataKeyStatement(forCustomer customerId: String) throws -> PostgresQuery {
-        let made = try freshKey()
+        let made = try newDataKey(forCustomer: customerId)
         return """
             WITH made AS (
-                INSERT INTO personal_data_keys
-                    (key_id, customer_id, data_key, wrapping_key_id, previous_data_key, previous_wrapping_key_id)
-                VALUES (\(made.key.id), \(customerId), \(made.stored), \(current?.id), \(made.previousStored), \(made.alsoUnder?.id))
+                \(made.store)
                 ON CONFLICT (customer_id) DO NOTHING
                 RETURNING key_id, data_key, wrapping_key_id, previous_data_key, previous_wrapping_key_id
             )
             SELECT * FROM made
             UNION ALL
-            SELECT key_id, data_key, wrapping_key_id, previous_data_key, previous_wrapping_key_id
-            FROM personal_data_keys WHERE customer_id = \(customerId)
+            \(dataKeyReadStatement(forCustomer: customerId))
             LIMIT 1
             """
     }
