@@ -48,10 +48,10 @@ public final class TechnicianDays: Sendable {
         var fragments: [String: [UInt8]] = [:]
         /// Technicians whose element is to be written again.
         var changed: Set<String> = []
-        /// The technicians in the answer's order; nil when it is to be sorted again.
-        var order: [String]?
-        /// The elements in the answer's order, and where each technician's is (as of the last `refresh()`):
-        /// the answer is written from them without a look-up per technician.
+        /// Whether the technicians are to be sorted again (one came or went, or a name changed).
+        var unsorted = true
+        /// The elements in the answer's order (technicians by name then id), and where each technician's is,
+        /// as of the last `refresh()`: the answer is written from them without a look-up per technician.
         var inOrder: [[UInt8]] = []
         var place: [String: Int] = [:]
         /// The answer as of the last `refresh()`, written into the same buffer at each (nothing else holds it:
@@ -68,7 +68,7 @@ public final class TechnicianDays: Sendable {
                 visitsByTechnician[old.technicianId] = nil
                 people[old.technicianId] = nil
                 fragments[old.technicianId] = nil
-                order = nil
+                unsorted = true
             }
         }
 
@@ -78,14 +78,14 @@ public final class TechnicianDays: Sendable {
             // and with it their name and place in the order.
             if let old = entries[id], old.technicianId != entry.technicianId { remove(id) }
             entries[id] = entry
-            if visitsByTechnician[entry.technicianId] == nil { order = nil }
+            if visitsByTechnician[entry.technicianId] == nil { unsorted = true }
             visitsByTechnician[entry.technicianId, default: []].insert(id)
             changed.insert(entry.technicianId)
         }
 
         mutating func name(_ technicianId: String, _ person: Person) {
             guard people[technicianId] != person else { return }
-            if people[technicianId]?.name != person.name { order = nil }
+            if people[technicianId]?.name != person.name { unsorted = true }
             people[technicianId] = person
             changed.insert(technicianId)
         }
@@ -94,7 +94,7 @@ public final class TechnicianDays: Sendable {
         /// visits by window start, then end, then id (names and ids in code-point order, as the statement
         /// orders them).
         mutating func refresh() {
-            guard !changed.isEmpty || order == nil else { return }
+            guard !changed.isEmpty || unsorted else { return }
             for id in changed {
                 guard let ids = visitsByTechnician[id] else { continue }
                 let person = people[id] ?? Person(name: "", avatarSymbol: "", vanDescription: "")
@@ -105,15 +105,15 @@ public final class TechnicianDays: Sendable {
                     visits: visits
                 ).writeJSON(to: &fragment)
                 fragments[id] = fragment
-                if order != nil, let at = place[id] { inOrder[at] = fragment }
+                if !unsorted, let at = place[id] { inOrder[at] = fragment }
             }
             changed = []
-            if order == nil {
+            if unsorted {
                 let keyed = visitsByTechnician.keys.map { (name: people[$0]?.name ?? "", id: $0) }
                 let sorted = keyed.sorted(by: TechnicianReadModel.precedes).map(\.id)
-                order = sorted
                 place = Dictionary(uniqueKeysWithValues: sorted.enumerated().map { ($1, $0) })
                 inOrder = sorted.map { fragments[$0] ?? [] }
+                unsorted = false
             }
             body.removeAll(keepingCapacity: true)
             body.append(contentsOf: #"{"technicians":["#.utf8)

@@ -566,18 +566,17 @@ public struct VisitCommandHandler: Sendable {
     /// state this process committed last (`states`), the statement answers `=` instead of the snapshot, and
     /// that state is used: no snapshot sent and parsed again.
     ///
-    /// The data keys of the customers the commands book a visit for are read (made on first use) in the same
-    /// round trip, by customer: a booking then seals its personal fields without a round trip of its own
-    /// (`sealed`), while the batch it is in waits for its decisions.
+    /// The data keys of the customers the commands book a visit for are read (made on first use: by this read,
+    /// or with `makingKeysInTheWrite` by the write) in the same round trip, by customer: a booking then seals its
+    /// personal fields without a round trip of its own (`sealed`), while the batch it is in waits for its
+    /// decisions.
     func currentStates(_ commands: [VisitCommand], makingKeysInTheWrite: Bool = false, on connection: PostgresConnection)
         throws -> ReadStates
     {
         var customers: [String] = []
         if personalData != nil {
-            for command in commands {
-                if case .scheduled(let scheduled) = command.event, !customers.contains(scheduled.customerId) {
-                    customers.append(scheduled.customerId)
-                }
+            for customer in commands.compactMap(Self.bookedCustomer) where !customers.contains(customer) {
+                customers.append(customer)
             }
         }
         return try currentStates(
