@@ -267,8 +267,9 @@ public final class TrackingCards: Service {
                 }
                 // Events committed behind a transaction still open elsewhere in the cluster (a long report, a
                 // dump, another database's work) are not in the log's order yet, but their visits' rows are
-                // current: read those of remembered cards now, or the page would wait for that transaction.
-                let behind = try EventStore.eventsBehindHorizon(after: at, limit: 1000, on: c)
+                // current: read those of remembered cards now, or the page would wait for that transaction. (With
+                // them come any committed since the read above: `eventsNotYetFollowed`.)
+                let behind = try EventStore.eventsNotYetFollowed(after: at, limit: 1000, on: c)
                 touched.formUnion(Self.cardsBehind(behind.map { ($0.streamName, $0.position) }, in: box))
                 var read: [String: TrackingLinks.Shown?] = [:]
                 if !touched.isEmpty {

@@ -340,26 +340,28 @@ public final class EventStore: Sendable {
         return try rows.first?.bool("held") ?? false
     }
 
-    /// One event committed behind the snapshot horizon, as much of it as a follower needs to know what it may
-    /// have changed.
+    /// One event after a follower's checkpoint that follow order has not given yet, as much of it as the
+    /// follower needs to know what it may have changed.
     public struct EventBehindHorizon: Sendable, Hashable {
         public let streamName: String
         public let position: Int64
         public let type: String
     }
 
-    /// Up to `limit` events after `checkpoint` that are committed but behind the snapshot horizon (a transaction
-    /// older than theirs is still open, anywhere in the cluster), newest first. A follower that must not wait for
-    /// the horizon to show a change (a tracking page, the technicians' board) looks at their streams' rows
-    /// without moving its checkpoint past them; `readAll` gives them in order once the horizon has passed.
-    public static func eventsBehindHorizon(after checkpoint: Checkpoint, limit: Int, on connection: PostgresConnection)
+    /// Up to `limit` events after `checkpoint`, newest first: for a follower that has just read the log in
+    /// follow order up to `checkpoint` (`changes(after:)`) and must not wait for the snapshot horizon to show a
+    /// change (a tracking page, the technicians' board). They are the events committed behind a transaction
+    /// still open anywhere in the cluster, and any committed since the follower's read; it looks at their
+    /// streams' rows without moving its checkpoint past them, and follow order gives them once the horizon has
+    /// passed. Not only those behind this statement's horizon: the follower's read had a snapshot of its own, a
+    /// moment older, and an event behind that one's horizon but not behind this one's would be in neither.
+    public static func eventsNotYetFollowed(after checkpoint: Checkpoint, limit: Int, on connection: PostgresConnection)
         throws -> [EventBehindHorizon]
     {
         let rows = try connection.query(
             """
             SELECT stream_name, position, type FROM events
             WHERE (transaction_id, global_position) > (\(String(checkpoint.transactionId))::xid8, \(checkpoint.globalPosition))
-              AND transaction_id >= pg_snapshot_xmin(pg_current_snapshot())
             ORDER BY events.transaction_id DESC, events.global_position DESC
             LIMIT \(limit)
             """)

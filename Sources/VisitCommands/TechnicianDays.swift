@@ -268,9 +268,10 @@ public final class TechnicianDays: Sendable {
             }
             if touched.count > reloadAbove { tooMany = true }
         }
-        // Committed, but behind a transaction still open somewhere in the cluster: their rows are current, so
-        // read them now (the checkpoint stays before them; `readAll` gives them again once the horizon passes).
-        let behind = try EventStore.eventsBehindHorizon(after: at, limit: 1000, on: c)
+        // Committed, but behind a transaction still open somewhere in the cluster (or since the read above):
+        // their rows are current, so read them now (the checkpoint stays before them; follow order gives them
+        // again once the horizon passes).
+        let behind = try EventStore.eventsNotYetFollowed(after: at, limit: 1000, on: c)
         for event in behind {
             if let id = VisitReadModel.visitId(ofStream: event.streamName) { touched.insert(id) }
         }

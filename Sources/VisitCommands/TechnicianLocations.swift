@@ -337,8 +337,9 @@ public final class TechnicianLocations: Service {
                 }
                 // Events committed behind a transaction still open elsewhere in the cluster are not in the log's
                 // order yet: their visits' rows are current, so look at those they may have changed now (a visit
-                // put enRoute must not wait for a long report to end before its fixes count).
-                let behind = try EventStore.eventsBehindHorizon(after: at, limit: 1000, on: c).map {
+                // put enRoute must not wait for a long report to end before its fixes count). With them come any
+                // committed since the read above (`eventsNotYetFollowed`).
+                let behind = try EventStore.eventsNotYetFollowed(after: at, limit: 1000, on: c).map {
                     (streamName: $0.streamName, position: $0.position, type: $0.type)
                 }
                 touched.formUnion(self.board.withLock { TechnicianLocations.mayChange(behind, board: $0) })
