@@ -204,7 +204,9 @@ public struct OutboxStore: Sendable {
             -- the interval. Along deliveries_paced_due, in its order and a bounded number at a time, so that
             -- it is walked by an index scan: that marks the entries of rows sent since as dead as it passes
             -- them, where a bitmap scan visited each of them again at every claim until a vacuum (hundreds
-            -- for a dozen live rows beside a fleet). What is left due goes at the next claim.
+            -- for a dozen live rows beside a fleet). What is left due goes at the next claim. The rows held are
+            -- taken by id from an array, as the claimed ones are: joined to them, the generic plan hashed every
+            -- pending paced row (all updates waiting out their interval, thousands beside a fleet).
             due_paced AS (
                 SELECT p.id FROM deliveries p
                 WHERE p.state = 'pending' AND p.paced_seconds IS NOT NULL AND p.next_attempt_at <= \(now)
@@ -214,8 +216,8 @@ public struct OutboxStore: Sendable {
             held AS (
                 UPDATE deliveries d
                 SET next_attempt_at = x.last_paced_at + d.paced_seconds
-                FROM due_paced p, delivery_targets x
-                WHERE d.id = p.id AND d.state = 'pending'
+                FROM delivery_targets x
+                WHERE d.id = ANY(ARRAY(SELECT id FROM due_paced)) AND d.state = 'pending'
                   AND x.target = d.target AND x.last_paced_at + d.paced_seconds > \(now)
             ),
             claimed AS (

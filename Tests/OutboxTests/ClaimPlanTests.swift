@@ -7,7 +7,7 @@ import Testing
 
 /// The worker's claim is planned once per connection (planning it cost more than running it), and its one
 /// plan reads what it claims, whatever the backlog and however many devices have preferences: it never walks
-/// the queue's primary key nor hashes every device's preferences.
+/// the queue's primary key, hashes every device's preferences, nor reads every paced update waiting.
 @Suite(.timeLimit(.minutes(2))) struct ClaimPlanTests {
     @Test func aClaimFromABigBacklogIsPlannedOnceAndReadsWhatItTakes() async throws {
         try await withOutboxFixture { f in
@@ -26,33 +26,7 @@ import Testing
                         frequent_pushes_enabled, updated_at_ms)
                     SELECT 'c-' || g % 500, 'd-' || g, true, false, 0 FROM generate_series(1, 20000) g
                     """)
-                _ = try c.query("ANALYZE deliveries")
-                _ = try c.query("ANALYZE device_preferences")
-                var claims: [[Int64]] = []
-                var fetched: [Int64] = []
-                for n in 0..<3 {
-                    // In a transaction of its own, so that what it fetched is counted for it alone.
-                    _ = try c.query("BEGIN")
-                    let lease = UUID().uuidString.lowercased()
-                    claims.append(
-                        try OutboxStore.claim(limit: 20, lease: lease, leaseSeconds: 30, now: 50_000 + Double(n), on: c)
-                            .map(\.id))
-                    fetched.append(
-                        try c.query(
-                            """
-                            SELECT pg_stat_get_xact_tuples_fetched('deliveries'::regclass)
-                                 + pg_stat_get_xact_tuples_fetched('device_preferences'::regclass) AS n
-                            """
-                        ).rows[0].int64("n"))
-                    _ = try c.query("COMMIT")
-                }
-                let plans = try c.query(
-                    """
-                    SELECT generic_plans, custom_plans FROM pg_prepared_statements
-                    WHERE statement LIKE '%WITH candidates AS%' AND statement NOT LIKE '%pg_prepared_statements%'
-                    """
-                ).rows.map { [try $0.int64("generic_plans"), try $0.int64("custom_plans")] }
-                return (claims, fetched, plans)
+                return try Self.claimThrice(on: c, from: 50_000)
             }
             let expected = try await f.pool.withConnection { c in
                 try c.query("SELECT id FROM deliveries ORDER BY next_attempt_at LIMIT 60").rows.map { try $0.int64("id") }
@@ -61,7 +35,78 @@ import Testing
             #expect(plans == [[3, 0]], "one generic plan, no custom one: \(plans)")
             // 20 rows claimed, each probed a few times; a walk of the primary key or a hash of the preferences
             // fetches tens of thousands.
-            #expect(fetched.allSatisfy { $0 < 1_000 }, "rows fetched by each claim: \(fetched)")
+            #expect(fetched.allSatisfy { $0 < 1_000 }, "rows read by each claim: \(fetched)")
         }
+    }
+
+    /// Beside a fleet most pending rows are paced updates not yet due (their target sent one within its
+    /// interval). The claim holds back the few due too early; it must read those, not every paced row waiting
+    /// (its generic plan once hashed the whole paced index at every claim).
+    @Test func pacedUpdatesWaitingAreNotReadByEveryClaim() async throws {
+        try await withOutboxFixture { f in
+            let (claims, fetched, plans) = try await f.pool.withConnection { c in
+                // 4,000 paced updates, one per target, due one a second from 10,000; their targets last sent a
+                // paced update at 0, so the 60 due by 10,060 are due for good and go.
+                _ = try c.query(
+                    """
+                    INSERT INTO deliveries (apns_id, target, visit_id, customer_id, device_id, kind, priority,
+                        aps_timestamp, body, visit_version, event_recorded_at, created_at, state, next_attempt_at,
+                        paced_seconds)
+                    SELECT gen_random_uuid(), 't-' || g, 'v-' || g, 'c-' || g % 500, 'd-' || g, 'update', 5, g, '{}', 1,
+                        0, 0, 'pending', 10000 + g, 60
+                    FROM generate_series(1, 4000) g
+                    """)
+                _ = try c.query(
+                    """
+                    INSERT INTO delivery_targets (target, last_sent_timestamp, last_paced_at)
+                    SELECT 't-' || g, 0, 0 FROM generate_series(1, 4000) g
+                    """)
+                return try Self.claimThrice(on: c, from: 10_060)
+            }
+            let expected = try await f.pool.withConnection { c in
+                try c.query("SELECT id FROM deliveries ORDER BY next_attempt_at LIMIT 60").rows.map { try $0.int64("id") }
+            }
+            #expect(claims.flatMap { $0 } == expected, "each claim takes the next 20 due, in order")
+            #expect(plans == [[3, 0]], "one generic plan, no custom one: \(plans)")
+            #expect(fetched.allSatisfy { $0 < 1_000 }, "rows read by each claim: \(fetched)")
+        }
+    }
+
+    /// Analyzes the tables, then claims 20 three times, at `now`, `now + 1` and `now + 2`: the ids claimed,
+    /// the rows each read (by index or by scan), and the claim's plans (`[generic, custom]` per prepared
+    /// statement).
+    static func claimThrice(on c: PostgresConnection, from now: Double) throws -> ([[Int64]], [Int64], [[Int64]]) {
+        _ = try c.query("ANALYZE deliveries, device_preferences, delivery_targets")
+        // Rows read from the tables by scans and index entries read from their indexes (where an index scan's
+        // rows are counted), as this backend's pending counts are flushed and read back: a transaction's own
+        // counts show only in part before it ends.
+        func rowsRead() throws -> Int64 {
+            _ = try c.query("SELECT pg_stat_force_next_flush()")
+            _ = try c.query("SELECT pg_stat_clear_snapshot()")
+            return try c.query(
+                """
+                WITH tables AS (
+                    SELECT unnest(ARRAY['deliveries', 'device_preferences', 'delivery_targets']::regclass[]) AS r)
+                SELECT sum(pg_stat_get_tuples_fetched(r) + pg_stat_get_tuples_returned(r))::bigint AS n
+                FROM (SELECT r FROM tables UNION ALL SELECT indexrelid FROM pg_index JOIN tables ON indrelid = r) s
+                """
+            ).rows[0].int64("n")
+        }
+        var claims: [[Int64]] = []
+        var read: [Int64] = []
+        for n in 0..<3 {
+            let before = try rowsRead()
+            let lease = UUID().uuidString.lowercased()
+            claims.append(
+                try OutboxStore.claim(limit: 20, lease: lease, leaseSeconds: 30, now: now + Double(n), on: c).map(\.id))
+            read.append(try rowsRead() - before)
+        }
+        let plans = try c.query(
+            """
+            SELECT generic_plans, custom_plans FROM pg_prepared_statements
+            WHERE statement LIKE '%WITH candidates AS%' AND statement NOT LIKE '%pg_prepared_statements%'
+            """
+        ).rows.map { [try $0.int64("generic_plans"), try $0.int64("custom_plans")] }
+        return (claims, read, plans)
     }
 }
