@@ -19,13 +19,18 @@ public final class ListenedCache<Value: Sendable>: Sendable {
         var byId: [String: Entry] = [:]
         /// Moves on every forget: a row read before a change is not remembered after it.
         var generation: UInt64 = 0
+        /// The service that hears changes, once started. Kept under the same lock as the rows, so that a
+        /// look-up takes one lock (every API request looks up its key: it was the API's most contended lock).
+        var changes: PostgresListener?
+
+        /// True while changes can be heard.
+        var isActive: Bool { changes?.isListening.load(ordering: .sequentiallyConsistent) ?? false }
     }
 
     public let channel: String
     public let timeToLive: Duration
     public let capacity: Int
     private let entries = Mutex(Entries())
-    private let changes = Mutex<PostgresListener?>(nil)
     /// Told after rows were dropped: the id, or nil for every row.
     private let forgotten: (@Sendable (String?) -> Void)?
 
@@ -41,18 +46,16 @@ public final class ListenedCache<Value: Sendable>: Sendable {
     }
 
     /// True while changes can be heard.
-    public var isActive: Bool {
-        changes.withLock { $0 }?.isListening.load(ordering: .sequentiallyConsistent) ?? false
-    }
+    public var isActive: Bool { entries.withLock { $0.isActive } }
 
     /// How many rows are remembered now.
     public var count: Int { entries.withLock { $0.byId.count } }
 
     /// The cached, unexpired values among `ids` (none while the listener is down).
     public func values(_ ids: some Sequence<String>) -> [String: Value] {
-        guard isActive else { return [:] }
         let now = ContinuousClock.now
         return entries.withLock { entries in
+            guard entries.isActive else { return [:] }
             var found: [String: Value] = [:]
             for id in ids {
                 guard let entry = entries.byId[id] else { continue }
@@ -67,7 +70,17 @@ public final class ListenedCache<Value: Sendable>: Sendable {
     }
 
     /// The cached, unexpired value with this id.
-    public func value(_ id: String) -> Value? { values(CollectionOfOne(id))[id] }
+    public func value(_ id: String) -> Value? {
+        let now = ContinuousClock.now
+        return entries.withLock { entries in
+            guard entries.isActive, let entry = entries.byId[id] else { return nil }
+            guard entry.expires > now else {
+                entries.byId[id] = nil
+                return nil
+            }
+            return entry.value
+        }
+    }
 
     /// Take this before reading rows; pass it to `remember`.
     public func generation() -> UInt64 {
@@ -77,10 +90,10 @@ public final class ListenedCache<Value: Sendable>: Sendable {
     /// Remembers rows read from the database, unless one was forgotten since `generation` (the rows may
     /// predate a change whose notification has already been handled).
     public func remember(_ rows: some Collection<(id: String, value: Value)>, readAt generation: UInt64) {
-        guard !rows.isEmpty, timeToLive > .zero, isActive else { return }
+        guard !rows.isEmpty, timeToLive > .zero else { return }
         let expires = ContinuousClock.now + timeToLive
         entries.withLock { entries in
-            guard entries.generation == generation else { return }
+            guard entries.isActive, entries.generation == generation else { return }
             if entries.byId.count + rows.count > capacity { entries.byId.removeAll(keepingCapacity: true) }
             for row in rows.prefix(capacity) { entries.byId[row.id] = Entry(value: row.value, expires: expires) }
         }
@@ -112,7 +125,7 @@ public final class ListenedCache<Value: Sendable>: Sendable {
         }
         // A new listener has heard nothing yet: what an earlier one left is not trusted.
         forgetAll()
-        changes.withLock { $0 = listener }
+        entries.withLock { $0.changes = listener }
         return listener
     }
 }
