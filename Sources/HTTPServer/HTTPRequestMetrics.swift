@@ -22,6 +22,12 @@ final class HTTPRequestMetrics: Sendable {
         var counts: [UInt64]
         var sum: Double = 0
         var count: UInt64 = 0
+
+        mutating func add(_ seconds: Double, buckets: [Double]) {
+            for (index, bound) in buckets.enumerated() where seconds <= bound { counts[index] += 1 }
+            sum += seconds
+            count += 1
+        }
     }
 
     private struct State {
@@ -40,13 +46,12 @@ final class HTTPRequestMetrics: Sendable {
     /// Counts one finished request.
     func record(route: String, method: String, status: String, seconds: Double) {
         let series = Series(route: route, method: method, status: status)
+        let buckets = self.buckets
         state.withLock { s in
             s.requests[series, default: 0] += 1
-            var histogram = s.latency[route] ?? Histogram(counts: Array(repeating: 0, count: buckets.count))
-            for (index, bound) in buckets.enumerated() where seconds <= bound { histogram.counts[index] += 1 }
-            histogram.sum += seconds
-            histogram.count += 1
-            s.latency[route] = histogram
+            // In place: a histogram taken out and put back copied its counts at every request.
+            s.latency[route, default: Histogram(counts: Array(repeating: 0, count: buckets.count))].add(
+                seconds, buckets: buckets)
         }
     }
 

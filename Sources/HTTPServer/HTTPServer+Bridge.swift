@@ -264,10 +264,12 @@ extension HTTPServer {
     func completed(_ request: RequestContext, termination: MHD_RequestTerminationCode) {
         registry.close()
         let seconds = (ContinuousClock.now - request.startedAt).inSeconds
-        let fields = HTTPServer.logFields(request, seconds: seconds, termination: termination)
-        logger.info("request", fields)
         requestMetrics.record(
-            route: fields["http.route"]!, method: fields["http.method"]!, status: fields["http.status"]!, seconds: seconds)
+            route: request.route ?? "unmatched", method: HTTPServer.methodLabel(request.method),
+            status: request.status.map(String.init) ?? "none", seconds: seconds)
+        // The line's fields only when it is written: not built for every request of a process logging less.
+        guard Logger.writes(.info) else { return }
+        logger.info("request", HTTPServer.logFields(request, seconds: seconds, termination: termination))
     }
 
     /// The request's log line: method, route template, status, duration, request id, the outcome when

@@ -62,10 +62,16 @@ public struct Logger: Sendable {
         level != .off && level >= threshold
     }
 
+    /// Whether a line at `level` is written now: for a caller that would build a line's fields only to see
+    /// them dropped.
+    public static func writes(_ level: Level) -> Bool {
+        writes(level, at: minimumLevel.withLock { $0 })
+    }
+
     private static let stderr = Mutex(())
 
     public func log(_ level: Level, _ message: String, _ extra: [String: String] = [:]) {
-        guard Logger.writes(level, at: Logger.minimumLevel.withLock({ $0 })) else { return }
+        guard Logger.writes(level) else { return }
         var line = "\(Logger.timestamp()) \(level) \(label) \(message)"
         let merged = metadata.merging(extra) { _, new in new }
         for key in merged.keys.sorted() {
