@@ -54,10 +54,8 @@ public final class TechnicianDays: Sendable {
         /// as of the last `refresh()`: the answer is written from them without a look-up per technician.
         var inOrder: [[UInt8]] = []
         var place: [String: Int] = [:]
-        /// The answer as of the last `refresh()`, written into the same buffer at each (nothing else holds it:
-        /// asks read `answer`).
-        var body: [UInt8] = []
-        /// `body` as answers carry it, copied at each `refresh()` that changed it.
+        /// The answer as of the last `refresh()`, written anew at each that changed it: answers being sent
+        /// still hold the one before.
         var answer = Data()
 
         mutating func remove(_ visitId: String) {
@@ -115,14 +113,18 @@ public final class TechnicianDays: Sendable {
                 inOrder = sorted.map { fragments[$0] ?? [] }
                 unsorted = false
             }
-            body.removeAll(keepingCapacity: true)
-            body.append(contentsOf: #"{"technicians":["#.utf8)
+            // Written straight into the answer, sized first: the elements are copied once.
+            let opening = Array(#"{"technicians":["#.utf8)
+            let closing = Array("]}".utf8)
+            let size = opening.count + inOrder.reduce(0) { $0 + $1.count } + max(inOrder.count - 1, 0) + closing.count
+            var body = Data(capacity: size)
+            body.append(contentsOf: opening)
             for n in inOrder.indices {
                 if n > 0 { body.append(UInt8(ascii: ",")) }
-                inOrder[n].withUnsafeBufferPointer { body.append(contentsOf: $0) }
+                inOrder[n].withUnsafeBufferPointer { body.append($0) }
             }
-            body.append(contentsOf: "]}".utf8)
-            answer = Data(body)
+            body.append(contentsOf: closing)
+            answer = body
         }
     }
 
