@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import Runtime
 import Synchronization
 
 /// Live API keys recently read from the database, so that a request does not pay a query (and a trip to
@@ -29,7 +30,7 @@ public final class APIKeyCache: Sendable {
     /// it the cache starts over: every caller's row read once again).
     private let rows: ListenedCache<APIKeys.StoredKey>
     /// Key ids with no live key, and until when that is trusted.
-    private let misses = Mutex<[String: ContinuousClock.Instant]>([:])
+    private let misses = Lock<[String: ContinuousClock.Instant]>([:])
 
     public var timeToLive: Duration { rows.timeToLive }
     /// How long an id found without a live key is answered as such without asking again.

@@ -3,7 +3,7 @@
 /// thousand held pages cost nothing while nothing happens to them (a filter over all of them, under the
 /// memory's lock, on every pass and every sweep, made the held pages' own requests wait on that lock).
 ///
-/// Not thread-safe: it lives inside the memory's `Mutex`.
+/// Not thread-safe: it lives inside the memory's lock.
 struct HeldRequests<Waiter> {
     private struct Entry {
         let visitId: String

@@ -80,7 +80,7 @@ public final class TrackingCards: Service {
 
     /// The memory, in a box of its own so that the link cache's callback can hold it before `self` exists.
     private final class Box: Sendable {
-        let memory = Mutex(Memory())
+        let memory = Lock(Memory())
     }
     private let box = Box()
     /// Token hash → visit id, of links presented lately.

@@ -7,7 +7,7 @@ final class APNsConfigurationAlerts: Sendable {
     static let name = "livevisits_apns_config_alert"
     static let help = "1 while APNs reports a configuration problem (sending should pause)"
     private let metrics: Metrics
-    private let raised = Mutex<Set<String>>([])
+    private let raised = Lock<Set<String>>([])
 
     init(metrics: Metrics) {
         self.metrics = metrics

@@ -1,5 +1,6 @@
 import CNGHTTP2
 import Dispatch
+import Runtime
 
 /// Where an exchange goes: parsed once from its URL (`https://host[:port]/path`).
 struct HTTP2Target: Sendable, Equatable {
@@ -45,7 +46,7 @@ struct HTTP2Target: Sendable, Equatable {
 /// One exchange in the transport: created by the submitting task, then owned by the loop thread until
 /// `finish` hands its outcome to its batch (once).
 final class HTTP2ClientStream: @unchecked Sendable {
-    // Thread-safety: handed over once through the transport's Mutex-guarded inbox; after that only the
+    // Thread-safety: handed over once through the transport's lock-guarded inbox; after that only the
     // loop thread touches it (nghttp2's callbacks run on that thread too).
     let exchange: HTTP2Exchange
     let target: HTTP2Target

@@ -21,13 +21,13 @@ import Synchronization
 /// not a write and a read each. A new connection's host is resolved on a thread of its own (`HTTP2Resolver`),
 /// so a slow DNS server holds back that connection only, never the loop.
 final class HTTP2ClientTransport: @unchecked Sendable {
-    // Thread-safety: `inbox` is guarded by its Mutex; `connections`, `retiring` and `resolving` are touched
+    // Thread-safety: `inbox` is guarded by its lock; `connections`, `retiring` and `resolving` are touched
     // only by the loop thread. The TLS context is immutable after init (`SSL_new` may read it from any thread).
     private let settings: Settings
     private let tls: OpaquePointer
     private let wakeRead: Int32
     private let wakeWrite: Int32
-    private let inbox = Mutex(Inbox())
+    private let inbox = Lock(Inbox())
     /// The connection taking new streams, per `host:port`.
     private var connections: [String: HTTP2ClientConnection] = [:]
     /// Connections that take no new streams and finish the ones they have.

@@ -1,10 +1,11 @@
+import Runtime
 import Synchronization
 
 /// A `ProviderTokenStore` for one process (and for tests): the token lives in memory.
 public final class InMemoryProviderTokenStore: ProviderTokenStore {
-    private let token: Mutex<ProviderToken?>
+    private let token: Lock<ProviderToken?>
 
-    public init(_ initial: ProviderToken? = nil) { token = Mutex(initial) }
+    public init(_ initial: ProviderToken? = nil) { token = Lock(initial) }
 
     public func load() async throws -> ProviderToken? { token.withLock { $0 } }
 

@@ -12,7 +12,7 @@ public final class ProviderTokenSource: Sendable {
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
 
-    private let state: Mutex<State>
+    private let state: Lock<State>
     private let signer: ProviderTokenSigner
     private let store: any ProviderTokenStore
     private let clock: any WallClock
@@ -24,7 +24,7 @@ public final class ProviderTokenSource: Sendable {
         self.signer = signer
         self.store = store
         self.clock = clock
-        state = Mutex(State(policy: ProviderTokenPolicy(settings: settings)))
+        state = Lock(State(policy: ProviderTokenPolicy(settings: settings)))
     }
 
     /// The token to present now; obtains a new one when the policy asks for it.

@@ -29,7 +29,7 @@ public final class APNsSimulator: Service {
 
     public let name = "apns-simulator"
     private let core: SimulatorCore
-    private let lifecycle = Mutex<Lifecycle>(.idle)
+    private let lifecycle = Lock<Lifecycle>(.idle)
 
     private enum Lifecycle {
         case idle

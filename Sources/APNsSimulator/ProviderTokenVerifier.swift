@@ -10,7 +10,7 @@ import Synchronization
 ///
 /// Keys are loaded once at init and only read afterwards; OpenSSL allows concurrent verification
 /// with one `EVP_PKEY`, each call using its own `EVP_MD_CTX`.
-final class ProviderTokenVerifier: @unchecked Sendable {  // keys: immutable after init; cache: `cache` Mutex
+final class ProviderTokenVerifier: @unchecked Sendable {  // keys: immutable after init; cache: `cache` lock
     enum Outcome: Equatable {
         case valid(ProviderTokenSummary)
         case missing
@@ -33,7 +33,7 @@ final class ProviderTokenVerifier: @unchecked Sendable {  // keys: immutable aft
     private let lifetime: Double
     private let futureTolerance: Double
     /// Parsed and signature-checked tokens, so a reused JWT costs one dictionary lookup.
-    private let cache = Mutex<[String: Parsed]>([:])
+    private let cache = Lock<[String: Parsed]>([:])
     private static let cacheLimit = 4096
 
     init(keys: [ProviderKey], lifetime: Double, futureTolerance: Double) throws(SimulatorError) {

@@ -1,9 +1,10 @@
+import Runtime
 import Synchronization
 
 /// Waits until the current task is cancelled.
 enum SimulatorCancellation {
     static func wait() async {
-        let gate = Mutex<CheckedContinuation<Void, Never>?>(nil)
+        let gate = Lock<CheckedContinuation<Void, Never>?>(nil)
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let resumeNow = gate.withLock { slot -> Bool in

@@ -4,7 +4,7 @@ import Runtime
 import Synchronization
 
 /// The simulator's decisions and records: validation, faults and the delivery log, guarded by one
-/// `Mutex`. Connection threads call in; nothing here blocks or does I/O (apart from `onDelivery`,
+/// lock. Connection threads call in; nothing here blocks or does I/O (apart from `onDelivery`,
 /// called after the lock is released).
 final class SimulatorCore: Sendable {
     struct State {
@@ -22,7 +22,7 @@ final class SimulatorCore: Sendable {
 
     let configuration: SimulatorConfiguration
     let validator: PushValidator
-    let state = Mutex(State())
+    let state = Lock(State())
 
     init(configuration: SimulatorConfiguration) throws(SimulatorError) {
         self.configuration = configuration

@@ -22,7 +22,7 @@ final class SimulatorServer: Sendable {
     private let wakeWrite: Int32
     private let core: SimulatorCore
     private let tls: TLSContext
-    private let registry = Mutex(Registry())
+    private let registry = Lock(Registry())
     private let listener: SimulatorListener
 
     init(

@@ -1,3 +1,4 @@
+import Runtime
 import Synchronization
 
 /// The per-address lockout of one process: an address that failed `limit` authentications within
@@ -13,7 +14,7 @@ final class AuthenticationLockout: Sendable {
     let capacity: Int
     let window = RequestLimits.authenticationFailureWindow
     /// Per address, the times of its latest failures (at most `limit`), oldest first.
-    private let failures = Mutex<[String: [Double]]>([:])
+    private let failures = Lock<[String: [Double]]>([:])
     /// How many addresses `failures` holds: while none, a request takes no lock.
     private let tracked = Atomic<Int>(0)
 

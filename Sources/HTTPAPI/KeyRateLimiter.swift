@@ -8,7 +8,7 @@ import Synchronization
 final class KeyRateLimiter: Sendable {
     let requestsPerSecond: Int
     let capacity: Int
-    private let buckets = Mutex<[String: TokenBucket]>([:])
+    private let buckets = Lock<[String: TokenBucket]>([:])
 
     init(requestsPerSecond: Int, capacity: Int = 10_000) {
         self.requestsPerSecond = requestsPerSecond

@@ -222,7 +222,7 @@ public struct LiveVisitsAPI: Sendable {
             readinessLog.info("ready")
         }
     }
-    private static let lastReadiness = Mutex<String?>(nil)
+    private static let lastReadiness = Lock<String?>(nil)
 
     /// How long `/readyz` waits for the database before it answers 503 itself.
     static let readinessTimeoutSeconds = 3.0
@@ -363,7 +363,7 @@ public struct LiveVisitsAPI: Sendable {
 
 /// The authenticated role of one request, for its log line (never the key).
 final class CallerRecord: Sendable {
-    private let value = Mutex<String?>(nil)
+    private let value = Lock<String?>(nil)
     private let opened = Atomic<Bool>(false)
     var role: String? { value.withLock { $0 } }
     func set(role: String) { value.withLock { $0 = role } }

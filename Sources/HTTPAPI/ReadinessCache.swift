@@ -13,7 +13,7 @@ final class ReadinessCache: Sendable {
         /// When `probe` ended (the clock's time); nil while it runs.
         var finishedAt: Double?
     }
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     /// The answer of a probe that is running or ended less than `seconds` ago on `clock`, else of a new
     /// `probe`. With `seconds` at 0, every call probes.

@@ -1,5 +1,6 @@
 import CMicroHTTPD
 import Foundation
+import Runtime
 import Synchronization
 
 #if canImport(Glibc)
@@ -38,7 +39,7 @@ final class AcceptLoop: Sendable {
     private let peekLength: Int
     private let open = Atomic<Int>(0)
     private let handedToHolding = Atomic<Int>(0)
-    private let perAddress = Mutex<[ClientAddress: Int]>([:])
+    private let perAddress = Lock<[ClientAddress: Int]>([:])
     private let stopping = Atomic<Bool>(false)
     private let ended = DispatchSemaphore(value: 0)
 

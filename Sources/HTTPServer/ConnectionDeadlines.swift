@@ -1,4 +1,5 @@
 import CMicroHTTPD  // sys/socket.h: SHUT_RDWR
+import Runtime
 import Synchronization
 
 #if canImport(Glibc)
@@ -24,7 +25,7 @@ final class ConnectionDeadlines: Sendable {
         var receivingSince: Double?
     }
 
-    private let entries = Mutex<[Int: Entry]>([:])
+    private let entries = Lock<[Int: Entry]>([:])
 
     private static func key(_ connection: OpaquePointer) -> Int { Int(bitPattern: connection) }
 

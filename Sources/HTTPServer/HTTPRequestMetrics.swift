@@ -36,7 +36,7 @@ final class HTTPRequestMetrics: Sendable {
     }
 
     private let buckets = Metrics.defaultLatencyBuckets
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     /// Registers with `registry` so that its `render()` includes these series.
     init(registry: Metrics) {

@@ -41,7 +41,7 @@ public final class HTTPServer: Service, Sendable {
     let liveContexts = InstanceCounter()
     let socket: ListeningSocket
     /// The running server's accept thread (told of each close).
-    let acceptLoop = Mutex<AcceptLoop?>(nil)
+    let acceptLoop = Lock<AcceptLoop?>(nil)
 
     /// Bytes of an oversized upload discarded before the connection is cut instead of answered.
     var discardLimit: Int { max(1 << 20, configuration.maxBodyBytes * 16) }

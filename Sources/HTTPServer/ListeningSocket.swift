@@ -1,3 +1,4 @@
+import Runtime
 import Synchronization
 
 #if canImport(Glibc)
@@ -10,7 +11,7 @@ final class ListeningSocket: Sendable {
     /// The address actually bound (the real port when 0 was asked).
     let address: ListenAddress
     /// The descriptor while this object owns it; nil once closed or handed to the daemon.
-    private let owned: Mutex<Int32?>
+    private let owned: Lock<Int32?>
 
     init(binding requested: ListenAddress, backlog: Int32) throws(HTTPServerError) {
         guard let family = ListenAddress.family(of: requested.host) else {
@@ -65,7 +66,7 @@ final class ListeningSocket: Sendable {
             }
         }
         address = ListenAddress(host: requested.host, port: port)
-        owned = Mutex(fd)
+        owned = Lock(fd)
     }
 
     /// Gives the descriptor to the daemon (which closes it on stop); nil if already given or closed.

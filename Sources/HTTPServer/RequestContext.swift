@@ -1,4 +1,5 @@
 import Foundation
+import Runtime
 import Synchronization
 
 /// What the server keeps about one request between libmicrohttpd's calls: the upload so far,
@@ -9,7 +10,7 @@ import Synchronization
 final class RequestContext: @unchecked Sendable {
     // @unchecked Sendable: the `var`s are touched only by the libmicrohttpd polling thread that owns
     // the connection (MHD calls one connection's callbacks from one thread, one at a time);
-    // `pending`, the only state a handler task touches, is guarded by its own Mutex.
+    // `pending`, the only state a handler task touches, is guarded by its own lock.
 
     let serial: UInt64
     /// The MHD connection; valid until `MHD_OPTION_NOTIFY_COMPLETED` for this request.
@@ -39,7 +40,7 @@ final class RequestContext: @unchecked Sendable {
     var logMetadata: [String: String] = [:]
 
     /// The handler's (or the deadline's) answer, waiting for the connection to resume.
-    let pending = Mutex<HTTPResponse?>(nil)
+    let pending = Lock<HTTPResponse?>(nil)
 
     init(
         serial: UInt64, connection: OpaquePointer, method: String, rawPath: String, version: String,

@@ -1,6 +1,7 @@
+import Runtime
 import Synchronization
 
-/// The server's lifecycle and its in-flight requests, as one state machine behind one Mutex.
+/// The server's lifecycle and its in-flight requests, as one state machine behind one lock.
 /// Callers act (resume a connection, cancel a task) after the lock is released, on what it returns.
 ///
 /// Phases: `idle` → `running` → `draining` (shutdown began: no new connections, in-flight requests
@@ -67,7 +68,7 @@ final class RequestRegistry: Sendable {
         }
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     /// Applies `change` under the lock, then resumes the waiters it satisfied.
     private func update<T>(_ change: (inout State) -> T) -> T {

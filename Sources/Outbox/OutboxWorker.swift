@@ -58,7 +58,7 @@ public final class OutboxWorker: Service {
     /// restart): settled first thing once a connection works again, under their own lease, so a worker
     /// that reconnects neither waits for its leases to run out nor sends those pushes a second time.
     /// Dropped once their lease has run out: the rows are then the reaper's (contract §12).
-    private let unsettled = Mutex<[UnsettledBatch]>([])
+    private let unsettled = Lock<[UnsettledBatch]>([])
 
     /// - Parameters:
     ///   - sender: the push service behind the outbox's port (`APNsPushSender` over the APNs client; a test double).

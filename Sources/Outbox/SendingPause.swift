@@ -1,3 +1,4 @@
+import Runtime
 import Synchronization
 
 /// The worker's configuration alarm as a small state machine: a configuration error from APNs (bad key,
@@ -11,7 +12,7 @@ final class SendingPause: Sendable {
         var consecutive = 0
         var notForTopic: [Double] = []
     }
-    private let state = Mutex(State())
+    private let state = Lock(State())
     private let configuration: OutboxConfiguration
 
     init(configuration: OutboxConfiguration) {

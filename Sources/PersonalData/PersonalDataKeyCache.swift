@@ -1,4 +1,5 @@
 import Postgres
+import Runtime
 import Synchronization
 
 /// Customers' data keys recently read and unwrapped, so that opening an answer (or a start push) does not
@@ -23,7 +24,7 @@ public final class PersonalDataKeyCache: Sendable {
     public var capacity: Int { rows.capacity }
 
     /// Reads of keys not cached, waiting for the one on the wire (`read`).
-    private let reads = Mutex(Reads())
+    private let reads = Lock(Reads())
     /// Queries `read` has made (for tests).
     let queriesMade = Atomic<Int>(0)
 
@@ -167,7 +168,7 @@ final class OpenedValues: Sendable {
         var generation: UInt64 = 0
     }
 
-    private let memory = Mutex(Memory())
+    private let memory = Lock(Memory())
     let timeToLive: Duration
     let capacity: Int
 

@@ -419,7 +419,7 @@ public struct PersonalDataOpener: Sendable {
 enum UnreadableLog {
     static let logger = Logger(label: "personal-data")
     static let capacity = 10_000
-    private static let named = Mutex<Set<String>>([])
+    private static let named = Lock<Set<String>>([])
 
     /// True the first time `keyId` is asked about (since the last start-over).
     static func first(_ keyId: String) -> Bool {

@@ -1,3 +1,4 @@
+import Runtime
 import Synchronization
 
 /// Rows recently read from the database, by id, so that a hot path need not read them again: each for
@@ -30,7 +31,7 @@ public final class ListenedCache<Value: Sendable>: Sendable {
     public let channel: String
     public let timeToLive: Duration
     public let capacity: Int
-    private let entries = Mutex(Entries())
+    private let entries = Lock(Entries())
     /// Told after rows were dropped: the id, or nil for every row.
     private let forgotten: (@Sendable (String?) -> Void)?
 

@@ -1,4 +1,5 @@
 import Dispatch
+import Runtime
 import Synchronization
 
 /// The deadlines of one pool — each lent connection's work timeout and each waiter's acquire timeout —
@@ -21,7 +22,7 @@ final class PoolTimeouts: Sendable {
         var timer: (any DispatchSourceTimer)?
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     init(tick: Double = 0.05) {
         self.tick = tick

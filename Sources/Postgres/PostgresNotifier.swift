@@ -20,7 +20,7 @@ public final class PostgresNotifier: Sendable {
     }
 
     private let minimumInterval: Duration
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     public init(minimumInterval: Duration = .milliseconds(2)) {
         self.minimumInterval = minimumInterval

@@ -71,7 +71,7 @@ public final class PostgresPool: Sendable {
     }
 
     private let slots: [Slot]
-    private let state: Mutex<State>
+    private let state: Lock<State>
     private let notifier = PostgresNotifier()
     /// The work and acquire timeouts, looked for by one timer.
     private let timeouts = PoolTimeouts()
@@ -82,7 +82,7 @@ public final class PostgresPool: Sendable {
     public init(configuration: PostgresConfiguration) {
         self.configuration = configuration
         slots = (0..<configuration.size).map(Slot.init(index:))
-        state = Mutex(State(free: Array((0..<configuration.size).reversed())))
+        state = Lock(State(free: Array((0..<configuration.size).reversed())))
     }
 
     public convenience init(url: String, size: Int = 8) {

@@ -134,7 +134,7 @@ public struct ChildProcess: Sendable {
 public final class RunningChild: Sendable {
     public let pid: Int32
     /// The exit status once reaped (by `wait()` or `exitStatus()`).
-    private let reaped = Mutex<Int32?>(nil)
+    private let reaped = Lock<Int32?>(nil)
 
     init(pid: Int32) { self.pid = pid }
 

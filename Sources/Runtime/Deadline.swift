@@ -17,7 +17,7 @@ public func withDeadline<T: Sendable>(seconds: Double, _ body: @escaping @Sendab
 
 /// One continuation resumed by whichever answer comes first.
 private final class FirstAnswer<T: Sendable>: Sendable {
-    private let waiting = Mutex<CheckedContinuation<T, Never>?>(nil)
+    private let waiting = Lock<CheckedContinuation<T, Never>?>(nil)
 
     func wait(with continuation: CheckedContinuation<T, Never>) { waiting.withLock { $0 = continuation } }
 

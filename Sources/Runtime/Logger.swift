@@ -43,7 +43,7 @@ public struct Logger: Sendable {
 
     /// Minimum level written, from `LIVEVISITS_LOG_LEVEL`, default info. A malformed value reads as info
     /// here; a command checks it first with `level(in:)` and refuses to start, so no process runs on it.
-    public static let minimumLevel: Mutex<Level> = Mutex(
+    public static let minimumLevel: Lock<Level> = Lock(
         (try? Logger.level(in: ProcessInfo.processInfo.environment)) ?? .info)
 
     /// The level `LIVEVISITS_LOG_LEVEL` names in `environment` (`debug`, `info`, `warning`, `error` or `off`,
@@ -68,7 +68,7 @@ public struct Logger: Sendable {
         writes(level, at: minimumLevel.withLock { $0 })
     }
 
-    private static let stderr = Mutex(())
+    private static let stderr = Lock(())
 
     public func log(_ level: Level, _ message: String, _ extra: [String: String] = [:]) {
         guard Logger.writes(level) else { return }

@@ -44,9 +44,9 @@ public final class ManualClock: WallClock {
             return ready
         }
     }
-    private let state: Mutex<State>
+    private let state: Lock<State>
 
-    public init(now: Double) { state = Mutex(State(now: now)) }
+    public init(now: Double) { state = Lock(State(now: now)) }
 
     public func now() -> Double { state.withLock { $0.now } }
 

@@ -34,8 +34,8 @@ public final class Metrics: Sendable {
         0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
     ]
 
-    private let families = Mutex<[String: Family]>([:])
-    private let collectors = Mutex<[@Sendable () async -> String]>([])
+    private let families = Lock<[String: Family]>([:])
+    private let collectors = Lock<[@Sendable () async -> String]>([])
 
     public init() {}
 

@@ -112,7 +112,7 @@ final class ShutdownTrigger: Sendable {
         var cause: ShutdownCause?
         var waiters: [CheckedContinuation<ShutdownCause, Never>] = []
     }
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     func fire(_ cause: ShutdownCause) {
         let waiters = state.withLock { s -> [CheckedContinuation<ShutdownCause, Never>] in
@@ -145,7 +145,7 @@ public final class SignalWatcher: Sendable {
         var nextWaiter = 0
         var waiters: [Int: CheckedContinuation<Int32, Never>] = [:]
     }
-    private let state = Mutex<State>(State())
+    private let state = Lock<State>(State())
     // Written once in init, never touched again: kept only so the sources stay alive.
     nonisolated(unsafe) private let sources: [DispatchSourceSignal]
 

@@ -18,7 +18,7 @@ public final class SharedRuns<Key: Hashable & Sendable, Value: Sendable>: Sendab
         var runs = 0
         var asks = 0
     }
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     public init() {}
 

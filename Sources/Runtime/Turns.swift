@@ -7,7 +7,7 @@ public final class Turns: Sendable {
         var taken = false
         var waiting: [CheckedContinuation<Void, Never>] = []
     }
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     public init() {}
 

@@ -9,7 +9,7 @@ public final class WakeUp: Sendable {
         var nextID: UInt64 = 0
         var waiters: [UInt64: CheckedContinuation<Bool, Never>] = [:]
     }
-    private let state = Mutex(State())
+    private let state = Lock(State())
     /// Where the timeouts of `wait(upTo:)` run.
     public let clock: any WallClock
 

@@ -8,7 +8,7 @@ protocol ScheduledCommand {
 
 /// `VisitCommandBatcher`'s scheduling as a state machine with no I/O and no clock: which waiting commands
 /// leave in the next batch, when a batch may form, and which batch writes next. The batcher holds it under a
-/// `Mutex`; its transitions return what to do (start a batch, wake a writer) and the batcher does it once
+/// lock; its transitions return what to do (start a batch, wake a writer) and the batcher does it once
 /// the lock is released.
 ///
 /// Invariants:

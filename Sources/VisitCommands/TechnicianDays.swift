@@ -1,6 +1,7 @@
 import EventStore
 import Foundation
 import Postgres
+import Runtime
 import Synchronization
 import VisitProjections
 
@@ -161,7 +162,7 @@ public final class TechnicianDays: Sendable {
         var loads = 0
     }
 
-    private let memory = Mutex(Memory())
+    private let memory = Lock(Memory())
 
     public init(pool: PostgresPool) {
         self.pool = pool

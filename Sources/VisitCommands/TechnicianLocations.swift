@@ -83,7 +83,7 @@ public final class TechnicianLocations: Service {
         }
     }
 
-    private let board = Mutex(Board())
+    private let board = Lock(Board())
 
     /// At most this many technicians' newest fixes are remembered (past it, the table starts over: a fix
     /// older than a forgotten one is then accepted once).

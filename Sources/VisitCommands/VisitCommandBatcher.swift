@@ -52,7 +52,7 @@ public final class VisitCommandBatcher: Sendable {
     public let maxConcurrentBatches: Int
     /// Batches whose writes may be with PostgreSQL at once (at most `maxConcurrentBatches`).
     public let maxConcurrentWrites: Int
-    private let state: Mutex<State>
+    private let state: Lock<State>
 
     /// Batches in flight at once unless told otherwise: a second batch reads and decides while the first writes
     /// and waits for its commit (`serve` takes `LIVEVISITS_COMMAND_BATCHES`; figures in Docs/performance.md).
@@ -74,7 +74,7 @@ public final class VisitCommandBatcher: Sendable {
         self.maxBatchSize = schedule.maxBatchSize
         self.maxConcurrentBatches = schedule.maxConcurrentBatches
         self.maxConcurrentWrites = schedule.maxConcurrentWrites
-        self.state = Mutex(State(schedule: schedule))
+        self.state = Lock(State(schedule: schedule))
     }
 
     /// Runs `command` in the next batch and returns its own result. The caller tells followers and workers
@@ -145,7 +145,7 @@ public final class VisitCommandBatcher: Sendable {
         let handler = self.handler
         let commands = batch.map(\.command)
         // The next batch may form once this one's writes are going out (`wrote`), exactly once per batch.
-        let formed = Mutex(false)
+        let formed = Lock(false)
         let letTheNextForm: @Sendable () -> Void = {
             if formed.withLock({ f in
                 defer { f = true }
@@ -154,7 +154,7 @@ public final class VisitCommandBatcher: Sendable {
                 self.wrote()
             }
         }
-        let joined = Mutex<[Entry]>([])
+        let joined = Lock<[Entry]>([])
         let room = maxBatchSize - batch.count
         let workTimeout = handler.store.pool.configuration.workTimeoutSeconds
         let outcomes: [Result<VisitCommandResult, any Error>]

@@ -1,3 +1,4 @@
+import Runtime
 import Synchronization
 import VisitDomain
 
@@ -64,8 +65,8 @@ public final class VisitStateCache: Sendable {
         }
     }
 
-    private let states = Mutex(Generations())
-    private let distrustedUntil = Mutex<ContinuousClock.Instant?>(nil)
+    private let states = Lock(Generations())
+    private let distrustedUntil = Lock<ContinuousClock.Instant?>(nil)
 
     public init(capacity: Int = 16_384, distrustSeconds: Double = 10) {
         self.capacity = max(0, capacity)

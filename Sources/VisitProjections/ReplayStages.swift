@@ -1,4 +1,5 @@
 import Foundation
+import Runtime
 import Synchronization
 
 /// The replay's stages run on threads of their own (never on Swift's cooperative pool: they block on
@@ -9,7 +10,7 @@ enum ReplayStages {
 
     /// The first failure of any stage; the others see it and stop.
     final class Failure: Sendable {
-        private let first = Mutex<(any Error)?>(nil)
+        private let first = Lock<(any Error)?>(nil)
         func record(_ error: any Error) {
             first.withLock { if $0 == nil { $0 = error } }
         }

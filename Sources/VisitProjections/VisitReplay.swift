@@ -159,7 +159,7 @@ extension VisitReplay {
         let chunks = StageQueue<[UInt8]>(capacity: 4)
         let states = StageQueue<[Folded]>(capacity: 4)
         let rows = StageQueue<[UInt8]>(capacity: 4)
-        private let counts = Mutex(Counts())
+        private let counts = Lock(Counts())
 
         /// The log in fold order, as COPY text: stream, position, type, data, recorded time (epoch seconds),
         /// global position.

@@ -1,3 +1,4 @@
+import Runtime
 import Synchronization
 
 #if canImport(Glibc)
@@ -43,7 +44,7 @@ public final class VisitRowCache: Sendable {
         let location: String?
     }
 
-    private let entries = Mutex<[String: Drawn]>([:])
+    private let entries = Lock<[String: Drawn]>([:])
     private let hits = Atomic<Int>(0)
     private let misses = Atomic<Int>(0)
     public let capacity: Int

@@ -1,5 +1,6 @@
 import CCurl
 import Foundation
+import Runtime
 import Synchronization
 
 /// POSTs over libcurl's multi interface on a thread of its own: callers await their answer and never block
@@ -7,7 +8,7 @@ import Synchronization
 /// receiver carry many POSTs at once. Each POST has its own timeout; redirects are not followed; only http
 /// and https are spoken.
 public final class CurlWebhookTransport: WebhookTransport, @unchecked Sendable {
-    // @unchecked: `queue` is behind its Mutex; `multi`, `transfers` and `idle` are touched only on the
+    // @unchecked: `queue` is behind its lock; `multi`, `transfers` and `idle` are touched only on the
     // transport's own thread (`loop`), and `multi` otherwise only by `curl_multi_wakeup` (thread-safe), called
     // under `queue`'s lock while `closed` is false, which keeps the loop from having freed it.
     private struct Queued: @unchecked Sendable {
@@ -25,11 +26,11 @@ public final class CurlWebhookTransport: WebhookTransport, @unchecked Sendable {
 
     private static let globalInit: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
 
-    private let queue = Mutex(Queue())
+    private let queue = Lock(Queue())
     private let multi: UnsafeMutableRawPointer
     private var transfers: [UnsafeMutableRawPointer: Transfer] = [:]
     private var idle: [UnsafeMutableRawPointer] = []
-    private let finished = Mutex<[CheckedContinuation<Void, Never>]>([])
+    private let finished = Lock<[CheckedContinuation<Void, Never>]>([])
     private let done = Atomic<Bool>(false)
 
     /// - Parameter maximumConnections: connections to one host at most; more POSTs wait for one.

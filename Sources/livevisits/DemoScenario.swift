@@ -1,6 +1,7 @@
 import APNsSimulator
 import Foundation
 import JSON
+import Runtime
 import Synchronization
 
 /// The two visits the demo plays through the HTTP API, step by step, and the pushes each step must make
@@ -38,7 +39,7 @@ struct DemoScenario: Sendable {
 
     /// The channel ids this run's `PUT …/channel` steps answered (filled while the demo plays).
     final class Channels: Sendable {
-        private let ids = Mutex<Set<String>>([])
+        private let ids = Lock<Set<String>>([])
         func insert(_ id: String) { _ = ids.withLock { $0.insert(id) } }
         func contains(_ id: String) -> Bool { ids.withLock { $0.contains(id) } }
         var all: Set<String> { ids.withLock { $0 } }

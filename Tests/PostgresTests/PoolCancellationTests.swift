@@ -22,6 +22,8 @@ import Testing
                     return try c.query("SELECT 1 AS n").first!.int("n")
                 }
             }
+            // Held before the first waiter asks: asked side by side, the waiter could take it first.
+            try await eventually("the connection is held", within: 30) { pool.freeCount == 0 }
             let first = Task { try await pool.withConnection { try $0.query("SELECT 'first' AS w").first!.string("w") } }
             try await eventually("the first waiter is queued", within: 30) { pool.waitingCount == 1 }
             let second = Task { try await pool.withConnection { try $0.query("SELECT 'second' AS w").first!.string("w") } }
