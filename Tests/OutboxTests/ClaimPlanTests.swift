@@ -11,7 +11,7 @@ import Testing
 @Suite(.timeLimit(.minutes(2))) struct ClaimPlanTests {
     @Test func aClaimFromABigBacklogIsPlannedOnceAndReadsWhatItTakes() async throws {
         try await withOutboxFixture { f in
-            let (claims, fetched, plans) = try await f.pool.withConnection { c in
+            let run = try await f.pool.withConnection { c in
                 _ = try c.query(
                     """
                     INSERT INTO deliveries (apns_id, target, visit_id, customer_id, device_id, kind, priority,
@@ -28,14 +28,8 @@ import Testing
                     """)
                 return try Self.claimThrice(on: c, from: 50_000)
             }
-            let expected = try await f.pool.withConnection { c in
-                try c.query("SELECT id FROM deliveries ORDER BY next_attempt_at LIMIT 60").rows.map { try $0.int64("id") }
-            }
-            #expect(claims.flatMap { $0 } == expected, "each claim takes the next 20 due, in order")
-            #expect(plans == [[3, 0]], "one generic plan, no custom one: \(plans)")
-            // 20 rows claimed, each probed a few times; a walk of the primary key or a hash of the preferences
-            // fetches tens of thousands.
-            #expect(fetched.allSatisfy { $0 < 1_000 }, "rows read by each claim: \(fetched)")
+            // Expected here, in the test's task: the connection's closure runs on the pool's thread.
+            run.expectTheNextDueTakenReadingLittle()
         }
     }
 
@@ -44,7 +38,7 @@ import Testing
     /// (its generic plan once hashed the whole paced index at every claim).
     @Test func pacedUpdatesWaitingAreNotReadByEveryClaim() async throws {
         try await withOutboxFixture { f in
-            let (claims, fetched, plans) = try await f.pool.withConnection { c in
+            let run = try await f.pool.withConnection { c in
                 // 4,000 paced updates, one per target, due one a second from 10,000; their targets last sent a
                 // paced update at 0, so the 60 due by 10,060 are due for good and go.
                 _ = try c.query(
@@ -63,20 +57,36 @@ import Testing
                     """)
                 return try Self.claimThrice(on: c, from: 10_060)
             }
-            let expected = try await f.pool.withConnection { c in
-                try c.query("SELECT id FROM deliveries ORDER BY next_attempt_at LIMIT 60").rows.map { try $0.int64("id") }
-            }
-            #expect(claims.flatMap { $0 } == expected, "each claim takes the next 20 due, in order")
-            #expect(plans == [[3, 0]], "one generic plan, no custom one: \(plans)")
-            #expect(fetched.allSatisfy { $0 < 1_000 }, "rows read by each claim: \(fetched)")
+            // Expected here, in the test's task: the connection's closure runs on the pool's thread.
+            run.expectTheNextDueTakenReadingLittle()
         }
     }
 
-    /// Analyzes the tables, then claims 20 three times, at `now`, `now + 1` and `now + 2`: the ids claimed,
-    /// the rows each read (by index or by scan), and the claim's plans (`[generic, custom]` per prepared
-    /// statement).
-    static func claimThrice(on c: PostgresConnection, from now: Double) throws -> ([[Int64]], [Int64], [[Int64]]) {
+    /// What three claims did: the ids each took, the 60 due first before them, the rows and index entries
+    /// each read, and the claim's plans (`[generic, custom]` per prepared statement).
+    struct ClaimRun {
+        var claims: [[Int64]]
+        var expected: [Int64]
+        var read: [Int64]
+        var plans: [[Int64]]
+
+        /// Each claim took the next 20 due, in order; the claim has one generic plan and no custom one; each
+        /// read under 1,000 rows and index entries: 20 rows claimed, each probed a few times (a walk of the
+        /// primary key, a hash of the preferences or of the paced rows reads tens of thousands).
+        func expectTheNextDueTakenReadingLittle(sourceLocation: SourceLocation = #_sourceLocation) {
+            #expect(
+                claims.flatMap { $0 } == expected, "each claim takes the next 20 due, in order", sourceLocation: sourceLocation)
+            #expect(plans == [[3, 0]], "one generic plan, no custom one: \(plans)", sourceLocation: sourceLocation)
+            #expect(read.allSatisfy { $0 < 1_000 }, "rows read by each claim: \(read)", sourceLocation: sourceLocation)
+        }
+    }
+
+    /// Analyzes the tables, then claims 20 three times, at `now`, `now + 1` and `now + 2`.
+    static func claimThrice(on c: PostgresConnection, from now: Double) throws -> ClaimRun {
         _ = try c.query("ANALYZE deliveries, device_preferences, delivery_targets")
+        let expected = try c.query("SELECT id FROM deliveries ORDER BY next_attempt_at LIMIT 60").rows.map {
+            try $0.int64("id")
+        }
         // Rows read from the tables by scans and index entries read from their indexes (where an index scan's
         // rows are counted), as this backend's pending counts are flushed and read back: a transaction's own
         // counts show only in part before it ends.
@@ -107,6 +117,6 @@ import Testing
             WHERE statement LIKE '%WITH candidates AS%' AND statement NOT LIKE '%pg_prepared_statements%'
             """
         ).rows.map { [try $0.int64("generic_plans"), try $0.int64("custom_plans")] }
-        return (claims, read, plans)
+        return ClaimRun(claims: claims, expected: expected, read: read, plans: plans)
     }
 }
