@@ -26,6 +26,16 @@ public final class ListenedCache<Value: Sendable>: Sendable {
 
         /// True while changes can be heard.
         var isActive: Bool { changes?.isListening.load(ordering: .sequentiallyConsistent) ?? false }
+
+        /// The row's value while it is unexpired at `now`; an expired row is dropped.
+        mutating func live(_ id: String, at now: ContinuousClock.Instant) -> Value? {
+            guard let entry = byId[id] else { return nil }
+            guard entry.expires > now else {
+                byId[id] = nil
+                return nil
+            }
+            return entry.value
+        }
     }
 
     public let channel: String
@@ -58,14 +68,7 @@ public final class ListenedCache<Value: Sendable>: Sendable {
         return entries.withLock { entries in
             guard entries.isActive else { return [:] }
             var found: [String: Value] = [:]
-            for id in ids {
-                guard let entry = entries.byId[id] else { continue }
-                if entry.expires > now {
-                    found[id] = entry.value
-                } else {
-                    entries.byId[id] = nil
-                }
-            }
+            for id in ids { found[id] = entries.live(id, at: now) }
             return found
         }
     }
@@ -74,12 +77,8 @@ public final class ListenedCache<Value: Sendable>: Sendable {
     public func value(_ id: String) -> Value? {
         let now = ContinuousClock.now
         return entries.withLock { entries in
-            guard entries.isActive, let entry = entries.byId[id] else { return nil }
-            guard entry.expires > now else {
-                entries.byId[id] = nil
-                return nil
-            }
-            return entry.value
+            guard entries.isActive else { return nil }
+            return entries.live(id, at: now)
         }
     }
 
