@@ -264,12 +264,17 @@ extension HTTPServer {
     func completed(_ request: RequestContext, termination: MHD_RequestTerminationCode) {
         registry.close()
         let seconds = (ContinuousClock.now - request.startedAt).inSeconds
-        requestMetrics.record(
-            route: request.route ?? "unmatched", method: HTTPServer.methodLabel(request.method),
-            status: request.status.map(String.init) ?? "none", seconds: seconds)
+        let labels = HTTPServer.labels(request)
+        requestMetrics.record(route: labels.route, method: labels.method, status: labels.status, seconds: seconds)
         // The line's fields only when it is written: not built for every request of a process logging less.
         guard Logger.writes(.info) else { return }
         logger.info("request", HTTPServer.logFields(request, seconds: seconds, termination: termination))
+    }
+
+    /// What the request is counted and logged by: its route template ("unmatched" without one), method and
+    /// status ("none" before one was set).
+    static func labels(_ request: RequestContext) -> (route: String, method: String, status: String) {
+        (request.route ?? "unmatched", methodLabel(request.method), request.status.map(String.init) ?? "none")
     }
 
     /// The request's log line: method, route template, status, duration, request id, the outcome when
@@ -278,9 +283,9 @@ extension HTTPServer {
     static func logFields(
         _ request: RequestContext, seconds: Double, termination: MHD_RequestTerminationCode
     ) -> [String: String] {
+        let labels = labels(request)
         var fields = [
-            "http.method": methodLabel(request.method), "http.route": request.route ?? "unmatched",
-            "http.status": request.status.map(String.init) ?? "none",
+            "http.method": labels.method, "http.route": labels.route, "http.status": labels.status,
             "http.duration_ms": milliseconds(seconds), "http.request_id": request.requestID,
         ]
         if termination != .REQUEST_TERMINATED_COMPLETED_OK {
