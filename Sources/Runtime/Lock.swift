@@ -6,9 +6,9 @@
 ///
 /// Why not `Mutex`: on Linux its contended path spins for up to a thousand `pause`s (tens of microseconds)
 /// before it waits on a priority-inheritance futex. On two cores, with more runnable threads than cores, the
-/// holder is often not running while others spin: beside a fleet the API spent 6 % of its samples spinning
-/// there (the request registry, the key cache, the technicians' board). This one is glibc's default mutex: a
-/// contended `withLock` waits in the kernel at once and costs nothing while it waits.
+/// holder is often not running while the others spin (measured in `Docs/performance-journal.md`). This one
+/// is glibc's default mutex: a contended `withLock` waits in the kernel at once and costs nothing while it
+/// waits.
 public final class Lock<Value>: @unchecked Sendable {
     // @unchecked Sendable: `value` is read and written only between `pthread_mutex_lock` and `_unlock`.
     @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
