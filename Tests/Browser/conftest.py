@@ -25,7 +25,11 @@ REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 
 try:
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
+
+    # An assertion waits as long as an action (the context's default below): the browser tests share two
+    # cores with the Swift tests, and a page's first answer can take more than Playwright's 5 s then.
+    expect.set_options(timeout=10_000)
 except ImportError:  # a missing tool fails by name, it is never skipped
     sync_playwright = None
 

@@ -2,6 +2,7 @@
 Every wait is bounded (Playwright's timeouts, conftest.wait_for); every test saves a screenshot."""
 
 import json
+import re
 import time
 import uuid
 
@@ -21,6 +22,8 @@ def sign_in(page, stack, key=None):
     page.get_by_test_id("signin-key").fill(key or stack.dispatcher)
     page.get_by_test_id("signin").click()
     expect(page.get_by_test_id("board")).to_be_visible()
+    # The board's first answer has been drawn (its count is written after the first load).
+    expect(page.get_by_test_id("shown-count")).to_have_text(re.compile(r"\d"))
 
 
 def row(page, visit_id):
@@ -49,6 +52,8 @@ def test_sign_in_with_the_right_and_a_wrong_key(stack, context, artifacts):
     page.get_by_test_id("signin-key").fill(stack.dispatcher)
     page.get_by_test_id("signin").click()
     expect(page.get_by_test_id("board")).to_be_visible()
+    # The board's first answer has been drawn (its count is written after the first load).
+    expect(page.get_by_test_id("shown-count")).to_have_text(re.compile(r"\d"))
     # The key lives in this tab's session storage only, never in local storage or the URL.
     assert page.evaluate("sessionStorage.getItem('livevisits.key')") == stack.dispatcher
     assert page.evaluate("localStorage.length") == 0
