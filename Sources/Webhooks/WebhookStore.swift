@@ -106,10 +106,12 @@ public struct WebhookStore: Sendable {
                         FROM webhooks o WHERE o.state IN ('pending', 'sending')
                         WINDOW later AS (PARTITION BY o.visit_id ORDER BY o.id)
                     ), picked AS (
+                        -- The chosen ids as an array, each row then found by primary key: as a semi-join with
+                        -- the chosen rows, the plan read every due row and compared it with each chosen one.
                         SELECT x.id FROM webhooks x
-                        WHERE x.id IN (SELECT id FROM open WHERE n = 1 AND next_attempt_at <= \(now)::float8
-                                         AND held IS NOT TRUE
-                                       ORDER BY next_attempt_at, id LIMIT \(limit))
+                        WHERE x.id = ANY (ARRAY(SELECT id FROM open WHERE n = 1 AND next_attempt_at <= \(now)::float8
+                                                  AND held IS NOT TRUE
+                                                ORDER BY next_attempt_at, id LIMIT \(limit)))
                           AND x.state IN ('pending', 'sending') AND x.next_attempt_at <= \(now)::float8
                         FOR UPDATE SKIP LOCKED
                     )
