@@ -1,6 +1,7 @@
 import Foundation
 import OutboxTestSupport
 import Postgres
+import TestSupport
 import Testing
 
 @testable import Outbox
@@ -87,20 +88,8 @@ import Testing
         let expected = try c.query("SELECT id FROM deliveries ORDER BY next_attempt_at LIMIT 60").rows.map {
             try $0.int64("id")
         }
-        // Rows read from the tables by scans and index entries read from their indexes (where an index scan's
-        // rows are counted), as this backend's pending counts are flushed and read back: a transaction's own
-        // counts show only in part before it ends.
         func rowsRead() throws -> Int64 {
-            _ = try c.query("SELECT pg_stat_force_next_flush()")
-            _ = try c.query("SELECT pg_stat_clear_snapshot()")
-            return try c.query(
-                """
-                WITH tables AS (
-                    SELECT unnest(ARRAY['deliveries', 'device_preferences', 'delivery_targets']::regclass[]) AS r)
-                SELECT sum(pg_stat_get_tuples_fetched(r) + pg_stat_get_tuples_returned(r))::bigint AS n
-                FROM (SELECT r FROM tables UNION ALL SELECT indexrelid FROM pg_index JOIN tables ON indrelid = r) s
-                """
-            ).rows[0].int64("n")
+            try rowsAndEntriesRead(from: ["deliveries", "device_preferences", "delivery_targets"], on: c)
         }
         var claims: [[Int64]] = []
         var read: [Int64] = []

@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import TestSupport
 import Testing
 import VisitCommands
 import VisitTestSupport
@@ -11,19 +12,9 @@ import VisitTestSupport
 /// whole history: a visit followed all day (a progress every fix that moves it) costs the same at its
 /// hundredth event as at its second.
 @Suite(.timeLimit(.minutes(2))) struct TechnicianRowCostTests {
-    /// Events read (rows and index entries of `events`) by one command on `c`, as this backend's counts are
-    /// flushed and read back.
+    /// Events read (rows and index entries of `events`) by one command on `c`.
     func eventsRead(by command: VisitCommand, _ f: VisitFixtures, on c: PostgresConnection) throws -> Int64 {
-        func read() throws -> Int64 {
-            _ = try c.query("SELECT pg_stat_force_next_flush()")
-            _ = try c.query("SELECT pg_stat_clear_snapshot()")
-            return try c.query(
-                """
-                SELECT sum(pg_stat_get_tuples_fetched(r) + pg_stat_get_tuples_returned(r))::bigint AS n
-                FROM (SELECT 'events'::regclass AS r UNION ALL SELECT indexrelid FROM pg_index WHERE indrelid = 'events'::regclass) s
-                """
-            ).rows[0].int64("n")
-        }
+        func read() throws -> Int64 { try rowsAndEntriesRead(from: ["events"], on: c) }
         let before = try read()
         _ = try f.handler.executeBatch([command], on: c)[0].get()
         return try read() - before
