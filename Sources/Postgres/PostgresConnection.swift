@@ -107,14 +107,15 @@ public final class PostgresConnection {
     /// once per connection (a value that cannot be read now is read at the next need).
     private func plannerDefaults() -> PostgresQuery.PlannerDefaults {
         if let readPlannerDefaults { return readPlannerDefaults }
-        let sql = "SELECT name, reset_val FROM pg_settings WHERE name IN ('enable_seqscan', 'jit')"
-        guard let rows = try? consume(PQexec(conn, sql)), rows.count == 2 else { return .init() }
+        let sql = "SELECT name, reset_val FROM pg_settings WHERE name IN ('enable_seqscan', 'enable_bitmapscan', 'jit')"
+        guard let rows = try? consume(PQexec(conn, sql)), rows.count == 3 else { return .init() }
         var defaults = PostgresQuery.PlannerDefaults()
         for row in rows.rows {
-            if row["name"] == "jit" {
-                defaults.jit = row["reset_val"] ?? "on"
-            } else {
-                defaults.sequentialScans = row["reset_val"] ?? "on"
+            let value = row["reset_val"] ?? "on"
+            switch row["name"] {
+            case "jit": defaults.jit = value
+            case "enable_bitmapscan": defaults.bitmapScans = value
+            default: defaults.sequentialScans = value
             }
         }
         readPlannerDefaults = defaults

@@ -21,6 +21,11 @@ public struct PostgresQuery: ExpressibleByStringInterpolation, Sendable, CustomS
         /// start-up) otherwise scanned the whole table at every probe as it filled, until an `ANALYZE` of it
         /// replaced the plan.
         case once
+        /// As `once`, and made without bitmap scans either (`plannedOnceAlongIndexes()`): for a statement that
+        /// reads the open rows of a queue whose rows leave it fast. Their index keeps an entry for every row gone
+        /// until VACUUM; an index scan marks such an entry dead the first time it visits it and skips it after,
+        /// a bitmap scan never does and visits the table for all of them at every execution.
+        case onceAlongIndexes
         /// A custom plan at every execution: for a statement whose best plan depends on how many values its
         /// arrays hold (`plannedForItsValues()`).
         case forItsValues
@@ -28,10 +33,13 @@ public struct PostgresQuery: ExpressibleByStringInterpolation, Sendable, CustomS
         var mode: String {
             switch self {
             case .chosenByServer: "auto"
-            case .once: "force_generic_plan"
+            case .once, .onceAlongIndexes: "force_generic_plan"
             case .forItsValues: "force_custom_plan"
             }
         }
+
+        /// Whether its plans are made with other scans than the server's choice.
+        var setsScans: Bool { self == .once || self == .onceAlongIndexes }
     }
 
     public init(sql: String, binds: [PostgresBind] = []) {
@@ -53,6 +61,13 @@ public struct PostgresQuery: ExpressibleByStringInterpolation, Sendable, CustomS
     public func plannedOnce() -> PostgresQuery {
         var query = self
         query.planning = .once
+        return query
+    }
+
+    /// This statement, planned once per connection without bitmap scans (`Planning.onceAlongIndexes`).
+    public func plannedOnceAlongIndexes() -> PostgresQuery {
+        var query = self
+        query.planning = .onceAlongIndexes
         return query
     }
 
@@ -105,32 +120,37 @@ public struct PostgresQuery: ExpressibleByStringInterpolation, Sendable, CustomS
 
     /// Whether this statement must run under other settings than those of `mode`. A statement without
     /// parameters needs no `plan_cache_mode` (PostgreSQL has nothing to plan it for, and plans it once whatever
-    /// the mode), but it is planned with sequential scans off only when it is flagged `once` itself: after a
-    /// `once` statement (or where the settings are unknown) it sets the server's choice back.
+    /// the mode), but it is planned with other scans than the server's only when it is flagged so itself (`once`,
+    /// `onceAlongIndexes`): after such a statement (or where the settings are unknown) it sets the server's
+    /// choice back.
     func plannedDifferently(from mode: Planning?) -> Bool {
         guard binds.isEmpty else { return planning != mode }
-        return planning == .once ? mode != .once : (mode == .once || mode == nil)
+        guard let mode else { return true }
+        return planning.setsScans ? mode != planning : mode.setsScans
     }
 
-    /// What `enable_seqscan` and `jit` are for a session when nothing set them (the server's or the role's
-    /// configuration): what statements not planned `once` are planned under.
+    /// What `enable_seqscan`, `enable_bitmapscan` and `jit` are for a session when nothing set them (the server's
+    /// or the role's configuration): what statements not planned `once` are planned under.
     public struct PlannerDefaults: Sendable, Equatable {
         public var sequentialScans = "on"
+        public var bitmapScans = "on"
         public var jit = "on"
         public init() {}
     }
 
     /// The settings of `planning`: its `plan_cache_mode`; for `once`, sequential scans off and no JIT (a plan
     /// with a scan left that has no index to take instead, a transition table, is costed past `jit_above_cost`
-    /// with sequential scans off, and was compiled at every execution); for the others, those two as `defaults`.
+    /// with sequential scans off, and was compiled at every execution), and for `onceAlongIndexes` bitmap scans
+    /// off too; for the others, those three as `defaults`.
     static func setting(_ planning: Planning, forTheSession: Bool = false, defaults: PlannerDefaults = .init())
         -> PostgresQuery
     {
         let local = !forTheSession
-        let once = planning == .once
+        let once = planning.setsScans
         return """
             SELECT set_config('plan_cache_mode', \(planning.mode), \(local)),
                    set_config('enable_seqscan', \(once ? "off" : defaults.sequentialScans), \(local)),
+                   set_config('enable_bitmapscan', \(planning == .onceAlongIndexes ? "off" : defaults.bitmapScans), \(local)),
                    set_config('jit', \(once ? "off" : defaults.jit), \(local))
             """
     }

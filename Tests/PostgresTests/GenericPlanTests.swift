@@ -51,9 +51,30 @@ import Testing
         #expect(again.queries.count == 2 && again.positions == [0, 1] && again.after == .once)
         let mixed = PostgresQuery.withSessionPlanModes([flagged, plain, plain], from: nil)
         #expect(mixed.queries.count == 5 && mixed.positions == [1, 3, 4] && mixed.after == .chosenByServer)
-        // Session-wide (`is_local` false), the mode's name as the value, and sequential scans off for `once` alone.
-        #expect(mixed.queries[0].binds == ["force_generic_plan", "f", "off", "f", "off", "f"])
-        #expect(mixed.queries[2].binds == ["auto", "f", "on", "f", "on", "f"])
+        // Session-wide (`is_local` false), the mode's name as the value, and sequential scans off for `once` alone
+        // (mode, seqscan, bitmapscan, jit).
+        #expect(mixed.queries[0].binds == ["force_generic_plan", "f", "off", "f", "on", "f", "off", "f"])
+        #expect(mixed.queries[2].binds == ["auto", "f", "on", "f", "on", "f", "on", "f"])
+        // Along indexes: bitmap scans off too, and a setting between it and `once`, which differ in that alone.
+        let alongIndexes = plain.plannedOnceAlongIndexes()
+        let both = PostgresQuery.withSessionPlanModes([alongIndexes, flagged, flagged], from: .once)
+        #expect(both.queries.count == 5 && both.positions == [1, 3, 4] && both.after == .once)
+        #expect(both.queries[0].binds == ["force_generic_plan", "f", "off", "f", "off", "f", "off", "f"])
+    }
+
+    /// A statement planned once along indexes is planned with bitmap scans off, and only it: the statements
+    /// after it run with the server's setting again.
+    @Test func alongIndexesTurnsBitmapScansOffForItsStatementAlone() async throws {
+        let scans: PostgresQuery = """
+            SELECT current_setting(\("enable_bitmapscan")) || '/' || current_setting('enable_seqscan') AS scans
+            """
+        try await withTestDatabase(poolSize: 1) { _, pool in
+            let seen = try await pool.withConnection { c in
+                try c.pipeline([scans.plannedOnceAlongIndexes(), scans.plannedOnce(), scans, scans.plannedOnceAlongIndexes()])
+                    .map { try $0.rows[0].string("scans") } + [try c.query(scans).rows[0].string("scans")]
+            }
+            #expect(seen == ["off/off", "on/off", "on/on", "off/off", "on/on"])
+        }
     }
 
     /// A setting made in a transaction that fails or rolls back is undone by PostgreSQL: the connection must not
