@@ -10,7 +10,7 @@ import uuid
 from playwright.sync_api import expect
 
 from conftest import REPO, wait_for
-from test_console import TWO_SECONDS_AND_A_REQUEST, row, sign_in, unique
+from test_console import FIRST_BACKGROUND_READS, TWO_SECONDS_AND_A_REQUEST, row, sign_in, unique
 
 RULES = json.loads((REPO / "Projections/rules.json").read_text())
 
@@ -209,7 +209,7 @@ def test_exceptions_are_badged_and_counted(stack, context, artifacts):
     badge = lambda visit_id, kind: row(page, visit_id).locator(f'[data-testid="exception"][data-kind="{kind}"]')
     expect(badge(late, "late")).to_have_text("Late")
     expect(badge(stale, "late")).to_have_count(0)
-    expect(badge(dead, "delivery")).to_have_text("Push failed", timeout=TWO_SECONDS_AND_A_REQUEST)
+    expect(badge(dead, "delivery")).to_have_text("Push failed", timeout=FIRST_BACKGROUND_READS)
     expect(badge(stale, "stale")).to_have_count(0)
     # Ten minutes on the browser's clock: the en-route visit's Live Activity has been stale for over five.
     page.clock.fast_forward(10 * 60 * 1000)
