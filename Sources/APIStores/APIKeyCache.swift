@@ -1,7 +1,6 @@
 import Foundation
 import Postgres
 import Runtime
-import Synchronization
 
 /// Live API keys recently read from the database, so that a request does not pay a query (and a trip to
 /// a pooled connection) just to learn who is calling. The secret is still hashed and compared with the

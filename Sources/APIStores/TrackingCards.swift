@@ -2,7 +2,6 @@ import EventStore
 import Foundation
 import Postgres
 import Runtime
-import Synchronization
 import VisitDomain
 import VisitProjections
 

@@ -1,5 +1,4 @@
 import Runtime
-import Synchronization
 
 /// The `livevisits_apns_config_alert{reason}` gauge: 1 while a configuration problem (bad key,
 /// topic, clock, CA) is the latest word from APNs, back to 0 once a push is accepted again.

@@ -1,7 +1,6 @@
 import COpenSSL
 import Foundation
 import Runtime
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc

@@ -1,5 +1,4 @@
 import Runtime
-import Synchronization
 
 /// A `ProviderTokenStore` for one process (and for tests): the token lives in memory.
 public final class InMemoryProviderTokenStore: ProviderTokenStore {

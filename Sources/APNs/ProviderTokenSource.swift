@@ -1,5 +1,4 @@
 import Runtime
-import Synchronization
 
 /// Hands out the provider token each request presents: the I/O shell around `ProviderTokenPolicy`.
 ///

@@ -2,7 +2,6 @@ import COpenSSL
 import Foundation
 import JSON
 import Runtime
-import Synchronization
 
 /// Checks `authorization: bearer <JWT>` the way APNs does: ES256 over `header.claims` with a known
 /// key (`kid` and `iss` must match a configured key), and an `iat` neither older than the token

@@ -1,5 +1,4 @@
 import Runtime
-import Synchronization
 
 /// Waits until the current task is cancelled.
 enum SimulatorCancellation {

@@ -1,7 +1,6 @@
 import Foundation
 import JSON
 import Runtime
-import Synchronization
 
 /// The simulator's decisions and records: validation, faults and the delivery log, guarded by one
 /// lock. Connection threads call in; nothing here blocks or does I/O (apart from `onDelivery`,

@@ -1,6 +1,5 @@
 import Foundation
 import Runtime
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc

@@ -1,5 +1,4 @@
 import Runtime
-import Synchronization
 
 /// The per-key rate limit of one process: a `TokenBucket` per authenticated key id, filling at the
 /// limit's rate with room for twice as many. Only keys that authenticated get a bucket, so a stranger

@@ -1,6 +1,5 @@
 import HTTPServer
 import Runtime
-import Synchronization
 
 /// `/readyz`'s latest answer. `/readyz` needs no key and its probe asks the database a couple of dozen
 /// questions, so however often it is called, it probes at most once per `seconds`: callers while a probe

@@ -1,6 +1,5 @@
 import CMicroHTTPD  // sys/socket.h: SHUT_RDWR
 import Runtime
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc

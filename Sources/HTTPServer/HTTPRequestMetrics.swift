@@ -1,5 +1,4 @@
 import Runtime
-import Synchronization
 
 /// `livevisits_http_requests_total{route,method,status}` and the `livevisits_http_request_seconds`
 /// histogram by route, counted here and written into a Runtime `Metrics` registry at scrape time

@@ -1,7 +1,6 @@
 import CMicroHTTPD
 import Foundation
 import Runtime
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc

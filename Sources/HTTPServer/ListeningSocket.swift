@@ -1,5 +1,4 @@
 import Runtime
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc

@@ -1,5 +1,4 @@
 import Runtime
-import Synchronization
 
 /// The server's lifecycle and its in-flight requests, as one state machine behind one lock.
 /// Callers act (resume a connection, cancel a task) after the lock is released, on what it returns.

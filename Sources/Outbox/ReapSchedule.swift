@@ -1,5 +1,4 @@
 import Runtime
-import Synchronization
 
 /// When a worker last reaped expired leases (shared by its loops): `claim` says whether it is time again.
 final class ReapSchedule: Sendable {

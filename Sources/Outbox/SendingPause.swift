@@ -1,5 +1,4 @@
 import Runtime
-import Synchronization
 
 /// The worker's configuration alarm as a small state machine: a configuration error from APNs (bad key,
 /// topic, clock) pauses sending for a while (doubling while it persists, up to a cap) instead of burning

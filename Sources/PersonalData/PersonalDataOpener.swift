@@ -2,7 +2,6 @@ import Foundation
 import JSON
 import Postgres
 import Runtime
-import Synchronization
 
 /// Opens the sealed personal fields of a JSON document on its way out — an API answer (visit, list,
 /// history, a stored idempotent answer) or a push body at send time: each `customerFirstName`,

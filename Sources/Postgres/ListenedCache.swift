@@ -1,5 +1,4 @@
 import Runtime
-import Synchronization
 
 /// Rows recently read from the database, by id, so that a hot path need not read them again: each for
 /// `timeToLive` at most, `capacity` of them at most (more, and the cache starts over).

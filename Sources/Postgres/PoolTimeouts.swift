@@ -1,6 +1,5 @@
 import Dispatch
 import Runtime
-import Synchronization
 
 /// The deadlines of one pool — each lent connection's work timeout and each waiter's acquire timeout —
 /// looked for by one timer that ticks while any is set, instead of a dispatch timer each. A pool lends

@@ -1,5 +1,4 @@
 import Runtime
-import Synchronization
 
 /// Sends `NOTIFY` after commits, coalesced across channels: any number of pokes, on any of the channels,
 /// while a NOTIFY is pending or in flight become a single statement that notifies every channel poked

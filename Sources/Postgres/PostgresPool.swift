@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
 import Runtime
-import Synchronization
 
 /// Settings for a pool.
 public struct PostgresConfiguration: Sendable {

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// `body`'s result, or nil when `seconds` pass first. The body runs in a task of its own, is cancelled at
 /// the deadline and otherwise left to finish by itself (work on a database connection cannot be cut
 /// short, and a task group would wait for it): the caller's answer never waits past the deadline.

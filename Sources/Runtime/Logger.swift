@@ -1,6 +1,5 @@
 import Foundation
 import JSON
-import Synchronization
 
 /// One structured line per event worth reading: `ts level label message key=value …`.
 /// Metadata keys are dotted (`visit.id`, `outbox.delivery_id`). Never log a token, key or push body:

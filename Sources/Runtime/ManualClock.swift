@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// A clock that only moves when told to. Sleepers wake when `advance` passes their deadline (or when
 /// their task is cancelled). `waitForSleepers` lets a test advance only once the code under test waits

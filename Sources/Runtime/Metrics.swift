@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Prometheus metrics for one process: counters, gauges and histograms keyed by name and labels,
 /// plus collectors asked at scrape time (for values that live in the database, such as outbox depth).

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// One run of a read at a time per key, shared by every ask that waited for it: an ask that comes while a run of
 /// its key is under way waits for the next run, which starts once that one ends and answers every ask that came
 /// meanwhile. An ask never takes the answer of a run that started before it, so every answer shows everything

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// One at a time, in order of arrival: an async section that callers run in turns (a mutex that suspends
 /// instead of blocking a thread). For short sections only; a waiting turn is not cancelled.
 public final class Turns: Sendable {

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// A wake-up flag for followers: `signal()` from anywhere, `wait(upTo:)` returns as soon as a signal is
 /// pending (consuming it) or the timeout passes on the wake-up's clock. Signals raised while nobody
 /// waits are remembered once. Give it a `ManualClock` and its timeouts pass only when the test advances.

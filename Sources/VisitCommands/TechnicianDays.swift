@@ -2,7 +2,6 @@ import EventStore
 import Foundation
 import Postgres
 import Runtime
-import Synchronization
 import VisitProjections
 
 /// The technicians' days (`GET /v1/technicians?date=`) kept in memory, each brought up to date from the event

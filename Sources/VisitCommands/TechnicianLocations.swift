@@ -3,7 +3,6 @@ import Foundation
 import PersonalData
 import Postgres
 import Runtime
-import Synchronization
 import VisitDomain
 import VisitProjections
 

@@ -2,7 +2,6 @@ import EventStore
 import Foundation
 import Postgres
 import Runtime
-import Synchronization
 
 /// Group commit for visit commands: commands submitted at the same time run as one batch
 /// (`VisitCommandHandler.executeBatch`: one statement reads their states, one pipeline writes them in one

@@ -1,5 +1,4 @@
 import Runtime
-import Synchronization
 import VisitDomain
 
 /// The visit states this process's command batches committed, by visit, so that the next command on a visit

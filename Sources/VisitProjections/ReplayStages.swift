@@ -1,6 +1,5 @@
 import Foundation
 import Runtime
-import Synchronization
 
 /// The replay's stages run on threads of their own (never on Swift's cooperative pool: they block on
 /// libpq and on each other), handing work on through `StageQueue`s.

@@ -2,7 +2,6 @@ import EventStore
 import Foundation
 import Postgres
 import Runtime
-import Synchronization
 import VisitDomain
 
 /// Rebuilds a read model of the visits (`Projection`: `visits`, `technicians`) from the event log while the

@@ -2,7 +2,6 @@ import APNsSimulator
 import Foundation
 import JSON
 import Runtime
-import Synchronization
 
 /// The two visits the demo plays through the HTTP API, step by step, and the pushes each step must make
 /// APNs receive. Visit A is followed from booking to completion by a customer whose iPhone and iPad
