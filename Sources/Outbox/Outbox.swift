@@ -430,8 +430,7 @@ public final class Outbox: Sendable {
                 -- index led by the target: whatever the statistics say when the plan is made, each target is one
                 -- descent. (The rows were found first, then updated by id: planned on an outbox not yet analyzed,
                 -- the update took `deliveries_by_visit`, whose second column is the id, and walked all of it once
-                -- per id — 2,800 buffers a statement at 10,000 pending rows. As a join, the planner drove the
-                -- update from a scan of every pending row.)
+                -- per id. As a join, the planner drove the update from a scan of every pending row.)
                 WHERE d.target = ANY (ARRAY(SELECT i.target FROM inserted i))
                   AND d.state IN ('pending', 'sending') AND d.state = (SELECT 'pending'::text)
                   AND (d.kind = 'update' OR (d.kind = 'start' AND d.outcome_unknown_since IS NULL))

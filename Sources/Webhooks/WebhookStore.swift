@@ -93,8 +93,7 @@ public struct WebhookStore: Sendable {
     /// the due index's dead entries: 14.5 ms a claim, PostgreSQL's largest share in a fleet's busy hour.) It is
     /// planned without bitmap scans (`plannedOnceAlongIndexes`): the open webhooks' index holds an entry for
     /// every webhook sent since the last VACUUM, and a bitmap scan visited the table for each of them at every
-    /// claim (686 heap pages for 286 open webhooks in a fleet's hour at 3×), where an index scan marks them
-    /// dead once. The
+    /// claim, where an index scan marks them dead once. The
     /// row's own state and due time are checked again where it is locked: one another worker claimed meanwhile
     /// is skipped, never claimed twice.
     func claim(limit: Int, leaseSeconds: Double) async throws -> [ClaimedWebhook] {
