@@ -205,20 +205,29 @@ public struct OutboxStore: Sendable {
             -- it is walked by an index scan: that marks the entries of rows sent since as dead as it passes
             -- them, where a bitmap scan visited each of them again at every claim until a vacuum (hundreds
             -- for a dozen live rows beside a fleet). What is left due goes at the next claim. The rows held are
-            -- taken by id from an array, as the claimed ones are: joined to them, the generic plan hashed every
-            -- pending paced row (all updates waiting out their interval, thousands beside a fleet).
+            -- found by their targets along deliveries_open_by_target, and each one's last paced send is probed by
+            -- a scalar subquery, so that the plan (made once) reads those rows whatever the statistics said when
+            -- it was made: by id, the update could take deliveries_by_visit (whose second column is the id) or
+            -- deliveries_paced_due and walk all of it, and joined to delivery_targets it read that table whole
+            -- for each row (a plan made on a small outbox beside a fleet read hundreds of rows a claim).
             due_paced AS (
-                SELECT p.id FROM deliveries p
+                SELECT p.target FROM deliveries p
                 WHERE p.state = 'pending' AND p.paced_seconds IS NOT NULL AND p.next_attempt_at <= \(now)
                 ORDER BY p.next_attempt_at
                 LIMIT 1000
             ),
             held AS (
                 UPDATE deliveries d
-                SET next_attempt_at = x.last_paced_at + d.paced_seconds
-                FROM delivery_targets x
-                WHERE d.id = ANY(ARRAY(SELECT id FROM due_paced)) AND d.state = 'pending'
-                  AND x.target = d.target AND x.last_paced_at + d.paced_seconds > \(now)
+                SET next_attempt_at = (SELECT x.last_paced_at FROM delivery_targets x WHERE x.target = d.target)
+                                      + d.paced_seconds
+                -- The open rows' index predicate spelled as its own, and the state besides compared with a value
+                -- not folded while planning, so that no index of pending rows only is implied (as in the
+                -- enqueue's superseding).
+                WHERE d.target = ANY(ARRAY(SELECT target FROM due_paced))
+                  AND d.state IN ('pending', 'sending') AND d.state = (SELECT 'pending'::text)
+                  AND d.paced_seconds IS NOT NULL AND d.next_attempt_at <= \(now)
+                  AND (SELECT x.last_paced_at FROM delivery_targets x WHERE x.target = d.target) + d.paced_seconds
+                      > \(now)
             ),
             claimed AS (
                 UPDATE deliveries d
