@@ -112,6 +112,15 @@ public final class Outbox: Sendable {
         return layers
     }
 
+    /// `'pending'` as a value PostgreSQL does not fold while planning. Compared with the literal, a delivery's
+    /// state implies the predicate of every partial index of pending rows, and a plan made once (on a small
+    /// outbox: a new database, statistics taken while little was pending) may walk the whole of one for each
+    /// probe: `deliveries_due` for a visit's waiting starts, `deliveries_paced_due` or `deliveries_by_visit`
+    /// for rows taken by id. Compared with this, only the indexes led by what the statement probes qualify: a
+    /// visit's starts (`deliveries_starts_by_visit`), a target's open rows (`deliveries_open_by_target`, its
+    /// predicate spelled out beside it).
+    static let pendingState = PostgresQuery(sql: "(SELECT 'pending'::text)")
+
     /// One statement that tells, per visit, whether an intent of it could have a target at all: a live (not
     /// retired) Live Activity or a channel of the visit, a live push-to-start or notification token of its
     /// customer, or a start of the visit still waiting. A visit with none gets nothing from `enqueue` — no
@@ -132,7 +141,8 @@ public final class Outbox: Sendable {
                         OR EXISTS (SELECT 1 FROM notification_tokens nt
                                    WHERE nt.customer_id = v.customer_id AND nt.retired_at_ms IS NULL)
                         OR EXISTS (SELECT 1 FROM deliveries d
-                                   WHERE d.visit_id = v.visit_id AND d.kind = 'start' AND d.state = 'pending')) AS has_targets
+                                   WHERE d.visit_id = v.visit_id AND d.kind = 'start'
+                                     AND d.state = \(pendingState))) AS has_targets
                 FROM unnest(\(PostgresBinaryArray(visits.map(\.visitId)))::text[],
                             \(PostgresBinaryArray(visits.map(\.customerId)))::text[],
                             \(PostgresBinaryArray(visits.map(\.skipped)))::boolean[])
@@ -140,7 +150,8 @@ public final class Outbox: Sendable {
             ) t
             ORDER BY t.n
             """
-        // Its plan (a few index probes per visit) holds for any number of visits.
+        // Its plan (a few index probes per visit) holds for any number of visits; a visit's waiting starts are
+        // found along its starts (`pendingState`).
         return probe.plannedOnce()
     }
 
@@ -279,13 +290,14 @@ public final class Outbox: Sendable {
                                              AND la.retired_reason = 'lapsed')))))
         """
     // The waiting starts' own targets (so a start enqueued for a token rotated since is not re-planned for
-    // the new one: it is cancelled at claim, and the new token has its own).
+    // the new one: it is cancelled at claim, and the new token has its own). Found along the visit's starts
+    // (`pendingState`).
     private static let waitingStartTargets = """
         SELECT * FROM (
             SELECT DISTINCT d.target, NULL::text, d.device_id
             FROM deliveries d
             WHERE i.audience = 'pendingStarts' AND d.visit_id = i.visit_id AND d.kind = 'start'
-              AND d.state = 'pending' AND d.outcome_unknown_since IS NULL
+              AND d.state = \(pendingState.sql) AND d.outcome_unknown_since IS NULL
               AND NOT EXISTS (SELECT 1 FROM live_activities la
                               WHERE la.visit_id = i.visit_id AND (la.device_id = d.device_id OR la.device_id IS NULL))
         ) waiting
@@ -354,7 +366,7 @@ public final class Outbox: Sendable {
                 SET state = 'cancelled', last_reason = 'visit ended before the start was sent',
                     finished_at = \(now)::float8
                 WHERE d.visit_id = ANY (ARRAY(SELECT i.visit_id FROM intents i WHERE i.kind = 'end'))
-                  AND d.kind = 'start' AND d.state = 'pending'
+                  AND d.kind = 'start' AND d.state = \(pendingState)
                 RETURNING d.id
             )
             """ : ""
@@ -425,14 +437,13 @@ public final class Outbox: Sendable {
                 SET state = 'superseded', superseded_by = (SELECT i.id FROM inserted i WHERE i.target = d.target LIMIT 1),
                     finished_at = \(now)::float8
                 -- The new rows' targets' pending rows, along deliveries_open_by_target: the targets an array, the
-                -- index's predicate spelled as its own, and the state besides compared with a value PostgreSQL does
-                -- not fold while planning, so that no index of pending rows only is implied. That leaves the one
+                -- index's predicate spelled as its own, and the state besides `pendingState`. That leaves the one
                 -- index led by the target: whatever the statistics say when the plan is made, each target is one
                 -- descent. (The rows were found first, then updated by id: planned on an outbox not yet analyzed,
                 -- the update took `deliveries_by_visit`, whose second column is the id, and walked all of it once
                 -- per id. As a join, the planner drove the update from a scan of every pending row.)
                 WHERE d.target = ANY (ARRAY(SELECT i.target FROM inserted i))
-                  AND d.state IN ('pending', 'sending') AND d.state = (SELECT 'pending'::text)
+                  AND d.state IN ('pending', 'sending') AND d.state = \(pendingState)
                   AND (d.kind = 'update' OR (d.kind = 'start' AND d.outcome_unknown_since IS NULL))
                 RETURNING d.id
             )\(cancelled)

@@ -220,11 +220,9 @@ public struct OutboxStore: Sendable {
                 UPDATE deliveries d
                 SET next_attempt_at = (SELECT x.last_paced_at FROM delivery_targets x WHERE x.target = d.target)
                                       + d.paced_seconds
-                -- The open rows' index predicate spelled as its own, and the state besides compared with a value
-                -- not folded while planning, so that no index of pending rows only is implied (as in the
-                -- enqueue's superseding).
+                -- The open rows' index predicate spelled as its own, and the state besides `Outbox.pendingState`.
                 WHERE d.target = ANY(ARRAY(SELECT target FROM due_paced))
-                  AND d.state IN ('pending', 'sending') AND d.state = (SELECT 'pending'::text)
+                  AND d.state IN ('pending', 'sending') AND d.state = \(Outbox.pendingState)
                   AND d.paced_seconds IS NOT NULL AND d.next_attempt_at <= \(now)
                   AND (SELECT x.last_paced_at FROM delivery_targets x WHERE x.target = d.target) + d.paced_seconds
                       > \(now)
