@@ -271,12 +271,12 @@ public final class EventStore: Sendable {
     public static func readAll(after checkpoint: Checkpoint, limit: Int, on connection: PostgresConnection) throws
         -> [RecordedEvent]
     {
-        let rows = try connection.query(
-            """
+        let read: PostgresQuery = """
             SELECT global_position, stream_name, position, type, data::text AS data, metadata::text AS metadata,
                    transaction_id::text AS transaction_id, extract(epoch FROM recorded_at)::float8 AS recorded_at
             FROM events \(inFollowOrder(after: checkpoint, limit: limit))
-            """)
+            """
+        let rows = try connection.query(read.plannedOnce())
         return try rows.rows.map(decode)
     }
 
@@ -298,11 +298,11 @@ public final class EventStore: Sendable {
     ) throws -> Checkpoint {
         var at = checkpoint
         while true {
-            let rows = try connection.query(
-                """
+            let read: PostgresQuery = """
                 SELECT global_position, stream_name, position, type, transaction_id::text AS transaction_id
                 FROM events \(inFollowOrder(after: at, limit: 1000))
-                """)
+                """
+            let rows = try connection.query(read.plannedOnce())
             let changes = try rows.rows.map { row in
                 Change(
                     streamName: try row.string("stream_name"), position: try row.int64("position"),
@@ -316,7 +316,9 @@ public final class EventStore: Sendable {
     }
 
     /// The events after `checkpoint` that no transaction can still add to, in follow order: the one place
-    /// that says which events a follower may read.
+    /// that says which events a follower may read. A statement reading them is planned once (`plannedOnce`): its
+    /// plan, a walk of `events_follow_order` from the checkpoint, is the same for any checkpoint, and PostgreSQL's
+    /// own choice planned it anew at every call (its generic plan looked costlier than each custom one).
     static func inFollowOrder(after checkpoint: Checkpoint, limit: Int) -> PostgresQuery {
         """
         WHERE (transaction_id, global_position) > (\(String(checkpoint.transactionId))::xid8, \(checkpoint.globalPosition))
@@ -358,13 +360,14 @@ public final class EventStore: Sendable {
     public static func eventsNotYetFollowed(after checkpoint: Checkpoint, limit: Int, on connection: PostgresConnection)
         throws -> [EventBehindHorizon]
     {
-        let rows = try connection.query(
-            """
+        // Planned once, as the reads in follow order are (`inFollowOrder`).
+        let read: PostgresQuery = """
             SELECT stream_name, position, type FROM events
             WHERE (transaction_id, global_position) > (\(String(checkpoint.transactionId))::xid8, \(checkpoint.globalPosition))
             ORDER BY events.transaction_id DESC, events.global_position DESC
             LIMIT \(limit)
-            """)
+            """
+        let rows = try connection.query(read.plannedOnce())
         return try rows.rows.map {
             EventBehindHorizon(
                 streamName: try $0.string("stream_name"), position: try $0.int64("position"), type: try $0.string("type"))

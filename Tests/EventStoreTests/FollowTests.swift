@@ -81,6 +81,32 @@ import Testing
         }
     }
 
+    /// The reads of the log by checkpoint are planned once per connection (their plan, a walk of the follow
+    /// order's index from the checkpoint, holds for any checkpoint): left to PostgreSQL, each call was planned
+    /// anew, its generic plan looking costlier than every custom one.
+    @Test func readsByCheckpointArePlannedOnce() async throws {
+        try await withTestDatabase { _, pool async throws in
+            try await EventStore(pool: pool).append(
+                AppendRequest(streamName: "s-1", events: [NewEvent(type: "e", data: "{}")]))
+            let plans = try await pool.withConnection { c in
+                for _ in 0..<8 {
+                    _ = try EventStore.readAll(after: .start, limit: 100, on: c)
+                    _ = try EventStore.changes(after: .start, on: c) { _ in }
+                    _ = try EventStore.eventsNotYetFollowed(after: .start, limit: 100, on: c)
+                }
+                return try c.query(
+                    """
+                    SELECT generic_plans, custom_plans FROM pg_prepared_statements
+                    WHERE statement LIKE '%(transaction_id, global_position) >%'
+                      AND statement NOT LIKE '%pg_prepared_statements%'
+                    ORDER BY statement
+                    """
+                ).rows.map { [try $0.int64("generic_plans"), try $0.int64("custom_plans")] }
+            }
+            #expect(plans == [[8, 0], [8, 0], [8, 0]], "[generic, custom] plans of each read: \(plans)")
+        }
+    }
+
     /// What follow order has not given yet includes events no longer behind the horizon: a follower's read in
     /// follow order and this one are two statements with two snapshots, and an event behind the first's horizon
     /// but not the second's would otherwise be in neither (a day answered without a visit committed before the
