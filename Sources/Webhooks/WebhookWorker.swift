@@ -123,12 +123,20 @@ public final class WebhookWorker: Service {
         let claimed = try await store.claim(limit: limit, leaseSeconds: configuration.leaseSeconds)
         guard !claimed.isEmpty else { return collected >= limit ? limit : 0 }
         let bodies = try await self.bodies(claimed)
-        let completions = await withTaskGroup(of: WebhookCompletion.self) { group in
-            for (webhook, body) in zip(claimed, bodies) {
-                group.addTask { await self.send(webhook, body: body) }
+        // Visits side by side; a visit's webhooks one after another, in order (the claim's, by id).
+        var visits: [String: [(ClaimedWebhook, [UInt8])]] = [:]
+        var order: [String] = []
+        for (webhook, body) in zip(claimed, bodies) {
+            if visits[webhook.visitId] == nil { order.append(webhook.visitId) }
+            visits[webhook.visitId, default: []].append((webhook, body))
+        }
+        let completions = await withTaskGroup(of: [WebhookCompletion].self) { group in
+            for visit in order {
+                let queue = visits[visit] ?? []
+                group.addTask { await self.sendInOrder(queue) }
             }
             var out: [WebhookCompletion] = []
-            for await completion in group { out.append(completion) }
+            for await done in group { out += done }
             return out
         }
         try await store.complete(completions)
@@ -163,6 +171,24 @@ public final class WebhookWorker: Service {
             } else {
                 out.append(body)
             }
+        }
+        return out
+    }
+
+    /// One visit's claimed webhooks, one after another: each waits for the previous one's 2xx, or for it to
+    /// die. Behind one put back into backoff the rest are not sent: they go back to pending, at its retry time,
+    /// untried.
+    private func sendInOrder(_ queue: [(ClaimedWebhook, [UInt8])]) async -> [WebhookCompletion] {
+        var out: [WebhookCompletion] = []
+        for (webhook, body) in queue {
+            if let last = out.last, last.state == .pending {
+                out.append(
+                    WebhookCompletion(
+                        id: webhook.id, visitId: webhook.visitId, state: .pending, nextAttemptAt: last.nextAttemptAt,
+                        tried: false))
+                continue
+            }
+            out.append(await send(webhook, body: body))
         }
         return out
     }
