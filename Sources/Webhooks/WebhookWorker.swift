@@ -120,6 +120,8 @@ public final class WebhookWorker: Service {
     /// at once for the rest).
     func cycle(limit: Int) async throws -> Int {
         let collected = try await store.collectDeliveryOutcomes(limit: limit)
+        // (Taken before the claim: no later than the lease the claim sets.)
+        let leaseEnds = clock.now() + configuration.leaseSeconds
         let claimed = try await store.claim(limit: limit, leaseSeconds: configuration.leaseSeconds)
         guard !claimed.isEmpty else { return collected >= limit ? limit : 0 }
         let bodies = try await self.bodies(claimed)
@@ -133,7 +135,7 @@ public final class WebhookWorker: Service {
         let completions = await withTaskGroup(of: [WebhookCompletion].self) { group in
             for visit in order {
                 let queue = visits[visit] ?? []
-                group.addTask { await self.sendInOrder(queue) }
+                group.addTask { await self.sendInOrder(queue, leaseEnds: leaseEnds) }
             }
             var out: [WebhookCompletion] = []
             for await done in group { out += done }
@@ -176,15 +178,24 @@ public final class WebhookWorker: Service {
     }
 
     /// One visit's claimed webhooks, one after another: each waits for the previous one's 2xx, or for it to
-    /// die. Behind one put back into backoff the rest are not sent: they go back to pending, at its retry time,
-    /// untried.
-    private func sendInOrder(_ queue: [(ClaimedWebhook, [UInt8])]) async -> [WebhookCompletion] {
+    /// die. The rest are not sent, and go back to pending untried, behind one put back into backoff (at its
+    /// retry time), or once the lease (`leaseEnds`) might run out before another answer (due at once): past
+    /// it, another worker may take them over, and would send them beside this one.
+    func sendInOrder(_ queue: [(ClaimedWebhook, [UInt8])], leaseEnds: Double) async -> [WebhookCompletion] {
         var out: [WebhookCompletion] = []
         for (webhook, body) in queue {
-            if let last = out.last, last.state == .pending {
+            let untriedUntil: Double? =
+                if let last = out.last, last.state == .pending {
+                    last.nextAttemptAt
+                } else if !out.isEmpty && clock.now() + configuration.requestTimeoutSeconds >= leaseEnds {
+                    clock.now()
+                } else {
+                    nil
+                }
+            if let untriedUntil {
                 out.append(
                     WebhookCompletion(
-                        id: webhook.id, visitId: webhook.visitId, state: .pending, nextAttemptAt: last.nextAttemptAt,
+                        id: webhook.id, visitId: webhook.visitId, state: .pending, nextAttemptAt: untriedUntil,
                         tried: false))
                 continue
             }

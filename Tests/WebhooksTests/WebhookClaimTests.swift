@@ -74,4 +74,27 @@ import Testing
             #expect(try await store.claim(limit: 10, leaseSeconds: 30).map(\.id) == [ids[7], ids[8]])
         }
     }
+
+    /// A visit's run stops where the lease might run out before another answer: past it another worker may take
+    /// the rest over and send them beside this one. They go back to pending untried, due at once.
+    @Test func aVisitsRunStopsWhereItsLeaseMightRunOut() async throws {
+        try await withWebhookWorld(configure: { $0.requestTimeoutSeconds = 30 }) { world in
+            let created = Date().timeIntervalSince1970
+            let queue = (1...3).map { n in
+                (
+                    ClaimedWebhook(
+                        id: Int64(n), webhookId: "w-\(n)", visitId: "v-1", type: "visit.cancelled", occurredAt: 0,
+                        eventPosition: nil, data: "{}", createdAt: created, attempts: 0),
+                    Array("{}".utf8)
+                )
+            }
+            let roomy = await world.worker.sendInOrder(queue, leaseEnds: Date().timeIntervalSince1970 + 120)
+            #expect(roomy.map(\.tried) == [true, true, true] && roomy.allSatisfy { $0.state == .sent })
+            let tight = await world.worker.sendInOrder(queue, leaseEnds: Date().timeIntervalSince1970 + 20)
+            let after = Date().timeIntervalSince1970
+            #expect(tight.map(\.tried) == [true, false, false], "tried: \(tight.map(\.tried))")
+            #expect(tight.dropFirst().allSatisfy { $0.state == .pending && ($0.nextAttemptAt ?? .infinity) <= after })
+            #expect(world.receiver.received.count == 4, "sent: the three, then the first alone")
+        }
+    }
 }
