@@ -48,7 +48,4 @@ struct WebhookCompletion: Sendable {
     var status: Int?
     var reason: String?
     var latencySeconds: Double?
-    /// False for a webhook claimed behind one of its visit that failed, and not sent: back to `pending` at
-    /// `nextAttemptAt` with its attempts and last answer as they were.
-    var tried = true
 }

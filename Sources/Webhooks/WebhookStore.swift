@@ -83,56 +83,43 @@ public struct WebhookStore: Sendable {
 
     // MARK: the worker
 
-    /// Claims up to `limit` due webhooks under a lease until `now + leaseSeconds` (when another worker may take
-    /// them over): of each visit with nothing on the wire, its first open webhooks in order, up to
-    /// `perVisit`, as long as each is due. The worker sends a visit's claimed webhooks one after another, so
-    /// a visit's next webhook still waits for the previous one's answer; claiming them together saves a claim,
-    /// a completion and a reading of every open webhook per webhook of a visit's burst (an event, its push's
-    /// outcome, the activity's state).
+    /// Claims up to `limit` due webhooks, each the first open one of its visit with nothing of its visit on
+    /// the wire, under a lease until `now + leaseSeconds` (when another worker may take them over).
     ///
-    /// One pass over the open webhooks (few: they are sent within milliseconds) finds, per visit, the open
-    /// ones in order, whether all before each are due, and whether any is on the wire; the statement is
-    /// planned once, whatever the table's statistics say. (Two `NOT EXISTS` probes per candidate were planned
-    /// from statistics taken while nothing was open: each candidate read every open entry of an index, dead
-    /// ones included, and re-planning walked the due index's dead entries: 14.5 ms a claim, PostgreSQL's
-    /// largest share in a fleet's busy hour.) It is planned without bitmap scans (`plannedOnceAlongIndexes`):
-    /// the open webhooks' index holds an entry for every webhook sent since the last VACUUM, and a bitmap scan
-    /// visited the table for each of them at every claim, where an index scan marks them dead once. The row's
-    /// own state and due time are checked again where it is locked: one another worker claimed meanwhile is
-    /// skipped, never claimed twice, and a webhook whose earlier chosen one of its visit was skipped so is
-    /// not claimed either (a visit's claim is always its first open ones).
-    func claim(limit: Int, perVisit: Int = 10, leaseSeconds: Double) async throws -> [ClaimedWebhook] {
+    /// One pass over the open webhooks (few: they are sent within milliseconds) finds, per visit, the first
+    /// open one and whether a later one is on the wire; the statement is planned once, whatever the table's
+    /// statistics say. (Two `NOT EXISTS` probes per candidate were planned from statistics taken while nothing
+    /// was open: each candidate read every open entry of an index, dead ones included, and re-planning walked
+    /// the due index's dead entries: 14.5 ms a claim, PostgreSQL's largest share in a fleet's busy hour.) It is
+    /// planned without bitmap scans (`plannedOnceAlongIndexes`): the open webhooks' index holds an entry for
+    /// every webhook sent since the last VACUUM, and a bitmap scan visited the table for each of them at every
+    /// claim, where an index scan marks them dead once. The
+    /// row's own state and due time are checked again where it is locked: one another worker claimed meanwhile
+    /// is skipped, never claimed twice.
+    func claim(limit: Int, leaseSeconds: Double) async throws -> [ClaimedWebhook] {
         let now = clock.now()
         return try await pool.withConnection { connection in
             try connection.query(
                 PostgresQuery(
                     """
                     WITH open AS (
-                        SELECT o.id, o.visit_id, row_number() OVER later AS n,
-                               first_value(o.next_attempt_at) OVER later AS first_due,
-                               bool_and(o.next_attempt_at <= \(now)::float8) OVER later AS due_so_far,
+                        SELECT o.id, o.next_attempt_at, row_number() OVER later AS n,
                                bool_or(o.state = 'sending' AND o.next_attempt_at > \(now)::float8)
-                                   OVER (PARTITION BY o.visit_id) AS held
+                                   OVER (later ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING) AS held
                         FROM webhooks o WHERE o.state IN ('pending', 'sending')
-                        WINDOW later AS (PARTITION BY o.visit_id ORDER BY o.id ROWS UNBOUNDED PRECEDING)
-                    ), chosen AS (
-                        SELECT id, visit_id FROM open
-                        WHERE n <= \(perVisit) AND due_so_far AND held IS NOT TRUE
-                        ORDER BY first_due, visit_id, id LIMIT \(limit)
+                        WINDOW later AS (PARTITION BY o.visit_id ORDER BY o.id)
                     ), picked AS (
                         -- The chosen ids as an array, each row then found by primary key: as a semi-join with
                         -- the chosen rows, the plan read every due row and compared it with each chosen one.
-                        SELECT x.id, x.visit_id FROM webhooks x
-                        WHERE x.id = ANY (ARRAY(SELECT id FROM chosen))
+                        SELECT x.id FROM webhooks x
+                        WHERE x.id = ANY (ARRAY(SELECT id FROM open WHERE n = 1 AND next_attempt_at <= \(now)::float8
+                                                  AND held IS NOT TRUE
+                                                ORDER BY next_attempt_at, id LIMIT \(limit)))
                           AND x.state IN ('pending', 'sending') AND x.next_attempt_at <= \(now)::float8
                         FOR UPDATE SKIP LOCKED
                     )
                     UPDATE webhooks w SET state = 'sending', next_attempt_at = \(now + leaseSeconds)::float8
-                    FROM picked
-                    WHERE w.id = picked.id
-                      AND NOT EXISTS (SELECT 1 FROM chosen c
-                                      WHERE c.visit_id = picked.visit_id AND c.id < picked.id
-                                        AND c.id <> ALL (ARRAY(SELECT id FROM picked)))
+                    FROM picked WHERE w.id = picked.id
                     RETURNING w.id, w.webhook_id::text AS webhook_id, w.visit_id, w.type, w.occurred_at, w.event_position,
                               w.data, COALESCE(w.requeued_at, w.created_at) AS created_at, w.attempts
                     """
@@ -147,9 +134,8 @@ public struct WebhookStore: Sendable {
         }
     }
 
-    /// Records a batch's outcomes in one statement, only for rows still on the wire (a webhook not tried keeps
-    /// its attempts and last answer). A webhook put back into backoff holds the later ones of its visit until
-    /// then too, so a claim does not walk past them.
+    /// Records a batch's outcomes in one statement, only for rows still on the wire. A webhook put back into
+    /// backoff holds the later ones of its visit until then too, so a claim does not walk past them.
     func complete(_ completions: [WebhookCompletion]) async throws {
         guard !completions.isEmpty else { return }
         let now = clock.now()
@@ -159,7 +145,6 @@ public struct WebhookStore: Sendable {
         let statuses = PostgresBinaryArray(completions.map { $0.status.map(Int64.init) })
         let reasons = PostgresBinaryArray(completions.map(\.reason))
         let latencies = PostgresBinaryArray(completions.map(\.latencySeconds))
-        let tried = PostgresBinaryArray(completions.map(\.tried))
         // Each row finds its outcome by its position in the arrays, and the rows are found by primary key: no join
         // for the planner to order. (Joined with the arrays' unnest, a table whose statistics said "nothing on the
         // wire" was planned as a loop over every row sending times a scan of the batch: 250-360 ms a batch.) The
@@ -169,17 +154,13 @@ public struct WebhookStore: Sendable {
             WITH done AS (
                 UPDATE webhooks w
                 SET (state, next_attempt_at, attempts, finished_at, last_status, last_reason, last_latency_seconds) = (
-                    SELECT s.state, COALESCE(s.next_attempt_at, w.next_attempt_at),
-                           w.attempts + CASE WHEN s.tried THEN 1 ELSE 0 END,
-                           CASE WHEN s.state IN ('sent', 'dead') THEN \(now)::float8 END,
-                           CASE WHEN s.tried THEN s.status ELSE w.last_status END,
-                           CASE WHEN s.tried THEN s.reason ELSE w.last_reason END,
-                           CASE WHEN s.tried THEN s.latency ELSE w.last_latency_seconds END
+                    SELECT s.state, COALESCE(s.next_attempt_at, w.next_attempt_at), w.attempts + 1,
+                           CASE WHEN s.state IN ('sent', 'dead') THEN \(now)::float8 END, s.status, s.reason, s.latency
                     FROM (SELECT array_position(\(ids)::bigint[], w.id) AS p) x
                     CROSS JOIN LATERAL (
                         SELECT (\(states)::text[])[x.p] AS state, (\(next)::float8[])[x.p] AS next_attempt_at,
                                (\(statuses)::bigint[])[x.p] AS status, (\(reasons)::text[])[x.p] AS reason,
-                               (\(latencies)::float8[])[x.p] AS latency, (\(tried)::boolean[])[x.p] AS tried
+                               (\(latencies)::float8[])[x.p] AS latency
                     ) s)
                 WHERE w.id = ANY (\(ids)::bigint[]) AND w.state = (SELECT 'sending'::text)
                 RETURNING w.id, w.visit_id, w.state, w.next_attempt_at

@@ -120,25 +120,15 @@ public final class WebhookWorker: Service {
     /// at once for the rest).
     func cycle(limit: Int) async throws -> Int {
         let collected = try await store.collectDeliveryOutcomes(limit: limit)
-        // (Taken before the claim: no later than the lease the claim sets.)
-        let leaseEnds = clock.now() + configuration.leaseSeconds
         let claimed = try await store.claim(limit: limit, leaseSeconds: configuration.leaseSeconds)
         guard !claimed.isEmpty else { return collected >= limit ? limit : 0 }
         let bodies = try await self.bodies(claimed)
-        // Visits side by side; a visit's webhooks one after another, in order (the claim's, by id).
-        var visits: [String: [(ClaimedWebhook, [UInt8])]] = [:]
-        var order: [String] = []
-        for (webhook, body) in zip(claimed, bodies) {
-            if visits[webhook.visitId] == nil { order.append(webhook.visitId) }
-            visits[webhook.visitId, default: []].append((webhook, body))
-        }
-        let completions = await withTaskGroup(of: [WebhookCompletion].self) { group in
-            for visit in order {
-                let queue = visits[visit] ?? []
-                group.addTask { await self.sendInOrder(queue, leaseEnds: leaseEnds) }
+        let completions = await withTaskGroup(of: WebhookCompletion.self) { group in
+            for (webhook, body) in zip(claimed, bodies) {
+                group.addTask { await self.send(webhook, body: body) }
             }
             var out: [WebhookCompletion] = []
-            for await done in group { out += done }
+            for await completion in group { out.append(completion) }
             return out
         }
         try await store.complete(completions)
@@ -173,33 +163,6 @@ public final class WebhookWorker: Service {
             } else {
                 out.append(body)
             }
-        }
-        return out
-    }
-
-    /// One visit's claimed webhooks, one after another: each waits for the previous one's 2xx, or for it to
-    /// die. The rest are not sent, and go back to pending untried, behind one put back into backoff (at its
-    /// retry time), or once the lease (`leaseEnds`) might run out before another answer (due at once): past
-    /// it, another worker may take them over, and would send them beside this one.
-    func sendInOrder(_ queue: [(ClaimedWebhook, [UInt8])], leaseEnds: Double) async -> [WebhookCompletion] {
-        var out: [WebhookCompletion] = []
-        for (webhook, body) in queue {
-            let untriedUntil: Double? =
-                if let last = out.last, last.state == .pending {
-                    last.nextAttemptAt
-                } else if !out.isEmpty && clock.now() + configuration.requestTimeoutSeconds >= leaseEnds {
-                    clock.now()
-                } else {
-                    nil
-                }
-            if let untriedUntil {
-                out.append(
-                    WebhookCompletion(
-                        id: webhook.id, visitId: webhook.visitId, state: .pending, nextAttemptAt: untriedUntil,
-                        tried: false))
-                continue
-            }
-            out.append(await send(webhook, body: body))
         }
         return out
     }

@@ -74,38 +74,6 @@ import Webhooks
         }
     }
 
-    /// A visit's webhooks written together go in one claim, one after another: behind one that failed the rest
-    /// are not sent, and wait for its retry untried (their attempts still 0), then follow it in order.
-    @Test func aVisitsWebhooksClaimedTogetherWaitBehindOneThatFailed() async throws {
-        try await withWebhookWorld(
-            configure: { $0.backoff = Backoff(baseSeconds: 1, capSeconds: 1) },
-            answer: { index, _ in index == 0 ? .status(500) : .status(200) }
-        ) { world in
-            // Three events of one visit in one statement: their webhooks commit together.
-            _ = try await world.pool.query(
-                """
-                INSERT INTO events (stream_name, position, type, data, metadata)
-                SELECT 'visit-v-1', n, (ARRAY['scheduled', 'enRoute', 'nearby'])[n], '{}',
-                       '{"actorRole": "technician", "actorSubject": "t-1"}'::jsonb
-                FROM generate_series(1, 3) n
-                """)
-            try await eventually("the first attempt failed, the others waiting untried", within: 30) {
-                let rows = try await world.webhookRows()
-                return rows.count == 3 && rows[0].attempts == 1 && rows[0].state == .pending
-                    && rows[1].state == .pending && rows[2].state == .pending
-            }
-            let waiting = try await world.webhookRows()
-            #expect(waiting.map(\.attempts) == [1, 0, 0], "attempts while waiting: \(waiting.map(\.attempts))")
-            #expect(world.receiver.received.count == 1, "only the first was sent")
-            try await eventually("all delivered", within: 30) {
-                try await world.webhookRows().allSatisfy { $0.state == .sent } && world.receiver.received.count >= 4
-            }
-            let versions = world.receiver.received.map { $0.json["data"]?["version"]?.integerValue }
-            #expect(versions == [1, 1, 2, 3], "received in order: \(versions)")
-            #expect(try await world.webhookRows().map(\.attempts) == [2, 1, 1])
-        }
-    }
-
     /// A receiver that keeps failing: retried with backoff on the worker's clock, dead 24 hours after the
     /// webhook was written, and then listed as dead; retried by an operator it goes with the same id and body.
     @Test func aWebhookDiesAfter24HoursAndAnOperatorRetriesIt() async throws {
