@@ -40,22 +40,7 @@ import Testing
     @Test func pacedUpdatesWaitingAreNotReadByEveryClaim() async throws {
         try await withOutboxFixture { f in
             let run = try await f.pool.withConnection { c in
-                // 4,000 paced updates, one per target, due one a second from 10,000; their targets last sent a
-                // paced update at 0, so the 60 due by 10,060 are due for good and go.
-                _ = try c.query(
-                    """
-                    INSERT INTO deliveries (apns_id, target, visit_id, customer_id, device_id, kind, priority,
-                        aps_timestamp, body, visit_version, event_recorded_at, created_at, state, next_attempt_at,
-                        paced_seconds)
-                    SELECT gen_random_uuid(), 't-' || g, 'v-' || g, 'c-' || g % 500, 'd-' || g, 'update', 5, g, '{}', 1,
-                        0, 0, 'pending', 10000 + g, 60
-                    FROM generate_series(1, 4000) g
-                    """)
-                _ = try c.query(
-                    """
-                    INSERT INTO delivery_targets (target, last_sent_timestamp, last_paced_at)
-                    SELECT 't-' || g, 0, 0 FROM generate_series(1, 4000) g
-                    """)
+                try Self.insertPacedUpdates(on: c)
                 return try Self.claimThrice(on: c, from: 10_060)
             }
             // Expected here, in the test's task: the connection's closure runs on the pool's thread.
@@ -84,21 +69,7 @@ import Testing
                 try c.execute(script: "VACUUM ANALYZE deliveries, device_preferences, delivery_targets")
                 let lease = UUID().uuidString.lowercased()
                 _ = try OutboxStore.claim(limit: 20, lease: lease, leaseSeconds: 30, now: 0, on: c)
-                // As in `pacedUpdatesWaitingAreNotReadByEveryClaim`: 4,000 paced updates, 60 due for good.
-                _ = try c.query(
-                    """
-                    INSERT INTO deliveries (apns_id, target, visit_id, customer_id, device_id, kind, priority,
-                        aps_timestamp, body, visit_version, event_recorded_at, created_at, state, next_attempt_at,
-                        paced_seconds)
-                    SELECT gen_random_uuid(), 't-' || g, 'v-' || g, 'c-' || g % 500, 'd-' || g, 'update', 5, g, '{}', 1,
-                        0, 0, 'pending', 10000 + g, 60
-                    FROM generate_series(1, 4000) g
-                    """)
-                _ = try c.query(
-                    """
-                    INSERT INTO delivery_targets (target, last_sent_timestamp, last_paced_at)
-                    SELECT 't-' || g, 0, 0 FROM generate_series(1, 4000) g
-                    """)
+                try Self.insertPacedUpdates(on: c)
                 // Not analyzed: statistics would have the plan made again.
                 return try Self.claimThrice(on: c, from: 10_060, analyzing: false)
             }
@@ -126,6 +97,25 @@ import Testing
                 plans == [[3 + plannedBefore, 0]], "one generic plan, no custom one: \(plans)", sourceLocation: sourceLocation)
             #expect(read.allSatisfy { $0 < 1_000 }, "rows read by each claim: \(read)", sourceLocation: sourceLocation)
         }
+    }
+
+    /// 4,000 paced updates, one per target, due one a second from 10,000; their targets last sent a paced
+    /// update at 0, so the 60 due by 10,060 are due for good and go.
+    static func insertPacedUpdates(on c: PostgresConnection) throws {
+        _ = try c.query(
+            """
+            INSERT INTO deliveries (apns_id, target, visit_id, customer_id, device_id, kind, priority,
+                aps_timestamp, body, visit_version, event_recorded_at, created_at, state, next_attempt_at,
+                paced_seconds)
+            SELECT gen_random_uuid(), 't-' || g, 'v-' || g, 'c-' || g % 500, 'd-' || g, 'update', 5, g, '{}', 1,
+                0, 0, 'pending', 10000 + g, 60
+            FROM generate_series(1, 4000) g
+            """)
+        _ = try c.query(
+            """
+            INSERT INTO delivery_targets (target, last_sent_timestamp, last_paced_at)
+            SELECT 't-' || g, 0, 0 FROM generate_series(1, 4000) g
+            """)
     }
 
     /// Analyzes the tables (unless told not to), then claims 20 three times, at `now`, `now + 1` and `now + 2`.
