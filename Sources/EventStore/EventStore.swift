@@ -317,8 +317,8 @@ public final class EventStore: Sendable {
 
     /// The events after `checkpoint` that no transaction can still add to, in follow order: the one place
     /// that says which events a follower may read. A statement reading them is planned once (`plannedOnce`): its
-    /// plan, a walk of `events_follow_order` from the checkpoint, is the same for any checkpoint, and PostgreSQL's
-    /// own choice planned it anew at every call (its generic plan looked costlier than each custom one).
+    /// plan, a walk of `events_follow_order` from the checkpoint, is the same for any checkpoint, and left to
+    /// PostgreSQL's choice it was planned anew at nearly every call beside a fleet.
     static func inFollowOrder(after checkpoint: Checkpoint, limit: Int) -> PostgresQuery {
         """
         WHERE (transaction_id, global_position) > (\(String(checkpoint.transactionId))::xid8, \(checkpoint.globalPosition))
