@@ -418,9 +418,14 @@ final class HTTP2ClientConnection {
     }
 
     /// Moves nghttp2's output into the outbound buffer and writes what the socket takes.
+    ///
+    /// A write that fails may follow a GOAWAY the server sent before it closed, not read yet (it came while
+    /// the loop was writing): what the socket still holds is read first, so that the streams the GOAWAY
+    /// names unprocessed go to another connection rather than fail as lost.
     private func flush() {
         guard let ssl, let session else { return }
         if case .failure(let failure) = outbound.flush(session: session, ssl: ssl) {
+            readAvailable()
             lose("cannot write to \(target.authority): \(failure)")
         }
     }

@@ -66,17 +66,23 @@ final class HTTP2ClientTransport: @unchecked Sendable {
         self.settings = settings
         guard let pipe = WakePipe.make() else { fatalError("cannot create the APNs transport's wake-up pipe") }
         (wakeRead, wakeWrite) = pipe
+        tls = Self.makeTLSContext(trusting: settings.trustedCertificates)
+    }
+
+    /// The client's TLS context (freed by the caller): TLS 1.2 or later, the peer's certificate checked against
+    /// the system's store and `extra`, ALPN `h2`, partial writes from a buffer that may move.
+    static func makeTLSContext(trusting extra: APNsTrustedCertificates?) -> OpaquePointer {
         guard let context = SSL_CTX_new(TLS_client_method()) else { fatalError("SSL_CTX_new failed: out of memory") }
         _ = copenssl_ctx_set_min_proto_version(context, TLS1_2_VERSION)
         _ = SSL_CTX_set_default_verify_paths(context)
-        settings.trustedCertificates?.install(into: context)
+        extra?.install(into: context)
         SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
         let alpn: [UInt8] = [2, UInt8(ascii: "h"), UInt8(ascii: "2")]
         _ = SSL_CTX_set_alpn_protos(context, alpn, UInt32(alpn.count))
         _ = SSL_CTX_ctrl(
             context, SSL_CTRL_MODE, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER), nil)
         ERR_clear_error()
-        tls = context
+        return context
     }
 
     /// The loop thread has ended (or never started) before the last reference goes.
