@@ -24,6 +24,11 @@ public struct WebhookConfiguration: Sendable {
     /// `yieldBatchSize` webhooks every `yieldSeconds`: the Lock Screen first, the dispatch system right after.
     public var yieldSeconds: Double = 0.5
     public var yieldBatchSize: Int = 100
+    /// Under a trickle of webhooks (the last claim was not full), the loops' claims start at least this far
+    /// apart: a claim costs PostgreSQL about as much whatever it takes (it reads the open webhooks of every
+    /// visit), and every commit wakes the loops, so one claim then serves what many commits wrote. A backlog
+    /// (a full claim) is claimed again at once. 0: claim as soon as woken.
+    public var claimGatherSeconds: Double = 0.1
     /// Longest idle wait for new webhooks (they are written by triggers, without a NOTIFY of their own).
     public var pollIntervalSeconds: Double = 0.2
 

@@ -30,6 +30,11 @@ public final class WebhookWorker: Service {
     private let logger: Logger
     private let stopping = Atomic<Bool>(false)
     private let pushesBacklogged: @Sendable () -> Bool
+    /// When the loops' last claim started (or is to start, for a loop gathering): `gatherBeforeClaim` spaces
+    /// the next from it.
+    private let lastClaimAt = Lock(-Double.infinity)
+    /// Signalled by `stop()` alone: ends a loop's wait for its claim's turn (commits signal `wakeUp`).
+    private let stopped: WakeUp
 
     /// - Parameters:
     ///   - transport: the HTTP client (`CurlWebhookTransport`).
@@ -53,6 +58,7 @@ public final class WebhookWorker: Service {
         self.opener = opener
         self.clock = clock
         self.wakeUp = wakeUp ?? WakeUp(clock: clock)
+        self.stopped = WakeUp(clock: clock)
         self.metrics = metrics
         self.logger = logger
     }
@@ -82,12 +88,14 @@ public final class WebhookWorker: Service {
     public func stop() {
         guard !stopping.exchange(true, ordering: .relaxed) else { return }
         wakeUp.signal()
+        stopped.signal()
     }
 
     private var isStopping: Bool { stopping.load(ordering: .relaxed) }
 
     private func claimLoop(_ loop: Int) async {
         var failures = 0
+        var gathering = false
         while !isStopping {
             do {
                 let yielding = pushesBacklogged()
@@ -96,9 +104,11 @@ public final class WebhookWorker: Service {
                     continue
                 }
                 let limit = yielding ? configuration.yieldBatchSize : configuration.batchSize
+                await claimTurn(gathering: gathering && !yielding)
                 // The batch's database work and sends run to the end even once stopping: they are recorded.
                 let handled = try await Task { try await self.cycle(limit: limit) }.value
                 failures = 0
+                gathering = handled < limit
                 if yielding {
                     try? await clock.sleep(seconds: configuration.yieldSeconds)
                 } else if handled < limit {
@@ -113,6 +123,23 @@ public final class WebhookWorker: Service {
             }
             if isStopping { wakeUp.signal() }
         }
+    }
+
+    /// Marks a claim's start. `gathering` (the loop's last claim was not full): first waits until
+    /// `claimGatherSeconds` after the loops' last claim started, and holds that moment for this claim, so that
+    /// loops woken together claim one after the other, an interval apart. Never waits longer than one interval
+    /// past now (a clock set back does not lengthen it).
+    private func claimTurn(gathering: Bool) async {
+        let now = clock.now()
+        let interval = configuration.claimGatherSeconds
+        let start = lastClaimAt.withLock { last -> Double in
+            let start = gathering && interval > 0 ? max(now, min(last + interval, now + interval)) : now
+            last = max(last, start)
+            return start
+        }
+        guard start > now, !isStopping else { return }
+        _ = await stopped.wait(upTo: start - now)
+        if isStopping { stopped.signal() }  // for the other loops (one signal wakes those waiting now)
     }
 
     /// The deliveries finished since the last look turned into webhooks, then one claim, its sends and their

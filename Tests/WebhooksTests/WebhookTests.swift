@@ -101,12 +101,51 @@ import Webhooks
             #expect(requeued.state == .pending && requeued.webhookId == dead.webhookId)
             await #expect(throws: OutboxError.self) { try await world.store.retry(id: dead.id + 1000) }
             world.worker.wakeUp.signal()
-            try await eventually("sent after the retry", within: 30, between: { world.worker.wakeUp.signal() }) {
+            // Time passes on the worker's clock: its next claim waits `claimGatherSeconds` after the last.
+            try await eventually(
+                "sent after the retry", within: 30,
+                between: {
+                    clock.advance(by: 1)
+                    world.worker.wakeUp.signal()
+                }
+            ) {
                 try await world.webhookRows().first?.state == .sent
             }
             let received = world.receiver.received
             #expect(received.count == attempts + 1)
             #expect(Set(received.map(\.body)).count == 1)
+        }
+    }
+
+    /// Under a trickle, each event its own commit and wake-up, the loops' claims start `claimGatherSeconds`
+    /// apart: what the commits wrote meanwhile goes out in one claim, not a claim each.
+    @Test func aTrickleOfWebhooksIsGatheredIntoOneClaim() async throws {
+        let clock = ManualClock(now: Date().timeIntervalSince1970 + 3_600)  // every webhook written is due
+        let interval = 5.0
+        try await withWebhookWorld(
+            clock: clock,
+            configure: {
+                $0.claimGatherSeconds = interval
+                $0.pollIntervalSeconds = 600
+            }
+        ) { world in
+            // Both loops claimed (nothing) at their start and wait for a wake-up.
+            let waiting = await withDeadline(seconds: 20) { (try? await clock.waitForSleepers(2)) != nil }
+            try #require(waiting == true, "the worker's loops never waited")
+            for visit in ["v-1", "v-2", "v-3"] {
+                try await world.append(visit, version: 1, type: "scheduled")
+                world.worker.wakeUp.signal()
+            }
+            // Woken, each loop waits for its turn: one an interval after the last claim, the other two.
+            let gathering = await withDeadline(seconds: 20) {
+                (try? await clock.waitForSleepers(2, dueWithin: 2 * interval)) != nil
+            }
+            try #require(gathering == true, "the loops claimed as soon as they were woken")
+            #expect(world.receiver.received.isEmpty)
+            // One interval on, one claim: it takes all three (the next claim is another interval away).
+            clock.advance(by: interval)
+            try await eventually("the three webhooks arrived", within: 30) { world.receiver.received.count == 3 }
+            #expect(Set(world.receiver.received.compactMap { $0.json["visitId"]?.stringValue }) == ["v-1", "v-2", "v-3"])
         }
     }
 

@@ -37,6 +37,7 @@ func fastWebhookConfiguration(url: String) -> WebhookConfiguration {
     var configuration = WebhookConfiguration(url: url, secret: WebhookWorld.secret)
     configuration.backoff = Backoff(baseSeconds: 0.02, capSeconds: 0.2)
     configuration.pollIntervalSeconds = 0.05
+    configuration.claimGatherSeconds = 0.01
     configuration.requestTimeoutSeconds = 30
     return configuration
 }
