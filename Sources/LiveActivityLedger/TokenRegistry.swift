@@ -86,8 +86,7 @@ public struct TokenRegistry: Sendable {
         let nowMs = Int64((clock.now() * 1000).rounded(.down))
         let table = holder.table
         let final = TokenRegistry.RetirementReason.final.map(\.rawValue)
-        let rows = try connection.query(
-            """
+        let query: PostgresQuery = """
             WITH previous AS (
                 SELECT COALESCE(token_hash, md5(push_token)) AS hash, token_hash IS NULL AS legacy, retired_at_ms
                 FROM \(identifier: table) WHERE \(holder.matches)
@@ -108,7 +107,11 @@ public struct TokenRegistry: Sendable {
                       (SELECT hash = COALESCE(\(hash)::text, md5(\(token))) OR (legacy AND hash = md5(\(token)))
                        FROM previous) AS same_token,
                       (SELECT retired_at_ms FROM previous) IS NOT NULL AS was_retired
-            """)
+            """
+        // Planned once per connection: its plan is one probe by the holder's key whatever the values, and left to
+        // PostgreSQL's choice it was planned anew at nearly every call (5,911 plans for 6,400 registrations, the
+        // planning twice the time of the statement itself).
+        let rows = try connection.query(query.plannedOnce())
         guard let row = rows.first, try row.bool("existed") else { return .new }
         return try row.bool("same_token") && !(try row.bool("was_retired")) ? .unchanged : .rotated
     }
