@@ -48,15 +48,24 @@ public final class TechnicianDays: Sendable {
         var fragments: [String: [UInt8]] = [:]
         /// Technicians whose element is to be written again.
         var changed: Set<String> = []
-        /// Whether the technicians are to be sorted again (one came or went, or a name changed).
-        var unsorted = true
-        /// The elements in the answer's order (technicians by name then id), and where each technician's is,
-        /// as of the last `refresh()`: the answer is written from them without a look-up per technician.
+        /// The technicians in the answer's order (by name then id, as `TechnicianReadModel.precedes`), their
+        /// elements as of the last `refresh()` beside them, and the name each was placed under. A technician who
+        /// comes, goes or is renamed is taken out or put in at its place by a binary search: sorting the whole
+        /// day again took 8 ms on a quiet core for 10,000 technicians and 60 ms beside a busy fleet, in the
+        /// pass every ask waits for.
+        var order: [String] = []
         var inOrder: [[UInt8]] = []
-        var place: [String: Int] = [:]
+        var placedName: [String: String] = [:]
+        /// Technicians to be placed in the order at the next `refresh()`.
+        var unplaced: Set<String> = []
+        /// The order is to be sorted whole at the next `refresh()`: a day read whole, or a technician not found
+        /// where its name put it (names that compare equal but are spelled apart could do that).
+        var unsorted = true
         /// The answer as of the last `refresh()`, written anew at each that changed it: answers being sent
         /// still hold the one before.
         var answer = Data()
+        /// More technicians to place than this: the whole order is sorted again instead (the first read).
+        static let sortAbove = 256
 
         mutating func remove(_ visitId: String) {
             guard let old = entries.removeValue(forKey: visitId) else { return }
@@ -66,7 +75,8 @@ public final class TechnicianDays: Sendable {
                 visitsByTechnician[old.technicianId] = nil
                 people[old.technicianId] = nil
                 fragments[old.technicianId] = nil
-                unsorted = true
+                unplace(old.technicianId)
+                unplaced.remove(old.technicianId)
             }
         }
 
@@ -76,23 +86,59 @@ public final class TechnicianDays: Sendable {
             // and with it their name and place in the order.
             if let old = entries[id], old.technicianId != entry.technicianId { remove(id) }
             entries[id] = entry
-            if visitsByTechnician[entry.technicianId] == nil { unsorted = true }
+            if visitsByTechnician[entry.technicianId] == nil { unplaced.insert(entry.technicianId) }
             visitsByTechnician[entry.technicianId, default: []].insert(id)
             changed.insert(entry.technicianId)
         }
 
         mutating func name(_ technicianId: String, _ person: Person) {
             guard people[technicianId] != person else { return }
-            if people[technicianId]?.name != person.name { unsorted = true }
+            if people[technicianId]?.name != person.name, placedName[technicianId] != nil {
+                unplace(technicianId)
+                unplaced.insert(technicianId)
+            }
             people[technicianId] = person
             changed.insert(technicianId)
         }
 
-        /// Writes the changed technicians' elements again and the answer: technicians by name then id, their
-        /// visits by window start, then end, then id (names and ids in code-point order, as the statement
-        /// orders them).
+        /// Where `(name, id)` is or would go in `order`: the first place whose technician does not precede it.
+        func place(of name: String, _ id: String) -> Int {
+            var low = 0
+            var high = order.count
+            while low < high {
+                let middle = (low + high) / 2
+                let other = order[middle]
+                if TechnicianReadModel.precedes((placedName[other] ?? "", other), (name, id)) {
+                    low = middle + 1
+                } else {
+                    high = middle
+                }
+            }
+            return low
+        }
+
+        /// Takes a technician out of the order (nothing when it is not in it).
+        mutating func unplace(_ technicianId: String) {
+            guard let name = placedName.removeValue(forKey: technicianId) else { return }
+            guard let at = placed(name, technicianId) else {
+                unsorted = true
+                return
+            }
+            order.remove(at: at)
+            inOrder.remove(at: at)
+        }
+
+        /// Where a technician placed under `name` is in `order` (nil when it is not there).
+        func placed(_ name: String, _ technicianId: String) -> Int? {
+            let at = place(of: name, technicianId)
+            return at < order.count && order[at] == technicianId ? at : nil
+        }
+
+        /// Writes the changed technicians' elements again, places those that came or were renamed, and writes
+        /// the answer: technicians by name then id, their visits by window start, then end, then id (names
+        /// and ids in code-point order, as the statement orders them).
         mutating func refresh() {
-            guard !changed.isEmpty || unsorted else { return }
+            guard !changed.isEmpty || !unplaced.isEmpty || unsorted else { return }
             for id in changed {
                 guard let ids = visitsByTechnician[id] else { continue }
                 let person = people[id] ?? Person(name: "", avatarSymbol: "", vanDescription: "")
@@ -103,15 +149,28 @@ public final class TechnicianDays: Sendable {
                     visits: visits
                 ).writeJSON(to: &fragment)
                 fragments[id] = fragment
-                if !unsorted, let at = place[id] { inOrder[at] = fragment }
+                if let name = placedName[id] {
+                    if let at = placed(name, id) { inOrder[at] = fragment } else { unsorted = true }
+                }
             }
             changed = []
-            if unsorted {
-                let keyed = visitsByTechnician.keys.map { (name: people[$0]?.name ?? "", id: $0) }
-                let sorted = keyed.sorted(by: TechnicianReadModel.precedes).map(\.id)
-                place = Dictionary(uniqueKeysWithValues: sorted.enumerated().map { ($1, $0) })
-                inOrder = sorted.map { fragments[$0] ?? [] }
+            let coming = unplaced.filter { visitsByTechnician[$0] != nil }
+            unplaced = []
+            if unsorted || coming.count > Self.sortAbove {
                 unsorted = false
+                let keyed = visitsByTechnician.keys.map { (name: people[$0]?.name ?? "", id: $0) }
+                let sorted = keyed.sorted(by: TechnicianReadModel.precedes)
+                order = sorted.map(\.id)
+                inOrder = order.map { fragments[$0] ?? [] }
+                placedName = Dictionary(uniqueKeysWithValues: sorted.map { ($0.id, $0.name) })
+            } else {
+                for id in coming {
+                    let name = people[id]?.name ?? ""
+                    let at = place(of: name, id)
+                    order.insert(id, at: at)
+                    inOrder.insert(fragments[id] ?? [], at: at)
+                    placedName[id] = name
+                }
             }
             // Written straight into the answer's bytes, sized first: the elements are copied once, by memcpy
             // (appended to a Data one by one, each append cost more than its copy).

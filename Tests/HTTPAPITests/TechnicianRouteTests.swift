@@ -130,6 +130,64 @@ import Testing
         }
     }
 
+    /// A day followed from the log keeps the statement's order while technicians come, go and are renamed,
+    /// one change at a time: each answer is the one the table gives read whole, and the day is not read again.
+    @Test func aFollowedDayKeepsTheOrderAsTechniciansComeGoAndAreRenamed() async throws {
+        try await withDesk { api, _ in
+            let d = Self.day
+            for (n, name) in ["Mia", "Bo", "Zoe", "Al", "Mia", "Kit", "Bo", "Eve"].enumerated() {
+                try await book(api, "v-\(n)", "t-\(n)", name, start: d + (8 + n) * 3600, end: d + (9 + n) * 3600)
+            }
+            #expect(try await desk(api).text == (try await stored(api, Self.dayText)))
+            let loads = api.environment.visits.days.counts.loads
+            let tomorrow = #"{"type":"progress","arrivalWindow":{"start":\#(d + 86_400),"end":\#(d + 86_400 + 60)}}"#
+            let changes: [(String, () async throws -> Void)] = [
+                (
+                    "Al renamed Zack by a later booking",
+                    { try await self.book(api, "v-10", "t-3", "Zack", start: d + 20 * 3600, end: d + 21 * 3600) }
+                ),
+                (
+                    "Mia's only visit reassigned to a new technician, Ann",
+                    {
+                        let moved = try await api.post(
+                            "v-0",
+                            #"{"type":"reassigned","technician":{"id":"t-9","name":"Ann","avatarSymbol":"a","vanDescription":"b"}}"#
+                        )
+                        #expect(moved.status == 201, "\(moved.text)")
+                    }
+                ),
+                (
+                    "Zoe's only visit moved to tomorrow",
+                    {
+                        let moved = try await api.post("v-2", tomorrow)
+                        #expect(moved.status == 201, "\(moved.text)")
+                    }
+                ),
+                (
+                    "a second Mia, told apart by id",
+                    { try await self.book(api, "v-11", "t-10", "Mia", start: d + 7 * 3600, end: d + 8 * 3600) }
+                ),
+                (
+                    "the first Mia renamed Aaron",
+                    { try await self.book(api, "v-12", "t-4", "Aaron", start: d + 22 * 3600, end: d + 23 * 3600) }
+                ),
+                (
+                    "one Bo renamed Bo B.",
+                    { try await self.book(api, "v-13", "t-1", "Bo B.", start: d + 23 * 3600, end: d + 23 * 3600 + 60) }
+                ),
+            ]
+            for (change, make) in changes {
+                try await make()
+                #expect(try await desk(api).text == (try await stored(api, Self.dayText)), "after: \(change)")
+            }
+            #expect(
+                outline(try await desk(api)).map { $0.prefix { $0 != ":" } } == [
+                    "t-4 Aaron", "t-9 Ann", "t-6 Bo", "t-1 Bo B.", "t-7 Eve", "t-5 Kit", "t-10 Mia", "t-3 Zack",
+                ])
+            #expect(api.environment.visits.days.counts.loads == loads, "the day was followed, not read whole again")
+        }
+    }
+
     @Test func reassignmentMovesTheVisitAndTheLatestBookingNamesTheTechnician() async throws {
         try await withDesk { api, _ in
             let d = Self.day
