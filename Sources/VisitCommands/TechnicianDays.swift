@@ -66,6 +66,8 @@ public final class TechnicianDays: Sendable {
         var answer = Data()
         /// More technicians to place than this: the whole order is sorted again instead (the first read).
         static let sortAbove = 256
+        /// How often the whole order was sorted (for tests).
+        var sorts = 0
 
         mutating func remove(_ visitId: String) {
             guard let old = entries.removeValue(forKey: visitId) else { return }
@@ -119,8 +121,11 @@ public final class TechnicianDays: Sendable {
 
         /// Takes a technician out of the order (nothing when it is not in it).
         mutating func unplace(_ technicianId: String) {
-            guard let name = placedName.removeValue(forKey: technicianId) else { return }
-            guard let at = placed(name, technicianId) else {
+            guard let name = placedName[technicianId] else { return }
+            // (Its own name is still in `placedName` while it is searched for: the search reads every name it passes.)
+            let at = placed(name, technicianId)
+            placedName[technicianId] = nil
+            guard let at else {
                 unsorted = true
                 return
             }
@@ -158,6 +163,7 @@ public final class TechnicianDays: Sendable {
             unplaced = []
             if unsorted || coming.count > Self.sortAbove {
                 unsorted = false
+                sorts += 1
                 let keyed = visitsByTechnician.keys.map { (name: people[$0]?.name ?? "", id: $0) }
                 let sorted = keyed.sorted(by: TechnicianReadModel.precedes)
                 order = sorted.map(\.id)
@@ -226,8 +232,12 @@ public final class TechnicianDays: Sendable {
         self.pool = pool
     }
 
-    /// Passes run so far, and how many of the days they answered were read whole.
-    public var counts: (passes: Int, loads: Int) { memory.withLock { ($0.passes, $0.loads) } }
+    /// Passes run so far, how many of the days they answered were read whole, and how often the days held now
+    /// had their whole order sorted (once when read whole; again only when more than `Day.sortAbove` technicians
+    /// came at once, or one was not where its name put it).
+    public var counts: (passes: Int, loads: Int, sorts: Int) {
+        memory.withLock { ($0.passes, $0.loads, $0.days.values.reduce(0) { $0 + $1.sorts }) }
+    }
 
     /// The technicians with a visit whose current window starts in `[from, to)` (epoch seconds), as
     /// `TechnicianReadModel.json` writes what `TechnicianReadModel.day` reads, with everything committed before
