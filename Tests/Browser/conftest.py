@@ -47,6 +47,15 @@ def free_port():
         return s.getsockname()[1]
 
 
+def later_today(seconds=600):
+    """A moment `seconds` from now, or earlier if that would leave the browser's (local) day: pages that show
+    "today" without a date must not see the visit move to tomorrow when the run comes near midnight. The
+    window may then lie in the past, which a booking accepts."""
+    now = int(time.time())
+    midnight = int(time.mktime(time.localtime(now)[:3] + (0, 0, 0, 0, 0, -1))) + 86_400
+    return min(now + seconds, midnight - 2 * 3600)
+
+
 def wait_for(what, check, within=20.0, every=0.1):
     """Polls `check` until it returns something truthy; fails naming `what` after `within` seconds."""
     deadline = time.monotonic() + within

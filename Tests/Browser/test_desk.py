@@ -9,7 +9,7 @@ import uuid
 
 from playwright.sync_api import expect
 
-from conftest import REPO, wait_for
+from conftest import REPO, later_today, wait_for
 from test_console import FIRST_BACKGROUND_READS, TWO_SECONDS_AND_A_REQUEST, row, sign_in, unique
 
 RULES = json.loads((REPO / "Projections/rules.json").read_text())
@@ -233,10 +233,10 @@ def test_exceptions_are_badged_and_counted(stack, context, artifacts):
 
 def test_dates_order_and_a_row_that_stays_under_the_pointer(stack, context, artifacts):
     word = uuid.uuid4().hex[:6]
-    now = int(time.time())
+    now = later_today()
     today, tomorrow = unique("v-today"), unique("v-tomorrow")
-    book(stack, tomorrow, "t-dates", now + 86_400 + 600, job=f"Dates{word}")
-    book(stack, today, "t-dates", now + 600, job=f"Dates{word}")
+    book(stack, tomorrow, "t-dates", now + 86_400, job=f"Dates{word}")
+    book(stack, today, "t-dates", now, job=f"Dates{word}")
     page = context.new_page()
     sign_in(page, stack)
     page.get_by_test_id("search").fill(f"dates{word}")
@@ -244,10 +244,10 @@ def test_dates_order_and_a_row_that_stays_under_the_pointer(stack, context, arti
     # By arrival, not by booking: today's first.
     assert [r.get_attribute("data-visit-id") for r in page.get_by_test_id("visit-row").all()] == [today, tomorrow]
     day_and_month = page.evaluate(
-        "(t) => new Date(t * 1000).toLocaleDateString([], { day: 'numeric', month: 'short' })", now + 86_400 + 600)
+        "(t) => new Date(t * 1000).toLocaleDateString([], { day: 'numeric', month: 'short' })", now + 86_400)
     expect(row(page, tomorrow).get_by_test_id("arrival")).to_contain_text(day_and_month)
     today_text = page.evaluate(
-        "(t) => new Date(t * 1000).toLocaleDateString([], { day: 'numeric', month: 'short' })", now + 600)
+        "(t) => new Date(t * 1000).toLocaleDateString([], { day: 'numeric', month: 'short' })", now)
     expect(row(page, today).get_by_test_id("arrival")).not_to_contain_text(today_text)
 
     # The pointer rests on tomorrow's row; an earlier visit arrives above it: the row stays under the pointer

@@ -7,6 +7,7 @@ import time
 import pytest
 from playwright.sync_api import expect
 
+from conftest import later_today
 from test_console import row, sign_in, unique
 from test_desk import book
 
@@ -40,7 +41,7 @@ def test_every_page_and_dialog_fits_390_px(stack, browser, artifacts, scheme):
     context.set_default_timeout(10_000)
     try:
         visit_id, technician = unique("v-phone"), unique("t-phone")
-        book(stack, visit_id, technician, int(time.time()) + 600, name="Alexandria-Marguerite",
+        book(stack, visit_id, technician, later_today(), name="Alexandria-Marguerite",
              job="Replace the thermostatic radiator valves in the upstairs bedrooms", van="Long white van with a ladder rack")
         stack.register_activity(visit_id, customer="c-desk", activity=unique("a-phone"))
         # A visit at the very end of tomorrow (its window runs past midnight): its timeline block must end at
