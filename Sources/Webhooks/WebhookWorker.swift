@@ -30,8 +30,8 @@ public final class WebhookWorker: Service {
     private let logger: Logger
     private let stopping = Atomic<Bool>(false)
     private let pushesBacklogged: @Sendable () -> Bool
-    /// When the loops' last claim started (or is to start, for a loop gathering): `gatherBeforeClaim` spaces
-    /// the next from it.
+    /// When the loops' last claim started (or is to start, for a loop gathering): `claimTurn` spaces the next
+    /// from it.
     private let lastClaimAt = Lock(-Double.infinity)
     /// Signalled by `stop()` alone: ends a loop's wait for its claim's turn (commits signal `wakeUp`).
     private let stopped: WakeUp
